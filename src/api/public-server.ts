@@ -1,0 +1,148 @@
+/**
+ * One port for every protocol. The first bytes of a connection decide: the
+ * HTTP/2 connection preface goes to an HTTP/2 server (gRPC with prior
+ * knowledge, h2c Connect and REST), anything else to an HTTP/1.1 server
+ * (REST, Connect, gRPC-Web). Both servers run the same request handler.
+ */
+import http from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from "node:http2";
+import http2 from "node:http2";
+import net from "node:net";
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+export type RequestHandler = (
+  req: http.IncomingMessage | Http2ServerRequest,
+  res: http.ServerResponse | Http2ServerResponse,
+) => void;
+
+export interface ServerLimits {
+  /** Close a connection that has not sent its full request headers by then. */
+  readonly headersTimeoutMs: number;
+  /** Close an HTTP/1.1 or HTTP/2 connection idle for this long. */
+  readonly idleTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxHeaderBytes: number;
+  readonly maxConcurrentStreams: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  idleTimeoutMs: 65_000,
+  requestTimeoutMs: 30_000,
+  maxHeaderBytes: 16 * 1024,
+  maxConcurrentStreams: 100,
+};
+
+export interface PublicServer {
+  readonly server: net.Server;
+  /** Stops accepting connections and closes idle ones; resolves when every connection is gone or `graceMs` passed. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createPublicServer(handler: RequestHandler, limits: ServerLimits = DEFAULT_LIMITS): PublicServer {
+  // HTTP/1.1 requests in progress per connection. The inner http.Server never
+  // listens itself, so its own idle-connection tracking is not set up; ours is.
+  const activeRequests = new Map<net.Socket, number>();
+  let closing = false;
+  const h1Handler: RequestHandler = (req, res) => {
+    const socket = req.socket as net.Socket;
+    activeRequests.set(socket, (activeRequests.get(socket) ?? 0) + 1);
+    if (closing) res.setHeader("connection", "close");
+    res.once("close", () => {
+      const left = (activeRequests.get(socket) ?? 1) - 1;
+      activeRequests.set(socket, left);
+      if (closing && left === 0) socket.end();
+    });
+    handler(req, res);
+  };
+  const h1 = http.createServer(
+    {
+      maxHeaderSize: limits.maxHeaderBytes,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.idleTimeoutMs,
+    },
+    h1Handler,
+  );
+  const h2 = http2.createServer(
+    {
+      maxSessionMemory: 10,
+      settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderBytes },
+    },
+    handler,
+  );
+  const sessions = new Set<Http2Session>();
+  h2.on("session", (session: Http2Session) => {
+    sessions.add(session);
+    session.setTimeout(limits.idleTimeoutMs, () => session.close());
+    session.once("close", () => sessions.delete(session));
+  });
+  const sockets = new Set<net.Socket>();
+  /** Connections whose first bytes have not arrived yet: they hold no request. */
+  const unclassified = new Set<net.Socket>();
+
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    unclassified.add(socket);
+    socket.once("close", () => {
+      sockets.delete(socket);
+      activeRequests.delete(socket);
+      unclassified.delete(socket);
+    });
+    socket.setNoDelay(true);
+    // A connection that never sends enough bytes to be classified is closed.
+    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
+    let buffered: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      const n = Math.min(buffered.length, PREFACE.length);
+      const looksLikeHttp2 = buffered.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (looksLikeHttp2 && buffered.length < PREFACE.length) return;
+      socket.removeListener("data", onData);
+      unclassified.delete(socket);
+      socket.setTimeout(0);
+      socket.pause();
+      socket.unshift(buffered);
+      if (looksLikeHttp2) {
+        // The HTTP/2 server reads the unshifted preface itself; resuming here would break its framing.
+        h2.emit("connection", socket);
+      } else {
+        activeRequests.set(socket, 0);
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    };
+    socket.on("data", onData);
+    socket.on("error", () => socket.destroy());
+  });
+
+  return {
+    server,
+    close(graceMs = 10_000) {
+      return new Promise<void>((resolve) => {
+        let done = false;
+        const finish = () => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          for (const socket of sockets) socket.destroy();
+          finish();
+        }, graceMs);
+        timer.unref();
+        closing = true;
+        server.close(() => finish());
+        // In-flight requests finish; idle connections go now, busy ones after their last response.
+        for (const socket of unclassified) socket.destroy();
+        for (const socket of sockets) {
+          if (!unclassified.has(socket) && activeRequests.get(socket) === 0) socket.end();
+        }
+        for (const session of sessions) session.close();
+        if (sockets.size === 0) finish();
+      });
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * Wires the service from its parts. A pure function of its dependencies: it
+ * does not listen (main does), so tests build it on any port and database.
+ *
+ * A public request flows: transport (public-server) → route (here) →
+ * admission (authenticate, rate limit) → validate (period-request) →
+ * query (leaderboard) → render (REST envelope or protobuf message).
+ */
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
+import { Admission } from "./api/admission.js";
+import { registerHealth, registerReflection } from "./api/health-and-reflection.js";
+import type { RequestHandler } from "./api/public-server.js";
+import {
+  MAX_BODY_BYTES,
+  type NodeRequest,
+  type NodeResponse,
+  normalizePath,
+  RestApi,
+  sendNotFound,
+} from "./api/rest.js";
+import { callerKey, topWagersService } from "./api/top-wagers-service.js";
+import { Authenticator } from "./auth/authenticator.js";
+import type { Config } from "./config.js";
+import { Leaderboard } from "./leaderboard/top-wagers.js";
+import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "./limits/rate-limiter.js";
+import type { Database } from "./storage/database.js";
+import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "./storage/migrations.js";
+
+export interface AppOptions {
+  readonly limiterFactory?: LimiterFactory;
+  /** Current Unix time in seconds; tests move the clock. */
+  readonly now?: () => number;
+  /** How long an API key lookup is trusted (revocation takes effect within this time). */
+  readonly keyCacheTtlMs?: number;
+}
+
+export interface App {
+  readonly handler: RequestHandler;
+  /** Marks the app as shutting down: readiness and gRPC health turn to not serving. */
+  stopServing(): void;
+}
+
+/** Services served on the public port, as reflection and health list them. */
+export const PUBLIC_SERVICES = [
+  TopWagersService.typeName,
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+] as const;
+
+export function createApp(config: Config, database: Database, options: AppOptions = {}): App {
+  let serving = true;
+  const state = { serving: () => serving };
+  const admission = new Admission(
+    new Authenticator(database.read, options.keyCacheTtlMs === undefined ? {} : { cacheTtlMs: options.keyCacheTtlMs }),
+    new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
+  );
+  const leaderboard = new Leaderboard({
+    pool: database.read,
+    defaultAvatarUrl: config.defaultAvatarUrl,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+  const rest = new RestApi({ basePath: config.basePath, admission, leaderboard });
+
+  const routes = (router: ConnectRouter) => {
+    router.service(TopWagersService, topWagersService(leaderboard));
+    registerHealth(router, PUBLIC_SERVICES, state);
+    registerReflection(router, PUBLIC_SERVICES);
+  };
+
+  // Runs on headers only, before any body is read: an unauthenticated call costs no parsing.
+  const requestGate = async (context: HandlerContext) => {
+    if (context.service.typeName.startsWith("grpc.")) return;
+    const admitted = await admission.admit(context.requestHeader.get("authorization"));
+    context.values.set(callerKey, admitted.caller);
+    for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
+  };
+
+  const fallback = (req: NodeRequest, res: NodeResponse) => {
+    const path = normalizePath(req.url ?? "/");
+    if (rest.matches(path)) return void rest.handle(req, res);
+    if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
+      return void sendStatus(res, 200, { status: "ok" });
+    }
+    if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
+      return void readiness(database, serving).then(([status, body]) => sendStatus(res, status, body));
+    }
+    return void sendNotFound(req, res, rest.path);
+  };
+
+  const handler = connectNodeAdapter({
+    routes,
+    fallback,
+    requestGate,
+    readMaxBytes: MAX_BODY_BYTES,
+  }) as RequestHandler;
+
+  return {
+    handler,
+    stopServing() {
+      serving = false;
+    },
+  };
+}
+
+async function readiness(database: Database, serving: boolean): Promise<[number, object]> {
+  if (!serving) return [503, { status: "shutting_down" }];
+  try {
+    const version = await currentSchemaVersion(database.read);
+    if (version < LATEST_SCHEMA_VERSION) {
+      return [503, { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION }];
+    }
+    return [200, { status: "ready", schemaVersion: version }];
+  } catch {
+    return [503, { status: "database_unavailable" }];
+  }
+}
+
+function sendStatus(res: NodeResponse, status: number, body: object): void {
+  const payload = JSON.stringify(body);
+  (res as import("node:http").ServerResponse).writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "content-length": String(Buffer.byteLength(payload)),
+  });
+  res.end(payload);
+}

@@ -1,0 +1,90 @@
+/**
+ * Who is calling: an API key from the Authorization header, resolved to its
+ * affiliate. Lookups are cached for a short time so the database is asked at
+ * most once per key every couple of seconds; that time bounds how long a
+ * revoked key keeps working (contract: within 5 s). Unknown keys are cached too,
+ * so a flood of bad keys does not reach the database each time.
+ */
+import type { Pool } from "mysql2/promise";
+import { unauthenticated, unavailable } from "../errors.js";
+import { findApiKeyByHash } from "../storage/api-keys.js";
+import { bearerCredential, hashApiKey, looksLikeApiKey, sameHash } from "./api-key-secret.js";
+
+export interface Caller {
+  readonly keyId: string;
+  /** Internal key of the affiliate whose wagers this caller may read. */
+  readonly affiliateId: number;
+  /** The key's own rate limit, or null for the service default. */
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
+}
+
+interface CacheEntry {
+  readonly caller: Caller | null;
+  readonly expiresAt: number;
+}
+
+export interface AuthenticatorOptions {
+  /** How long a lookup result is trusted; keep well under 5 s (revocation promise). */
+  readonly cacheTtlMs?: number;
+  readonly maxCachedKeys?: number;
+  readonly now?: () => number;
+}
+
+export class Authenticator {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly inFlight = new Map<string, Promise<Caller | null>>();
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly pool: Pool,
+    options: AuthenticatorOptions = {},
+  ) {
+    this.ttlMs = options.cacheTtlMs ?? 2_000;
+    this.maxEntries = options.maxCachedKeys ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Resolves the caller or throws `unauthenticated`; a database failure throws `unavailable`. */
+  async authenticate(authorization: string | null | undefined): Promise<Caller> {
+    const secret = bearerCredential(authorization);
+    if (secret === undefined || !looksLikeApiKey(secret)) throw unauthenticated();
+    const hash = hashApiKey(secret);
+    const cacheKey = hash.toString("base64");
+    const cached = this.cache.get(cacheKey);
+    let caller: Caller | null;
+    if (cached !== undefined && cached.expiresAt > this.now()) {
+      caller = cached.caller;
+    } else {
+      let pending = this.inFlight.get(cacheKey);
+      if (pending === undefined) {
+        pending = this.lookUp(hash, cacheKey).finally(() => this.inFlight.delete(cacheKey));
+        this.inFlight.set(cacheKey, pending);
+      }
+      caller = await pending;
+    }
+    if (caller === null) throw unauthenticated();
+    return caller;
+  }
+
+  private async lookUp(hash: Buffer, cacheKey: string): Promise<Caller | null> {
+    let caller: Caller | null = null;
+    try {
+      const stored = await findApiKeyByHash(this.pool, hash);
+      if (stored !== undefined && stored.revokedAt === null && sameHash(stored.hash, hash)) {
+        caller = { keyId: stored.id, affiliateId: stored.affiliateId, rateLimit: stored.rateLimit };
+      }
+    } catch (error) {
+      throw unavailable(error);
+    }
+    if (this.cache.size >= this.maxEntries) {
+      // Map iterates in insertion order: drop the oldest entry.
+      const oldest = this.cache.keys().next();
+      if (oldest.done !== true) this.cache.delete(oldest.value);
+    }
+    this.cache.delete(cacheKey);
+    this.cache.set(cacheKey, { caller, expiresAt: this.now() + this.ttlMs });
+    return caller;
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The rules for a leaderboard request, shared by every protocol. Returns every
+ * problem at once, each naming its field, instead of stopping at the first.
+ */
+import type { Violation } from "../errors.js";
+
+/** 2024-12-02T05:00:00Z: the earliest start the API accepts. */
+export const EARLIEST_START = 1_733_115_600;
+/** Above this a "Unix seconds" value is almost surely milliseconds (10^11 s is the year 5138). */
+export const MAX_TIMESTAMP = 100_000_000_000;
+export const MAX_NUM_USERS = 100;
+
+/** A request as received, fields absent when the caller left them out. */
+export interface PeriodRequestFields {
+  readonly startTimestamp?: bigint | undefined;
+  readonly endTimestamp?: bigint | undefined;
+  readonly numUsers?: bigint | number | undefined;
+}
+
+/** A valid request: an inclusive period [start, end] in Unix seconds and a list length. */
+export interface PeriodQuery {
+  readonly start: number;
+  readonly end: number;
+  readonly numUsers: number;
+}
+
+export type PeriodValidation =
+  | { readonly ok: true; readonly query: PeriodQuery }
+  | { readonly ok: false; readonly violations: Violation[] };
+
+export function periodFromRequest(request: PeriodRequestFields): PeriodValidation {
+  const violations: Violation[] = [];
+  const start = checkTimestamp("startTimestamp", request.startTimestamp, violations);
+  if (start !== undefined && start < EARLIEST_START) {
+    violations.push({
+      field: "startTimestamp",
+      message: `startTimestamp must be ${EARLIEST_START} (2 December 2024) or later`,
+    });
+  }
+  const end = checkTimestamp("endTimestamp", request.endTimestamp, violations);
+  if (end !== undefined && start !== undefined && end < start) {
+    violations.push({
+      field: "endTimestamp",
+      message: "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)",
+    });
+  }
+  let numUsers: number | undefined;
+  if (request.numUsers === undefined) {
+    violations.push({ field: "numUsers", message: "numUsers is required" });
+  } else if (request.numUsers < 1 || request.numUsers > MAX_NUM_USERS) {
+    violations.push({ field: "numUsers", message: `numUsers must be between 1 and ${MAX_NUM_USERS}` });
+  } else {
+    numUsers = Number(request.numUsers);
+  }
+  if (violations.length > 0 || start === undefined || end === undefined || numUsers === undefined) {
+    return { ok: false, violations };
+  }
+  return { ok: true, query: { start, end, numUsers } };
+}
+
+function checkTimestamp(field: string, value: bigint | undefined, violations: Violation[]): number | undefined {
+  if (value === undefined) {
+    violations.push({ field, message: `${field} is required` });
+    return undefined;
+  }
+  if (value > BigInt(MAX_TIMESTAMP)) {
+    violations.push({
+      field,
+      message: `${field} looks like milliseconds. Send Unix seconds (divide by 1000)`,
+    });
+    return undefined;
+  }
+  if (value < 0n) {
+    violations.push({ field, message: `${field} must be a Unix timestamp in seconds (0 or more)` });
+    return undefined;
+  }
+  return Number(value);
+}

@@ -1,0 +1,93 @@
+/** SQL for API keys. Keys are stored only as SHA-256 hashes; this module never sees a secret. */
+import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { ensureAffiliate } from "./affiliates.js";
+
+export interface StoredApiKey {
+  readonly id: string;
+  readonly affiliateId: number;
+  readonly affiliateExternalId: string;
+  readonly label: string;
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
+}
+
+const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_external_id, k.label, k.created_at,
+    k.revoked_at, k.rate_limit_points, k.rate_limit_window_s, k.key_hash
+  FROM api_keys k JOIN affiliates a ON a.id = k.affiliate_id`;
+
+function toStoredKey(row: RowDataPacket): StoredApiKey {
+  return {
+    id: String(row.id),
+    affiliateId: Number(row.affiliate_id),
+    affiliateExternalId: String(row.affiliate_external_id),
+    label: String(row.label),
+    createdAt: Number(row.created_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    rateLimit:
+      row.rate_limit_points === null || row.rate_limit_window_s === null
+        ? null
+        : { points: Number(row.rate_limit_points), windowSeconds: Number(row.rate_limit_window_s) },
+  };
+}
+
+export async function insertApiKey(
+  pool: Pool,
+  key: {
+    id: string;
+    hash: Buffer;
+    affiliateExternalId: string;
+    label: string;
+    rateLimit: { points: number; windowSeconds: number } | null;
+  },
+): Promise<StoredApiKey> {
+  const affiliateId = await ensureAffiliate(pool, key.affiliateExternalId);
+  await pool.execute(
+    `INSERT INTO api_keys (id, key_hash, affiliate_id, label, created_at, rate_limit_points, rate_limit_window_s)
+     VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?)`,
+    [key.id, key.hash, affiliateId, key.label, key.rateLimit?.points ?? null, key.rateLimit?.windowSeconds ?? null],
+  );
+  const stored = await findApiKeyById(pool, key.id);
+  if (stored === undefined) throw new Error(`key ${key.id} vanished right after insert`);
+  return stored;
+}
+
+export async function findApiKeyByHash(
+  pool: Pool,
+  hash: Buffer,
+): Promise<(StoredApiKey & { hash: Buffer }) | undefined> {
+  const [rows] = await pool.execute<RowDataPacket[]>(`${SELECT_KEY} WHERE k.key_hash = ?`, [hash]);
+  const row = rows[0];
+  return row === undefined ? undefined : { ...toStoredKey(row), hash: row.key_hash as Buffer };
+}
+
+export async function findApiKeyById(pool: Pool, id: string): Promise<StoredApiKey | undefined> {
+  const [rows] = await pool.execute<RowDataPacket[]>(`${SELECT_KEY} WHERE k.id = ?`, [id]);
+  return rows[0] === undefined ? undefined : toStoredKey(rows[0]);
+}
+
+export async function listApiKeys(pool: Pool): Promise<StoredApiKey[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(`${SELECT_KEY} ORDER BY k.created_at, k.id`);
+  return rows.map(toStoredKey);
+}
+
+/** Marks a key revoked; returns false when no such key exists. Revoking twice keeps the first time. */
+export async function revokeApiKey(pool: Pool, id: string): Promise<boolean> {
+  const [result] = await pool.execute<ResultSetHeader>(
+    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, UNIX_TIMESTAMP()) WHERE id = ?",
+    [id],
+  );
+  return result.affectedRows > 0;
+}
+
+export async function setApiKeyRateLimit(
+  pool: Pool,
+  id: string,
+  rateLimit: { points: number; windowSeconds: number } | null,
+): Promise<boolean> {
+  const [result] = await pool.execute<ResultSetHeader>(
+    "UPDATE api_keys SET rate_limit_points = ?, rate_limit_window_s = ? WHERE id = ?",
+    [rateLimit?.points ?? null, rateLimit?.windowSeconds ?? null, id],
+  );
+  return result.affectedRows > 0;
+}

@@ -1,0 +1,126 @@
+/**
+ * Versioned schema migrations. Each migration runs once, in order, and is
+ * recorded in `schema_migrations`; a named lock keeps two instances starting at
+ * once from applying the same migration twice. Never edit a shipped migration:
+ * add a new one.
+ *
+ * Ids of affiliates, users and wagers are the platform's opaque strings
+ * (`external_id`, binary collation so comparison and ordering are by code
+ * point). Internally every row has a compact integer key, so the large tables
+ * and their indexes stay small. Times are Unix seconds in INT UNSIGNED (no time
+ * zone conversion, no 2038 limit); money is DECIMAL and is only ever summed by
+ * the database.
+ */
+import type { Pool, RowDataPacket } from "mysql2/promise";
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "affiliates, users, wagers and api keys",
+    statements: [
+      `CREATE TABLE affiliates (
+        id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        external_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        created_at INT UNSIGNED NOT NULL,
+        UNIQUE KEY ux_affiliates_external (external_id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      `CREATE TABLE users (
+        id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        external_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        username VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        avatar_url VARCHAR(2048) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+        updated_at INT UNSIGNED NOT NULL,
+        UNIQUE KEY ux_users_external (external_id),
+        KEY ix_users_affiliate (affiliate_id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // affiliate_id is the user's affiliate when the wager was recorded, so a
+      // user who moves keeps their old wagers with the old affiliate.
+      `CREATE TABLE wagers (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        external_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        amount DECIMAL(20,8) NOT NULL,
+        placed_at INT UNSIGNED NOT NULL,
+        UNIQUE KEY ux_wagers_external (external_id),
+        KEY ix_wagers_affiliate_time (affiliate_id, placed_at, user_id, amount)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // Keys are stored only as SHA-256 hashes of the secret.
+      `CREATE TABLE api_keys (
+        id VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+        key_hash BINARY(32) NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        label VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+        created_at INT UNSIGNED NOT NULL,
+        revoked_at INT UNSIGNED NULL,
+        rate_limit_points INT UNSIGNED NULL,
+        rate_limit_window_s INT UNSIGNED NULL,
+        UNIQUE KEY ux_api_keys_hash (key_hash),
+        KEY ix_api_keys_affiliate (affiliate_id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
+];
+
+const LOCK_NAME = "topwagers_migrations";
+
+export interface MigrationReport {
+  readonly applied: readonly Migration[];
+  readonly current: number;
+}
+
+/** Applies every pending migration. Safe to call from several instances at once. */
+export async function migrate(pool: Pool, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrationReport> {
+  const connection = await pool.getConnection();
+  try {
+    const [lock] = await connection.query<RowDataPacket[]>("SELECT GET_LOCK(?, 60) AS ok", [LOCK_NAME]);
+    if (lock[0]?.ok !== 1)
+      throw new Error("could not take the migration lock within 60 s; is another migration running?");
+    try {
+      await connection.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+          version INT UNSIGNED NOT NULL PRIMARY KEY,
+          name VARCHAR(200) NOT NULL,
+          applied_at INT UNSIGNED NOT NULL
+        ) ENGINE=InnoDB`,
+      );
+      const done = new Set(
+        (await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations"))[0].map((r) =>
+          Number(r.version),
+        ),
+      );
+      const applied: Migration[] = [];
+      for (const migration of migrations) {
+        if (done.has(migration.version)) continue;
+        // DDL commits implicitly in MySQL, so a migration is made of idempotent-enough steps
+        // and recorded only once all of them succeeded.
+        for (const statement of migration.statements) await connection.query(statement);
+        await connection.query(
+          "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
+          [migration.version, migration.name],
+        );
+        applied.push(migration);
+      }
+      return { applied, current: Math.max(0, ...migrations.map((m) => m.version)) };
+    } finally {
+      await connection.query("SELECT RELEASE_LOCK(?)", [LOCK_NAME]);
+    }
+  } finally {
+    connection.release();
+  }
+}
+
+/** The highest applied migration, or 0 when none is; used by readiness. */
+export async function currentSchemaVersion(pool: Pool): Promise<number> {
+  const [rows] = await pool.query<RowDataPacket[]>("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations");
+  return Number(rows[0]?.v ?? 0);
+}
+
+export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

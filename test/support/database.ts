@@ -1,0 +1,39 @@
+/**
+ * A throwaway database per test file on the real MariaDB/MySQL server, with
+ * every migration applied. Dropped again in afterAll.
+ */
+import { randomBytes } from "node:crypto";
+import mysql from "mysql2/promise";
+import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
+import { migrate } from "../../src/storage/migrations.js";
+
+/** Server to create test databases on; the database part of the URL is replaced. */
+export const TEST_SERVER_URL = process.env.TEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_test";
+
+export interface TestDatabase {
+  readonly url: string;
+  readonly db: Database;
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(label: string): Promise<TestDatabase> {
+  const name = `tw_test_${label.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 30)}_${randomBytes(4).toString("hex")}`;
+  const url = new URL(TEST_SERVER_URL);
+  url.pathname = `/${name}`;
+  const { database: _unused, ...serverOptions } = connectionOptions(url.toString());
+  const admin = await mysql.createConnection(serverOptions);
+  await admin.query(`CREATE DATABASE ${mysql.escapeId(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  await admin.end();
+  const db = await openDatabase({ url: url.toString(), poolSize: 4, queryTimeoutMs: 10_000 });
+  await migrate(db.write);
+  return {
+    url: url.toString(),
+    db,
+    async drop() {
+      await db.close();
+      const conn = await mysql.createConnection(serverOptions);
+      await conn.query(`DROP DATABASE IF EXISTS ${mysql.escapeId(name)}`);
+      await conn.end();
+    },
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * The real service on a real socket (127.0.0.1, port 0) over a throwaway
+ * database. `close()` waits until every connection is gone, so a leaked stream
+ * or socket fails the test's teardown instead of passing silently.
+ */
+import { createPublicServer } from "../../src/api/public-server.js";
+import { type AppOptions, createApp } from "../../src/app.js";
+import { type Config, loadConfig } from "../../src/config.js";
+import { createTestDatabase, type TestDatabase } from "./database.js";
+
+export interface TestServer {
+  readonly baseUrl: string;
+  readonly port: number;
+  readonly database: TestDatabase;
+  readonly config: Config;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(
+  label: string,
+  env: Record<string, string> = {},
+  options: AppOptions = {},
+): Promise<TestServer> {
+  const database = await createTestDatabase(label);
+  const config = loadConfig({ RATE_LIMIT_POINTS: "100000", ...env, DATABASE_URL: database.url });
+  const app = createApp(config, database.db, options);
+  const publicServer = createPublicServer(app.handler);
+  await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
+  const address = publicServer.server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    database,
+    config,
+    async close() {
+      app.stopServing();
+      await publicServer.close(5_000);
+      await database.drop();
+    },
+  };
+}
