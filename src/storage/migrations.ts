@@ -67,6 +67,24 @@ export const MIGRATIONS: readonly Migration[] = [
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
     ],
   },
+  {
+    version: 2,
+    name: "hourly, daily and monthly wager totals per affiliate and user",
+    // Maintained in the same transaction as the raw wagers (ingest), so they
+    // never disagree with them. bucket = Unix second at which the UTC hour, day
+    // or month starts. The read path answers a period from the coarsest aligned
+    // buckets plus raw wagers for partial-hour edges.
+    statements: ["wager_hourly", "wager_daily", "wager_monthly"].map(
+      (table) => `CREATE TABLE ${table} (
+        affiliate_id INT UNSIGNED NOT NULL,
+        bucket INT UNSIGNED NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        total DECIMAL(30,8) NOT NULL,
+        wagers INT UNSIGNED NOT NULL,
+        PRIMARY KEY (affiliate_id, bucket, user_id)
+      ) ENGINE=InnoDB`,
+    ),
+  },
 ];
 
 const LOCK_NAME = "topwagers_migrations";
