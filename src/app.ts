@@ -60,6 +60,7 @@ export function createApp(config: Config, database: Database, options: AppOption
   const leaderboard = new Leaderboard({
     pool: database.read,
     defaultAvatarUrl: config.defaultAvatarUrl,
+    cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const rest = new RestApi({ basePath: config.basePath, admission, leaderboard });

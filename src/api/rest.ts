@@ -14,6 +14,7 @@ import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import { periodFromRequest } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import type { Admission } from "./admission.js";
+import { freshness } from "./freshness.js";
 
 type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
 
@@ -81,8 +82,14 @@ export class RestApi {
       const validation = periodFromRequest(fields.values);
       const violations = [...fields.violations, ...(validation.ok ? [] : validation.violations)];
       if (violations.length > 0 || !validation.ok) throw invalidRequest(violations);
-      const ranked = await this.options.leaderboard.topWagersForPeriod(admitted.caller.affiliateId, validation.query);
-      await send(req, res, 200, renderEntries(ranked), { ...rateHeaders, "cache-control": "no-store" });
+      const standings = await this.options.leaderboard.topWagersForPeriod(
+        admitted.caller.affiliateId,
+        validation.query,
+      );
+      await send(req, res, 200, renderEntries(standings.ranked), {
+        ...rateHeaders,
+        "cache-control": freshness(standings.maxAgeSeconds),
+      });
     } catch (reason) {
       await sendError(req, res, reason, rateHeaders).catch((failure: unknown) => {
         // The connection is gone or the response half-written: nothing left to tell the client.

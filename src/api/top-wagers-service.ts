@@ -14,6 +14,7 @@ import type { Caller } from "../auth/authenticator.js";
 import { invalidArgument, unauthenticated } from "../errors.js";
 import { periodFromRequest } from "../leaderboard/period-request.js";
 import type { Leaderboard } from "../leaderboard/top-wagers.js";
+import { freshness } from "./freshness.js";
 
 /** Set by the request gate once the key is authenticated and counted. */
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
@@ -25,9 +26,10 @@ export function topWagersService(leaderboard: Leaderboard): ServiceImpl<typeof T
       if (caller === undefined) throw unauthenticated();
       const validation = periodFromRequest(request);
       if (!validation.ok) throw invalidArgument(validation.violations);
-      const ranked = await leaderboard.topWagersForPeriod(caller.affiliateId, validation.query);
+      const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, validation.query);
+      context.responseHeader.set("cache-control", freshness(standings.maxAgeSeconds));
       return create(GetTopAffiliateWagersByPeriodResponseSchema, {
-        data: ranked.map((user) =>
+        data: standings.ranked.map((user) =>
           create(TopWagerEntrySchema, {
             username: user.username,
             avatar: user.avatar,

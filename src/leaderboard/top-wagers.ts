@@ -1,12 +1,15 @@
 /**
  * The answer to the one question: who are the top wagering users of this
- * affiliate in this period.
+ * affiliate in this period. Periods are answered from rollups (see
+ * period-buckets) and cached briefly per affiliate and period.
  */
 import type { Pool } from "mysql2/promise";
 import { unavailable } from "../errors.js";
-import { topUsersFromRawWagers } from "../storage/leaderboard-queries.js";
+import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
 import { canonicalDecimal } from "./decimal.js";
-import type { PeriodQuery } from "./period-request.js";
+import { bucketRanges } from "./period-buckets.js";
+import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
+import { ResultCache } from "./result-cache.js";
 
 export interface RankedUser {
   readonly rank: number;
@@ -18,26 +21,69 @@ export interface RankedUser {
   readonly totalWagered: string;
 }
 
+export interface Standings {
+  readonly ranked: readonly RankedUser[];
+  /** Whole seconds this answer may still be reused by the caller (Cache-Control max-age). */
+  readonly maxAgeSeconds: number;
+  /** Key for renderers that want to cache their own bytes of this exact answer. */
+  readonly cacheKey: string | undefined;
+}
+
 export interface LeaderboardOptions {
   readonly pool: Pool;
   readonly defaultAvatarUrl: string;
+  /** Lifetime of a cached answer; 0 disables the cache. */
+  readonly cacheTtlMs: number;
+  /** Current Unix time in seconds. */
   readonly now?: () => number;
+  readonly maxCachedPeriods?: number;
 }
+
+/** A period that ended this long ago changes only through late corrections: cache it longer. */
+const SETTLED_AFTER_SECONDS = 86_400;
+const SETTLED_TTL_FACTOR = 30;
 
 export class Leaderboard {
   private readonly now: () => number;
+  private readonly cache: ResultCache<readonly RankedUser[]>;
 
   constructor(private readonly options: LeaderboardOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
+    this.cache = new ResultCache(options.maxCachedPeriods ?? 10_000, () => this.now() * 1000);
   }
 
-  async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<RankedUser[]> {
+  get cacheStats(): { hits: number; misses: number; size: number } {
+    return { hits: this.cache.hits, misses: this.cache.misses, size: this.cache.size };
+  }
+
+  async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<Standings> {
     // A period that has not started yet has no wagers by definition (ingest
     // accepts wagers a few minutes ahead of the clock; they must not show early).
-    if (query.start > this.now()) return [];
-    let rows: Awaited<ReturnType<typeof topUsersFromRawWagers>>;
+    if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, cacheKey: undefined };
+    if (this.options.cacheTtlMs <= 0) {
+      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
+    }
+    const key = `${affiliateId}:${query.start}:${query.end}`;
+    const ttlMs = this.ttlFor(query);
+    const entry = await this.cache.get(
+      key,
+      () => this.load(affiliateId, query, MAX_NUM_USERS),
+      () => ttlMs,
+    );
+    const ranked = entry.value.length > query.numUsers ? entry.value.slice(0, query.numUsers) : entry.value;
+    const maxAgeSeconds = Math.max(0, Math.floor((entry.expiresAt - this.now() * 1000) / 1000));
+    return { ranked, maxAgeSeconds, cacheKey: `${key}:${entry.expiresAt}` };
+  }
+
+  private ttlFor(query: PeriodQuery): number {
+    const settled = query.end < this.now() - SETTLED_AFTER_SECONDS;
+    return settled ? this.options.cacheTtlMs * SETTLED_TTL_FACTOR : this.options.cacheTtlMs;
+  }
+
+  private async load(affiliateId: number, query: PeriodQuery, limit: number): Promise<RankedUser[]> {
+    let rows: Awaited<ReturnType<typeof topUsersFromBuckets>>;
     try {
-      rows = await topUsersFromRawWagers(this.options.pool, affiliateId, query.start, query.end, query.numUsers);
+      rows = await topUsersFromBuckets(this.options.pool, affiliateId, bucketRanges(query.start, query.end), limit);
     } catch (error) {
       throw unavailable(error);
     }

@@ -78,6 +78,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // Unreachable at start-up: serve anyway (answers 503 until it is back); assume MariaDB's dialect.
     flavour = "mariadb";
   }
+  // Month buckets are computed with FROM_UNIXTIME / UNIX_TIMESTAMP: pin every session to UTC.
+  for (const pool of [read, write])
+    pool.pool.on("connection", (connection) => connection.query("SET time_zone = '+00:00'"));
   if (options.queryTimeoutMs !== undefined) {
     const timeoutMs = options.queryTimeoutMs;
     read.pool.on("connection", (connection) => {

@@ -1,5 +1,6 @@
 /** SQL for the leaderboard: totals per user of one affiliate over an inclusive period. */
 import type { Pool, RowDataPacket } from "mysql2/promise";
+import type { BucketRange, Source } from "../leaderboard/period-buckets.js";
 
 export interface RankedRow {
   readonly userExternalId: string;
@@ -9,11 +10,69 @@ export interface RankedRow {
   readonly total: string;
 }
 
+const ORDER = "ORDER BY t.total DESC, u.username, u.external_id";
+
+/** One SELECT per piece of the period; table and column names come only from this constant. */
+const PIECE: Record<Source, string> = {
+  raw: "SELECT user_id, amount AS v FROM wagers WHERE affiliate_id = ? AND placed_at >= ? AND placed_at < ?",
+  hourly: "SELECT user_id, total AS v FROM wager_hourly WHERE affiliate_id = ? AND bucket >= ? AND bucket < ?",
+  daily: "SELECT user_id, total AS v FROM wager_daily WHERE affiliate_id = ? AND bucket >= ? AND bucket < ?",
+  monthly: "SELECT user_id, total AS v FROM wager_monthly WHERE affiliate_id = ? AND bucket >= ? AND bucket < ?",
+};
+
+function toRows(rows: RowDataPacket[]): RankedRow[] {
+  return rows.map((row) => ({
+    userExternalId: String(row.external_id),
+    username: String(row.username),
+    avatarUrl: row.avatar_url === null ? null : String(row.avatar_url),
+    total: String(row.total),
+  }));
+}
+
 /**
- * The top `limit` users by total wagered with placed_at in [start, end],
- * ordered by total descending, then username and user id in binary (code point)
- * order. The straightforward aggregation over raw wagers through the covering
- * index (affiliate_id, placed_at, user_id, amount).
+ * The top `limit` users from the rollups plus raw edges, ordered by total
+ * descending, then username and user id in binary (code point) order.
+ *
+ * Only the leading `limit + 1` totals are joined with users; the extra row
+ * shows whether a tie crosses the cut. When it does (rare), a second query
+ * fetches every user at or above the cut's total so the username tie-break
+ * decides who is in, exactly as a full sort would.
+ */
+export async function topUsersFromBuckets(
+  pool: Pool,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  limit: number,
+): Promise<RankedRow[]> {
+  if (ranges.length === 0) return [];
+  const union = ranges.map((r) => PIECE[r.source]).join(" UNION ALL ");
+  const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
+  const aggregate = `SELECT user_id, SUM(v) AS total FROM (${union}) x GROUP BY user_id`;
+  const [rows] = await pool.execute<RowDataPacket[]>(
+    `SELECT u.external_id, u.username, u.avatar_url, t.total
+       FROM (${aggregate} ORDER BY total DESC LIMIT ?) t
+       JOIN users u ON u.id = t.user_id
+      ${ORDER}`,
+    [...params, String(limit + 1)],
+  );
+  const leading = toRows(rows);
+  if (leading.length <= limit) return leading;
+  const cut = leading[limit]?.total ?? "0";
+  if (leading[limit - 1]?.total !== cut) return leading.slice(0, limit);
+  const [tied] = await pool.execute<RowDataPacket[]>(
+    `SELECT u.external_id, u.username, u.avatar_url, t.total
+       FROM (${aggregate} HAVING total >= CAST(? AS DECIMAL(65,8))) t
+       JOIN users u ON u.id = t.user_id
+      ${ORDER}
+      LIMIT ?`,
+    [...params, cut, String(limit)],
+  );
+  return toRows(tied);
+}
+
+/**
+ * The same answer straight from raw wagers with one GROUP BY: the naive
+ * baseline for benchmarks and the reference the property test compares with.
  */
 export async function topUsersFromRawWagers(
   pool: Pool,
@@ -29,14 +88,9 @@ export async function topUsersFromRawWagers(
               WHERE affiliate_id = ? AND placed_at BETWEEN ? AND ?
               GROUP BY user_id) t
        JOIN users u ON u.id = t.user_id
-      ORDER BY t.total DESC, u.username, u.external_id
+      ${ORDER}
       LIMIT ?`,
     [affiliateId, start, end, String(limit)],
   );
-  return rows.map((row) => ({
-    userExternalId: String(row.external_id),
-    username: String(row.username),
-    avatarUrl: row.avatar_url === null ? null : String(row.avatar_url),
-    total: String(row.total),
-  }));
+  return toRows(rows);
 }

@@ -46,12 +46,50 @@ export async function upsertUsers(db: Pool | PoolConnection, users: readonly Use
   );
 }
 
+/** Rollup tables and the SQL expression of each one's bucket; names come only from here. */
+const ROLLUPS = [
+  ["wager_hourly", "placed_at - placed_at % 3600"],
+  ["wager_daily", "placed_at - placed_at % 86400"],
+  ["wager_monthly", "UNIX_TIMESTAMP(DATE_FORMAT(FROM_UNIXTIME(placed_at), '%Y-%m-01'))"],
+] as const;
+
 /**
- * Inserts wagers, each attributed to its user's affiliate at this moment.
+ * Inserts wagers, each attributed to its user's affiliate at this moment, and
+ * adds them to the hourly, daily and monthly totals in the same transaction.
  * Returns the external ids of users that do not exist (nothing is written then).
  */
-export async function insertWagers(db: Pool | PoolConnection, wagers: readonly WagerRecord[]): Promise<string[]> {
+export async function insertWagers(pool: Pool, wagers: readonly WagerRecord[]): Promise<string[]> {
   if (wagers.length === 0) return [];
+  const connection = await pool.getConnection();
+  try {
+    await connection.beginTransaction();
+    const unknown = await insertRawWagers(connection, wagers);
+    if (unknown.length > 0) {
+      await connection.rollback();
+      return unknown;
+    }
+    for (const [table, bucket] of ROLLUPS) {
+      await connection.query(
+        `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
+         SELECT affiliate_id, ${bucket} AS b, user_id, SUM(amount), COUNT(*)
+           FROM wagers WHERE external_id IN (?)
+          GROUP BY affiliate_id, b, user_id
+          ORDER BY affiliate_id, b, user_id
+         ON DUPLICATE KEY UPDATE total = total + VALUES(total), wagers = wagers + VALUES(wagers)`,
+        [wagers.map((w) => w.id)],
+      );
+    }
+    await connection.commit();
+    return [];
+  } catch (error) {
+    await connection.rollback().catch(() => undefined);
+    throw error;
+  } finally {
+    connection.release();
+  }
+}
+
+async function insertRawWagers(db: PoolConnection, wagers: readonly WagerRecord[]): Promise<string[]> {
   const userIds = [...new Set(wagers.map((w) => w.userId))];
   const [rows] = await db.query<RowDataPacket[]>(
     "SELECT id, external_id, affiliate_id FROM users WHERE external_id IN (?)",

@@ -22,7 +22,7 @@ export async function startTestServer(
   options: AppOptions = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase(label);
-  const config = loadConfig({ RATE_LIMIT_POINTS: "100000", ...env, DATABASE_URL: database.url });
+  const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
   const app = createApp(config, database.db, options);
   const publicServer = createPublicServer(app.handler);
   await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
