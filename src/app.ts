@@ -6,7 +6,8 @@
  * admission (authenticate, rate limit) → validate (period-request) →
  * query (leaderboard) → render (REST envelope or protobuf message).
  */
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
+import { createContextKey, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "./api/admission.js";
@@ -23,8 +24,12 @@ import {
 import { callerKey, topWagersService } from "./api/top-wagers-service.js";
 import { Authenticator } from "./auth/authenticator.js";
 import type { Config } from "./config.js";
+import { asConnectError, codeName } from "./errors.js";
 import { Leaderboard } from "./leaderboard/top-wagers.js";
+import { FailedAuthLimiter } from "./limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "./limits/rate-limiter.js";
+import { type Logger, silentLogger } from "./logger.js";
+import { Metrics, type Protocol } from "./observability/metrics.js";
 import type { Database } from "./storage/database.js";
 import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "./storage/migrations.js";
 
@@ -34,10 +39,16 @@ export interface AppOptions {
   readonly now?: () => number;
   /** How long an API key lookup is trusted (revocation takes effect within this time). */
   readonly keyCacheTtlMs?: number;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  /** Failed authentications allowed per client address and window before 429; default 30 per 60 s. */
+  readonly failedAuthPolicy?: { points: number; windowSeconds: number };
 }
 
 export interface App {
   readonly handler: RequestHandler;
+  readonly metrics: Metrics;
+  readonly leaderboard: Leaderboard;
   /** Marks the app as shutting down: readiness and gRPC health turn to not serving. */
   stopServing(): void;
 }
@@ -50,12 +61,20 @@ export const PUBLIC_SERVICES = [
   "grpc.reflection.v1alpha.ServerReflection",
 ] as const;
 
+/** Per-call facts the transport knows and the gate, interceptor and metrics need. */
+const callKey = createContextKey<{ clientAddress: string | undefined; startedAt: bigint }>(
+  { clientAddress: undefined, startedAt: 0n },
+  { description: "transport facts of the call" },
+);
+
 export function createApp(config: Config, database: Database, options: AppOptions = {}): App {
   let serving = true;
   const state = { serving: () => serving };
+  const logger = options.logger ?? silentLogger;
   const admission = new Admission(
     new Authenticator(database.read, options.keyCacheTtlMs === undefined ? {} : { cacheTtlMs: options.keyCacheTtlMs }),
     new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
+    new FailedAuthLimiter(options.failedAuthPolicy),
   );
   const leaderboard = new Leaderboard({
     pool: database.read,
@@ -63,7 +82,10 @@ export function createApp(config: Config, database: Database, options: AppOption
     cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  const rest = new RestApi({ basePath: config.basePath, admission, leaderboard });
+  const metrics =
+    options.metrics ??
+    new Metrics({ cacheStats: () => leaderboard.cacheStats, pools: { read: database.read, write: database.write } });
+  const rest = new RestApi({ basePath: config.basePath, admission, leaderboard, metrics, logger });
 
   const routes = (router: ConnectRouter) => {
     router.service(TopWagersService, topWagersService(leaderboard));
@@ -71,12 +93,46 @@ export function createApp(config: Config, database: Database, options: AppOption
     registerReflection(router, PUBLIC_SERVICES);
   };
 
+  const observe = (
+    context: { service: { typeName: string }; method: { name: string } },
+    protocol: string,
+    code: string,
+    startedAt: bigint,
+  ) => {
+    const seconds = Number(process.hrtime.bigint() - startedAt) / 1e9;
+    metrics.observeCall(`${context.service.typeName}/${context.method.name}`, protocol as Protocol, code, seconds);
+  };
+
   // Runs on headers only, before any body is read: an unauthenticated call costs no parsing.
   const requestGate = async (context: HandlerContext) => {
     if (context.service.typeName.startsWith("grpc.")) return;
-    const admitted = await admission.admit(context.requestHeader.get("authorization"));
-    context.values.set(callerKey, admitted.caller);
-    for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
+    const call = context.values.get(callKey);
+    try {
+      const admitted = await admission.admit(context.requestHeader.get("authorization"), call.clientAddress);
+      context.values.set(callerKey, admitted.caller);
+      for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
+    } catch (reason) {
+      observe(context, context.protocolName, codeName(asConnectError(reason).code), call.startedAt);
+      throw reason;
+    }
+  };
+
+  // Counts and times every admitted call, and logs failures that are ours to fix.
+  const observeCalls: Interceptor = (next) => async (request) => {
+    const call = request.contextValues.get(callKey);
+    const protocol = protocolOf(request.header.get("content-type"));
+    try {
+      const response = await next(request);
+      observe(request, protocol, "ok", call.startedAt);
+      return response;
+    } catch (reason) {
+      const error = asConnectError(reason);
+      observe(request, protocol, codeName(error.code), call.startedAt);
+      if (error.cause !== undefined) {
+        logger.error({ err: error.cause, procedure: request.url, code: codeName(error.code) }, "call failed");
+      }
+      throw reason;
+    }
   };
 
   const fallback = (req: NodeRequest, res: NodeResponse) => {
@@ -95,15 +151,30 @@ export function createApp(config: Config, database: Database, options: AppOption
     routes,
     fallback,
     requestGate,
+    interceptors: [observeCalls],
     readMaxBytes: MAX_BODY_BYTES,
+    contextValues: (req) =>
+      createContextValues().set(callKey, {
+        clientAddress: req.socket.remoteAddress,
+        startedAt: process.hrtime.bigint(),
+      }),
   }) as RequestHandler;
 
   return {
     handler,
+    metrics,
+    leaderboard,
     stopServing() {
       serving = false;
     },
   };
+}
+
+function protocolOf(contentType: string | null): Protocol {
+  if (contentType === null) return "connect";
+  if (contentType.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType.startsWith("application/grpc")) return "grpc";
+  return "connect";
 }
 
 async function readiness(database: Database, serving: boolean): Promise<[number, object]> {

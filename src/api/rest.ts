@@ -13,6 +13,8 @@ import { asConnectError, codeName, httpStatusForCode, ServiceError, type Violati
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import { periodFromRequest } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../observability/metrics.js";
 import type { Admission } from "./admission.js";
 import { freshness } from "./freshness.js";
 
@@ -48,6 +50,8 @@ export interface RestOptions {
   readonly basePath: string;
   readonly admission: Admission;
   readonly leaderboard: Leaderboard;
+  readonly metrics?: Metrics;
+  readonly logger?: Logger;
 }
 
 /** Collapses repeated slashes and drops a trailing one, so "//a//b/" routes like "/a/b". */
@@ -70,12 +74,14 @@ export class RestApi {
   }
 
   async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const startedAt = process.hrtime.bigint();
     let rateHeaders: Readonly<Record<string, string>> = {};
+    let code = "ok";
     try {
       if (req.method !== "POST") {
         throw new HttpRefusal(405, "method_not_allowed", `use POST for ${this.path}`, { allow: "POST" });
       }
-      const admitted = await this.options.admission.admit(req.headers.authorization);
+      const admitted = await this.options.admission.admit(req.headers.authorization, req.socket.remoteAddress);
       rateHeaders = admitted.headers;
       const body = await readJsonBody(req);
       const fields = decodeRequestFields(body);
@@ -91,11 +97,19 @@ export class RestApi {
         "cache-control": freshness(standings.maxAgeSeconds),
       });
     } catch (reason) {
+      code = reason instanceof HttpRefusal ? reason.code : codeName(asConnectError(reason).code);
+      const cause = reason instanceof ConnectError ? reason.cause : reason;
+      if (cause !== undefined && !(reason instanceof HttpRefusal)) {
+        this.options.logger?.error({ err: cause, path: this.path, code }, "REST call failed");
+      }
       await sendError(req, res, reason, rateHeaders).catch((failure: unknown) => {
         // The connection is gone or the response half-written: nothing left to tell the client.
-        console.error("could not send REST error response", failure);
+        this.options.logger?.warn({ err: failure }, "could not send REST error response");
         res.destroy?.();
       });
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - startedAt) / 1e9;
+      this.options.metrics?.observeCall(`POST ${this.path}`, "rest", code, seconds);
     }
   }
 }
@@ -230,7 +244,6 @@ async function sendError(
     error.metadata.forEach((value, name) => {
       headers[name] = value;
     });
-    if (!(reason instanceof ConnectError)) console.error("unexpected error in REST handler", reason);
   }
   await send(req, res, status, JSON.stringify({ data: null, errors: items }), headers);
 }

@@ -68,6 +68,14 @@ export class Authenticator {
     return caller;
   }
 
+  /** The caller for this header if a still-fresh lookup already found the key valid; no database access. */
+  cachedCaller(authorization: string | null | undefined): Caller | undefined {
+    const secret = bearerCredential(authorization);
+    if (secret === undefined || !looksLikeApiKey(secret)) return undefined;
+    const cached = this.cache.get(hashApiKey(secret).toString("base64"));
+    return cached !== undefined && cached.expiresAt > this.now() && cached.caller !== null ? cached.caller : undefined;
+  }
+
   private async lookUp(hash: Buffer, cacheKey: string): Promise<Caller | null> {
     let caller: Caller | null = null;
     try {
