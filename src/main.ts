@@ -6,10 +6,17 @@
 import { createPublicServer } from "./api/public-server.js";
 import { createApp } from "./app.js";
 import { type Config, ConfigError, loadConfig, redact } from "./config.js";
+import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
+import { createLogger, type Logger } from "./logger.js";
 import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
 
-export async function serve(config: Config): Promise<{ port: number; stop(): Promise<void> }> {
+export interface Running {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Running> {
   await ensureDatabaseExists(config.databaseUrl);
   const database = await openDatabase({
     url: config.databaseUrl,
@@ -17,8 +24,13 @@ export async function serve(config: Config): Promise<{ port: number; stop(): Pro
     queryTimeoutMs: config.queryTimeoutMs,
   });
   const report = await migrate(database.write);
-  for (const m of report.applied) log("info", `applied migration ${m.version} (${m.name})`);
-  const app = createApp(config, database);
+  for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
+  const redis: RedisLimiters | undefined =
+    config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
+  const app = createApp(config, database, {
+    logger,
+    ...(redis === undefined ? {} : { limiterFactory: redis.factory }),
+  });
   const publicServer = createPublicServer(app.handler);
   await new Promise<void>((resolve, reject) => {
     publicServer.server.once("error", reject);
@@ -26,19 +38,25 @@ export async function serve(config: Config): Promise<{ port: number; stop(): Pro
   });
   const address = publicServer.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.port;
-  log("info", `topwagers listening on ${config.host}:${port} (database ${redact(config.databaseUrl)})`);
+  logger.info(
+    {
+      port,
+      host: config.host,
+      database: redact(config.databaseUrl),
+      rateLimits: redis === undefined ? "memory" : "redis",
+    },
+    `topwagers listening on ${config.host}:${port}`,
+  );
   return {
     port,
     async stop() {
       app.stopServing();
       await publicServer.close(8_000);
-      await database.close();
+      await Promise.all([database.close(), redis?.close()]);
+      logger.info("stopped");
+      logger.flush();
     },
   };
-}
-
-function log(level: "info" | "error", message: string): void {
-  process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg: message })}\n`);
 }
 
 async function main(): Promise<void> {
@@ -52,18 +70,19 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const running = await serve(config);
+  const logger = createLogger(config.logLevel);
+  const running = await serve(config, logger);
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log("info", `${signal} received, shutting down`);
+    logger.info({ signal }, "shutting down: finishing in-flight requests");
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     running.stop().then(
       () => process.exit(0),
       (error: unknown) => {
-        log("error", `shutdown failed: ${String(error)}`);
+        logger.error({ err: error }, "shutdown failed");
         process.exit(1);
       },
     );
@@ -74,7 +93,9 @@ async function main(): Promise<void> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main().catch((error: unknown) => {
-    log("error", `could not start: ${error instanceof Error ? error.message : String(error)}`);
+    process.stderr.write(
+      `${JSON.stringify({ level: "fatal", msg: `could not start: ${error instanceof Error ? error.message : String(error)}` })}\n`,
+    );
     process.exit(1);
   });
 }
