@@ -61,8 +61,43 @@ export function normalizePath(rawUrl: string): string {
   return collapsed.length > 1 ? collapsed.replace(/\/$/, "") : collapsed;
 }
 
+/** A response body, with its gzip form made at most once. */
+interface Body {
+  readonly plain: Buffer;
+  gzipped?: Buffer;
+}
+
+function bodyOf(text: string): Body {
+  return { plain: Buffer.from(text, "utf8") };
+}
+
+/**
+ * Rendered success bodies of cached answers, so a cache hit costs no JSON
+ * rendering or compression. Keyed by the answer's cache key (which changes when
+ * the answer is reloaded) and the list length; the oldest entries go first.
+ */
+class RenderedBodies {
+  private readonly bodies = new Map<string, Body>();
+
+  constructor(private readonly maxEntries = 2_000) {}
+
+  get(key: string, render: () => string): Body {
+    let body = this.bodies.get(key);
+    if (body === undefined) {
+      body = bodyOf(render());
+      this.bodies.set(key, body);
+      if (this.bodies.size > this.maxEntries) {
+        const oldest = this.bodies.keys().next();
+        if (oldest.done !== true) this.bodies.delete(oldest.value);
+      }
+    }
+    return body;
+  }
+}
+
 export class RestApi {
   readonly path: string;
+  private readonly renderedBodies = new RenderedBodies();
 
   constructor(private readonly options: RestOptions) {
     this.path = `${options.basePath}${OPERATION_PATH}`;
@@ -83,8 +118,8 @@ export class RestApi {
       }
       const admitted = await this.options.admission.admit(req.headers.authorization, req.socket.remoteAddress);
       rateHeaders = admitted.headers;
-      const body = await readJsonBody(req);
-      const fields = decodeRequestFields(body);
+      const request = await readJsonBody(req);
+      const fields = decodeRequestFields(request);
       const validation = periodFromRequest(fields.values);
       const violations = [...fields.violations, ...(validation.ok ? [] : validation.violations)];
       if (violations.length > 0 || !validation.ok) throw invalidRequest(violations);
@@ -92,7 +127,13 @@ export class RestApi {
         admitted.caller.affiliateId,
         validation.query,
       );
-      await send(req, res, 200, renderEntries(standings.ranked), {
+      const body =
+        standings.cacheKey === undefined
+          ? bodyOf(renderEntries(standings.ranked))
+          : this.renderedBodies.get(`${standings.cacheKey}:${validation.query.numUsers}`, () =>
+              renderEntries(standings.ranked),
+            );
+      await send(req, res, 200, body, {
         ...rateHeaders,
         "cache-control": freshness(standings.maxAgeSeconds),
       });
@@ -245,24 +286,25 @@ async function sendError(
       headers[name] = value;
     });
   }
-  await send(req, res, status, JSON.stringify({ data: null, errors: items }), headers);
+  await send(req, res, status, bodyOf(JSON.stringify({ data: null, errors: items })), headers);
 }
 
 async function send(
   req: NodeRequest,
   res: NodeResponse,
   status: number,
-  body: string,
+  body: Body,
   headers: Readonly<Record<string, string>>,
 ): Promise<void> {
-  let payload: Buffer = Buffer.from(body, "utf8");
+  let payload = body.plain;
   const out: Record<string, string> = {
     ...headers,
     "content-type": "application/json; charset=utf-8",
     vary: "Accept-Encoding",
   };
   if (acceptsGzip(req.headers["accept-encoding"])) {
-    payload = await gzipAsync(payload);
+    body.gzipped ??= await gzipAsync(body.plain);
+    payload = body.gzipped;
     out["content-encoding"] = "gzip";
   }
   out["content-length"] = String(payload.length);
