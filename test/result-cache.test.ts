@@ -1,0 +1,148 @@
+/**
+ * The result cache: hits skip the database, smaller lists are slices of the
+ * cached top 100, concurrent identical requests share one query, answers say
+ * how fresh they are, and CACHE_TTL_MS=0 turns it off.
+ */
+import type { Pool } from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Leaderboard } from "../src/leaderboard/top-wagers.js";
+import { addUsers, addWagers, createKey, wager } from "./support/fixtures.js";
+import { startTestServer, type TestServer } from "./support/server.js";
+
+const DAY = 1_790_812_800; // 2026-10-01T00:00:00Z
+const NOW = DAY + 12 * 3600;
+
+let cached: TestServer;
+let uncached: TestServer;
+const keys: Record<string, string> = {};
+
+async function post(server: TestServer, key: string, body: object) {
+  const response = await fetch(`${server.baseUrl}/top-affiliate-wagers-by-period`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const json = (await response.json()) as { data: unknown[]; errors: unknown };
+  return { status: response.status, cacheControl: response.headers.get("cache-control"), body: json };
+}
+
+async function seed(server: TestServer): Promise<string> {
+  const db = server.database.db;
+  const key = (await createKey(db, "aff")).secret;
+  await addUsers(
+    db,
+    Array.from({ length: 120 }, (_, i) => ({
+      id: `u${i}`,
+      affiliateId: "aff",
+      username: `user${String(i).padStart(3, "0")}`,
+      avatar: "",
+    })),
+  );
+  // user i wagered i + 1 in the morning of DAY: totals 1..120, all distinct.
+  await addWagers(
+    db,
+    Array.from({ length: 120 }, (_, i) => wager(`u${i}`, String(i + 1), DAY + 3600)),
+  );
+  return key;
+}
+
+beforeAll(async () => {
+  cached = await startTestServer("cache_on", { CACHE_TTL_MS: "10000" }, { now: () => NOW });
+  uncached = await startTestServer("cache_off", { CACHE_TTL_MS: "0" }, { now: () => NOW });
+  keys.cached = await seed(cached);
+  keys.uncached = await seed(uncached);
+});
+
+afterAll(async () => {
+  await Promise.all([cached?.close(), uncached?.close()]);
+});
+
+describe("result cache over REST", () => {
+  it("answers a repeated period from the cache, not the database, and says for how long", async () => {
+    const period = { startTimestamp: DAY, endTimestamp: DAY + 86_399, numUsers: 2 };
+    const first = await post(cached, keys.cached ?? "", period);
+    expect(first).toEqual({
+      status: 200,
+      cacheControl: "private, max-age=10",
+      body: {
+        data: [
+          { username: "user119", avatar: "https://www.gravatar.com/avatar/?d=mp&s=256", totalWagered: 120 },
+          { username: "user118", avatar: "https://www.gravatar.com/avatar/?d=mp&s=256", totalWagered: 119 },
+        ],
+        errors: null,
+      },
+    });
+    // A new wager lands; the cached answer does not see it until it expires.
+    await addWagers(cached.database.db, [wager("u0", "1000", DAY + 7200)]);
+    const second = await post(cached, keys.cached ?? "", period);
+    expect(second).toEqual(first);
+    // The uncached server sees it at once and tells callers not to store the answer.
+    await addWagers(uncached.database.db, [wager("u0", "1000", DAY + 7200)]);
+    const fresh = await post(uncached, keys.uncached ?? "", period);
+    expect(fresh.cacheControl).toBe("no-store");
+    expect(fresh.body.data[0]).toEqual({
+      username: "user000",
+      avatar: "https://www.gravatar.com/avatar/?d=mp&s=256",
+      totalWagered: 1001,
+    });
+  });
+
+  it("serves a shorter list as a slice of the cached top 100", async () => {
+    const period = { startTimestamp: DAY, endTimestamp: DAY + 3 * 3600 - 1 };
+    const hundred = await post(cached, keys.cached ?? "", { ...period, numUsers: 100 });
+    const five = await post(cached, keys.cached ?? "", { ...period, numUsers: 5 });
+    expect(hundred.body.data).toHaveLength(100);
+    expect(five.body.data).toEqual(hundred.body.data.slice(0, 5));
+  });
+
+  it("caches periods that ended over a day ago thirty times longer", async () => {
+    const settled = await post(cached, keys.cached ?? "", {
+      startTimestamp: DAY - 10 * 86_400,
+      endTimestamp: DAY - 2 * 86_400,
+      numUsers: 3,
+    });
+    expect(settled).toEqual({ status: 200, cacheControl: "private, max-age=300", body: { data: [], errors: null } });
+  });
+});
+
+describe("single flight", () => {
+  it("lets 20 concurrent identical requests share one database query", async () => {
+    let queries = 0;
+    const pool = cached.database.db.read;
+    const counting = new Proxy(pool, {
+      get(target, property, receiver) {
+        if (property === "execute") {
+          return (...args: Parameters<Pool["execute"]>) => {
+            queries += 1;
+            return target.execute(...args);
+          };
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const leaderboard = new Leaderboard({
+      pool: counting,
+      defaultAvatarUrl: "https://d.example/a.png",
+      cacheTtlMs: 10_000,
+      now: () => NOW,
+    });
+    const [affiliate] = (await pool.query("SELECT id FROM affiliates WHERE external_id = 'aff'"))[0] as {
+      id: number;
+    }[];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        leaderboard.topWagersForPeriod(affiliate?.id ?? 0, { start: DAY, end: DAY + 86_399, numUsers: 1 + (i % 10) }),
+      ),
+    );
+    expect(queries).toBe(1);
+    expect(leaderboard.cacheStats).toEqual({ hits: 19, misses: 1, size: 1 });
+    expect(answers.map((a) => a.ranked.length)).toEqual(Array.from({ length: 20 }, (_, i) => 1 + (i % 10)));
+    expect(answers[9]?.ranked[0]).toEqual({
+      rank: 1,
+      userId: "u0",
+      username: "user000",
+      avatar: "https://d.example/a.png",
+      totalWagered: "1001",
+    });
+  });
+});
