@@ -1,0 +1,287 @@
+/**
+ * SQL that records users and wagers: the one write path for the ingest
+ * service, `import`, `seed` (small sizes) and test fixtures.
+ *
+ * A batch of wagers is one transaction: the raw rows and the hourly, daily and
+ * monthly totals change together or not at all, so a reader never sees a total
+ * that disagrees with the raw wagers. The totals are added by the database
+ * (`INSERT … SELECT … GROUP BY … ON DUPLICATE KEY UPDATE total = total +
+ * VALUES(total)` over DECIMAL columns); no amount is ever added in JavaScript.
+ *
+ * Idempotency rests on the unique platform wager id (`wagers.external_id`):
+ *  - fast path: one multi-row INSERT; it fails with a duplicate key error if
+ *    any id is already recorded (then nothing of it is kept);
+ *  - slow path: read the already-recorded ids (consistent read), compare their
+ *    content, and INSERT IGNORE the rest. If a concurrent writer committed one
+ *    of "our" ids after our read view was taken, INSERT IGNORE skips it and
+ *    inserts fewer rows than expected: the transaction is retried from the
+ *    start, where the new read view shows that row as a duplicate. So every
+ *    wager is added to the totals exactly once, whoever sends it and however
+ *    often.
+ * The totals are then built from exactly the rows this transaction inserted.
+ */
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { ROLLUPS } from "./rollups.js";
+import {
+  DEFAULT_RETRY_POLICY,
+  ER_DUP_ENTRY,
+  errnoOf,
+  inTransaction,
+  type RetryPolicy,
+  RetryTransaction,
+} from "./transactions.js";
+
+export interface UserProfile {
+  readonly id: string;
+  readonly affiliateId: string;
+  readonly username: string;
+  /** Absolute http(s) URL, or "" for none. */
+  readonly avatar: string;
+}
+
+export interface WagerRecord {
+  readonly id: string;
+  readonly userId: string;
+  /** Decimal string, e.g. "12.5", at most 8 fraction digits. */
+  readonly amount: string;
+  /** Unix seconds. */
+  readonly placedAt: number;
+}
+
+export type RecordOutcome =
+  /** Committed. recorded + duplicates = number of wagers given. */
+  | { readonly kind: "recorded"; readonly recorded: number; readonly duplicates: number }
+  /** Nothing written: these user ids are not known. */
+  | { readonly kind: "unknown_users"; readonly userIds: readonly string[] }
+  /** Nothing written: these wager ids are already recorded (or repeated in the batch) with other content. */
+  | { readonly kind: "conflict"; readonly wagerIds: readonly string[] };
+
+/** "12.50000000" and "12.5" are the same amount; compares decimal text without arithmetic. */
+export function sameAmount(a: string, b: string): boolean {
+  return canonical(a) === canonical(b);
+}
+
+function canonical(amount: string): string {
+  const [whole = "", fraction = ""] = amount.split(".", 2);
+  const w = whole.replace(/^0+(?=\d)/, "");
+  const f = fraction.replace(/0+$/, "");
+  return f === "" ? w : `${w}.${f}`;
+}
+
+function sameContent(a: WagerRecord, b: WagerRecord): boolean {
+  return a.userId === b.userId && a.placedAt === b.placedAt && sameAmount(a.amount, b.amount);
+}
+
+/** Binary (code point) order, as the utf8mb4_bin index orders ids; every writer locks keys in this order. */
+function byCodePoint(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+/**
+ * Records a batch of wagers all or nothing (see the module comment). The
+ * wagers must already be valid; this layer only guarantees exactness and
+ * idempotency.
+ */
+export async function recordWagerBatch(
+  pool: Pool,
+  wagers: readonly WagerRecord[],
+  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+): Promise<RecordOutcome> {
+  if (wagers.length === 0) return { kind: "recorded", recorded: 0, duplicates: 0 };
+
+  // Repeats inside the batch: the first occurrence stands for all.
+  const unique = new Map<string, WagerRecord>();
+  const conflicting = new Set<string>();
+  for (const wager of wagers) {
+    const first = unique.get(wager.id);
+    if (first === undefined) unique.set(wager.id, wager);
+    else if (!sameContent(first, wager)) conflicting.add(wager.id);
+  }
+  if (conflicting.size > 0) return { kind: "conflict", wagerIds: [...conflicting] };
+  const batch = [...unique.values()].sort((a, b) => byCodePoint(a.id, b.id));
+  const userIds = [...new Set(batch.map((w) => w.userId))];
+
+  return inTransaction(
+    pool,
+    async (connection): Promise<RecordOutcome> => {
+      const users = await usersByExternalId(connection, userIds);
+      const unknown = userIds.filter((id) => !users.has(id));
+      if (unknown.length > 0) return { kind: "unknown_users", userIds: unknown };
+      const row = (w: WagerRecord) => {
+        const user = users.get(w.userId) as InternalUser;
+        return [w.id, user.id, user.affiliateId, w.amount, w.placedAt];
+      };
+
+      let fresh = batch;
+      try {
+        await connection.query("INSERT INTO wagers (external_id, user_id, affiliate_id, amount, placed_at) VALUES ?", [
+          batch.map(row),
+        ]);
+      } catch (error) {
+        if (errnoOf(error) !== ER_DUP_ENTRY) throw error;
+        const recorded = await recordedWagers(connection, batch);
+        const different = batch.filter((w) => {
+          const existing = recorded.get(w.id);
+          return existing !== undefined && !sameContent(existing, w);
+        });
+        if (different.length > 0) return { kind: "conflict", wagerIds: different.map((w) => w.id) };
+        fresh = batch.filter((w) => !recorded.has(w.id));
+        if (fresh.length > 0) {
+          const [result] = await connection.query<ResultSetHeader>(
+            "INSERT IGNORE INTO wagers (external_id, user_id, affiliate_id, amount, placed_at) VALUES ?",
+            [fresh.map(row)],
+          );
+          if (result.affectedRows !== fresh.length) {
+            throw new RetryTransaction("a concurrent writer recorded some of these wagers first");
+          }
+        }
+      }
+      if (fresh.length > 0) await addToRollups(connection, fresh);
+      // Everything not inserted now was recorded before (or repeats an earlier item of this batch).
+      return { kind: "recorded", recorded: fresh.length, duplicates: wagers.length - fresh.length };
+    },
+    policy,
+  );
+}
+
+/** Adds the given, just inserted wagers to every rollup, touching keys in primary key order. */
+async function addToRollups(connection: PoolConnection, fresh: readonly WagerRecord[]): Promise<void> {
+  const ids = fresh.map((w) => w.id);
+  for (const { table, bucketOf } of ROLLUPS) {
+    await connection.query(
+      `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
+       SELECT affiliate_id, ${bucketOf} AS b, user_id, SUM(amount), COUNT(*)
+         FROM wagers WHERE external_id IN (?)
+        GROUP BY affiliate_id, b, user_id
+        ORDER BY affiliate_id, b, user_id
+       ON DUPLICATE KEY UPDATE total = total + VALUES(total), wagers = wagers + VALUES(wagers)`,
+      [ids],
+    );
+  }
+}
+
+interface InternalUser {
+  readonly id: number;
+  readonly affiliateId: number;
+}
+
+async function usersByExternalId(
+  connection: PoolConnection,
+  externalIds: readonly string[],
+): Promise<Map<string, InternalUser>> {
+  const [rows] = await connection.query<RowDataPacket[]>(
+    "SELECT id, external_id, affiliate_id FROM users WHERE external_id IN (?)",
+    [externalIds],
+  );
+  return new Map(rows.map((r) => [String(r.external_id), { id: Number(r.id), affiliateId: Number(r.affiliate_id) }]));
+}
+
+/** Wagers of this batch that are already recorded, with their content as the platform sent it. */
+async function recordedWagers(
+  connection: PoolConnection,
+  batch: readonly WagerRecord[],
+): Promise<Map<string, WagerRecord>> {
+  const [rows] = await connection.query<RowDataPacket[]>(
+    `SELECT w.external_id, u.external_id AS user_external_id, w.amount, w.placed_at
+       FROM wagers w JOIN users u ON u.id = w.user_id
+      WHERE w.external_id IN (?)`,
+    [batch.map((w) => w.id)],
+  );
+  return new Map(
+    rows.map((r) => [
+      String(r.external_id),
+      {
+        id: String(r.external_id),
+        userId: String(r.user_external_id),
+        amount: String(r.amount),
+        placedAt: Number(r.placed_at),
+      },
+    ]),
+  );
+}
+
+/**
+ * Creates or replaces user profiles all or nothing; the last profile of an id
+ * in the batch wins. Affiliates are created on first sight. Returns the number
+ * of distinct users written.
+ */
+export async function upsertUserBatch(
+  pool: Pool,
+  users: readonly UserProfile[],
+  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+): Promise<number> {
+  if (users.length === 0) return 0;
+  const latest = new Map<string, UserProfile>();
+  for (const user of users) {
+    latest.delete(user.id);
+    latest.set(user.id, user);
+  }
+  const profiles = [...latest.values()].sort((a, b) => byCodePoint(a.id, b.id));
+  const now = Math.floor(Date.now() / 1000);
+  await inTransaction(
+    pool,
+    async (connection) => {
+      const affiliates = await ensureAffiliates(connection, [...new Set(profiles.map((u) => u.affiliateId))]);
+      const existing = await usersByExternalId(
+        connection,
+        profiles.map((u) => u.id),
+      );
+      const values = (u: UserProfile) => [
+        u.id,
+        affiliates.get(u.affiliateId),
+        u.username,
+        u.avatar === "" ? null : u.avatar,
+        now,
+      ];
+      const update = `ON DUPLICATE KEY UPDATE affiliate_id = VALUES(affiliate_id), username = VALUES(username),
+        avatar_url = VALUES(avatar_url), updated_at = VALUES(updated_at)`;
+      // Known users are written with their internal id, so updating them allocates no
+      // AUTO_INCREMENT values (an upsert by external id alone would burn one per row).
+      const known = profiles.filter((u) => existing.has(u.id));
+      if (known.length > 0) {
+        await connection.query(
+          `INSERT INTO users (id, external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${update}`,
+          [known.map((u) => [existing.get(u.id)?.id, ...values(u)])],
+        );
+      }
+      const created = profiles.filter((u) => !existing.has(u.id));
+      if (created.length > 0) {
+        // Still an upsert: a concurrent call may create the same user first.
+        await connection.query(
+          `INSERT INTO users (external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${update}`,
+          [created.map(values)],
+        );
+      }
+    },
+    policy,
+  );
+  return profiles.length;
+}
+
+/** Internal keys of the given affiliates, creating the missing ones. */
+async function ensureAffiliates(
+  connection: PoolConnection,
+  externalIds: readonly string[],
+): Promise<Map<string, number>> {
+  const select = async (ids: readonly string[]) => {
+    const [rows] = await connection.query<RowDataPacket[]>(
+      "SELECT id, external_id FROM affiliates WHERE external_id IN (?)",
+      [ids],
+    );
+    return rows.map((r) => [String(r.external_id), Number(r.id)] as const);
+  };
+  const found = new Map(await select(externalIds));
+  const missing = externalIds.filter((id) => !found.has(id)).sort(byCodePoint);
+  if (missing.length > 0) {
+    await connection.query("INSERT IGNORE INTO affiliates (external_id, created_at) VALUES ?", [
+      missing.map((id) => [id, Math.floor(Date.now() / 1000)]),
+    ]);
+    // A locking read sees rows another transaction committed after our read view was taken.
+    const [rows] = await connection.query<RowDataPacket[]>(
+      "SELECT id, external_id FROM affiliates WHERE external_id IN (?) LOCK IN SHARE MODE",
+      [missing],
+    );
+    for (const r of rows) found.set(String(r.external_id), Number(r.id));
+  }
+  return found;
+}

@@ -1,0 +1,46 @@
+/**
+ * The rollup tables (migration 2) and how a wager's bucket is computed for
+ * each. One definition, used by every writer (ingest, seed's bulk path) and by
+ * `verify`, so they can never disagree about which bucket a wager belongs to.
+ *
+ * bucket = the Unix second at which the wager's UTC hour, day or month starts.
+ * The month expression uses only date arithmetic on whole days since
+ * 1970-01-01 (no FROM_UNIXTIME / UNIX_TIMESTAMP), so it does not depend on the
+ * session's time_zone.
+ */
+
+export interface Rollup {
+  /** Table name; a constant, never input. */
+  readonly table: "wager_hourly" | "wager_daily" | "wager_monthly";
+  readonly level: "hourly" | "daily" | "monthly";
+  /** SQL expression of the bucket over a `placed_at` column (INT UNSIGNED Unix seconds). */
+  readonly bucketOf: string;
+}
+
+const DAY_NUMBER = "placed_at DIV 86400";
+
+export const ROLLUPS: readonly Rollup[] = [
+  { table: "wager_hourly", level: "hourly", bucketOf: "placed_at - placed_at % 3600" },
+  { table: "wager_daily", level: "daily", bucketOf: "placed_at - placed_at % 86400" },
+  {
+    table: "wager_monthly",
+    level: "monthly",
+    // Day number of the first of the month = day number + 1 - day of month. Written in that
+    // order so the unsigned arithmetic never goes below zero.
+    bucketOf: `(${DAY_NUMBER} + 1 - DAYOFMONTH(DATE '1970-01-01' + INTERVAL ${DAY_NUMBER} DAY)) * 86400`,
+  },
+];
+
+/** The same buckets in TypeScript, for tests and tools. */
+export function bucketStart(level: Rollup["level"], placedAt: number): number {
+  switch (level) {
+    case "hourly":
+      return placedAt - (placedAt % 3600);
+    case "daily":
+      return placedAt - (placedAt % 86_400);
+    case "monthly": {
+      const d = new Date(placedAt * 1000);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / 1000;
+    }
+  }
+}

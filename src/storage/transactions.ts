@@ -1,0 +1,98 @@
+/**
+ * Write transactions that retry themselves. InnoDB may pick a transaction as a
+ * deadlock victim (1213) or give up waiting for a row lock (1205); both roll
+ * the work back, so running it again from the start is always safe. Attempts
+ * are bounded and spaced with jittered exponential backoff, so concurrent
+ * writers that collided do not collide again in lockstep.
+ */
+import type { Pool, PoolConnection } from "mysql2/promise";
+
+export const ER_LOCK_WAIT_TIMEOUT = 1205;
+export const ER_LOCK_DEADLOCK = 1213;
+export const ER_DUP_ENTRY = 1062;
+
+/** Thrown by transaction work to roll back and start over (e.g. a concurrent writer won a race). */
+export class RetryTransaction extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "RetryTransaction";
+  }
+}
+
+/** Every attempt failed on lock contention; nothing was written. */
+export class ContentionError extends Error {
+  constructor(
+    readonly attempts: number,
+    cause: unknown,
+  ) {
+    super(`gave up after ${attempts} attempts on lock contention`, { cause });
+    this.name = "ContentionError";
+  }
+}
+
+export interface RetryPolicy {
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Session lock wait limit in seconds; the server default (50 s) is far too long for an RPC. */
+  readonly lockWaitTimeoutSeconds: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 8,
+  baseDelayMs: 4,
+  maxDelayMs: 250,
+  lockWaitTimeoutSeconds: 10,
+};
+
+export function errnoOf(error: unknown): number | undefined {
+  const errno = (error as { errno?: unknown } | null)?.errno;
+  return typeof errno === "number" ? errno : undefined;
+}
+
+function isRetryable(error: unknown): boolean {
+  if (error instanceof RetryTransaction) return true;
+  const errno = errnoOf(error);
+  return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
+}
+
+/** Connections whose session settings were applied once (keyed by the driver's connection object). */
+const prepared = new WeakSet<object>();
+
+/**
+ * Runs `work` inside a transaction on one pooled connection and commits;
+ * rolls back and retries on deadlock, lock wait timeout or RetryTransaction.
+ * `work` must do nothing outside the database that cannot be repeated.
+ */
+export async function inTransaction<T>(
+  pool: Pool,
+  work: (connection: PoolConnection) => Promise<T>,
+  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+): Promise<T> {
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+    const connection = await pool.getConnection();
+    try {
+      const core = (connection as unknown as { connection: object }).connection;
+      if (!prepared.has(core)) {
+        await connection.query("SET SESSION innodb_lock_wait_timeout = ?", [policy.lockWaitTimeoutSeconds]);
+        prepared.add(core);
+      }
+      await connection.query("START TRANSACTION");
+      const result = await work(connection);
+      await connection.query("COMMIT");
+      return result;
+    } catch (error) {
+      await connection.query("ROLLBACK").catch(() => undefined);
+      if (!isRetryable(error)) throw error;
+      lastError = error;
+    } finally {
+      connection.release();
+    }
+    if (attempt < policy.maxAttempts) {
+      const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+      await new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));
+    }
+  }
+  throw new ContentionError(policy.maxAttempts, lastError);
+}
