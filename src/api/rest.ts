@@ -192,18 +192,7 @@ async function readJsonBody(req: NodeRequest): Promise<unknown> {
         : `Content-Type ${contentType} is not supported. Send application/json`,
     );
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      throw new HttpRefusal(413, "payload_too_large", `request body is larger than ${MAX_BODY_BYTES} bytes`, {
-        connection: "close",
-      });
-    }
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const text = await readText(req);
   if (text.trim() === "")
     throw invalidRequest([
       { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },
@@ -220,6 +209,33 @@ async function readJsonBody(req: NodeRequest): Promise<unknown> {
     ]);
   }
   return body;
+}
+
+/** The body as text, refusing it with 413 as soon as it grows past the limit. */
+function readText(req: NodeRequest): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.removeListener("data", onData);
+        req.removeListener("end", onEnd);
+        reject(
+          new HttpRefusal(413, "payload_too_large", `request body is larger than ${MAX_BODY_BYTES} bytes`, {
+            connection: "close",
+          }),
+        );
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () =>
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+    req.on("data", onData);
+    req.once("end", onEnd);
+    req.once("error", reject);
+  });
 }
 
 /**

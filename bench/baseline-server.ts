@@ -1,0 +1,46 @@
+/**
+ * The HTTP benchmark's baseline: a bare node:http server that does the same
+ * per-request work as our REST path on a cache hit (Bearer parsing, SHA-256 of
+ * the key, constant-time hash comparison, one rate-limiter consume, the
+ * RateLimit headers) and writes the same cached bytes. It shows what the
+ * machine can do with no framework at all.
+ *
+ * Env: PORT, KEY_HASH (hex SHA-256 of the key), BODY_FILE (bytes to answer with).
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import { RateLimiterMemory } from "rate-limiter-flexible";
+
+const keyHash = Buffer.from(process.env.KEY_HASH ?? "", "hex");
+const body = readFileSync(process.env.BODY_FILE ?? "/dev/null");
+const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
+
+const server = http.createServer((req, res) => {
+  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+  const hash = createHash("sha256")
+    .update(match?.[1] ?? "")
+    .digest();
+  if (match === null || !timingSafeEqual(hash, keyHash)) {
+    res.writeHead(401).end();
+    return;
+  }
+  req.resume();
+  req.once("end", () => {
+    limiter.consume(hash.toString("base64")).then((result) => {
+      res.writeHead(200, {
+        "content-type": "application/json; charset=utf-8",
+        "ratelimit-policy": `"default";q=1000000000;w=60`,
+        ratelimit: `"default";r=${result.remainingPoints};t=${Math.ceil(result.msBeforeNext / 1000)}`,
+        "cache-control": "private, max-age=600",
+        "content-length": String(body.length),
+      });
+      res.end(body);
+    });
+  });
+});
+server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
+  const address = server.address();
+  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address ? address.port : 0 })}\n`);
+});
+process.on("SIGTERM", () => server.close(() => process.exit(0)));

@@ -1,0 +1,35 @@
+/**
+ * `npm run bench -- <scenario> [options]`: benchmarks, not tests. Each prints a
+ * table with the command and the machine; results are recorded in
+ * docs/benchmarks.md. Scenarios compare against a baseline in the same run,
+ * because on these shared 2-core machines the ratio is what carries over.
+ */
+import { runHttpBench } from "./http.js";
+
+const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
+  http: {
+    run: runHttpBench,
+    usage: "http [--seconds 10] [--connections 64]   REST warm-cache req/s vs a node:http baseline; Connect and gRPC",
+  },
+};
+
+const usage = () =>
+  `usage: npm run bench -- <scenario> [options]\n\n${Object.values(scenarios)
+    .map((s) => `  ${s.usage}`)
+    .join("\n")}\n`;
+
+const [name, ...args] = process.argv.slice(2);
+const scenario = name === undefined ? undefined : scenarios[name];
+if (scenario === undefined) {
+  process.stderr.write(name === undefined ? usage() : `unknown scenario "${name}"\n\n${usage()}`);
+  process.exit(2);
+}
+scenario.run(args).then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(
+      `bench ${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -1,0 +1,74 @@
+/** Shared pieces of the benchmarks: machine description, child servers, percentiles, tables. */
+import { type ChildProcess, spawn } from "node:child_process";
+import os from "node:os";
+import mysql from "mysql2/promise";
+import { connectionOptions } from "../src/storage/database.js";
+
+export async function machineDescription(databaseUrl: string): Promise<string> {
+  let server = "unknown";
+  try {
+    const { database: _database, ...options } = connectionOptions(databaseUrl);
+    const connection = await mysql.createConnection(options);
+    const [rows] = await connection.query<mysql.RowDataPacket[]>("SELECT VERSION() AS v");
+    server = String(rows[0]?.v ?? "unknown");
+    await connection.end();
+  } catch {
+    // Reported as unknown.
+  }
+  const cpu = os.cpus()[0]?.model ?? "unknown CPU";
+  return `${os.cpus().length} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${server}`;
+}
+
+/** Starts `node <script>` and resolves once it prints a JSON line with a port (or the topwagers listen log). */
+export function startChild(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let settled = false;
+    const onLine = (chunk: Buffer) => {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (settled || !line.startsWith("{")) continue;
+        try {
+          const parsed = JSON.parse(line) as { port?: number };
+          if (typeof parsed.port === "number") {
+            settled = true;
+            resolve({
+              child,
+              port: parsed.port,
+              stop: () =>
+                new Promise<void>((done) => {
+                  child.once("exit", () => done());
+                  child.kill("SIGTERM");
+                }),
+            });
+          }
+        } catch {
+          // Not a JSON line.
+        }
+      }
+    };
+    child.stdout?.on("data", onLine);
+    child.stderr?.on("data", onLine);
+    child.once("exit", (code) => {
+      if (!settled) reject(new Error(`${script} exited with ${code} before listening`));
+    });
+  });
+}
+
+/** Nearest-rank percentile of already sorted numbers. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+}
+
+export function table(headers: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+  const line = (cells: readonly (string | number)[]) => `| ${cells.join(" | ")} |`;
+  return [line(headers), line(headers.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+export const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
