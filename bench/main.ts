@@ -5,8 +5,14 @@
  * because on these shared 2-core machines the ratio is what carries over.
  */
 import { runHttpBench } from "./http.js";
+import { runQueryBench } from "./query.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
+  query: {
+    run: runQueryBench,
+    usage:
+      "query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]   cold read latency vs naive GROUP BY",
+  },
   http: {
     run: runHttpBench,
     usage: "http [--seconds 10] [--connections 64]   REST warm-cache req/s vs a node:http baseline; Connect and gRPC",

@@ -1,0 +1,246 @@
+/**
+ * Query scenario: cold (cache off) latency of the bucketed read path against
+ * the naive GROUP BY over raw wagers, on the research-sized data set, in the
+ * same run; and the same period at two data sizes to show cost follows active
+ * users, not wagers.
+ *
+ *   npm run bench -- query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]
+ *
+ * Data is generated with `npm run cli -- seed` into topwagers_bench_<size>
+ * databases, once; later runs reuse them.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import mysql from "mysql2/promise";
+import { Leaderboard } from "../src/leaderboard/top-wagers.js";
+import { connectionOptions, type Database, openDatabase } from "../src/storage/database.js";
+import { topUsersFromRawWagers } from "../src/storage/leaderboard-queries.js";
+import { fmt, machineDescription, percentile, table } from "./support.js";
+
+const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench";
+
+function databaseUrl(wagers: number): string {
+  const url = new URL(SERVER_URL);
+  url.pathname = `/topwagers_bench_${wagers >= 1e6 && wagers % 1e6 === 0 ? `${wagers / 1e6}m` : wagers}`;
+  return url.toString();
+}
+
+/** Seeds the database for this size unless a previous run finished seeding it. */
+async function ensureSeeded(url: string, wagers: number): Promise<void> {
+  const { database, ...server } = connectionOptions(url);
+  const admin = await mysql.createConnection(server);
+  try {
+    const [done] = await admin.query<mysql.RowDataPacket[]>(
+      "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ? AND table_name = 'bench_seeded'",
+      [database],
+    );
+    if (Number(done[0]?.n) > 0) {
+      process.stderr.write(`reusing ${database} (seeded by an earlier run)\n`);
+      return;
+    }
+    await admin.query(`DROP DATABASE IF EXISTS ${mysql.escapeId(database)}`);
+  } finally {
+    await admin.end();
+  }
+  const cli = join(new URL(".", import.meta.url).pathname, "../src/cli/main.js");
+  const started = Date.now();
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [cli, "seed", "--seed", "42", "--wagers", String(wagers), "--affiliates", "2000"],
+      {
+        env: { ...process.env, DATABASE_URL: url },
+        stdio: ["ignore", "inherit", "inherit"],
+      },
+    );
+    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`seed exited with ${code}`))));
+  });
+  process.stderr.write(`seeded ${wagers} wagers in ${fmt((Date.now() - started) / 1000, 0)} s\n`);
+  const db = await openDatabase({ url, poolSize: 1 });
+  await db.write.query("CREATE TABLE bench_seeded (seeded_at INT UNSIGNED NOT NULL)");
+  await db.write.query("INSERT INTO bench_seeded VALUES (UNIX_TIMESTAMP())");
+  await db.close();
+}
+
+interface Dataset {
+  readonly db: Database;
+  readonly affiliates: { readonly name: string; readonly id: number; readonly users: number }[];
+  /** Start of the last complete calendar month in the data. */
+  readonly month: { readonly start: number; readonly end: number };
+}
+
+async function describeDataset(url: string): Promise<Dataset> {
+  const db = await openDatabase({ url, poolSize: 2, queryTimeoutMs: 600_000 });
+  const [sizes] = await db.read.query<mysql.RowDataPacket[]>(
+    "SELECT affiliate_id, COUNT(*) AS n FROM users GROUP BY affiliate_id ORDER BY n DESC, affiliate_id",
+  );
+  const pick = (index: number, name: string) => {
+    const row = sizes[Math.min(sizes.length - 1, Math.max(0, index))];
+    return { name, id: Number(row?.affiliate_id), users: Number(row?.n) };
+  };
+  const [range] = await db.read.query<mysql.RowDataPacket[]>("SELECT MAX(bucket) AS last FROM wager_monthly");
+  const lastMonth = Number(range[0]?.last);
+  const end = lastMonth; // the month holding the newest data may be partial: use the one before it
+  const startDate = new Date(end * 1000);
+  const start = Date.UTC(startDate.getUTCFullYear(), startDate.getUTCMonth() - 1, 1) / 1000;
+  return {
+    db,
+    affiliates: [pick(0, "largest"), pick(Math.floor(sizes.length / 2), "median"), pick(sizes.length - 1, "small")],
+    month: { start, end: end - 1 },
+  };
+}
+
+interface Shape {
+  readonly name: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+function shapes(month: { start: number; end: number }): Shape[] {
+  const d = new Date(month.start * 1000);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  const at = (monthOffset: number, day: number) => Date.UTC(y, m + monthOffset, day) / 1000;
+  const aligned: Shape[] = [
+    { name: "day", start: at(0, 10), end: at(0, 11) - 1 },
+    { name: "half-month", start: at(0, 16), end: at(1, 1) - 1 },
+    { name: "month", start: month.start, end: month.end },
+    { name: "12 months", start: at(-11, 1), end: month.end },
+  ];
+  // Worst case for the edges: partial hours at both ends.
+  const misaligned = aligned.map((s) => ({ name: `${s.name} misaligned`, start: s.start + 1837, end: s.end - 911 }));
+  return aligned.flatMap((s, i) => [s, misaligned[i] as Shape]);
+}
+
+async function timeIt(runs: number, call: () => Promise<unknown>): Promise<number[]> {
+  await call(); // warm-up, not counted
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    await call();
+    samples.push(performance.now() - started);
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+export async function runQueryBench(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      wagers: { type: "string", default: "50000000" },
+      "compare-wagers": { type: "string", default: "5000000" },
+      runs: { type: "string", default: "20" },
+      "naive-runs": { type: "string", default: "5" },
+    },
+  });
+  const wagers = Number(values.wagers);
+  const compareWagers = Number(values["compare-wagers"]);
+  const runs = Number(values.runs);
+  const naiveRuns = Number(values["naive-runs"]);
+  const mainUrl = databaseUrl(wagers);
+  await ensureSeeded(mainUrl, wagers);
+  const data = await describeDataset(mainUrl);
+  const leaderboard = new Leaderboard({
+    pool: data.db.read,
+    defaultAvatarUrl: "https://x.example/a.png",
+    cacheTtlMs: 0,
+    now: () => data.month.end + 86_400 * 40,
+  });
+  const rows: (string | number)[][] = [];
+  const summary: Record<string, number> = {};
+  try {
+    for (const affiliate of data.affiliates) {
+      for (const shape of shapes(data.month)) {
+        let naiveP50 = Number.NaN;
+        let naiveP95 = Number.NaN;
+        for (const numUsers of [10, 100]) {
+          const query = { start: shape.start, end: shape.end, numUsers };
+          const ours = await timeIt(runs, () => leaderboard.topWagersForPeriod(affiliate.id, query));
+          if (numUsers === 10) {
+            const naive = await timeIt(naiveRuns, () =>
+              topUsersFromRawWagers(data.db.read, affiliate.id, shape.start, shape.end, numUsers),
+            );
+            naiveP50 = percentile(naive, 50);
+            naiveP95 = percentile(naive, 95);
+          }
+          const p50 = percentile(ours, 50);
+          const p95 = percentile(ours, 95);
+          summary[`${affiliate.name}:${shape.name}:${numUsers}`] = p95;
+          rows.push([
+            `${affiliate.name} (${affiliate.users} users)`,
+            shape.name,
+            numUsers,
+            fmt(p50),
+            fmt(p95),
+            numUsers === 10 ? fmt(naiveP50) : "",
+            numUsers === 10 ? fmt(naiveP95) : "",
+            numUsers === 10 ? `${fmt(naiveP50 / p50, 1)}x` : "",
+          ]);
+        }
+      }
+    }
+    // Same affiliate rank and periods on a 10x smaller data set: cost should follow active users, not wagers.
+    const scaleRows: (string | number)[][] = [];
+    if (compareWagers > 0 && compareWagers !== wagers) {
+      const smallUrl = databaseUrl(compareWagers);
+      await ensureSeeded(smallUrl, compareWagers);
+      const small = await describeDataset(smallUrl);
+      const smallBoard = new Leaderboard({
+        pool: small.db.read,
+        defaultAvatarUrl: "https://x.example/a.png",
+        cacheTtlMs: 0,
+        now: () => small.month.end + 86_400 * 40,
+      });
+      try {
+        for (const shape of shapes(data.month).filter((s) => !s.name.includes("misaligned"))) {
+          const largest = data.affiliates[0];
+          const smallLargest = small.affiliates[0];
+          if (largest === undefined || smallLargest === undefined) continue;
+          const smallShape = shapes(small.month).find((s) => s.name === shape.name) ?? shape;
+          const big = await timeIt(runs, () =>
+            leaderboard.topWagersForPeriod(largest.id, { start: shape.start, end: shape.end, numUsers: 10 }),
+          );
+          const little = await timeIt(runs, () =>
+            smallBoard.topWagersForPeriod(smallLargest.id, {
+              start: smallShape.start,
+              end: smallShape.end,
+              numUsers: 10,
+            }),
+          );
+          scaleRows.push([
+            shape.name,
+            fmt(percentile(little, 50)),
+            fmt(percentile(big, 50)),
+            `${fmt((100 * (percentile(big, 50) - percentile(little, 50))) / percentile(little, 50), 0)}%`,
+          ]);
+        }
+      } finally {
+        await small.db.close();
+      }
+    }
+    const fmtCount = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : String(n));
+    process.stdout.write(
+      [
+        "",
+        `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns}`,
+        `machine: ${await machineDescription(mainUrl)}`,
+        `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
+        "latency in ms, cache off, client and server on the same 2 cores; naive = one GROUP BY over raw wagers (N=10)",
+        "",
+        table(["affiliate", "period", "N", "ours p50", "ours p95", "naive p50", "naive p95", "speed-up (p50)"], rows),
+        "",
+        ...(scaleRows.length > 0
+          ? [
+              `largest affiliate, N=10, p50 ms at ${fmtCount(compareWagers)} vs ${fmtCount(wagers)} wagers:`,
+              "",
+              table(["period", `${fmtCount(compareWagers)} wagers`, `${fmtCount(wagers)} wagers`, "change"], scaleRows),
+              "",
+            ]
+          : []),
+      ].join("\n"),
+    );
+  } finally {
+    await data.db.close();
+  }
+}
