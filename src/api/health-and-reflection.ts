@@ -29,7 +29,13 @@ export interface ServingState {
 export function registerHealth(router: ConnectRouter, services: readonly string[], state: ServingState): void {
   const status = (service: string) => {
     if (service !== "" && !services.includes(service)) {
-      throw new ConnectError(`unknown service ${service}`, Code.NotFound);
+      // Echo only a well-formed name: grpc-js would show "/", ":" and the like percent-escaped.
+      throw new ConnectError(
+        /^[A-Za-z_][A-Za-z0-9_.]{0,199}$/.test(service)
+          ? `unknown service ${service}`
+          : "unknown service. A service name is a fully qualified protobuf name like topwagers.v1.TopWagersService",
+        Code.NotFound,
+      );
     }
     return state.serving() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
   };

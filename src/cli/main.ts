@@ -50,18 +50,27 @@ async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
   }
 }
 
+/** The options of the keys commands; a misspelt or incomplete option is a usage error (exit 2). */
+function parseKeysOptions(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        affiliate: { type: "string" },
+        label: { type: "string" },
+        "rate-limit": { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
 async function keysCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      affiliate: { type: "string" },
-      label: { type: "string" },
-      "rate-limit": { type: "string" },
-      json: { type: "boolean", default: false },
-    },
-  });
+  const { values, positionals } = parseKeysOptions(rest);
   switch (sub) {
     case "create": {
       const affiliate = values.affiliate;
