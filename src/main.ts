@@ -1,9 +1,11 @@
 /**
- * `npm start`: applies pending migrations, then serves the public port.
+ * `npm start`: applies pending migrations, then serves the public port and
+ * the internal listener (ingest).
  * SIGTERM / SIGINT: readiness turns false, new connections are refused,
  * in-flight requests finish, pools close, the process exits.
  */
-import { createPublicServer } from "./api/public-server.js";
+import { createInternalApp } from "./api/internal-server.js";
+import { createPublicServer, type PublicServer } from "./api/public-server.js";
 import { createApp } from "./app.js";
 import { type Config, ConfigError, loadConfig, redact } from "./config.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
@@ -13,6 +15,8 @@ import { migrate } from "./storage/migrations.js";
 
 export interface Running {
   readonly port: number;
+  /** The internal listener's port (ingest). */
+  readonly internalPort: number;
   stop(): Promise<void>;
 }
 
@@ -32,12 +36,16 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     ...(redis === undefined ? {} : { limiterFactory: redis.factory }),
   });
   const publicServer = createPublicServer(app.handler);
-  await new Promise<void>((resolve, reject) => {
-    publicServer.server.once("error", reject);
-    publicServer.server.listen(config.port, config.host, () => resolve());
-  });
-  const address = publicServer.server.address();
-  const port = typeof address === "object" && address !== null ? address.port : config.port;
+  const port = await listen(publicServer, config.port, config.host);
+  const internalApp = createInternalApp(config, database, { logger, metrics: app.metrics });
+  const internalServer = createPublicServer(internalApp.handler);
+  const internalPort = await listen(internalServer, config.internalPort, config.internalHost);
+  logger.info(
+    { port: internalPort, host: config.internalHost, ingest: internalApp.ingestEnabled ? "enabled" : "disabled" },
+    internalApp.ingestEnabled
+      ? `internal listener (ingest) on ${config.internalHost}:${internalPort}`
+      : `internal listener on ${config.internalHost}:${internalPort}; ingest is disabled until INGEST_TOKEN is set`,
+  );
   logger.info(
     {
       port,
@@ -49,14 +57,24 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   );
   return {
     port,
+    internalPort,
     async stop() {
       app.stopServing();
-      await publicServer.close(8_000);
+      await Promise.all([publicServer.close(8_000), internalServer.close(8_000)]);
       await Promise.all([database.close(), redis?.close()]);
       logger.info("stopped");
       logger.flush();
     },
   };
+}
+
+async function listen(server: PublicServer, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.server.once("error", reject);
+    server.server.listen(port, host, () => resolve());
+  });
+  const address = server.server.address();
+  return typeof address === "object" && address !== null ? address.port : port;
 }
 
 async function main(): Promise<void> {

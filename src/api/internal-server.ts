@@ -1,0 +1,142 @@
+/**
+ * The internal listener (INTERNAL_HOST:INTERNAL_PORT, default
+ * 127.0.0.1:9090): topwagers.v1.WagerIngestService over Connect, gRPC (h2c)
+ * and gRPC-Web on one port, for the casino platform only. Like createApp, this
+ * builds a handler and does not listen; main (or a test) serves it with
+ * createPublicServer's one-port sniffing.
+ *
+ * An ingest call flows: transport → gate (ingest token, headers only, before
+ * any body is read) → decode → ingest (validate, write all or nothing) →
+ * answer. The public port never routes these paths.
+ */
+import type { ServerResponse } from "node:http";
+import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
+import { createContextKey, createContextValues } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { IngestTokenCheck } from "../auth/ingest-token.js";
+import type { Config } from "../config.js";
+import { asConnectError, codeName } from "../errors.js";
+import { WagerIngest } from "../ingest/wager-ingest.js";
+import { type Logger, silentLogger } from "../logger.js";
+import type { Metrics, Protocol } from "../observability/metrics.js";
+import type { Database } from "../storage/database.js";
+import type { RequestHandler } from "./public-server.js";
+import type { NodeRequest, NodeResponse } from "./rest.js";
+import { wagerIngestService } from "./wager-ingest-service.js";
+
+/** 1000 users with 2048-character avatars fit with room to spare; anything larger is refused unread. */
+export const INTERNAL_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+export interface InternalAppOptions {
+  /** Current Unix time in seconds; tests move the clock. */
+  readonly now?: () => number;
+  readonly logger?: Logger;
+  /** Ingest counters and call timings go here (the app's registry, so one GET /metrics shows both). */
+  readonly metrics?: Metrics;
+}
+
+export interface InternalApp {
+  readonly handler: RequestHandler;
+  readonly ingest: WagerIngest;
+  /** False when INGEST_TOKEN is not set: every ingest call is refused. */
+  readonly ingestEnabled: boolean;
+}
+
+export const INTERNAL_SERVICES = [WagerIngestService.typeName] as const;
+
+const startedAtKey = createContextKey<bigint>(0n, { description: "when the call's headers arrived" });
+
+export function createInternalApp(config: Config, database: Database, options: InternalAppOptions = {}): InternalApp {
+  const logger = options.logger ?? silentLogger;
+  const metrics = options.metrics;
+  const token = new IngestTokenCheck(config.ingestToken);
+  const ingest = new WagerIngest(database.write, {
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(metrics === undefined
+      ? {}
+      : {
+          counters: {
+            recorded(recorded, duplicates) {
+              metrics.ingestedWagers.inc({ result: "recorded" }, recorded);
+              metrics.ingestedWagers.inc({ result: "duplicate" }, duplicates);
+            },
+            upserted(users) {
+              metrics.upsertedUsers.inc(users);
+            },
+          },
+        }),
+  });
+
+  const routes = (router: ConnectRouter) => {
+    router.service(WagerIngestService, wagerIngestService(ingest));
+  };
+
+  const observe = (procedure: string, protocol: Protocol, code: string, startedAt: bigint) => {
+    metrics?.observeCall(procedure, protocol, code, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  };
+
+  const requestGate = (context: HandlerContext) => {
+    try {
+      token.check(context.requestHeader.get("authorization"));
+    } catch (reason) {
+      const procedure = `${context.service.typeName}/${context.method.name}`;
+      const code = codeName(asConnectError(reason).code);
+      observe(procedure, context.protocolName as Protocol, code, context.values.get(startedAtKey));
+      throw reason;
+    }
+  };
+
+  const observeCalls: Interceptor = (next) => async (request) => {
+    const procedure = `${request.service.typeName}/${request.method.name}`;
+    const protocol = protocolOf(request.header.get("content-type"));
+    const startedAt = request.contextValues.get(startedAtKey);
+    try {
+      const response = await next(request);
+      observe(procedure, protocol, "ok", startedAt);
+      return response;
+    } catch (reason) {
+      const error = asConnectError(reason);
+      observe(procedure, protocol, codeName(error.code), startedAt);
+      if (error.cause !== undefined) {
+        logger.error({ err: error.cause, procedure, code: codeName(error.code) }, "ingest call failed");
+      }
+      throw reason;
+    }
+  };
+
+  // Paths the adapter does not route. GET /metrics (Prometheus) belongs here.
+  const fallback = (_req: NodeRequest, res: NodeResponse) => {
+    sendJson(res, 404, {
+      code: "not_found",
+      message: `no such path. The internal listener serves ${INTERNAL_SERVICES.join(" ")} over Connect, gRPC and gRPC-Web`,
+    });
+  };
+
+  const handler = connectNodeAdapter({
+    routes,
+    fallback,
+    requestGate,
+    interceptors: [observeCalls],
+    readMaxBytes: INTERNAL_MAX_BODY_BYTES,
+    contextValues: () => createContextValues().set(startedAtKey, process.hrtime.bigint()),
+  }) as RequestHandler;
+
+  return { handler, ingest, ingestEnabled: token.enabled };
+}
+
+function protocolOf(contentType: string | null): Protocol {
+  if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType?.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+function sendJson(res: NodeResponse, status: number, body: object): void {
+  const payload = JSON.stringify(body);
+  (res as ServerResponse).writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "content-length": String(Buffer.byteLength(payload)),
+  });
+  res.end(payload);
+}

@@ -1,0 +1,106 @@
+/**
+ * The Connect skin of the ingest service (Connect, gRPC and gRPC-Web on the
+ * internal listener). The request gate has already checked the ingest token;
+ * this turns messages into ingest calls and results into answers or errors.
+ * This is the one place where ingest refusals get their codes.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  RecordWagersResponseSchema,
+  UpsertUsersResponseSchema,
+  type WagerIngestService,
+} from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { ServiceError, type Violation } from "../errors.js";
+import type { Invalid, WagerIngest } from "../ingest/wager-ingest.js";
+import { ContentionError } from "../storage/transactions.js";
+
+/** How many items an error message lists before it only counts the rest (keeps grpc-message small). */
+const MAX_LISTED = 50;
+
+export function wagerIngestService(ingest: WagerIngest): ServiceImpl<typeof WagerIngestService> {
+  return {
+    async upsertUsers(request) {
+      const result = await guard(() =>
+        ingest.upsertUsers(
+          request.users.map((u) => ({ id: u.id, affiliateId: u.affiliateId, username: u.username, avatar: u.avatar })),
+        ),
+      );
+      if (result.kind === "invalid") throw invalidBatch(result, "users");
+      return create(UpsertUsersResponseSchema, { upserted: result.upserted });
+    },
+
+    async recordWagers(request) {
+      const result = await guard(() =>
+        ingest.recordWagers(
+          request.wagers.map((w) => ({ id: w.id, userId: w.userId, amount: w.amount, placedAt: w.placedAt })),
+        ),
+      );
+      switch (result.kind) {
+        case "invalid":
+          throw invalidBatch(result, "wagers");
+        case "unknown_users":
+          throw new ServiceError(
+            `unknown users ${listed(result.userIds)}. Send them with UpsertUsers before their wagers. Nothing was written`,
+            Code.FailedPrecondition,
+            [{ field: "wagers", message: `unknown users ${listed(result.userIds)}` }],
+          );
+        case "conflict":
+          throw new ServiceError(
+            `wagers already recorded with different content ${listed(result.wagerIds)}. ` +
+              "A wager id must never be reused. Nothing was written",
+            Code.AlreadyExists,
+            [{ field: "wagers", message: `already recorded with different content ${listed(result.wagerIds)}` }],
+          );
+        case "recorded":
+          return create(RecordWagersResponseSchema, { recorded: result.recorded, duplicates: result.duplicates });
+      }
+    },
+  };
+}
+
+/** Database trouble becomes a retryable answer; nothing was written in either case. */
+async function guard<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ConnectError) throw error;
+    if (error instanceof ContentionError) {
+      throw new ServiceError(
+        "too much concurrent contention to commit this batch. Nothing was written. Retry it",
+        Code.Aborted,
+        [],
+        undefined,
+        error,
+      );
+    }
+    throw new ServiceError(
+      "the database is unavailable right now. Nothing was written. Retry shortly",
+      Code.Unavailable,
+      [],
+      { "retry-after": "1" },
+      error,
+    );
+  }
+}
+
+function invalidBatch(result: Invalid, list: "users" | "wagers"): ServiceError {
+  const violations: Violation[] = [];
+  if (result.batchProblem !== undefined) violations.push({ field: list, message: result.batchProblem });
+  for (const item of result.items) {
+    const where = `${list}[${item.index}]`;
+    for (const problem of item.problems) {
+      violations.push({ field: where, message: `${where} (id ${JSON.stringify(item.id)}) ${problem}` });
+    }
+  }
+  const shown = violations.slice(0, MAX_LISTED).map((v) => v.message);
+  if (violations.length > MAX_LISTED) shown.push(`and ${violations.length - MAX_LISTED} more problems`);
+  return new ServiceError(shown.join(". "), Code.InvalidArgument, violations);
+}
+
+function listed(ids: readonly string[]): string {
+  const shown = ids.slice(0, MAX_LISTED).map((id) => JSON.stringify(id));
+  if (ids.length > MAX_LISTED) shown.push(`and ${ids.length - MAX_LISTED} more`);
+  return shown.join(" ");
+}

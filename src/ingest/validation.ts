@@ -1,0 +1,138 @@
+/**
+ * The rules for ingested users and wagers (CONTRACT §4), shared by the RPC
+ * service, `import` and `seed`. Each check returns every problem of an item,
+ * phrased for the caller; nothing here touches the database.
+ *
+ * Messages avoid ": ; , / ? @ & = + $ #" (grpc-js shows them escaped in
+ * grpc-message).
+ */
+import type { UserProfile, WagerRecord } from "../storage/ingest.js";
+
+export const MAX_BATCH = 1000;
+/** How far ahead of the server's clock a wager may be placed (clock skew allowance). */
+export const MAX_FUTURE_SECONDS = 300;
+export const MAX_ID_LENGTH = 64;
+export const MAX_USERNAME_LENGTH = 64;
+export const MAX_AVATAR_LENGTH = 2048;
+/** Amounts must be below 10^12: at most 12 integer digits. */
+const MAX_INTEGER_DIGITS = 12;
+const MAX_FRACTION_DIGITS = 8;
+/** Above this a "Unix seconds" value is almost surely milliseconds. */
+const MILLISECONDS_HINT = 100_000_000_000n;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this rejects
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
+
+/** A lone UTF-16 surrogate: text that cannot be stored as UTF-8 without changing it. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
+/** Problems of an opaque platform id (user, affiliate or wager id), by its field name. */
+export function idProblems(field: string, value: string): string[] {
+  if (value === "") return [`${field} is required`];
+  if (LONE_SURROGATE.test(value)) return [`${field} must be valid Unicode text`];
+  const problems: string[] = [];
+  if (codePoints(value) > MAX_ID_LENGTH) problems.push(`${field} must be at most ${MAX_ID_LENGTH} characters`);
+  if (CONTROL.test(value)) problems.push(`${field} must not contain control characters`);
+  // MySQL compares VARCHARs ignoring trailing spaces: "w1" and "w1 " would be one id.
+  if (/^\s|\s$/u.test(value)) problems.push(`${field} must not begin or end with whitespace`);
+  return problems;
+}
+
+export function usernameProblems(value: string): string[] {
+  if (value === "") return ["username is required"];
+  if (LONE_SURROGATE.test(value)) return ["username must be valid Unicode text"];
+  const problems: string[] = [];
+  if (codePoints(value) > MAX_USERNAME_LENGTH) {
+    problems.push(`username must be at most ${MAX_USERNAME_LENGTH} characters`);
+  }
+  if (CONTROL.test(value)) problems.push("username must not contain control characters");
+  if (!/\S/u.test(value)) problems.push("username must not be blank");
+  return problems;
+}
+
+export function avatarProblems(value: string): string[] {
+  if (value === "") return [];
+  if (codePoints(value) > MAX_AVATAR_LENGTH) return [`avatar must be at most ${MAX_AVATAR_LENGTH} characters`];
+  const absolute = "avatar must be empty or an absolute http or https URL";
+  if (!/^https?:\/\/[^/]/i.test(value) || /\s/u.test(value) || CONTROL.test(value) || LONE_SURROGATE.test(value)) {
+    return [absolute];
+  }
+  try {
+    const url = new URL(value);
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return [absolute];
+  } catch {
+    return [absolute];
+  }
+  return [];
+}
+
+/** Problems of an amount: a plain decimal string > 0, below 10^12, at most 8 fraction digits. */
+export function amountProblems(value: string): string[] {
+  if (value === "") return ["amount is required"];
+  if (/\s/u.test(value)) return ["amount must not contain spaces"];
+  if (/^[+-]/.test(value)) return ["amount must be a positive decimal without a sign"];
+  if (/[eE]/.test(value)) return ["amount must not use exponent notation (write 1500 not 1.5e3)"];
+  if (/[,_']/.test(value)) return ["amount must not contain thousands separators"];
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(value);
+  if (match === null) return ["amount must be a decimal number like 12.5 (digits and an optional point)"];
+  const whole = match[1] ?? "";
+  const fraction = match[2] ?? "";
+  const problems: string[] = [];
+  if (whole.length > 1 && whole.startsWith("0")) problems.push("amount must not have leading zeros");
+  if (fraction.length > MAX_FRACTION_DIGITS) {
+    problems.push(`amount must have at most ${MAX_FRACTION_DIGITS} fraction digits`);
+  }
+  if (whole.replace(/^0+/, "").length > MAX_INTEGER_DIGITS) problems.push("amount must be below 10^12");
+  if (/^0*$/.test(whole) && /^0*$/.test(fraction)) problems.push("amount must be greater than 0");
+  return problems;
+}
+
+/** Problems of a placement time in Unix seconds, given the server's clock. */
+export function placedAtProblems(value: bigint, nowSeconds: number): string[] {
+  if (value < 0n) return ["placedAt must be Unix seconds (0 or more)"];
+  if (value > BigInt(nowSeconds + MAX_FUTURE_SECONDS)) {
+    if (value > MILLISECONDS_HINT) return ["placedAt looks like milliseconds. Send Unix seconds"];
+    return [`placedAt is more than ${MAX_FUTURE_SECONDS / 60} minutes in the future`];
+  }
+  return [];
+}
+
+/** A wager as received, before its time is known to fit a number. */
+export interface WagerInput {
+  readonly id: string;
+  readonly userId: string;
+  readonly amount: string;
+  readonly placedAt: bigint;
+}
+
+export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problems: string[] };
+
+export function checkUser(user: UserProfile): Checked<UserProfile> {
+  const problems = [
+    ...idProblems("id", user.id),
+    ...idProblems("affiliateId", user.affiliateId),
+    ...usernameProblems(user.username),
+    ...avatarProblems(user.avatar),
+  ];
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: user };
+}
+
+export function checkWager(wager: WagerInput, nowSeconds: number): Checked<WagerRecord> {
+  const problems = [
+    ...idProblems("id", wager.id),
+    ...idProblems("userId", wager.userId),
+    ...amountProblems(wager.amount),
+    ...placedAtProblems(wager.placedAt, nowSeconds),
+  ];
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    value: { id: wager.id, userId: wager.userId, amount: wager.amount, placedAt: Number(wager.placedAt) },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Ingest: how users and wagers get in. Validate the whole batch first (every
+ * problem, each with its item's index and id), then write it all or nothing
+ * through the storage write path. Results are values, not exceptions, so the
+ * RPC skin, `import` and `seed` each decide how to report a refusal.
+ */
+import type { Pool } from "mysql2/promise";
+import {
+  type RecordOutcome,
+  recordWagerBatch,
+  type UserProfile,
+  upsertUserBatch,
+  type WagerRecord,
+} from "../storage/ingest.js";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../storage/transactions.js";
+import { checkUser, checkWager, MAX_BATCH, type WagerInput } from "./validation.js";
+
+/** One item of a batch that breaks a rule. */
+export interface ItemProblem {
+  /** Position in the request's list, from 0. */
+  readonly index: number;
+  readonly id: string;
+  readonly problems: readonly string[];
+}
+
+export type Invalid = {
+  readonly kind: "invalid";
+  /** A problem of the batch as a whole (its size). */
+  readonly batchProblem?: string;
+  readonly items: readonly ItemProblem[];
+};
+
+export type RecordWagersResult = RecordOutcome | Invalid;
+export type UpsertUsersResult = { readonly kind: "upserted"; readonly upserted: number } | Invalid;
+
+export interface IngestCounters {
+  /** Called after a commit with what it did. */
+  recorded?(recorded: number, duplicates: number): void;
+  upserted?(users: number): void;
+}
+
+export interface WagerIngestOptions {
+  /** Current Unix time in seconds (wagers may be at most 5 minutes ahead of it). */
+  readonly now?: () => number;
+  readonly retry?: RetryPolicy;
+  readonly counters?: IngestCounters;
+}
+
+export class WagerIngest {
+  private readonly now: () => number;
+  private readonly retry: RetryPolicy;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: WagerIngestOptions = {},
+  ) {
+    this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
+    this.retry = options.retry ?? DEFAULT_RETRY_POLICY;
+  }
+
+  async upsertUsers(users: readonly UserProfile[]): Promise<UpsertUsersResult> {
+    const batchProblem = batchSizeProblem(users.length, "users");
+    const items: ItemProblem[] = [];
+    for (const [index, user] of users.entries()) {
+      const checked = checkUser(user);
+      if (!checked.ok) items.push({ index, id: user.id, problems: checked.problems });
+    }
+    if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
+    const upserted = await upsertUserBatch(this.pool, users, this.retry);
+    this.options.counters?.upserted?.(upserted);
+    return { kind: "upserted", upserted };
+  }
+
+  async recordWagers(wagers: readonly WagerInput[]): Promise<RecordWagersResult> {
+    const batchProblem = batchSizeProblem(wagers.length, "wagers");
+    const now = this.now();
+    const items: ItemProblem[] = [];
+    const valid: WagerRecord[] = [];
+    for (const [index, wager] of wagers.entries()) {
+      const checked = checkWager(wager, now);
+      if (checked.ok) valid.push(checked.value);
+      else items.push({ index, id: wager.id, problems: checked.problems });
+    }
+    if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
+    const outcome = await recordWagerBatch(this.pool, valid, this.retry);
+    if (outcome.kind === "recorded") this.options.counters?.recorded?.(outcome.recorded, outcome.duplicates);
+    return outcome;
+  }
+}
+
+function batchSizeProblem(size: number, what: string): string | undefined {
+  return size > MAX_BATCH ? `at most ${MAX_BATCH} ${what} per call (got ${size})` : undefined;
+}
+
+function invalid(batchProblem: string | undefined, items: ItemProblem[]): Invalid {
+  return batchProblem === undefined ? { kind: "invalid", items } : { kind: "invalid", batchProblem, items };
+}

@@ -1,0 +1,93 @@
+/**
+ * The public port and the internal listener of one service instance, each on
+ * a real socket (127.0.0.1, port 0) over one throwaway database, wired as
+ * `serve()` wires them; plus ingest clients for every protocol.
+ */
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/api/internal-server.js";
+import { createPublicServer, type PublicServer } from "../../src/api/public-server.js";
+import { createApp } from "../../src/app.js";
+import { type Config, loadConfig } from "../../src/config.js";
+import { createTestDatabase, type TestDatabase } from "./database.js";
+
+export const TEST_INGEST_TOKEN = "test-ingest-token-0123456789abcdef";
+
+export type IngestProtocol = "connect" | "grpc" | "grpc-web";
+export const INGEST_PROTOCOLS: readonly IngestProtocol[] = ["connect", "grpc", "grpc-web"];
+
+export interface IngestServers {
+  readonly database: TestDatabase;
+  readonly config: Config;
+  readonly internal: InternalApp;
+  /** http://127.0.0.1:<internal port> */
+  readonly internalUrl: string;
+  /** http://127.0.0.1:<public port> */
+  readonly publicUrl: string;
+  /**
+   * A client of the ingest service; sends `Bearer <token>` unless told otherwise (null: no header).
+   * It talks to the internal listener unless given another base URL.
+   */
+  client(protocol?: IngestProtocol, token?: string | null, baseUrl?: string): Client<typeof WagerIngestService>;
+  close(): Promise<void>;
+}
+
+async function listen(server: PublicServer): Promise<string> {
+  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
+  const address = server.server.address();
+  return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+}
+
+export async function startIngestServers(
+  label: string,
+  env: Record<string, string> = { INGEST_TOKEN: TEST_INGEST_TOKEN },
+  options: InternalAppOptions = {},
+): Promise<IngestServers> {
+  const database = await createTestDatabase(label);
+  const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
+  const app = createApp(config, database.db);
+  const internal = createInternalApp(config, database.db, { metrics: app.metrics, ...options });
+  const publicServer = createPublicServer(app.handler);
+  const internalServer = createPublicServer(internal.handler);
+  const publicUrl = await listen(publicServer);
+  const internalUrl = await listen(internalServer);
+  // HTTP/2 client sessions stay open for reuse; close them so the servers can close at once.
+  const sessions: Http2SessionManager[] = [];
+  return {
+    database,
+    config,
+    internal,
+    internalUrl,
+    publicUrl,
+    client(protocol = "grpc", token: string | null = config.ingestToken ?? TEST_INGEST_TOKEN, baseUrl = internalUrl) {
+      const authorize: Interceptor = (next) => async (request) => {
+        if (token !== null) request.header.set("authorization", `Bearer ${token}`);
+        return next(request);
+      };
+      const interceptors = [authorize];
+      let transport: Transport;
+      if (protocol === "grpc") {
+        const sessionManager = new Http2SessionManager(baseUrl);
+        sessions.push(sessionManager);
+        transport = createGrpcTransport({ baseUrl, interceptors, sessionManager });
+      } else if (protocol === "grpc-web") {
+        transport = createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });
+      } else {
+        transport = createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors });
+      }
+      return createClient(WagerIngestService, transport);
+    },
+    async close() {
+      app.stopServing();
+      for (const session of sessions) session.abort();
+      await Promise.all([publicServer.close(5_000), internalServer.close(5_000)]);
+      await database.drop();
+    },
+  };
+}
