@@ -466,12 +466,9 @@ describe("200: the envelope, ordering and totals", () => {
     expect([...usernames].sort((a, b) => a.localeCompare(b))).not.toEqual(usernames);
   });
 
-  it.fails("orders usernames that differ only by a trailing space or tab in code-point order", async () => {
-    // KNOWN BUG (src/storage/leaderboard-queries.ts, not fixed here): the ORDER BY uses the
-    // utf8mb4_bin collation, which is PAD SPACE, so "pad" and "pad " compare equal (then the
-    // user id decides) and "a\t" sorts before "a". Code-point order puts the shorter string
-    // first. Fix: order by CAST(u.username AS BINARY), CAST(u.external_id AS BINARY) (UTF-8
-    // byte order is code-point order); then turn this `it.fails` into `it`.
+  it("orders usernames that differ only by a trailing space or tab in code-point order", async () => {
+    // Usernames and ids are stored as VARBINARY: byte (code point) order, no PAD SPACE, so
+    // "pad" < "pad " and "a" < "a\t", as code point order requires.
     expect(await entries(keys.pad, { ...OCTOBER, numUsers: 10 })).toEqual([
       { username: "a", avatar: img("a"), totalWagered: 1 },
       { username: "a\t", avatar: img("a-tab"), totalWagered: 1 },

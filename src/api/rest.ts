@@ -324,6 +324,8 @@ async function send(
     out["content-encoding"] = "gzip";
   }
   out["content-length"] = String(payload.length);
+  // HTTP/2 has no Connection header (the stream ends; the session stays).
+  if (req.httpVersionMajor >= 2) delete out.connection;
   if (res.headersSent) return;
   (res as ServerResponse).writeHead(status, out);
   (res as ServerResponse).end(payload);

@@ -46,6 +46,10 @@ export function connectionOptions(url: string): PoolOptions & { database: string
     supportBigNumbers: true,
     bigNumberStrings: true,
     dateStrings: true,
+    // Ids and usernames live in VARBINARY columns (exact, code point ordered);
+    // read every variable-length string back as UTF-8 text. BINARY(n) columns
+    // (key hashes) stay Buffers.
+    typeCast: (field, next) => (field.type === "VAR_STRING" ? field.string("utf8") : next()),
     connectTimeout: 3_000,
     enableKeepAlive: true,
     multipleStatements: false,

@@ -4,9 +4,12 @@
  * once from applying the same migration twice. Never edit a shipped migration:
  * add a new one.
  *
- * Ids of affiliates, users and wagers are the platform's opaque strings
- * (`external_id`, binary collation so comparison and ordering are by code
- * point). Internally every row has a compact integer key, so the large tables
+ * Ids of affiliates, users and wagers are the platform's opaque strings,
+ * stored as their UTF-8 bytes (`external_id`, VARBINARY): compared and ordered
+ * byte by byte, which is code point order, with no trailing-space padding
+ * ("pid" and "pid " are different ids). Usernames are stored the same way so
+ * the leaderboard's tie-break is code point order. 256 bytes hold 64 code
+ * points; the 64 limit itself is enforced where data comes in. Internally every row has a compact integer key, so the large tables
  * and their indexes stay small. Times are Unix seconds in INT UNSIGNED (no time
  * zone conversion, no 2038 limit); money is DECIMAL and is only ever summed by
  * the database.
@@ -26,15 +29,15 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: [
       `CREATE TABLE affiliates (
         id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        external_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        external_id VARBINARY(256) NOT NULL,
         created_at INT UNSIGNED NOT NULL,
         UNIQUE KEY ux_affiliates_external (external_id)
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       `CREATE TABLE users (
         id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        external_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        external_id VARBINARY(256) NOT NULL,
         affiliate_id INT UNSIGNED NOT NULL,
-        username VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        username VARBINARY(256) NOT NULL,
         avatar_url VARCHAR(2048) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
         updated_at INT UNSIGNED NOT NULL,
         UNIQUE KEY ux_users_external (external_id),
@@ -44,7 +47,7 @@ export const MIGRATIONS: readonly Migration[] = [
       // user who moves keeps their old wagers with the old affiliate.
       `CREATE TABLE wagers (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        external_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+        external_id VARBINARY(256) NOT NULL,
         user_id INT UNSIGNED NOT NULL,
         affiliate_id INT UNSIGNED NOT NULL,
         amount DECIMAL(20,8) NOT NULL,
