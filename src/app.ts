@@ -11,6 +11,7 @@ import { createContextKey, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "./api/admission.js";
+import { createDocsPage } from "./api/docs-page.js";
 import { registerHealth, registerReflection } from "./api/health-and-reflection.js";
 import type { RequestHandler } from "./api/public-server.js";
 import {
@@ -86,6 +87,7 @@ export function createApp(config: Config, database: Database, options: AppOption
     options.metrics ??
     new Metrics({ cacheStats: () => leaderboard.cacheStats, pools: { read: database.read, write: database.write } });
   const rest = new RestApi({ basePath: config.basePath, admission, leaderboard, metrics, logger });
+  const docs = createDocsPage({ basePath: config.basePath });
 
   const routes = (router: ConnectRouter) => {
     router.service(TopWagersService, topWagersService(leaderboard));
@@ -144,6 +146,7 @@ export function createApp(config: Config, database: Database, options: AppOption
     if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
       return void readiness(database, serving).then(([status, body]) => sendStatus(res, status, body));
     }
+    if (docs.matches(path, req.method)) return void docs.handle(req, res, path);
     return void sendNotFound(req, res, rest.path);
   };
 
