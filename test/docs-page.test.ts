@@ -205,11 +205,11 @@ describe.skipIf(chromiumMissing !== undefined)("the page in Chromium", () => {
       await page.goto(`${server.baseUrl}/docs`, { waitUntil: "load" });
       const operation = page.locator("#operations-leaderboard-getTopAffiliateWagersByPeriod");
       await operation.waitFor({ state: "visible", timeout: 15_000 });
-      expect(await operation.locator(".opblock-summary-method").innerText()).toBe("POST");
+      expect(await operation.locator(".opblock-summary-method").textContent()).toBe("POST");
       expect(await operation.locator(".opblock-summary-path").getAttribute("data-path")).toBe(
         "/top-affiliate-wagers-by-period",
       );
-      expect(await page.locator(".info .title").innerText()).toContain("topwagers");
+      expect(await page.locator(".info .title").textContent()).toContain("topwagers");
 
       // Authorize with the demo key (the bearer scheme of the document).
       await page.locator(".auth-wrapper button.authorize").click();
@@ -230,11 +230,11 @@ describe.skipIf(chromiumMissing !== undefined)("the page in Chromium", () => {
 
       const live = operation.locator(".live-responses-table");
       await live.waitFor({ state: "visible", timeout: 15_000 });
-      expect((await live.locator("tbody tr.response .response-col_status").innerText()).trim()).toBe("200");
-      const shown = await live.locator("div:has(> h5:text-is('Response body')) pre.microlight").innerText();
-      expect(JSON.parse(shown)).toEqual(EXPECTED);
-      for (const entry of EXPECTED.data) await expect.poll(() => live.innerText()).toContain(entry.username);
-      const curl = await operation.locator(".curl-command").innerText();
+      expect((await live.locator("tbody tr.response .response-col_status").textContent())?.trim()).toBe("200");
+      const shown = await live.locator("div:has(> h5:text-is('Response body')) pre.microlight").textContent();
+      expect(JSON.parse(shown ?? "")).toEqual(EXPECTED);
+      for (const entry of EXPECTED.data) await expect.poll(() => live.textContent()).toContain(entry.username);
+      const curl = await operation.locator(".curl-command").textContent();
       expect(curl).toContain(`${server.baseUrl}/top-affiliate-wagers-by-period`);
       expect(curl).toContain(`Authorization: Bearer ${demoKey}`);
 
