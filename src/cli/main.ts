@@ -6,6 +6,9 @@
  *   keys list [--json]                        never prints keys, only their ids
  *   keys revoke <keyId>
  *   keys set-rate-limit <keyId> <points>/<seconds>s|default
+ *   import <file> [--format jsonl|csv]        users and wagers from JSON Lines or CSV, through ingest
+ *   seed [--seed 42] [--affiliates …] …       deterministic synthetic data (see data-commands.ts)
+ *   verify                                    recompute every rollup from raw wagers; exit 1 on a mismatch
  *   demo                                      load demo data, create a demo key, serve
  */
 import { parseArgs } from "node:util";
@@ -14,6 +17,7 @@ import { ConfigError, loadConfig } from "../config.js";
 import { insertApiKey, listApiKeys, revokeApiKey, setApiKeyRateLimit } from "../storage/api-keys.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migrations.js";
+import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
 
 const USAGE = `usage: npm run cli -- <command>
@@ -23,6 +27,11 @@ const USAGE = `usage: npm run cli -- <command>
   keys list [--json]
   keys revoke <keyId>
   keys set-rate-limit <keyId> <points>/<seconds>s|default
+  import <file> [--format jsonl|csv]           users and wagers from JSON Lines or CSV (see README)
+  seed [--seed 42] [--affiliates 2000] [--users <n>] [--wagers 1000000] [--months 12]
+       [--end <unixSeconds>] [--prefix <text>] [--method auto|record|bulk]
+                                               deterministic synthetic users and wagers
+  verify [--max-report 100]                    recompute every rollup from raw wagers; exit 1 on a mismatch
   demo [--port <port>]                         demo data, a demo key, and the server
 
 Settings come from the environment (DATABASE_URL, PORT, ...; see README).`;
@@ -174,6 +183,12 @@ export async function runCli(argv: string[]): Promise<void> {
     }
     case "keys":
       return keysCommand(args);
+    case "import":
+      return importCommand(args);
+    case "seed":
+      return seedCommand(args);
+    case "verify":
+      return verifyCommand(args);
     case "demo":
       return runDemo(args);
     case undefined:

@@ -32,16 +32,15 @@ function codePoints(text: string): number {
   return n;
 }
 
-/** Problems of an opaque platform id (user, affiliate or wager id), by its field name. */
+/**
+ * Problems of an opaque platform id (user, affiliate or wager id), by its field name. Ids are
+ * compared exactly (stored as their UTF-8 bytes): any text of 1 to 64 code points is an id.
+ */
 export function idProblems(field: string, value: string): string[] {
   if (value === "") return [`${field} is required`];
   if (LONE_SURROGATE.test(value)) return [`${field} must be valid Unicode text`];
-  const problems: string[] = [];
-  if (codePoints(value) > MAX_ID_LENGTH) problems.push(`${field} must be at most ${MAX_ID_LENGTH} characters`);
-  if (CONTROL.test(value)) problems.push(`${field} must not contain control characters`);
-  // MySQL compares VARCHARs ignoring trailing spaces: "w1" and "w1 " would be one id.
-  if (/^\s|\s$/u.test(value)) problems.push(`${field} must not begin or end with whitespace`);
-  return problems;
+  if (codePoints(value) > MAX_ID_LENGTH) return [`${field} must be at most ${MAX_ID_LENGTH} characters`];
+  return [];
 }
 
 export function usernameProblems(value: string): string[] {

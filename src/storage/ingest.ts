@@ -150,7 +150,7 @@ async function addToRollups(connection: PoolConnection, fresh: readonly WagerRec
   for (const { table, bucketOf } of ROLLUPS) {
     await connection.query(
       `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
-       SELECT affiliate_id, ${bucketOf} AS b, user_id, SUM(amount), COUNT(*)
+       SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount), COUNT(*)
          FROM wagers WHERE external_id IN (?)
         GROUP BY affiliate_id, b, user_id
         ORDER BY affiliate_id, b, user_id

@@ -13,21 +13,22 @@ export interface Rollup {
   /** Table name; a constant, never input. */
   readonly table: "wager_hourly" | "wager_daily" | "wager_monthly";
   readonly level: "hourly" | "daily" | "monthly";
-  /** SQL expression of the bucket over a `placed_at` column (INT UNSIGNED Unix seconds). */
-  readonly bucketOf: string;
+  /**
+   * SQL expression of the bucket of a time column (INT UNSIGNED Unix seconds): `placed_at` of a
+   * wager, or the bucket of a finer rollup (an hour lies in one day and one month).
+   */
+  readonly bucketOf: (column: "placed_at" | "bucket") => string;
 }
 
-const DAY_NUMBER = "placed_at DIV 86400";
-
 export const ROLLUPS: readonly Rollup[] = [
-  { table: "wager_hourly", level: "hourly", bucketOf: "placed_at - placed_at % 3600" },
-  { table: "wager_daily", level: "daily", bucketOf: "placed_at - placed_at % 86400" },
+  { table: "wager_hourly", level: "hourly", bucketOf: (t) => `${t} - ${t} % 3600` },
+  { table: "wager_daily", level: "daily", bucketOf: (t) => `${t} - ${t} % 86400` },
   {
     table: "wager_monthly",
     level: "monthly",
     // Day number of the first of the month = day number + 1 - day of month. Written in that
     // order so the unsigned arithmetic never goes below zero.
-    bucketOf: `(${DAY_NUMBER} + 1 - DAYOFMONTH(DATE '1970-01-01' + INTERVAL ${DAY_NUMBER} DAY)) * 86400`,
+    bucketOf: (t) => `(${t} DIV 86400 + 1 - DAYOFMONTH(DATE '1970-01-01' + INTERVAL ${t} DIV 86400 DAY)) * 86400`,
   },
 ];
 

@@ -47,8 +47,7 @@ export const UpsertUsersRequestSchema: GenMessage<UpsertUsersRequest> = /*@__PUR
 export type IngestUser = Message<"topwagers.v1.IngestUser"> & {
   /**
    * The platform's user id: an opaque string of 1 to 64 Unicode code points,
-   * no control characters and no leading or trailing whitespace. Compared
-   * exactly (case-sensitive, by code point).
+   * compared exactly (case, spaces and normalisation all count).
    *
    * @generated from field: string id = 1;
    */
@@ -139,8 +138,8 @@ export const RecordWagersRequestSchema: GenMessage<RecordWagersRequest> = /*@__P
 export type IngestWager = Message<"topwagers.v1.IngestWager"> & {
   /**
    * The platform's wager id, the idempotency key: an opaque string of 1 to 64
-   * Unicode code points, no control characters and no leading or trailing
-   * whitespace. Never reuse an id for a different wager.
+   * Unicode code points, compared exactly. Never reuse an id for a different
+   * wager.
    *
    * @generated from field: string id = 1;
    */

@@ -1,0 +1,199 @@
+/**
+ * The data commands of `npm run cli`: import, seed and verify. Progress goes
+ * to stderr (a bar on a terminal, plain lines otherwise); results to stdout.
+ */
+import { basename } from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config.js";
+import { formatOf, type ImportFormat, importFile } from "../ingest/import-file.js";
+import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
+import type { SeedPlan } from "../ingest/seed-data.js";
+import { MAX_FUTURE_SECONDS } from "../ingest/validation.js";
+import { WagerIngest } from "../ingest/wager-ingest.js";
+import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
+import { migrate } from "../storage/migrations.js";
+import { verifyRollups } from "../storage/verify.js";
+import { UsageError } from "./main.js";
+import { formatDuration, Progress } from "./progress.js";
+
+const number = new Intl.NumberFormat("en-US");
+
+async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  await ensureDatabaseExists(config.databaseUrl);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
+  try {
+    await migrate(db.write);
+    return await work(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Parses `--name value` options (all strings here); a misspelt or incomplete option is a usage error. */
+function options<const N extends string>(
+  args: string[],
+  names: readonly N[],
+): { values: Partial<Record<N, string>>; positionals: string[] } {
+  try {
+    const parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: Object.fromEntries(names.map((name) => [name, { type: "string" as const }])),
+    });
+    return { values: parsed.values as Partial<Record<N, string>>, positionals: parsed.positionals };
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function wholeNumber(name: string, text: string | undefined, fallback: number, min = 0): number {
+  if (text === undefined) return fallback;
+  const cleaned = text.replaceAll("_", "");
+  if (!/^\d{1,15}$/.test(cleaned) || Number(cleaned) < min) {
+    throw new UsageError(`--${name} must be a whole number of at least ${min}, got "${text}"`);
+  }
+  return Number(cleaned);
+}
+
+// ---------------------------------------------------------------- import
+
+export async function importCommand(args: string[]): Promise<void> {
+  const { values, positionals } = options(args, ["format"]);
+  const path = positionals[0];
+  if (path === undefined || positionals.length > 1) throw new UsageError("import needs exactly one file");
+  const format = values.format;
+  if (format !== undefined && format !== "jsonl" && format !== "csv") {
+    throw new UsageError(`--format must be jsonl or csv, got "${format}"`);
+  }
+  const started = Date.now();
+  const progress = new Progress({ label: `import ${basename(path)}`, items: "lines", total: 1 });
+  let shown = 0;
+  const report = await withDatabase((db) =>
+    importFile(new WagerIngest(db.write), path, {
+      ...(format === undefined ? {} : { format: format as ImportFormat }),
+      onProgress: (bytes, size, lines) => progress.update(size === 0 ? 1 : bytes / size, lines),
+      onBadLine: (line, problem) => {
+        shown += 1;
+        if (shown <= 1000) process.stderr.write(`${path}:${line}: ${problem}\n`);
+        else if (shown === 1001) process.stderr.write("(more bad lines; only the first 1000 are shown)\n");
+      },
+    }),
+  );
+  progress.finish();
+  process.stdout.write(
+    `Imported ${path} (${formatOf(path, "")}) in ${formatDuration((Date.now() - started) / 1000)}: ` +
+      `${number.format(report.lines)} lines, ${number.format(report.users)} users upserted, ` +
+      `${number.format(report.recorded)} wagers recorded, ${number.format(report.duplicates)} already recorded, ` +
+      `${number.format(report.badLines)} bad lines.\n`,
+  );
+  if (report.badLines > 0) process.exitCode = 1;
+}
+
+// ---------------------------------------------------------------- seed
+
+export async function seedCommand(args: string[]): Promise<void> {
+  const { values, positionals } = options(args, [
+    "seed",
+    "affiliates",
+    "users",
+    "wagers",
+    "months",
+    "end",
+    "prefix",
+    "method",
+  ]);
+  if (positionals.length > 0) throw new UsageError(`seed takes no arguments, got "${positionals.join(" ")}"`);
+  const now = Math.floor(Date.now() / 1000);
+  const seed = wholeNumber("seed", values.seed, 42);
+  const plan: SeedPlan = {
+    seed,
+    affiliates: wholeNumber("affiliates", values.affiliates, 2000, 1),
+    ...(values.users === undefined ? {} : { users: wholeNumber("users", values.users, 0, 1) }),
+    wagers: wholeNumber("wagers", values.wagers, 1_000_000),
+    months: wholeNumber("months", values.months, 12, 1),
+    end: wholeNumber("end", values.end, now - (now % 3600)),
+    prefix: values.prefix ?? `s${seed}-`,
+  };
+  if (plan.end > now + MAX_FUTURE_SECONDS) {
+    throw new UsageError("--end must not lie more than 5 minutes in the future (ingest would refuse such wagers)");
+  }
+  if (plan.users !== undefined && plan.users < plan.affiliates) {
+    throw new UsageError("--users must be at least --affiliates (every affiliate gets a user)");
+  }
+  const method = values.method ?? "auto";
+  if (!["auto", "record", "bulk"].includes(method)) {
+    throw new UsageError(`--method must be auto, record or bulk, got "${method}"`);
+  }
+  const reproduce =
+    `--seed ${plan.seed} --affiliates ${plan.affiliates}${plan.users === undefined ? "" : ` --users ${plan.users}`} ` +
+    `--wagers ${plan.wagers} --months ${plan.months} --end ${plan.end} --prefix ${plan.prefix}`;
+  process.stderr.write(`Seeding ${reproduce} (window ending ${new Date(plan.end * 1000).toISOString()})\n`);
+  const started = Date.now();
+  let progress: Progress | undefined;
+  const report = await withDatabase((db) =>
+    seedDatabase(db, plan, {
+      method: method as SeedMethod,
+      notice: (text) => process.stderr.write(`note: ${text}\n`),
+      progress: {
+        phase(name, total) {
+          progress = new Progress({ label: `seed ${name}`, items: name, total });
+        },
+        update(done) {
+          progress?.update(done);
+        },
+        done() {
+          progress?.finish();
+        },
+      },
+    }),
+  );
+  process.stdout.write(
+    `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
+      `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
+      `${number.format(report.duplicates)} already there) by ${report.method} in ` +
+      `${formatDuration((Date.now() - started) / 1000)}.\nSame data again: npm run cli -- seed ${reproduce}\n`,
+  );
+}
+
+// ---------------------------------------------------------------- verify
+
+export async function verifyCommand(args: string[]): Promise<void> {
+  const { values, positionals } = options(args, ["max-report"]);
+  if (positionals.length > 0) throw new UsageError(`verify takes no arguments, got "${positionals.join(" ")}"`);
+  const maxReported = wholeNumber("max-report", values["max-report"], 100);
+  const started = Date.now();
+  const progress = new Progress({ label: "verify", items: "wagers", total: 1 });
+  const report = await withDatabase((db) =>
+    verifyRollups(db.read, {
+      maxReported,
+      onProgress: (checked, total) => progress.update(total === 0 ? 1 : checked / total, checked),
+    }),
+  );
+  progress.finish();
+  for (const m of report.mismatches) {
+    const what = (v: { total: string; wagers: number } | null) =>
+      v === null ? "no row" : `total ${v.total} in ${v.wagers} wagers`;
+    process.stdout.write(
+      `MISMATCH ${m.level} affiliate ${JSON.stringify(m.affiliateId)} user ${JSON.stringify(m.userId)} ` +
+        `bucket ${m.bucket} (${new Date(m.bucket * 1000).toISOString()}): ` +
+        `raw wagers give ${what(m.expected)}, rollup has ${what(m.found)}\n`,
+    );
+  }
+  const seconds = formatDuration((Date.now() - started) / 1000);
+  const rows = `${number.format(report.rows.hourly)} hourly, ${number.format(report.rows.daily)} daily and ${number.format(report.rows.monthly)} monthly rows`;
+  if (report.mismatchCount > 0) {
+    const more = report.mismatchCount - report.mismatches.length;
+    process.stdout.write(
+      `verify FAILED: ${number.format(report.mismatchCount)} rollup rows disagree with the raw wagers` +
+        `${more > 0 ? ` (first ${report.mismatches.length} shown)` : ""}; checked ${number.format(report.wagers)} wagers ` +
+        `against ${rows} in ${seconds}.\n`,
+    );
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(
+    `verify OK: ${rows} all equal the totals of ${number.format(report.wagers)} raw wagers (checked in ${seconds}).\n`,
+  );
+}

@@ -1,0 +1,215 @@
+/**
+ * `seed`: writes a deterministic synthetic data set (./seed-data.ts).
+ *
+ * Users always go through the ingest path (UpsertUsers' validation and SQL).
+ * Wagers go through RecordWagers' path for small sets ("record"), or through
+ * the bulk loader for large ones ("bulk": LOAD DATA LOCAL INFILE in
+ * transactional chunks with the rollups built by the database). Both produce
+ * the same tables: same rows, same internal keys on an empty database, same
+ * totals. Re-running with the same options changes nothing (every wager is a
+ * duplicate), and a crashed run can simply be run again.
+ */
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import {
+  isLocalInfileRefused,
+  LOCAL_INFILE_FIX,
+  type LoadMethod,
+  loadWagerChunk,
+  localInfileEnabled,
+  userKeys,
+  type WagerRow,
+} from "../storage/bulk-load.js";
+import type { Database } from "../storage/database.js";
+import type { UserProfile } from "../storage/ingest.js";
+import { amountText, SeedData, type SeedPlan } from "./seed-data.js";
+import { MAX_BATCH, type WagerInput } from "./validation.js";
+import { type RecordWagersResult, type UpsertUsersResult, WagerIngest } from "./wager-ingest.js";
+
+export type SeedMethod = "auto" | "record" | "bulk";
+
+/** From this many wagers on, "auto" loads in bulk. */
+export const BULK_THRESHOLD = 200_000;
+const CHUNK_ROWS = 250_000;
+
+export interface SeedProgress {
+  /** A new phase starts ("users", "wagers") with this much work. */
+  phase(name: "users" | "wagers", total: number): void;
+  update(done: number): void;
+  done(): void;
+}
+
+export interface SeedOptions {
+  readonly method?: SeedMethod;
+  readonly progress?: SeedProgress;
+  /** Notices for the operator (e.g. the bulk path's fallback). */
+  readonly notice?: (text: string) => void;
+}
+
+export interface SeedReport {
+  readonly affiliates: number;
+  readonly users: number;
+  readonly wagers: number;
+  /** Wagers written by this run; the rest were already there. */
+  readonly recorded: number;
+  readonly duplicates: number;
+  readonly method: "record" | `bulk (${LoadMethod})`;
+}
+
+export async function seedDatabase(db: Database, plan: SeedPlan, options: SeedOptions = {}): Promise<SeedReport> {
+  if (!/^[A-Za-z0-9_.-]{0,24}$/.test(plan.prefix)) {
+    throw new RangeError("--prefix must be at most 24 letters, digits, '_', '.' or '-'");
+  }
+  const data = new SeedData(plan);
+  const ingest = new WagerIngest(db.write);
+  const progress = options.progress;
+
+  progress?.phase("users", data.userCount);
+  let batch: UserProfile[] = [];
+  for (let u = 0; u < data.userCount; u++) {
+    batch.push(data.user(u));
+    if (batch.length === MAX_BATCH || u === data.userCount - 1) {
+      expectUpserted(await ingest.upsertUsers(batch));
+      batch = [];
+      progress?.update(u + 1);
+    }
+  }
+  progress?.done();
+
+  const method = options.method ?? "auto";
+  const bulk = method === "bulk" || (method === "auto" && plan.wagers >= BULK_THRESHOLD);
+  progress?.phase("wagers", plan.wagers);
+  let written: { recorded: number; method: SeedReport["method"] };
+  if (bulk) {
+    let loadMethod: LoadMethod = "load-data";
+    if (!(await localInfileEnabled(db.write))) {
+      options.notice?.(LOCAL_INFILE_FIX);
+      loadMethod = "insert";
+    }
+    written = await loadInBulk(db, data, loadMethod, options);
+  } else {
+    written = { recorded: await recordThroughIngest(ingest, data, progress), method: "record" };
+  }
+  progress?.done();
+  return {
+    affiliates: plan.affiliates,
+    users: data.userCount,
+    wagers: plan.wagers,
+    recorded: written.recorded,
+    duplicates: plan.wagers - written.recorded,
+    method: written.method,
+  };
+}
+
+async function recordThroughIngest(ingest: WagerIngest, data: SeedData, progress?: SeedProgress): Promise<number> {
+  let recorded = 0;
+  let done = 0;
+  let batch: WagerInput[] = [];
+  const flush = async () => {
+    const result = await ingest.recordWagers(batch);
+    recorded += expectRecorded(result);
+    done += batch.length;
+    batch = [];
+    progress?.update(done);
+  };
+  for (let rank = 1; rank <= data.plan.affiliates; rank++) {
+    const wagers = data.wagersOf(rank);
+    for (let i = 0; i < wagers.count; i++) {
+      batch.push({
+        id: data.wagerId(wagers.first + i),
+        userId: data.userId(wagers.userIndex[i] ?? 0),
+        amount: amountText(wagers.units[i] ?? 0),
+        placedAt: BigInt(wagers.placedAt[i] ?? 0),
+      });
+      if (batch.length === MAX_BATCH) await flush();
+    }
+  }
+  if (batch.length > 0) await flush();
+  return recorded;
+}
+
+async function loadInBulk(
+  db: Database,
+  data: SeedData,
+  initialMethod: LoadMethod,
+  options: SeedOptions,
+): Promise<{ recorded: number; method: SeedReport["method"] }> {
+  let method = initialMethod;
+  const userIds = Array.from({ length: data.userCount }, (_, u) => data.userId(u));
+  const keys = await userKeys(db.write, userIds);
+  const userKey = userIds.map((id) => {
+    const key = keys.get(id);
+    if (key === undefined) throw new Error(`seeded user ${id} is missing`);
+    return key;
+  });
+
+  let recorded = 0;
+  let done = 0;
+  let pending: Promise<void> = Promise.resolve();
+  const load = async (rows: WagerRow[]) => {
+    const chunk = { rows, firstExternalId: rows[0]?.[0] ?? "", lastExternalId: rows[rows.length - 1]?.[0] ?? "" };
+    let inserted: number;
+    try {
+      inserted = await loadWagerChunk(db.write, chunk, method);
+    } catch (error) {
+      if (method !== "load-data" || !isLocalInfileRefused(error)) throw error;
+      options.notice?.(LOCAL_INFILE_FIX);
+      method = "insert";
+      inserted = await loadWagerChunk(db.write, chunk, method);
+    }
+    recorded += inserted;
+    done += rows.length;
+    options.progress?.update(done);
+  };
+
+  let rows: WagerRow[] = [];
+  for (let rank = 1; rank <= data.plan.affiliates; rank++) {
+    const wagers = data.wagersOf(rank);
+    for (let i = 0; i < wagers.count; i++) {
+      const key = userKey[wagers.userIndex[i] ?? 0] as { id: number; affiliateId: number };
+      rows.push([
+        data.wagerId(wagers.first + i),
+        key.id,
+        key.affiliateId,
+        amountText(wagers.units[i] ?? 0),
+        wagers.placedAt[i] ?? 0,
+      ]);
+      if (rows.length === CHUNK_ROWS) {
+        // Load this chunk while the next one is generated; one chunk in flight keeps ids in order.
+        const full = rows;
+        rows = [];
+        await pending;
+        pending = load(full);
+        // Awaited at the next chunk; until then a failure must not count as unhandled.
+        pending.catch(() => undefined);
+      }
+      // Let the loading chunk's stream flow while this loop generates.
+      if (i % 8192 === 8191) await yieldToEventLoop();
+    }
+    await yieldToEventLoop();
+  }
+  await pending;
+  if (rows.length > 0) await load(rows);
+  return { recorded, method: `bulk (${method})` };
+}
+
+function expectUpserted(result: UpsertUsersResult): void {
+  if (result.kind !== "upserted") {
+    throw new Error(`seed generated invalid users: ${JSON.stringify(result.items.slice(0, 3))}`);
+  }
+}
+
+function expectRecorded(result: RecordWagersResult): number {
+  switch (result.kind) {
+    case "recorded":
+      return result.recorded;
+    case "invalid":
+      throw new Error(`seed generated invalid wagers: ${JSON.stringify(result.items.slice(0, 3))}`);
+    case "unknown_users":
+      throw new Error(`seed wagers name unknown users: ${result.userIds.slice(0, 5).join(", ")}`);
+    case "conflict":
+      throw new Error(
+        `wagers ${result.wagerIds.slice(0, 5).join(", ")} already exist with other content: ` +
+          "this database holds a different data set with the same --prefix; use another --prefix",
+      );
+  }
+}

@@ -1,0 +1,232 @@
+/**
+ * `verify`: recomputes every rollup row from the raw wagers and reports each
+ * row that differs, is missing, or should not exist.
+ *
+ * Work is split into ranges of affiliates of about a million wagers. Each
+ * range is first screened cheaply: its raw wagers are grouped by hour once
+ * into an in-memory temporary table, the hourly rollup is compared with it,
+ * and the daily and monthly rollups with its sums per day and month (DECIMAL
+ * addition is exact, so grouping hours into days changes nothing).
+ *
+ * The session runs at READ COMMITTED so these reads take no locks and ingest
+ * can keep writing; each statement then sees its own moment, so a wager
+ * committed between two of them can make a range look wrong. A range and
+ * level that the screen flags is therefore checked again by one exact
+ * statement (raw wagers and rollup rows lined up in a single read, a full
+ * outer join written as UNION ALL + GROUP BY), and only what that statement
+ * finds is reported.
+ */
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import { ROLLUPS, type Rollup } from "./rollups.js";
+
+export interface Mismatch {
+  readonly level: Rollup["level"];
+  readonly affiliateId: string;
+  readonly bucket: number;
+  readonly userId: string;
+  /** From the raw wagers; null when there are none for this key (the rollup row should not exist). */
+  readonly expected: { readonly total: string; readonly wagers: number } | null;
+  /** In the rollup table; null when the row is missing. */
+  readonly found: { readonly total: string; readonly wagers: number } | null;
+}
+
+export interface VerifyReport {
+  readonly wagers: number;
+  readonly rows: Readonly<Record<Rollup["level"], number>>;
+  readonly mismatchCount: number;
+  /** The first mismatches (up to the requested number), by range, level, affiliate, bucket, user. */
+  readonly mismatches: readonly Mismatch[];
+}
+
+export interface VerifyOptions {
+  /** Keep at most this many mismatches in the report (all are counted). */
+  readonly maxReported?: number;
+  /** Wagers per range of affiliates (an estimate is used to plan the ranges). */
+  readonly wagersPerRange?: number;
+  /** Called after each range with the estimated wagers checked so far and the estimated total. */
+  readonly onProgress?: (checked: number, total: number) => void;
+}
+
+const MAX_AFFILIATE_ID = 4_294_967_295;
+const TEMP_BYTES = 1024 * 1024 * 1024;
+/** Raw wagers grouped by hour for the current range, and the same grouped per day / month. */
+const EXPECTED: Readonly<Record<Rollup["level"], string>> = {
+  hourly: "verify_expected_hourly",
+  daily: "verify_expected_daily",
+  monthly: "verify_expected_monthly",
+};
+
+export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Promise<VerifyReport> {
+  const maxReported = options.maxReported ?? 100;
+  const connection = await pool.getConnection();
+  try {
+    await connection.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    // A range's groups must stay in memory: on disk, grouping is several times slower.
+    await connection.query("SET SESSION tmp_table_size = ?, max_heap_table_size = ?", [TEMP_BYTES, TEMP_BYTES]);
+    for (const table of Object.values(EXPECTED)) {
+      await connection.query(`DROP TEMPORARY TABLE IF EXISTS ${table}`);
+      await connection.query(
+        `CREATE TEMPORARY TABLE ${table} (
+          affiliate_id INT UNSIGNED NOT NULL, bucket INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
+          total DECIMAL(30,8) NOT NULL, wagers INT UNSIGNED NOT NULL,
+          PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
+      );
+    }
+    const ranges = await planRanges(connection, options.wagersPerRange ?? 1_000_000);
+    const estimatedTotal = ranges.reduce((sum, r) => sum + r.estimate, 0);
+    let checked = 0;
+    let wagers = 0;
+    const rows = { hourly: 0, daily: 0, monthly: 0 };
+    let mismatchCount = 0;
+    const mismatches: Mismatch[] = [];
+    for (const range of ranges) {
+      wagers += await groupRawByHour(connection, range);
+      for (const rollup of ROLLUPS) {
+        const [size] = await connection.query<RowDataPacket[]>(
+          `SELECT COUNT(*) AS n FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ?`,
+          [range.from, range.to],
+        );
+        rows[rollup.level] += Number(size[0]?.n ?? 0);
+        if (!(await screenLooksWrong(connection, rollup, range))) continue;
+        const found = await exactMismatches(connection, rollup, range);
+        mismatchCount += found.length;
+        if (mismatches.length < maxReported && found.length > 0) {
+          mismatches.push(
+            ...(await describe(connection, rollup.level, found.slice(0, maxReported - mismatches.length))),
+          );
+        }
+      }
+      checked += range.estimate;
+      options.onProgress?.(checked, estimatedTotal);
+    }
+    for (const table of Object.values(EXPECTED)) await connection.query(`DROP TEMPORARY TABLE IF EXISTS ${table}`);
+    return { wagers, rows, mismatchCount, mismatches };
+  } finally {
+    // The connection goes back to the pool: restore the session defaults.
+    await connection.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ").catch(() => undefined);
+    connection.release();
+  }
+}
+
+/** Fills the expected tables for a range; returns the number of raw wagers in it. */
+async function groupRawByHour(connection: PoolConnection, range: Range): Promise<number> {
+  for (const table of Object.values(EXPECTED)) await connection.query(`DELETE FROM ${table}`);
+  const [hourly, ...coarser] = ROLLUPS as [Rollup, ...Rollup[]];
+  await connection.query(
+    `INSERT INTO ${EXPECTED.hourly} (affiliate_id, bucket, user_id, total, wagers)
+     SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), COUNT(*)
+       FROM wagers WHERE affiliate_id BETWEEN ? AND ?
+      GROUP BY affiliate_id, b, user_id`,
+    [range.from, range.to],
+  );
+  for (const rollup of coarser) {
+    await connection.query(
+      `INSERT INTO ${EXPECTED[rollup.level]} (affiliate_id, bucket, user_id, total, wagers)
+       SELECT affiliate_id, ${rollup.bucketOf("bucket")} AS b, user_id, SUM(total), SUM(wagers)
+         FROM ${EXPECTED.hourly} GROUP BY affiliate_id, b, user_id`,
+    );
+  }
+  const [count] = await connection.query<RowDataPacket[]>(
+    `SELECT COALESCE(SUM(wagers), 0) AS n FROM ${EXPECTED.hourly}`,
+  );
+  return Number(count[0]?.n ?? 0);
+}
+
+/** The cheap screen: does any rollup row of this range differ from, lack or exceed the expected rows? */
+async function screenLooksWrong(connection: PoolConnection, rollup: Rollup, range: Range): Promise<boolean> {
+  const expected = EXPECTED[rollup.level];
+  const [wrong] = await connection.query<RowDataPacket[]>(
+    `SELECT 1 FROM ${expected} e
+       LEFT JOIN ${rollup.table} r ON r.affiliate_id = e.affiliate_id AND r.bucket = e.bucket AND r.user_id = e.user_id
+      WHERE r.user_id IS NULL OR r.total <> e.total OR r.wagers <> e.wagers
+      LIMIT 1`,
+  );
+  if (wrong.length > 0) return true;
+  const [extra] = await connection.query<RowDataPacket[]>(
+    `SELECT 1 FROM ${rollup.table} r
+       LEFT JOIN ${expected} e ON e.affiliate_id = r.affiliate_id AND e.bucket = r.bucket AND e.user_id = r.user_id
+      WHERE r.affiliate_id BETWEEN ? AND ? AND e.user_id IS NULL
+      LIMIT 1`,
+    [range.from, range.to],
+  );
+  return extra.length > 0;
+}
+
+/** The authoritative check of one range and level: raw wagers and rollup rows in a single read. */
+async function exactMismatches(connection: PoolConnection, rollup: Rollup, range: Range): Promise<RowDataPacket[]> {
+  const [found] = await connection.query<RowDataPacket[]>(
+    `SELECT affiliate_id, bucket, user_id,
+            SUM(raw_total) AS expected_total, SUM(raw_wagers) AS expected_wagers,
+            SUM(rollup_total) AS found_total, SUM(rollup_wagers) AS found_wagers,
+            MAX(in_rollup) AS in_rollup
+       FROM (SELECT affiliate_id, ${rollup.bucketOf("placed_at")} AS bucket, user_id,
+                    SUM(amount) AS raw_total, COUNT(*) AS raw_wagers,
+                    0 AS rollup_total, 0 AS rollup_wagers, 0 AS in_rollup
+               FROM wagers WHERE affiliate_id BETWEEN ? AND ?
+              GROUP BY affiliate_id, bucket, user_id
+             UNION ALL
+             SELECT affiliate_id, bucket, user_id, 0, 0, total, wagers, 1
+               FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ?) x
+      GROUP BY affiliate_id, bucket, user_id
+     HAVING in_rollup = 0 OR expected_wagers = 0
+         OR expected_total <> found_total OR expected_wagers <> found_wagers
+      ORDER BY affiliate_id, bucket, user_id`,
+    [range.from, range.to, range.from, range.to],
+  );
+  return found;
+}
+
+interface Range {
+  readonly from: number;
+  readonly to: number;
+  readonly estimate: number;
+}
+
+/**
+ * Contiguous affiliate id ranges covering every possible id, sized by the
+ * wagers the monthly totals claim (an estimate: if those are wrong, the
+ * ranges are merely uneven; the check itself reads the raw wagers).
+ */
+async function planRanges(connection: PoolConnection, wagersPerRange: number): Promise<Range[]> {
+  const [rows] = await connection.query<RowDataPacket[]>(
+    `SELECT a.id, COALESCE(SUM(m.wagers), 0) AS n
+       FROM affiliates a LEFT JOIN wager_monthly m ON m.affiliate_id = a.id
+      GROUP BY a.id ORDER BY a.id`,
+  );
+  const ranges: Range[] = [];
+  let from = 0;
+  let estimate = 0;
+  for (const row of rows) {
+    estimate += Number(row.n);
+    if (estimate >= wagersPerRange) {
+      ranges.push({ from, to: Number(row.id), estimate });
+      from = Number(row.id) + 1;
+      estimate = 0;
+    }
+  }
+  ranges.push({ from, to: MAX_AFFILIATE_ID, estimate });
+  return ranges;
+}
+
+async function describe(
+  connection: PoolConnection,
+  level: Rollup["level"],
+  rows: RowDataPacket[],
+): Promise<Mismatch[]> {
+  const [names] = await connection.query<RowDataPacket[]>(
+    `SELECT 'a' AS kind, id, external_id FROM affiliates WHERE id IN (?)
+     UNION ALL SELECT 'u', id, external_id FROM users WHERE id IN (?)`,
+    [rows.map((r) => Number(r.affiliate_id)), rows.map((r) => Number(r.user_id))],
+  );
+  const name = (kind: string, id: number) =>
+    String(names.find((n) => n.kind === kind && Number(n.id) === id)?.external_id ?? `#${id}`);
+  return rows.map((r) => ({
+    level,
+    affiliateId: name("a", Number(r.affiliate_id)),
+    bucket: Number(r.bucket),
+    userId: name("u", Number(r.user_id)),
+    expected:
+      Number(r.expected_wagers) === 0 ? null : { total: String(r.expected_total), wagers: Number(r.expected_wagers) },
+    found: Number(r.in_rollup) === 0 ? null : { total: String(r.found_total), wagers: Number(r.found_wagers) },
+  }));
+}
