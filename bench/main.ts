@@ -5,6 +5,7 @@
  * because on these shared 2-core machines the ratio is what carries over.
  */
 import { runHttpBench } from "./http.js";
+import { runIngestBench } from "./ingest.js";
 import { runQueryBench } from "./query.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
@@ -12,6 +13,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runQueryBench,
     usage:
       "query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]   cold read latency vs naive GROUP BY",
+  },
+  ingest: {
+    run: runIngestBench,
+    usage:
+      "ingest [--wagers 400000] [--clients 2] [--batch 1000] [--protocol grpc|connect|grpc-web]   RecordWagers wagers/s",
   },
   http: {
     run: runHttpBench,

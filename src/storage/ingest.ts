@@ -27,6 +27,7 @@ import {
   ER_DUP_ENTRY,
   errnoOf,
   inTransaction,
+  oncePerConnection,
   type RetryPolicy,
   RetryTransaction,
 } from "./transactions.js";
@@ -136,7 +137,7 @@ export async function recordWagerBatch(
           }
         }
       }
-      if (fresh.length > 0) await addToRollups(connection, fresh);
+      if (fresh.length > 0) await addToRollups(connection, fresh.map(row));
       // Everything not inserted now was recorded before (or repeats an earlier item of this batch).
       return { kind: "recorded", recorded: fresh.length, duplicates: wagers.length - fresh.length };
     },
@@ -144,18 +145,34 @@ export async function recordWagerBatch(
   );
 }
 
-/** Adds the given, just inserted wagers to every rollup, touching keys in primary key order. */
-async function addToRollups(connection: PoolConnection, fresh: readonly WagerRecord[]): Promise<void> {
-  const ids = fresh.map((w) => w.id);
+/** Per-connection staging table for the rows a transaction inserted (in memory, emptied before each use). */
+const STAGE = "ingest_stage";
+
+/**
+ * Adds the just inserted wagers to every rollup. The rows are staged in a
+ * small in-memory temporary table, so the three upserts group them without
+ * reading the wagers table again; each touches its keys in primary key order.
+ */
+async function addToRollups(connection: PoolConnection, rows: readonly (readonly unknown[])[]): Promise<void> {
+  await oncePerConnection(connection, STAGE, () =>
+    connection.query(
+      `CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGE} (
+        affiliate_id INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
+        amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL) ENGINE=MEMORY`,
+    ),
+  );
+  await connection.query(`DELETE FROM ${STAGE}`);
+  await connection.query(`INSERT INTO ${STAGE} (user_id, affiliate_id, amount, placed_at) VALUES ?`, [
+    rows.map((r) => r.slice(1)),
+  ]);
   for (const { table, bucketOf } of ROLLUPS) {
     await connection.query(
       `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
        SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount), COUNT(*)
-         FROM wagers WHERE external_id IN (?)
+         FROM ${STAGE}
         GROUP BY affiliate_id, b, user_id
         ORDER BY affiliate_id, b, user_id
-       ON DUPLICATE KEY UPDATE total = total + VALUES(total), wagers = wagers + VALUES(wagers)`,
-      [ids],
+       ON DUPLICATE KEY UPDATE total = ${table}.total + VALUES(total), wagers = ${table}.wagers + VALUES(wagers)`,
     );
   }
 }

@@ -56,13 +56,35 @@ function isRetryable(error: unknown): boolean {
   return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
 }
 
-/** Connections whose session settings were applied once (keyed by the driver's connection object). */
-const prepared = new WeakSet<object>();
+/** Per-connection one-time set-up already done, by purpose (keyed by the driver's connection object). */
+const prepared = new Map<string, WeakSet<object>>();
+
+/** Runs `setUp` once per pooled connection and purpose (session settings, temporary tables). */
+export async function oncePerConnection(
+  connection: PoolConnection,
+  purpose: string,
+  setUp: () => Promise<unknown>,
+): Promise<void> {
+  const core = (connection as unknown as { connection: object }).connection;
+  let done = prepared.get(purpose);
+  if (done === undefined) {
+    done = new WeakSet();
+    prepared.set(purpose, done);
+  }
+  if (done.has(core)) return;
+  await setUp();
+  done.add(core);
+}
 
 /**
  * Runs `work` inside a transaction on one pooled connection and commits;
  * rolls back and retries on deadlock, lock wait timeout or RetryTransaction.
  * `work` must do nothing outside the database that cannot be repeated.
+ *
+ * The transaction runs at READ COMMITTED: the writers here never rely on a
+ * snapshot across statements (they detect races by affected row counts and
+ * unique keys), and READ COMMITTED takes no gap locks, which is what makes
+ * concurrent inserts and upserts deadlock in REPEATABLE READ.
  */
 export async function inTransaction<T>(
   pool: Pool,
@@ -73,11 +95,10 @@ export async function inTransaction<T>(
   for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
     const connection = await pool.getConnection();
     try {
-      const core = (connection as unknown as { connection: object }).connection;
-      if (!prepared.has(core)) {
-        await connection.query("SET SESSION innodb_lock_wait_timeout = ?", [policy.lockWaitTimeoutSeconds]);
-        prepared.add(core);
-      }
+      await oncePerConnection(connection, "lock wait", () =>
+        connection.query("SET SESSION innodb_lock_wait_timeout = ?", [policy.lockWaitTimeoutSeconds]),
+      );
+      await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
       await connection.query("START TRANSACTION");
       const result = await work(connection);
       await connection.query("COMMIT");

@@ -1,0 +1,264 @@
+/**
+ * Ingest scenario: wagers per second through RecordWagers on the internal
+ * listener of a real server process (`node dist/src/main.js`), over real
+ * gRPC (h2c) or Connect, with batches of 1000 and concurrent clients, rollups
+ * maintained in the same transaction (they always are). Afterwards every
+ * rollup is verified against the raw wagers.
+ *
+ *   npm run bench -- ingest [--wagers 400000] [--clients 2] [--batch 1000] [--protocol grpc|connect|grpc-web]
+ *
+ * Data: 20,000 users in 100 affiliates (Zipf-like), wagers over the last two
+ * days with skewed user activity and log-normal 8-decimal amounts built from
+ * integers; ids unique per run. Uses topwagers_bench_ingest (dropped and
+ * created again) or BENCH_INGEST_DATABASE_URL.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import mysql from "mysql2/promise";
+import { type IngestUser, type IngestWager, WagerIngestService } from "../gen/topwagers/v1/wager_ingest_pb.js";
+import { connectionOptions, openDatabase } from "../src/storage/database.js";
+import { migrate } from "../src/storage/migrations.js";
+import { verifyRollups } from "../src/storage/verify.js";
+import { fmt, machineDescription, percentile, table } from "./support.js";
+
+const TOKEN = "bench-ingest-token-0123456789abcdef";
+type Protocol = "grpc" | "connect" | "grpc-web";
+
+/** Small, fast, reproducible generator (mulberry32). */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function recreateDatabase(url: string): Promise<void> {
+  const { database, ...server } = connectionOptions(url);
+  const admin = await mysql.createConnection(server);
+  await admin.query(`DROP DATABASE IF EXISTS ${mysql.escapeId(database)}`);
+  await admin.query(`CREATE DATABASE ${mysql.escapeId(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  await admin.end();
+  const db = await openDatabase({ url, poolSize: 1 });
+  await migrate(db.write);
+  await db.close();
+}
+
+/** Starts the server with a known internal port and resolves once the internal listener is up. */
+async function startServer(databaseUrl: string): Promise<{ child: ChildProcess; port: number }> {
+  const script = join(new URL(".", import.meta.url).pathname, "../src/main.js");
+  const child = spawn(process.execPath, [script], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      INTERNAL_PORT: "0",
+      INTERNAL_HOST: "127.0.0.1",
+      INGEST_TOKEN: TOKEN,
+      LOG_LEVEL: "info",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      buffered += chunk;
+      for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        try {
+          const parsed = JSON.parse(line) as { msg?: string; port?: number };
+          if (parsed.msg?.startsWith("internal listener") && typeof parsed.port === "number") {
+            resolve({ child, port: parsed.port });
+          }
+        } catch {
+          // Not a log line.
+        }
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening`)));
+  });
+}
+
+function users(): IngestUser[] {
+  const next = random(11);
+  return Array.from({ length: 20_000 }, (_, i) => {
+    // Zipf-like affiliate sizes: the first of 100 affiliates has the most users.
+    const affiliate = Math.min(99, Math.floor(100 * next() ** 2.2));
+    return {
+      $typeName: "topwagers.v1.IngestUser",
+      id: `bench-u${i}`,
+      affiliateId: `bench-aff-${affiliate}`,
+      username: `player_${i}`,
+      avatar: i % 3 === 0 ? "" : `https://avatars.example.com/${i}.png`,
+    };
+  });
+}
+
+function wagerBatches(count: number, batch: number, runTag: string): IngestWager[][] {
+  const next = random(29);
+  const now = Math.floor(Date.now() / 1000);
+  const batches: IngestWager[][] = [];
+  for (let start = 0; start < count; start += batch) {
+    const wagers: IngestWager[] = [];
+    for (let n = start; n < Math.min(count, start + batch); n++) {
+      // Heavier players wager more often; amounts from integers (log-normal around $3).
+      const user = Math.floor(20_000 * next() ** 3);
+      const units = Math.max(
+        1_000_000,
+        Math.round(3e8 * Math.exp(1.2 * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()))),
+      );
+      const whole = Math.floor(units / 1e8);
+      wagers.push({
+        $typeName: "topwagers.v1.IngestWager",
+        id: `bench-${runTag}-w${n}`,
+        userId: `bench-u${user}`,
+        amount: `${whole}.${String(units - whole * 1e8).padStart(8, "0")}`,
+        placedAt: BigInt(now - Math.floor(next() * 2 * 86_400)),
+      });
+    }
+    batches.push(wagers);
+  }
+  return batches;
+}
+
+function client(protocol: Protocol, baseUrl: string): { client: Client<typeof WagerIngestService>; close(): void } {
+  let transport: Transport;
+  let session: Http2SessionManager | undefined;
+  if (protocol === "grpc") {
+    session = new Http2SessionManager(baseUrl);
+    transport = createGrpcTransport({ baseUrl, sessionManager: session });
+  } else if (protocol === "grpc-web") {
+    transport = createGrpcWebTransport({ baseUrl, httpVersion: "1.1" });
+  } else {
+    transport = createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true });
+  }
+  return { client: createClient(WagerIngestService, transport), close: () => session?.abort() };
+}
+
+interface RunResult {
+  readonly wagers: number;
+  readonly seconds: number;
+  readonly latencies: number[];
+  readonly recorded: number;
+}
+
+async function run(protocol: Protocol, baseUrl: string, batches: IngestWager[][], clients: number): Promise<RunResult> {
+  const headers = { authorization: `Bearer ${TOKEN}` };
+  const pool = Array.from({ length: clients }, () => client(protocol, baseUrl));
+  const latencies: number[] = [];
+  let recorded = 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    pool.map(async ({ client: c }) => {
+      for (let i = next++; i < batches.length; i = next++) {
+        const t = performance.now();
+        const answer = await c.recordWagers({ wagers: batches[i] ?? [] }, { headers });
+        latencies.push(performance.now() - t);
+        recorded += answer.recorded;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  for (const c of pool) c.close();
+  latencies.sort((a, b) => a - b);
+  return { wagers: batches.reduce((n, b) => n + b.length, 0), seconds, latencies, recorded };
+}
+
+export async function runIngestBench(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      wagers: { type: "string", default: "400000" },
+      clients: { type: "string", default: "2" },
+      batch: { type: "string", default: "1000" },
+      protocol: { type: "string", default: "grpc" },
+    },
+  });
+  const count = Number(values.wagers);
+  const clients = Number(values.clients);
+  const batchSize = Number(values.batch);
+  const protocol = values.protocol as Protocol;
+  if (!["grpc", "connect", "grpc-web"].includes(protocol))
+    throw new Error("--protocol must be grpc, connect or grpc-web");
+  const databaseUrl = process.env.BENCH_INGEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench_ingest";
+  await recreateDatabase(databaseUrl);
+  const server = await startServer(databaseUrl);
+  const baseUrl = `http://127.0.0.1:${server.port}`;
+  try {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const setup = client(protocol, baseUrl);
+    const profiles = users();
+    const usersStarted = performance.now();
+    for (let i = 0; i < profiles.length; i += 1000) {
+      await setup.client.upsertUsers({ users: profiles.slice(i, i + 1000) }, { headers });
+    }
+    const usersSeconds = (performance.now() - usersStarted) / 1000;
+    setup.close();
+    // Warm-up: JIT, pools, prepared paths; its wagers stay in the tables like earlier traffic would.
+    await run(protocol, baseUrl, wagerBatches(20_000, batchSize, "warm"), clients);
+    const result = await run(protocol, baseUrl, wagerBatches(count, batchSize, "run"), clients);
+    const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
+    const check = await verifyRollups(db.read);
+    await db.close();
+    const rate = result.wagers / result.seconds;
+    process.stdout.write(
+      [
+        "",
+        `command: npm run bench -- ingest --wagers ${count} --clients ${clients} --batch ${batchSize} --protocol ${protocol}`,
+        `machine: ${await machineDescription(databaseUrl)}`,
+        `load: ${clients} concurrent ${protocol} clients in the bench process, each sending the next batch of ${batchSize} as soon as its previous answer arrives; server and MariaDB on the same cores`,
+        "",
+        table(
+          ["what", "count", "seconds", "per second", "batch p50 ms", "batch p95 ms", "batch p99 ms"],
+          [
+            [
+              "UpsertUsers (1000 per call, 1 client)",
+              profiles.length,
+              fmt(usersSeconds, 1),
+              fmt(profiles.length / usersSeconds, 0),
+              "",
+              "",
+              "",
+            ],
+            [
+              `RecordWagers (${batchSize} per call, ${clients} clients)`,
+              result.wagers,
+              fmt(result.seconds, 1),
+              fmt(rate, 0),
+              fmt(percentile(result.latencies, 50), 1),
+              fmt(percentile(result.latencies, 95), 1),
+              fmt(percentile(result.latencies, 99), 1),
+            ],
+          ],
+        ),
+        "",
+        `recorded ${result.recorded} of ${result.wagers} (duplicates ${result.wagers - result.recorded}); ` +
+          `verify: ${check.mismatchCount === 0 ? "every rollup equals the raw wagers" : `${check.mismatchCount} MISMATCHES`} ` +
+          `(${check.wagers} wagers, ${check.rows.hourly} hourly, ${check.rows.daily} daily, ${check.rows.monthly} monthly rows)`,
+        `RecordWagers throughput: ${fmt(rate, 0)} wagers/s (target >= 40,000).`,
+        "",
+      ].join("\n"),
+    );
+    if (check.mismatchCount > 0 || result.recorded !== result.wagers) process.exitCode = 1;
+  } finally {
+    await new Promise<void>((resolve) => {
+      server.child.once("exit", () => resolve());
+      server.child.kill("SIGTERM");
+    });
+  }
+}
