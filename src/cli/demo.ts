@@ -7,25 +7,14 @@ import { parseArgs } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { generateApiKey } from "../auth/api-key-secret.js";
 import { loadConfig } from "../config.js";
+import { seedDatabase } from "../ingest/seed.js";
+import type { SeedPlan } from "../ingest/seed-data.js";
 import { serve } from "../main.js";
 import { insertApiKey } from "../storage/api-keys.js";
 import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migrations.js";
-import { insertWagers, type UserProfile, upsertUsers, type WagerRecord } from "../storage/users-and-wagers.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
-
-/** Small, fast, reproducible generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The current half-month in UTC: the 1st–15th or the 16th–last day, both ends inclusive. */
 export function currentHalfMonth(nowSeconds: number): { start: number; end: number } {
@@ -38,35 +27,22 @@ export function currentHalfMonth(nowSeconds: number): { start: number; end: numb
   return { start, end: nextStart - 1 };
 }
 
-/** Demo users and wagers over the last 45 days; amounts are built from integers, never floats. */
-export function demoData(nowSeconds: number): { users: UserProfile[]; wagers: WagerRecord[] } {
-  const next = random(20241202);
-  const names = ["ace", "blaze", "nova", "rex", "luna", "kai", "zed", "mira", "odin", "vega", "juno", "taro"];
-  const users: UserProfile[] = [];
-  for (let i = 1; i <= 120; i++) {
-    const affiliateId = i <= 100 ? DEMO_AFFILIATE : "other-affiliate";
-    users.push({
-      id: `demo-user-${i}`,
-      affiliateId,
-      username: `${names[i % names.length]}_${String(1000 + i * 7)}`,
-      avatar: i % 3 === 0 ? "" : `https://avatars.example.com/demo/${i}.png`,
-    });
-  }
-  const wagers: WagerRecord[] = [];
-  const from = nowSeconds - 45 * 86_400;
-  for (let n = 1; n <= 20_000; n++) {
-    // Heavier players wager more often: pick users with a skewed distribution.
-    const userIndex = Math.min(users.length - 1, Math.floor(users.length * next() ** 2.2));
-    const whole = Math.floor(Math.exp(next() * 7));
-    const fraction = String(Math.floor(next() * 100_000_000)).padStart(8, "0");
-    wagers.push({
-      id: `demo-wager-${n}`,
-      userId: users[userIndex]?.id ?? "demo-user-1",
-      amount: `${whole}.${fraction}`,
-      placedAt: from + Math.floor(next() * (nowSeconds - from)),
-    });
-  }
-  return { users, wagers };
+/**
+ * The demo data set: `seed` at a small size (a few seconds), ending now, so the
+ * current half-month has wagers. The largest of its affiliates is the one the
+ * demo key reads.
+ */
+export function demoSeedPlan(nowSeconds: number): SeedPlan {
+  return {
+    seed: 20241202,
+    affiliates: 4,
+    users: 160,
+    wagers: 20_000,
+    months: 2,
+    end: nowSeconds,
+    prefix: "demo-",
+    affiliateId: (rank) => (rank === 1 ? DEMO_AFFILIATE : `${DEMO_AFFILIATE}-${rank}`),
+  };
 }
 
 export async function runDemo(args: string[]): Promise<void> {
@@ -82,11 +58,13 @@ export async function runDemo(args: string[]): Promise<void> {
       [DEMO_AFFILIATE],
     );
     if (Number(rows[0]?.n ?? 0) === 0) {
-      const now = Math.floor(Date.now() / 1000);
-      const data = demoData(now);
-      process.stderr.write(`Loading demo data: ${data.users.length} users, ${data.wagers.length} wagers...\n`);
-      await upsertUsers(db.write, data.users);
-      for (let i = 0; i < data.wagers.length; i += 1000) await insertWagers(db.write, data.wagers.slice(i, i + 1000));
+      const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
+      process.stderr.write(
+        `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
+          `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months})...\n`,
+      );
+      const report = await seedDatabase(db, plan, { method: "record" });
+      process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers.\n`);
     }
     key = generateApiKey();
     await insertApiKey(db.write, {
