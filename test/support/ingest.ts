@@ -10,6 +10,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
+import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/api/internal-server.js";
 import { createPublicServer, type PublicServer } from "../../src/api/public-server.js";
@@ -35,6 +36,8 @@ export interface IngestServers {
    * It talks to the internal listener unless given another base URL.
    */
   client(protocol?: IngestProtocol, token?: string | null, baseUrl?: string): Client<typeof WagerIngestService>;
+  /** A gRPC client of the public read service on the public port, sending this API key. */
+  publicClient(apiKey: string): Client<typeof TopWagersService>;
   close(): Promise<void>;
 }
 
@@ -83,6 +86,18 @@ export async function startIngestServers(
       }
       return createClient(WagerIngestService, transport);
     },
+    publicClient(apiKey: string) {
+      const authorize: Interceptor = (next) => async (request) => {
+        request.header.set("authorization", `Bearer ${apiKey}`);
+        return next(request);
+      };
+      const sessionManager = new Http2SessionManager(publicUrl);
+      sessions.push(sessionManager);
+      return createClient(
+        TopWagersService,
+        createGrpcTransport({ baseUrl: publicUrl, interceptors: [authorize], sessionManager }),
+      );
+    },
     async close() {
       app.stopServing();
       for (const session of sessions) session.abort();
@@ -90,4 +105,22 @@ export async function startIngestServers(
       await database.drop();
     },
   };
+}
+
+/** An amount as an integer count of 10^-8: exact arithmetic for expected totals in tests. */
+export function toUnits(amount: string): bigint {
+  const [whole = "0", fraction = ""] = amount.split(".");
+  return BigInt(whole) * 100_000_000n + BigInt(fraction.padEnd(8, "0"));
+}
+
+/** Units back to canonical decimal text: "15000.5", "13000", "0.00000001". */
+export function unitsToDecimal(units: bigint): string {
+  const whole = units / 100_000_000n;
+  const fraction = (units % 100_000_000n).toString().padStart(8, "0").replace(/0+$/, "");
+  return fraction === "" ? whole.toString() : `${whole}.${fraction}`;
+}
+
+/** Canonical form of a decimal string (no trailing fraction zeros). */
+export function canonical(decimal: string): string {
+  return unitsToDecimal(toUnits(decimal));
 }
