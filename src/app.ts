@@ -25,7 +25,7 @@ import {
 import { callerKey, topWagersService } from "./api/top-wagers-service.js";
 import { Authenticator } from "./auth/authenticator.js";
 import type { Config } from "./config.js";
-import { asConnectError, codeName } from "./errors.js";
+import { asConnectError, codeName, reportUnparsableMessagesAsInvalid } from "./errors.js";
 import { Leaderboard } from "./leaderboard/top-wagers.js";
 import { FailedAuthLimiter } from "./limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "./limits/rate-limiter.js";
@@ -42,7 +42,7 @@ export interface AppOptions {
   readonly keyCacheTtlMs?: number;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
-  /** Failed authentications allowed per client address and window before 429; default 30 per 60 s. */
+  /** Failed authentications per client address and window; more than that get 429. Default 30 per 60 s. */
   readonly failedAuthPolicy?: { points: number; windowSeconds: number };
 }
 
@@ -107,6 +107,7 @@ export function createApp(config: Config, database: Database, options: AppOption
 
   // Runs on headers only, before any body is read: an unauthenticated call costs no parsing.
   const requestGate = async (context: HandlerContext) => {
+    reportUnparsableMessagesAsInvalid(context);
     if (context.service.typeName.startsWith("grpc.")) return;
     const call = context.values.get(callKey);
     try {

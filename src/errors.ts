@@ -7,7 +7,7 @@
  * mis-decodes in `grpc-message` (; , / ? : @ & = + $ #), and never carry the
  * internal cause, which stays in `cause` for the logs.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 
 export interface Violation {
   /** The request field at fault, by its JSON name (e.g. "numUsers"). */
@@ -103,4 +103,36 @@ export function httpStatusForCode(code: Code): number {
 export function asConnectError(reason: unknown): ConnectError {
   if (reason instanceof ConnectError) return reason;
   return new ConnectError("internal error", Code.Internal, undefined, undefined, reason);
+}
+
+const UNPARSABLE_MESSAGE = "the request message is not valid protobuf binary";
+
+/**
+ * connect-es reports a request message it cannot parse from protobuf binary as
+ * `internal` (HTTP 500 over the Connect protocol), where a bad JSON message is
+ * `invalid_argument`. Both are the caller's mistake: this makes the binary case
+ * `invalid_argument` too, on every protocol. connect-es has no hook for it, but
+ * its handlers abort the call's signal with that very error just before
+ * writing it out, so a listener registered from the request gate corrects it
+ * in place.
+ */
+export function reportUnparsableMessagesAsInvalid(context: HandlerContext): void {
+  context.signal.addEventListener(
+    "abort",
+    () => {
+      const reason: unknown = context.signal.reason;
+      if (
+        reason instanceof ConnectError &&
+        reason.code === Code.Internal &&
+        reason.rawMessage.startsWith("parse binary")
+      ) {
+        Object.assign(reason, {
+          code: Code.InvalidArgument,
+          rawMessage: UNPARSABLE_MESSAGE,
+          message: `[invalid_argument] ${UNPARSABLE_MESSAGE}`,
+        });
+      }
+    },
+    { once: true },
+  );
 }

@@ -38,7 +38,9 @@ export class Admission {
     }
     const known = this.authenticator.cachedCaller(authorization);
     if (known !== undefined) return known;
-    await this.failedAuth.check(clientAddress);
+    // A key found valid before is never held back by its address's failed attempts (a shared
+    // proxy or NAT address must not lock out good keys); it is looked up again all the same.
+    if (!this.authenticator.knownValid(authorization)) await this.failedAuth.check(clientAddress);
     try {
       return await this.authenticator.authenticate(authorization);
     } catch (error) {

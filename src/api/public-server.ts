@@ -65,6 +65,7 @@ export function createPublicServer(handler: RequestHandler, limits: ServerLimits
     },
     h1Handler,
   );
+  h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => refuseMalformed(error, socket, limits));
   const h2 = http2.createServer(
     {
       maxSessionMemory: 10,
@@ -145,4 +146,34 @@ export function createPublicServer(handler: RequestHandler, limits: ServerLimits
       });
     },
   };
+}
+
+/**
+ * A request Node's HTTP/1.1 parser refused (unknown method, malformed line or
+ * header, headers over the limit, too slow): answered in the REST error
+ * envelope like every other refusal, then the connection is closed. As Node's
+ * default does, nothing is written once a response on this connection has begun.
+ * Unlike Node's default (write, then destroy), the rest of the request is read
+ * and dropped for a moment before closing: closing with unread input sends a
+ * reset, which can make the client lose the answer.
+ */
+function refuseMalformed(error: NodeJS.ErrnoException, socket: net.Socket, limits: ServerLimits): void {
+  const inFlight = (socket as net.Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code !== "ECONNRESET" && socket.writable && inFlight?.headersSent !== true) {
+    const [status, code, message] =
+      error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "request_header_fields_too_large", `request headers are larger than ${limits.maxHeaderBytes} bytes`]
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? [408, "request_timeout", "the request did not arrive in time"]
+          : [400, "invalid_argument", "malformed HTTP request"];
+    const body = JSON.stringify({ data: null, errors: [{ code, message }] });
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`,
+    );
+    socket.resume();
+    setTimeout(() => socket.destroy(), 1_000).unref();
+    return;
+  }
+  socket.destroy();
 }

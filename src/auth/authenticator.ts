@@ -76,6 +76,18 @@ export class Authenticator {
     return cached !== undefined && cached.expiresAt > this.now() && cached.caller !== null ? cached.caller : undefined;
   }
 
+  /**
+   * True when the last lookup of this key found it valid, however long ago (no
+   * database access). Such a caller is not held back by the failed-auth limiter
+   * of its address; it is still looked up again, so revocation holds.
+   */
+  knownValid(authorization: string | null | undefined): boolean {
+    const secret = bearerCredential(authorization);
+    if (secret === undefined || !looksLikeApiKey(secret)) return false;
+    const cached = this.cache.get(hashApiKey(secret).toString("base64"));
+    return cached !== undefined && cached.caller !== null;
+  }
+
   private async lookUp(hash: Buffer, cacheKey: string): Promise<Caller | null> {
     let caller: Caller | null = null;
     try {

@@ -1,8 +1,9 @@
 /**
- * Slows a client that keeps sending bad keys: after `points` failed
- * authentications from one address within the window, that address gets 429
- * (with Retry-After) instead of another key lookup, until the window passes.
- * A caller whose key is already known good is never held back by it.
+ * Slows a client that keeps sending bad keys: once more than `points`
+ * authentications from one address have failed within the window, that
+ * address gets 429 (with Retry-After) instead of another key lookup, until the
+ * window passes. A key already found valid is never held back by it (see
+ * Admission).
  */
 import { Code } from "@connectrpc/connect";
 import { RateLimiterMemory } from "rate-limiter-flexible";
