@@ -23,7 +23,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import type { UserProfile } from "../storage/ingest.js";
+import { sameAmount, type UserProfile } from "../storage/ingest.js";
 import { checkUser, checkWager, MAX_BATCH, type WagerInput } from "./validation.js";
 import type { WagerIngest } from "./wager-ingest.js";
 
@@ -75,6 +75,9 @@ export async function importFile(
   let duplicates = 0;
   let users: { line: number; user: UserProfile }[] = [];
   let wagers: { line: number; wager: WagerInput }[] = [];
+  /** The pending batch by wager id: a repeat inside the batch is settled here, as it would be line by line. */
+  let pendingIds = new Map<string, { line: number; wager: WagerInput }>();
+  let repeats = 0;
   const bad = (line: number, problem: string) => {
     badLines += 1;
     options.onBadLine?.(line, problem);
@@ -100,6 +103,7 @@ export async function importFile(
     await flushUsers();
     let batch = wagers;
     wagers = [];
+    pendingIds = new Map();
     while (batch.length > 0) {
       const result = await ingest.recordWagers(batch.map((w) => w.wager));
       let refused: Set<number>;
@@ -118,7 +122,10 @@ export async function importFile(
           refused = new Set();
           for (const [i, w] of batch.entries()) {
             if (!unknown.has(w.wager.userId)) continue;
-            bad(w.line, `user ${JSON.stringify(w.wager.userId)} is unknown (no user line before it and not stored)`);
+            bad(
+              w.line,
+              `user ${JSON.stringify(w.wager.userId)} is unknown (not among the user lines so far, not stored)`,
+            );
             refused.add(i);
           }
           break;
@@ -176,8 +183,20 @@ export async function importFile(
         const checked = checkWager(parsed.wager, now());
         if (!checked.ok) bad(lineNumber, checked.problems.join("; "));
         else {
-          wagers.push({ line: lineNumber, wager: parsed.wager });
-          if (wagers.length === MAX_BATCH) await flushWagers();
+          const earlier = pendingIds.get(parsed.wager.id);
+          if (earlier === undefined) {
+            const item = { line: lineNumber, wager: parsed.wager };
+            pendingIds.set(parsed.wager.id, item);
+            wagers.push(item);
+            if (wagers.length === MAX_BATCH) await flushWagers();
+          } else if (sameWager(earlier.wager, parsed.wager)) {
+            repeats += 1;
+          } else {
+            bad(
+              lineNumber,
+              `wager ${JSON.stringify(parsed.wager.id)} repeats the id of line ${earlier.line} with another user, amount or time`,
+            );
+          }
         }
         break;
       }
@@ -187,7 +206,11 @@ export async function importFile(
   await flushWagers();
   await flushUsers();
   options.onProgress?.(size, size, lineNumber);
-  return { lines: lineNumber, users: usersUpserted, recorded, duplicates, badLines };
+  return { lines: lineNumber, users: usersUpserted, recorded, duplicates: duplicates + repeats, badLines };
+}
+
+function sameWager(a: WagerInput, b: WagerInput): boolean {
+  return a.userId === b.userId && a.placedAt === b.placedAt && sameAmount(a.amount, b.amount);
 }
 
 // ---------------------------------------------------------------- JSON Lines
