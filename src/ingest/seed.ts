@@ -40,6 +40,8 @@ export interface SeedProgress {
 
 export interface SeedOptions {
   readonly method?: SeedMethod;
+  /** Bulk path only: force multi-row INSERTs (what happens anyway when the server refuses LOAD DATA LOCAL). */
+  readonly bulkLoad?: LoadMethod;
   readonly progress?: SeedProgress;
   /** Notices for the operator (e.g. the bulk path's fallback). */
   readonly notice?: (text: string) => void;
@@ -80,8 +82,8 @@ export async function seedDatabase(db: Database, plan: SeedPlan, options: SeedOp
   progress?.phase("wagers", plan.wagers);
   let written: { recorded: number; method: SeedReport["method"] };
   if (bulk) {
-    let loadMethod: LoadMethod = "load-data";
-    if (!(await localInfileEnabled(db.write))) {
+    let loadMethod: LoadMethod = options.bulkLoad ?? "load-data";
+    if (loadMethod === "load-data" && !(await localInfileEnabled(db.write))) {
       options.notice?.(LOCAL_INFILE_FIX);
       loadMethod = "insert";
     }
