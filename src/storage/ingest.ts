@@ -8,17 +8,21 @@
  * (`INSERT … SELECT … GROUP BY … ON DUPLICATE KEY UPDATE total = total +
  * VALUES(total)` over DECIMAL columns); no amount is ever added in JavaScript.
  *
- * Idempotency rests on the unique platform wager id (`wagers.external_id`):
- *  - fast path: one multi-row INSERT; it fails with a duplicate key error if
- *    any id is already recorded (then nothing of it is kept);
- *  - slow path: read the already-recorded ids (consistent read), compare their
- *    content, and INSERT IGNORE the rest. If a concurrent writer committed one
- *    of "our" ids after our read view was taken, INSERT IGNORE skips it and
- *    inserts fewer rows than expected: the transaction is retried from the
- *    start, where the new read view shows that row as a duplicate. So every
- *    wager is added to the totals exactly once, whoever sends it and however
- *    often.
- * The totals are then built from exactly the rows this transaction inserted.
+ * Idempotency rests on the unique platform wager id (`wagers.external_id`).
+ * The batch is first staged in a small in-memory temporary table; then
+ *  - fast path: one INSERT … SELECT from the stage; it fails with a duplicate
+ *    key error if any id is already recorded (then none of it is kept);
+ *  - slow path: read which staged ids are already recorded and compare their
+ *    content (different content refuses the whole call), drop them from the
+ *    stage and INSERT IGNORE the rest. If a concurrent writer committed one of
+ *    "our" ids in between, INSERT IGNORE inserts fewer rows than expected and
+ *    the transaction starts over, where that row now reads as a duplicate. A
+ *    concurrent writer's uncommitted row makes our insert wait for its commit
+ *    or rollback (unique key lock), so two callers never both record an id.
+ * The stage then holds exactly the rows this transaction inserted, and the
+ * hourly, daily and monthly totals are upserted from it. Every writer locks ids
+ * and rollup keys in the same (primary key) order, which keeps deadlocks rare;
+ * the ones that still happen are retried (./transactions.ts).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { ROLLUPS } from "./rollups.js";
@@ -108,36 +112,33 @@ export async function recordWagerBatch(
       const users = await usersByExternalId(connection, userIds);
       const unknown = userIds.filter((id) => !users.has(id));
       if (unknown.length > 0) return { kind: "unknown_users", userIds: unknown };
-      const row = (w: WagerRecord) => {
-        const user = users.get(w.userId) as InternalUser;
-        return [w.id, user.id, user.affiliateId, w.amount, w.placedAt];
-      };
+      await stage(connection, batch, users);
 
       let fresh = batch;
       try {
-        await connection.query("INSERT INTO wagers (external_id, user_id, affiliate_id, amount, placed_at) VALUES ?", [
-          batch.map(row),
-        ]);
+        await connection.query(`INSERT INTO wagers (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGE} ORDER BY external_id`);
       } catch (error) {
         if (errnoOf(error) !== ER_DUP_ENTRY) throw error;
-        const recorded = await recordedWagers(connection, batch);
+        const recorded = await recordedWagers(connection);
         const different = batch.filter((w) => {
           const existing = recorded.get(w.id);
           return existing !== undefined && !sameContent(existing, w);
         });
         if (different.length > 0) return { kind: "conflict", wagerIds: different.map((w) => w.id) };
         fresh = batch.filter((w) => !recorded.has(w.id));
+        if (recorded.size > 0) {
+          await connection.query(`DELETE FROM ${STAGE} WHERE external_id IN (?)`, [[...recorded.keys()]]);
+        }
         if (fresh.length > 0) {
           const [result] = await connection.query<ResultSetHeader>(
-            "INSERT IGNORE INTO wagers (external_id, user_id, affiliate_id, amount, placed_at) VALUES ?",
-            [fresh.map(row)],
+            `INSERT IGNORE INTO wagers (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGE} ORDER BY external_id`,
           );
           if (result.affectedRows !== fresh.length) {
             throw new RetryTransaction("a concurrent writer recorded some of these wagers first");
           }
         }
       }
-      if (fresh.length > 0) await addToRollups(connection, fresh.map(row));
+      if (fresh.length > 0) await addToRollups(connection);
       // Everything not inserted now was recorded before (or repeats an earlier item of this batch).
       return { kind: "recorded", recorded: fresh.length, duplicates: wagers.length - fresh.length };
     },
@@ -145,26 +146,38 @@ export async function recordWagerBatch(
   );
 }
 
-/** Per-connection staging table for the rows a transaction inserted (in memory, emptied before each use). */
-const STAGE = "ingest_stage";
-
 /**
- * Adds the just inserted wagers to every rollup. The rows are staged in a
- * small in-memory temporary table, so the three upserts group them without
- * reading the wagers table again; each touches its keys in primary key order.
+ * Per-connection staging table (in memory, emptied before each use). The
+ * batch travels to the server once, into here; the raw insert copies it from
+ * here, and the rollups group it from here without reading the wagers table.
+ * After the insert it holds exactly the rows this transaction added.
  */
-async function addToRollups(connection: PoolConnection, rows: readonly (readonly unknown[])[]): Promise<void> {
+const STAGE = "ingest_stage";
+const COLUMNS = "external_id, user_id, affiliate_id, amount, placed_at";
+
+async function stage(
+  connection: PoolConnection,
+  batch: readonly WagerRecord[],
+  users: ReadonlyMap<string, InternalUser>,
+): Promise<void> {
   await oncePerConnection(connection, STAGE, () =>
     connection.query(
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGE} (
-        affiliate_id INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
+        external_id VARBINARY(256) NOT NULL, user_id INT UNSIGNED NOT NULL, affiliate_id INT UNSIGNED NOT NULL,
         amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL) ENGINE=MEMORY`,
     ),
   );
   await connection.query(`DELETE FROM ${STAGE}`);
-  await connection.query(`INSERT INTO ${STAGE} (user_id, affiliate_id, amount, placed_at) VALUES ?`, [
-    rows.map((r) => r.slice(1)),
+  await connection.query(`INSERT INTO ${STAGE} (${COLUMNS}) VALUES ?`, [
+    batch.map((w) => {
+      const user = users.get(w.userId) as InternalUser;
+      return [w.id, user.id, user.affiliateId, w.amount, w.placedAt];
+    }),
   ]);
+}
+
+/** Adds the staged (just inserted) wagers to every rollup, touching keys in primary key order. */
+async function addToRollups(connection: PoolConnection): Promise<void> {
   for (const { table, bucketOf } of ROLLUPS) {
     await connection.query(
       `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
@@ -193,16 +206,13 @@ async function usersByExternalId(
   return new Map(rows.map((r) => [String(r.external_id), { id: Number(r.id), affiliateId: Number(r.affiliate_id) }]));
 }
 
-/** Wagers of this batch that are already recorded, with their content as the platform sent it. */
-async function recordedWagers(
-  connection: PoolConnection,
-  batch: readonly WagerRecord[],
-): Promise<Map<string, WagerRecord>> {
+/** Wagers of the staged batch that are already recorded, with their content as the platform sent it. */
+async function recordedWagers(connection: PoolConnection): Promise<Map<string, WagerRecord>> {
   const [rows] = await connection.query<RowDataPacket[]>(
     `SELECT w.external_id, u.external_id AS user_external_id, w.amount, w.placed_at
-       FROM wagers w JOIN users u ON u.id = w.user_id
-      WHERE w.external_id IN (?)`,
-    [batch.map((w) => w.id)],
+       FROM ${STAGE} s
+       JOIN wagers w ON w.external_id = s.external_id
+       JOIN users u ON u.id = w.user_id`,
   );
   return new Map(
     rows.map((r) => [
