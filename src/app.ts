@@ -44,6 +44,8 @@ export interface AppOptions {
   readonly metrics?: Metrics;
   /** Failed authentications per client address and window; more than that get 429. Default 30 per 60 s. */
   readonly failedAuthPolicy?: { points: number; windowSeconds: number };
+  /** Whether rate limits currently go to Redis, for the metrics (absent without REDIS_URL). */
+  readonly redisConnected?: () => boolean;
 }
 
 export interface App {
@@ -85,7 +87,11 @@ export function createApp(config: Config, database: Database, options: AppOption
   });
   const metrics =
     options.metrics ??
-    new Metrics({ cacheStats: () => leaderboard.cacheStats, pools: { read: database.read, write: database.write } });
+    new Metrics({
+      cacheStats: () => leaderboard.cacheStats,
+      pools: { read: database.read, write: database.write },
+      ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
+    });
   const rest = new RestApi({ basePath: config.basePath, admission, leaderboard, metrics, logger });
   const docs = createDocsPage({ basePath: config.basePath });
 

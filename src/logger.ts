@@ -7,7 +7,10 @@ import { type Logger, pino } from "pino";
 
 export type { Logger };
 
-export function createLogger(level: "debug" | "info" | "warn" | "error" | "silent" = "info"): Logger {
+export function createLogger(
+  level: "debug" | "info" | "warn" | "error" | "silent" = "info",
+  destination: pino.DestinationStream = pino.destination({ fd: 2, sync: false }),
+): Logger {
   return pino(
     {
       level,
@@ -30,7 +33,7 @@ export function createLogger(level: "debug" | "info" | "warn" | "error" | "silen
         censor: "[redacted]",
       },
     },
-    pino.destination({ fd: 2, sync: false }),
+    destination,
   );
 }
 

@@ -33,7 +33,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
   const app = createApp(config, database, {
     logger,
-    ...(redis === undefined ? {} : { limiterFactory: redis.factory }),
+    ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
   });
   const publicServer = createPublicServer(app.handler);
   const port = await listen(publicServer, config.port, config.host);

@@ -16,7 +16,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { IngestTokenCheck } from "../auth/ingest-token.js";
 import type { Config } from "../config.js";
-import { asConnectError, codeName } from "../errors.js";
+import { asConnectError, codeName, reportUnparsableMessagesAsInvalid } from "../errors.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { Metrics, Protocol } from "../observability/metrics.js";
@@ -77,6 +77,7 @@ export function createInternalApp(config: Config, database: Database, options: I
   };
 
   const requestGate = (context: HandlerContext) => {
+    reportUnparsableMessagesAsInvalid(context);
     try {
       token.check(context.requestHeader.get("authorization"));
     } catch (reason) {
@@ -105,8 +106,24 @@ export function createInternalApp(config: Config, database: Database, options: I
     }
   };
 
-  // Paths the adapter does not route. GET /metrics (Prometheus) belongs here.
-  const fallback = (_req: NodeRequest, res: NodeResponse) => {
+  // Paths the adapter does not route: GET /metrics (Prometheus text format), else 404.
+  const fallback = (req: NodeRequest, res: NodeResponse) => {
+    if (metrics !== undefined && req.method === "GET" && (req.url ?? "").split("?", 1)[0] === "/metrics") {
+      metrics.registry.metrics().then(
+        (text) => {
+          (res as ServerResponse).writeHead(200, {
+            "content-type": metrics.registry.contentType,
+            "cache-control": "no-store",
+          });
+          res.end(text);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, "could not collect metrics");
+          sendJson(res, 503, { code: "unavailable", message: "metrics could not be collected" });
+        },
+      );
+      return;
+    }
     sendJson(res, 404, {
       code: "not_found",
       message: `no such path. The internal listener serves ${INTERNAL_SERVICES.join(" ")} over Connect, gRPC and gRPC-Web`,
