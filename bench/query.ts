@@ -48,7 +48,7 @@ async function ensureSeeded(url: string, wagers: number): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [cli, "seed", "--seed", "42", "--wagers", String(wagers), "--affiliates", "2000"],
+      [cli, "seed", "--seed", "42", "--wagers", String(wagers), "--affiliates", "2000", "--end", "1795323600"],
       {
         env: { ...process.env, DATABASE_URL: url },
         stdio: ["ignore", "inherit", "inherit"],
@@ -225,7 +225,7 @@ export async function runQueryBench(args: string[]): Promise<void> {
         "",
         `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns}`,
         `machine: ${await machineDescription(mainUrl)}`,
-        `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
+        `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000 --end 1795323600); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
         "latency in ms, cache off, client and server on the same 2 cores; naive = one GROUP BY over raw wagers (N=10)",
         "",
         table(["affiliate", "period", "N", "ours p50", "ours p95", "naive p50", "naive p95", "speed-up (p50)"], rows),
