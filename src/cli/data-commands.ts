@@ -5,7 +5,7 @@
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
-import { formatOf, type ImportFormat, importFile } from "../ingest/import-file.js";
+import { type ImportFormat, importFile } from "../ingest/import-file.js";
 import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { MAX_FUTURE_SECONDS } from "../ingest/validation.js";
@@ -83,7 +83,7 @@ export async function importCommand(args: string[]): Promise<void> {
   );
   progress.finish();
   process.stdout.write(
-    `Imported ${path} (${formatOf(path, "")}) in ${formatDuration((Date.now() - started) / 1000)}: ` +
+    `Imported ${path} (${report.format ?? "empty"}) in ${formatDuration((Date.now() - started) / 1000)}: ` +
       `${number.format(report.lines)} lines, ${number.format(report.users)} users upserted, ` +
       `${number.format(report.recorded)} wagers recorded, ${number.format(report.duplicates)} already recorded, ` +
       `${number.format(report.badLines)} bad lines.\n`,

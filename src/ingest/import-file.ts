@@ -39,6 +39,7 @@ export interface ImportOptions {
 }
 
 export interface ImportReport {
+  readonly format: ImportFormat | undefined;
   readonly lines: number;
   readonly users: number;
   readonly recorded: number;
@@ -68,6 +69,7 @@ export async function importFile(
   const stream = createReadStream(path);
   const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
   let parse: ((text: string) => Parsed) | undefined;
+  let format: ImportFormat | undefined;
   let lineNumber = 0;
   let badLines = 0;
   let usersUpserted = 0;
@@ -150,7 +152,7 @@ export async function importFile(
     lineNumber += 1;
     if (parse === undefined) {
       if (text.trim() === "") continue;
-      const format = options.format ?? formatOf(path, text);
+      format = options.format ?? formatOf(path, text);
       if (format === "jsonl") {
         parse = parseJsonLine;
       } else {
@@ -206,7 +208,7 @@ export async function importFile(
   await flushWagers();
   await flushUsers();
   options.onProgress?.(size, size, lineNumber);
-  return { lines: lineNumber, users: usersUpserted, recorded, duplicates: duplicates + repeats, badLines };
+  return { format, lines: lineNumber, users: usersUpserted, recorded, duplicates: duplicates + repeats, badLines };
 }
 
 function sameWager(a: WagerInput, b: WagerInput): boolean {

@@ -104,6 +104,9 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
   } finally {
     // The connection goes back to the pool: restore the session defaults.
     await connection.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ").catch(() => undefined);
+    await connection
+      .query("SET SESSION tmp_table_size = DEFAULT, max_heap_table_size = DEFAULT")
+      .catch(() => undefined);
     connection.release();
   }
 }
