@@ -114,13 +114,10 @@ function randomPeriod(): [number, number] {
 }
 
 describe("bucketRanges", () => {
-  it("covers every second of the period exactly once with aligned pieces", () => {
-    for (let i = 0; i < 2000; i++) {
+  it("counts every second of the period exactly once and nothing outside it, with aligned pieces", () => {
+    for (let i = 0; i < 3000; i++) {
       const [start, end] = randomPeriod();
       const ranges = bucketRanges(start, end);
-      expect(ranges[0]?.from).toBe(start);
-      expect(ranges.at(-1)?.to).toBe(end + 1);
-      for (let j = 1; j < ranges.length; j++) expect(ranges[j]?.from).toBe(ranges[j - 1]?.to);
       for (const r of ranges) {
         expect(r.from).toBeLessThan(r.to);
         if (r.source === "hourly") expect([r.from % 3600, r.to % 3600]).toEqual([0, 0]);
@@ -130,19 +127,34 @@ describe("bucketRanges", () => {
           expect(new Date(r.to * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
         }
       }
+      // Sweep the elementary segments between all boundaries: the signed count
+      // must be 1 inside [start, end + 1) and 0 everywhere else.
+      const points = [...new Set([start, end + 1, ...ranges.flatMap((r) => [r.from, r.to])])].sort((a, b) => a - b);
+      for (let j = 0; j + 1 < points.length; j++) {
+        const at = points[j] as number;
+        const count = ranges.reduce((sum, r) => sum + (r.from <= at && at < r.to ? r.sign : 0), 0);
+        expect(count, `period [${start}, ${end}] at ${at}`).toBe(at >= start && at <= end ? 1 : 0);
+      }
     }
   });
 
-  it("uses months for a calendar month and raw rows only at partial-hour edges", () => {
+  it("answers a calendar month from one monthly row and a misaligned month as the month minus its edges", () => {
     const oct = Date.UTC(2026, 9, 1) / 1000;
     const nov = Date.UTC(2026, 10, 1) / 1000;
-    expect(bucketRanges(oct, nov - 1)).toEqual([{ source: "monthly", from: oct, to: nov }]);
+    expect(bucketRanges(oct, nov - 1)).toEqual([{ source: "monthly", sign: 1, from: oct, to: nov }]);
+    // Starts 30m37s late, ends 15m11s early.
     expect(bucketRanges(oct + 1837, nov - 912)).toEqual([
-      { source: "raw", from: oct + 1837, to: oct + 3600 },
-      { source: "hourly", from: oct + 3600, to: oct + 86_400 },
-      { source: "daily", from: oct + 86_400, to: nov - 86_400 },
-      { source: "hourly", from: nov - 86_400, to: nov - 3600 },
-      { source: "raw", from: nov - 3600, to: nov - 911 },
+      { source: "monthly", sign: 1, from: oct, to: nov },
+      { source: "hourly", sign: -1, from: oct, to: oct + 3600 },
+      { source: "raw", sign: 1, from: oct + 1837, to: oct + 3600 },
+      { source: "raw", sign: -1, from: nov - 911, to: nov },
+    ]);
+    // The first half-month from daily rows; the second as the month minus the first half.
+    const oct16 = oct + 15 * 86_400;
+    expect(bucketRanges(oct, oct16 - 1)).toEqual([{ source: "daily", sign: 1, from: oct, to: oct16 }]);
+    expect(bucketRanges(oct16, nov - 1)).toEqual([
+      { source: "monthly", sign: 1, from: oct, to: nov },
+      { source: "daily", sign: -1, from: oct, to: oct16 },
     ]);
   });
 });

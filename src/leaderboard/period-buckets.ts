@@ -1,8 +1,15 @@
 /**
- * Splits a period into the coarsest aligned pieces the rollup tables can
- * answer: whole UTC months, then whole days, then whole hours, and raw wagers
- * only for the partial hours at either edge. The cost of a query then follows
- * the number of (user, bucket) rows read, not the number of wagers.
+ * Splits a period into pieces the rollup tables can answer: whole UTC months,
+ * days and hours, and raw wagers only for partial hours. The cost of a query
+ * then follows the number of (user, bucket) rows read, not the number of
+ * wagers.
+ *
+ * A piece may also be subtracted: a period that covers most of a month is
+ * answered as that month minus the part it leaves out (one monthly row per
+ * user plus a few edge rows, instead of a daily row per user and day). Every
+ * second of the period is then counted exactly once and every second outside
+ * it zero times; a user whose remaining total is zero wagered nothing in the
+ * period and is left out by the query.
  *
  * Ranges are half-open [from, to) in Unix seconds; an inclusive period
  * [start, end] is [start, end + 1).
@@ -12,6 +19,8 @@ export type Source = "raw" | "hourly" | "daily" | "monthly";
 
 export interface BucketRange {
   readonly source: Source;
+  /** +1 adds the piece, -1 subtracts it. */
+  readonly sign: 1 | -1;
   /** First second (raw) or bucket start (rollups) included. */
   readonly from: number;
   /** First second or bucket start not included. */
@@ -21,48 +30,78 @@ export interface BucketRange {
 const HOUR = 3_600;
 const DAY = 86_400;
 
-const floorTo = (t: number, unit: number) => Math.floor(t / unit) * unit;
-const ceilTo = (t: number, unit: number) => Math.ceil(t / unit) * unit;
-
 function monthStart(t: number, offset: number): number {
   const d = new Date(t * 1000);
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + offset, 1) / 1000;
 }
-const floorMonth = (t: number) => monthStart(t, 0);
-const ceilMonth = (t: number) => (floorMonth(t) === t ? t : monthStart(t, 1));
 
-/** The pieces of the inclusive period [start, end], in time order. */
+interface Level {
+  readonly source: Source;
+  floor(t: number): number;
+  ceil(t: number): number;
+}
+
+const fixed = (source: Source, unit: number): Level => ({
+  source,
+  floor: (t) => Math.floor(t / unit) * unit,
+  ceil: (t) => Math.ceil(t / unit) * unit,
+});
+
+/** Coarsest first. */
+const LEVELS: readonly Level[] = [
+  {
+    source: "monthly",
+    floor: (t) => monthStart(t, 0),
+    ceil: (t) => (monthStart(t, 0) === t ? t : monthStart(t, 1)),
+  },
+  fixed("daily", DAY),
+  fixed("hourly", HOUR),
+];
+
+/** The pieces of the inclusive period [start, end]. */
 export function bucketRanges(start: number, end: number): BucketRange[] {
-  const from = start;
-  const to = end + 1;
-  const hoursFrom = ceilTo(from, HOUR);
-  const hoursTo = floorTo(to, HOUR);
-  if (hoursFrom >= hoursTo) return nonEmpty([{ source: "raw", from, to }]);
-  return nonEmpty([
-    { source: "raw", from, to: hoursFrom },
-    ...hours(hoursFrom, hoursTo),
-    { source: "raw", from: hoursTo, to },
-  ]);
+  return cover(start, end + 1, 0);
 }
 
-function hours(from: number, to: number): BucketRange[] {
-  const daysFrom = ceilTo(from, DAY);
-  const daysTo = floorTo(to, DAY);
-  if (daysFrom >= daysTo) return [{ source: "hourly", from, to }];
-  return [{ source: "hourly", from, to: daysFrom }, ...days(daysFrom, daysTo), { source: "hourly", from: daysTo, to }];
-}
-
-function days(from: number, to: number): BucketRange[] {
-  const monthsFrom = ceilMonth(from);
-  const monthsTo = floorMonth(to);
-  if (monthsFrom >= monthsTo) return [{ source: "daily", from, to }];
+function cover(from: number, to: number, levelIndex: number): BucketRange[] {
+  if (from >= to) return [];
+  const level = LEVELS[levelIndex];
+  if (level === undefined) return [{ source: "raw", sign: 1, from, to }];
+  const unitStart = level.floor(from);
+  const unitEnd = level.ceil(to);
+  if (level.floor(from) === level.floor(to - 1) && !(from === unitStart && to === unitEnd)) {
+    // Part of a single unit: the whole unit minus what lies outside the period
+    // when the period covers more than half of it, else finer pieces.
+    if (2 * (to - from) <= unitEnd - unitStart) return cover(from, to, levelIndex + 1);
+    return [
+      { source: level.source, sign: 1, from: unitStart, to: unitEnd },
+      ...negate(cover(unitStart, from, levelIndex + 1)),
+      ...negate(cover(to, unitEnd, levelIndex + 1)),
+    ];
+  }
+  const innerFrom = level.ceil(from);
+  const innerTo = level.floor(to);
   return [
-    { source: "daily", from, to: monthsFrom },
-    { source: "monthly", from: monthsFrom, to: monthsTo },
-    { source: "daily", from: monthsTo, to },
+    ...edge(unitStart, from, innerFrom, levelIndex, "leading"),
+    ...(innerFrom < innerTo ? [{ source: level.source, sign: 1 as const, from: innerFrom, to: innerTo }] : []),
+    ...edge(innerTo, to, unitEnd, levelIndex, "trailing"),
   ];
 }
 
-function nonEmpty(ranges: BucketRange[]): BucketRange[] {
-  return ranges.filter((r) => r.from < r.to);
+/**
+ * A partial unit at one end of the period: [from, unitEnd) when leading,
+ * [unitStart, to) when trailing. Counted from finer pieces, or as the whole
+ * unit minus the rest when the part covers more than half of it.
+ */
+function edge(unitStart: number, inner: number, unitEnd: number, levelIndex: number, side: "leading" | "trailing") {
+  const level = LEVELS[levelIndex] as Level;
+  const [from, to] = side === "leading" ? [inner, unitEnd] : [unitStart, inner];
+  if (from >= to) return [];
+  if (2 * (to - from) <= unitEnd - unitStart) return cover(from, to, levelIndex + 1);
+  const outside = side === "leading" ? cover(unitStart, inner, levelIndex + 1) : cover(inner, unitEnd, levelIndex + 1);
+  return [{ source: level.source, sign: 1 as const, from: unitStart, to: unitEnd }, ...negate(outside)];
+}
+
+function negate(ranges: readonly BucketRange[]): BucketRange[] {
+  return ranges.map((r) => ({ ...r, sign: r.sign === 1 ? -1 : 1 }));
 }

@@ -13,12 +13,18 @@ export interface RankedRow {
 const ORDER = "ORDER BY t.total DESC, u.username, u.external_id";
 
 /** One SELECT per piece of the period; table and column names come only from this constant. */
-const PIECE: Record<Source, string> = {
-  raw: "SELECT user_id, amount AS v FROM wagers WHERE affiliate_id = ? AND placed_at >= ? AND placed_at < ?",
-  hourly: "SELECT user_id, total AS v FROM wager_hourly WHERE affiliate_id = ? AND bucket >= ? AND bucket < ?",
-  daily: "SELECT user_id, total AS v FROM wager_daily WHERE affiliate_id = ? AND bucket >= ? AND bucket < ?",
-  monthly: "SELECT user_id, total AS v FROM wager_monthly WHERE affiliate_id = ? AND bucket >= ? AND bucket < ?",
+const PIECE: Record<Source, { readonly add: string; readonly subtract: string }> = {
+  raw: pieces("wagers", "amount", "placed_at"),
+  hourly: pieces("wager_hourly", "total", "bucket"),
+  daily: pieces("wager_daily", "total", "bucket"),
+  monthly: pieces("wager_monthly", "total", "bucket"),
 };
+
+function pieces(table: string, value: string, time: string) {
+  const select = (expression: string) =>
+    `SELECT user_id, ${expression} AS v FROM ${table} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
+  return { add: select(value), subtract: select(`-${value}`) };
+}
 
 function toRows(rows: RowDataPacket[]): RankedRow[] {
   return rows.map((row) => ({
@@ -45,9 +51,10 @@ export async function topUsersFromBuckets(
   limit: number,
 ): Promise<RankedRow[]> {
   if (ranges.length === 0) return [];
-  const union = ranges.map((r) => PIECE[r.source]).join(" UNION ALL ");
+  const union = ranges.map((r) => (r.sign === 1 ? PIECE[r.source].add : PIECE[r.source].subtract)).join(" UNION ALL ");
   const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
-  const aggregate = `SELECT user_id, SUM(v) AS total FROM (${union}) x GROUP BY user_id`;
+  // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the period.
+  const aggregate = `SELECT user_id, SUM(v) AS total FROM (${union}) x GROUP BY user_id HAVING total > 0`;
   const [rows] = await pool.execute<RowDataPacket[]>(
     `SELECT u.external_id, u.username, u.avatar_url, t.total
        FROM (${aggregate} ORDER BY total DESC LIMIT ?) t
@@ -61,7 +68,7 @@ export async function topUsersFromBuckets(
   if (leading[limit - 1]?.total !== cut) return leading.slice(0, limit);
   const [tied] = await pool.execute<RowDataPacket[]>(
     `SELECT u.external_id, u.username, u.avatar_url, t.total
-       FROM (${aggregate} HAVING total >= CAST(? AS DECIMAL(65,8))) t
+       FROM (${aggregate} AND total >= CAST(? AS DECIMAL(65,8))) t
        JOIN users u ON u.id = t.user_id
       ${ORDER}
       LIMIT ?`,
