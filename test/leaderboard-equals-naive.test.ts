@@ -145,16 +145,17 @@ describe("bucketRanges", () => {
     // Starts 30m37s late, ends 15m11s early.
     expect(bucketRanges(oct + 1837, nov - 912)).toEqual([
       { source: "monthly", sign: 1, from: oct, to: nov },
-      { source: "hourly", sign: -1, from: oct, to: oct + 3600 },
-      { source: "raw", sign: 1, from: oct + 1837, to: oct + 3600 },
+      { source: "raw", sign: -1, from: oct, to: oct + 1837 },
       { source: "raw", sign: -1, from: nov - 911, to: nov },
     ]);
-    // The first half-month from daily rows; the second as the month minus the first half.
+    // Half-months from daily rows: subtracting half a month would read as many rows.
     const oct16 = oct + 15 * 86_400;
     expect(bucketRanges(oct, oct16 - 1)).toEqual([{ source: "daily", sign: 1, from: oct, to: oct16 }]);
-    expect(bucketRanges(oct16, nov - 1)).toEqual([
+    expect(bucketRanges(oct16, nov - 1)).toEqual([{ source: "daily", sign: 1, from: oct16, to: nov }]);
+    // Three weeks and more of a month: the month minus the rest.
+    expect(bucketRanges(oct + 7 * 86_400, nov - 1)).toEqual([
       { source: "monthly", sign: 1, from: oct, to: nov },
-      { source: "daily", sign: -1, from: oct, to: oct16 },
+      { source: "daily", sign: -1, from: oct, to: oct + 7 * 86_400 },
     ]);
   });
 });

@@ -71,8 +71,8 @@ function cover(from: number, to: number, levelIndex: number): BucketRange[] {
   const unitEnd = level.ceil(to);
   if (level.floor(from) === level.floor(to - 1) && !(from === unitStart && to === unitEnd)) {
     // Part of a single unit: the whole unit minus what lies outside the period
-    // when the period covers more than half of it, else finer pieces.
-    if (2 * (to - from) <= unitEnd - unitStart) return cover(from, to, levelIndex + 1);
+    // when the period covers most of it, else finer pieces.
+    if (!coversMost(to - from, unitEnd - unitStart)) return cover(from, to, levelIndex + 1);
     return [
       { source: level.source, sign: 1, from: unitStart, to: unitEnd },
       ...negate(cover(unitStart, from, levelIndex + 1)),
@@ -91,15 +91,25 @@ function cover(from: number, to: number, levelIndex: number): BucketRange[] {
 /**
  * A partial unit at one end of the period: [from, unitEnd) when leading,
  * [unitStart, to) when trailing. Counted from finer pieces, or as the whole
- * unit minus the rest when the part covers more than half of it.
+ * unit minus the rest when the part covers most of it.
  */
 function edge(unitStart: number, inner: number, unitEnd: number, levelIndex: number, side: "leading" | "trailing") {
   const level = LEVELS[levelIndex] as Level;
   const [from, to] = side === "leading" ? [inner, unitEnd] : [unitStart, inner];
   if (from >= to) return [];
-  if (2 * (to - from) <= unitEnd - unitStart) return cover(from, to, levelIndex + 1);
+  if (!coversMost(to - from, unitEnd - unitStart)) return cover(from, to, levelIndex + 1);
   const outside = side === "leading" ? cover(unitStart, inner, levelIndex + 1) : cover(inner, unitEnd, levelIndex + 1);
   return [{ source: level.source, sign: 1 as const, from: unitStart, to: unitEnd }, ...negate(outside)];
+}
+
+/**
+ * Subtracting pays when what is left out is small: above two thirds, one
+ * coarse row plus the rows of the remaining third beat the finer rows of the
+ * two thirds (a half-month is cheaper as 15 or 16 daily rows per user than as a
+ * month minus the other half).
+ */
+function coversMost(part: number, unit: number): boolean {
+  return 3 * part > 2 * unit;
 }
 
 function negate(ranges: readonly BucketRange[]): BucketRange[] {
