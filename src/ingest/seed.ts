@@ -5,8 +5,8 @@
  * Wagers go through RecordWagers' path for small sets ("record"), or through
  * the bulk loader for large ones ("bulk": LOAD DATA LOCAL INFILE in
  * transactional chunks with the rollups built by the database). Both produce
- * the same tables: same rows, same internal keys on an empty database, same
- * totals. Re-running with the same options changes nothing (every wager is a
+ * the same tables: the same users, wagers and totals (only the gaps InnoDB
+ * leaves between AUTO_INCREMENT values of wagers differ). Re-running with the same options changes nothing (every wager is a
  * duplicate), and a crashed run can simply be run again.
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
