@@ -7,9 +7,9 @@
  *
  *   npm run bench -- ingest [--wagers 400000] [--clients 2] [--batch 1000] [--protocol grpc|connect|grpc-web]
  *
- * Data: 20,000 users in 100 affiliates (Zipf-like), wagers over the last two
- * days with skewed user activity and log-normal 8-decimal amounts built from
- * integers; ids unique per run. Uses topwagers_bench_ingest (dropped and
+ * Data: 20,000 users in 100 affiliates (Zipf-like); wagers as a live feed
+ * would deliver them: two days of activity in time order with increasing ids,
+ * skewed user activity and log-normal 8-decimal amounts built from integers. Uses topwagers_bench_ingest (dropped and
  * created again) or BENCH_INGEST_DATABASE_URL.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -124,10 +124,12 @@ function wagerBatches(count: number, batch: number, runTag: string): IngestWager
       const whole = Math.floor(units / 1e8);
       wagers.push({
         $typeName: "topwagers.v1.IngestWager",
-        id: `bench-${runTag}-w${n}`,
+        // Increasing ids, like the platform's own numbering.
+        id: `bench-${runTag}-w${String(n).padStart(10, "0")}`,
         userId: `bench-u${user}`,
         amount: `${whole}.${String(units - whole * 1e8).padStart(8, "0")}`,
-        placedAt: BigInt(now - Math.floor(next() * 2 * 86_400)),
+        // A live feed replayed: two days of wagers in time order, each a few seconds out of order.
+        placedAt: BigInt(now - 2 * 86_400 + Math.floor((n / count) * 2 * 86_400) - Math.floor(next() * 5)),
       });
     }
     batches.push(wagers);
