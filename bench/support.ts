@@ -9,8 +9,11 @@ export async function machineDescription(databaseUrl: string): Promise<string> {
   try {
     const { database: _database, ...options } = connectionOptions(databaseUrl);
     const connection = await mysql.createConnection(options);
-    const [rows] = await connection.query<mysql.RowDataPacket[]>("SELECT VERSION() AS v");
-    server = String(rows[0]?.v ?? "unknown");
+    const [rows] = await connection.query<mysql.RowDataPacket[]>(
+      "SELECT VERSION() AS v, @@innodb_buffer_pool_size AS pool, @@innodb_flush_log_at_trx_commit AS flush",
+    );
+    const pool = Number(rows[0]?.pool ?? 0) / 2 ** 20;
+    server = `${String(rows[0]?.v ?? "unknown")} (innodb_buffer_pool_size ${pool} MiB, innodb_flush_log_at_trx_commit ${String(rows[0]?.flush)})`;
     await connection.end();
   } catch {
     // Reported as unknown.
