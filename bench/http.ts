@@ -127,14 +127,19 @@ export async function runHttpBench(args: string[]): Promise<void> {
   const request = { startTimestamp: OCT_1, endTimestamp: OCT_1 + 15 * 86_400 - 1, numUsers: 10 };
   const body = JSON.stringify(request);
   const distDir = new URL(".", import.meta.url).pathname;
-  const service = await startChild(join(distDir, "../src/main.js"), {
-    PORT: "0",
-    HOST: "127.0.0.1",
-    DATABASE_URL: databaseUrl,
-    CACHE_TTL_MS: "600000",
-    RATE_LIMIT_POINTS: "1000000000",
-    LOG_LEVEL: "info",
-  });
+  const service = await startChild(
+    join(distDir, "../src/main.js"),
+    {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATABASE_URL: databaseUrl,
+      CACHE_TTL_MS: "600000",
+      RATE_LIMIT_POINTS: "1000000000",
+      INTERNAL_PORT: "0",
+      LOG_LEVEL: "info",
+    },
+    (line) => line.msg?.startsWith("topwagers listening") === true,
+  );
   const serviceUrl = `http://127.0.0.1:${service.port}/top-affiliate-wagers-by-period`;
   const warm = await fetch(serviceUrl, {
     method: "POST",

@@ -26,6 +26,8 @@ export async function machineDescription(databaseUrl: string): Promise<string> {
 export function startChild(
   script: string,
   env: Record<string, string>,
+  /** Which JSON line carries the port to use (default: the first with a port). */
+  isListening: (line: { port?: number; msg?: string }) => boolean = () => true,
 ): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script], {
@@ -37,8 +39,8 @@ export function startChild(
       for (const line of chunk.toString("utf8").split("\n")) {
         if (settled || !line.startsWith("{")) continue;
         try {
-          const parsed = JSON.parse(line) as { port?: number };
-          if (typeof parsed.port === "number") {
+          const parsed = JSON.parse(line) as { port?: number; msg?: string };
+          if (typeof parsed.port === "number" && isListening(parsed)) {
             settled = true;
             resolve({
               child,
