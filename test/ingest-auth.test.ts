@@ -25,14 +25,14 @@ async function refusal(call: Promise<unknown>): Promise<ConnectError> {
 
 async function rowCounts(servers: IngestServers): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const table of ["users", "wagers", "wager_hourly", "wager_daily", "wager_monthly"]) {
+  for (const table of ["users", "wagers", "wager_hourly", "wager_daily", "wager_halfmonthly", "wager_monthly"]) {
     const [rows] = await servers.database.db.read.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${table}`);
     counts[table] = Number(rows[0]?.n);
   }
   return counts;
 }
 
-const EMPTY = { users: 0, wagers: 0, wager_hourly: 0, wager_daily: 0, wager_monthly: 0 };
+const EMPTY = { users: 0, wagers: 0, wager_hourly: 0, wager_daily: 0, wager_halfmonthly: 0, wager_monthly: 0 };
 
 describe("ingest with no INGEST_TOKEN configured", () => {
   let servers: IngestServers;

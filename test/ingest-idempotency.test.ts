@@ -43,7 +43,7 @@ async function refusal(call: Promise<unknown>): Promise<ConnectError> {
 
 async function snapshot(): Promise<string> {
   const parts: unknown[] = [];
-  for (const table of ["wagers", "wager_hourly", "wager_daily", "wager_monthly"]) {
+  for (const table of ["wagers", "wager_hourly", "wager_daily", "wager_halfmonthly", "wager_monthly"]) {
     const [rows] = await servers.database.db.read.query<RowDataPacket[]>(`SELECT * FROM ${table} ORDER BY 1, 2, 3`);
     parts.push(rows);
   }

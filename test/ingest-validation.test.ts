@@ -24,7 +24,15 @@ async function refusal(call: Promise<unknown>): Promise<ConnectError> {
 
 async function counts(): Promise<number[]> {
   const result: number[] = [];
-  for (const table of ["users", "affiliates", "wagers", "wager_hourly", "wager_daily", "wager_monthly"]) {
+  for (const table of [
+    "users",
+    "affiliates",
+    "wagers",
+    "wager_hourly",
+    "wager_daily",
+    "wager_halfmonthly",
+    "wager_monthly",
+  ]) {
     const [rows] = await servers.database.db.read.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${table}`);
     result.push(Number(rows[0]?.n));
   }

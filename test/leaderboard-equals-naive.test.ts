@@ -122,6 +122,7 @@ describe("bucketRanges", () => {
         expect(r.from).toBeLessThan(r.to);
         if (r.source === "hourly") expect([r.from % 3600, r.to % 3600]).toEqual([0, 0]);
         if (r.source === "daily") expect([r.from % 86_400, r.to % 86_400]).toEqual([0, 0]);
+        if (r.source === "halfmonthly") expect(new Date(r.from * 1000).getUTCDate()).toBeOneOf([1, 16]);
         if (r.source === "monthly") {
           expect(new Date(r.from * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
           expect(new Date(r.to * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
@@ -148,10 +149,10 @@ describe("bucketRanges", () => {
       { source: "raw", sign: -1, from: oct, to: oct + 1837 },
       { source: "raw", sign: -1, from: nov - 911, to: nov },
     ]);
-    // Half-months from daily rows: subtracting half a month would read as many rows.
+    // Calendar half-months from their own rollup: one row per user.
     const oct16 = oct + 15 * 86_400;
-    expect(bucketRanges(oct, oct16 - 1)).toEqual([{ source: "daily", sign: 1, from: oct, to: oct16 }]);
-    expect(bucketRanges(oct16, nov - 1)).toEqual([{ source: "daily", sign: 1, from: oct16, to: nov }]);
+    expect(bucketRanges(oct, oct16 - 1)).toEqual([{ source: "halfmonthly", sign: 1, from: oct, to: oct16 }]);
+    expect(bucketRanges(oct16, nov - 1)).toEqual([{ source: "halfmonthly", sign: 1, from: oct16, to: nov }]);
     // Three weeks and more of a month: the month minus the rest.
     expect(bucketRanges(oct + 7 * 86_400, nov - 1)).toEqual([
       { source: "monthly", sign: 1, from: oct, to: nov },

@@ -39,6 +39,7 @@ async function dump(database: TestDatabase): Promise<Record<string, unknown[]>> 
               ORDER BY w.external_id`,
     wager_hourly: rollup("wager_hourly"),
     wager_daily: rollup("wager_daily"),
+    wager_halfmonthly: rollup("wager_halfmonthly"),
     wager_monthly: rollup("wager_monthly"),
   };
   const out: Record<string, unknown[]> = {};
@@ -132,14 +133,14 @@ describe("verify", () => {
     const rows = await one(
       record,
       `SELECT (SELECT COUNT(*) FROM wager_hourly) AS h, (SELECT COUNT(*) FROM wager_daily) AS d,
-              (SELECT COUNT(*) FROM wager_monthly) AS m`,
+              (SELECT COUNT(*) FROM wager_halfmonthly) AS hm, (SELECT COUNT(*) FROM wager_monthly) AS m`,
     );
     const result = await runCli(["verify"], record.url);
     expect(result.code).toBe(0);
     const n = (v: unknown) => Number(v).toLocaleString("en-US");
     expect(result.stdout).toMatch(
       new RegExp(
-        `^verify OK: ${n(rows.h)} hourly, ${n(rows.d)} daily and ${n(rows.m)} monthly rows all equal the totals of 20,000 raw wagers \\(checked in \\d+:\\d\\d\\)\\.\\n$`,
+        `^verify OK: ${n(rows.h)} hourly, ${n(rows.d)} daily, ${n(rows.hm)} half-month and ${n(rows.m)} monthly rows all equal the totals of 20,000 raw wagers \\(checked in \\d+:\\d\\d\\)\\.\\n$`,
       ),
     );
   });

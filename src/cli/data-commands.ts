@@ -182,7 +182,7 @@ export async function verifyCommand(args: string[]): Promise<void> {
     );
   }
   const seconds = formatDuration((Date.now() - started) / 1000);
-  const rows = `${number.format(report.rows.hourly)} hourly, ${number.format(report.rows.daily)} daily and ${number.format(report.rows.monthly)} monthly rows`;
+  const rows = `${number.format(report.rows.hourly)} hourly, ${number.format(report.rows.daily)} daily, ${number.format(report.rows.halfmonthly)} half-month and ${number.format(report.rows.monthly)} monthly rows`;
   if (report.mismatchCount > 0) {
     const more = report.mismatchCount - report.mismatches.length;
     process.stdout.write(

@@ -15,7 +15,7 @@
  * [start, end] is [start, end + 1).
  */
 
-export type Source = "raw" | "hourly" | "daily" | "monthly";
+export type Source = "raw" | "hourly" | "daily" | "halfmonthly" | "monthly";
 
 export interface BucketRange {
   readonly source: Source;
@@ -33,6 +33,11 @@ const DAY = 86_400;
 function monthStart(t: number, offset: number): number {
   const d = new Date(t * 1000);
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + offset, 1) / 1000;
+}
+
+function halfMonthStart(t: number): number {
+  const d = new Date(t * 1000);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() >= 16 ? 16 : 1) / 1000;
 }
 
 interface Level {
@@ -53,6 +58,17 @@ const LEVELS: readonly Level[] = [
     source: "monthly",
     floor: (t) => monthStart(t, 0),
     ceil: (t) => (monthStart(t, 0) === t ? t : monthStart(t, 1)),
+  },
+  {
+    // Half-months: the 1st to the 15th and the 16th to the end of the month.
+    source: "halfmonthly",
+    floor: halfMonthStart,
+    ceil: (t) => {
+      const start = halfMonthStart(t);
+      if (start === t) return t;
+      const d = new Date(start * 1000);
+      return d.getUTCDate() === 1 ? start + 15 * DAY : monthStart(t, 1);
+    },
   },
   fixed("daily", DAY),
   fixed("hourly", HOUR),

@@ -17,6 +17,7 @@ const PIECE: Record<Source, { readonly add: string; readonly subtract: string }>
   raw: pieces("wagers", "amount", "placed_at"),
   hourly: pieces("wager_hourly", "total", "bucket"),
   daily: pieces("wager_daily", "total", "bucket"),
+  halfmonthly: pieces("wager_halfmonthly", "total", "bucket"),
   monthly: pieces("wager_monthly", "total", "bucket"),
 };
 

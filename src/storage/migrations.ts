@@ -15,6 +15,14 @@
  * the database.
  */
 import type { Pool, RowDataPacket } from "mysql2/promise";
+import { ROLLUPS } from "./rollups.js";
+
+/** The half-month bucket expression, shared with every writer (rollups.ts). */
+function halfMonthOf(column: "bucket"): string {
+  const rollup = ROLLUPS.find((r) => r.level === "halfmonthly");
+  if (rollup === undefined) throw new Error("no half-month rollup defined");
+  return rollup.bucketOf(column);
+}
 
 export interface Migration {
   readonly version: number;
@@ -87,6 +95,24 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (affiliate_id, bucket, user_id)
       ) ENGINE=InnoDB`,
     ),
+  },
+  {
+    version: 3,
+    name: "half-month wager totals (1st-15th and 16th-end) per affiliate and user",
+    // Filled from the daily totals, which are exact: a day lies in one half-month.
+    statements: [
+      `CREATE TABLE wager_halfmonthly (
+        affiliate_id INT UNSIGNED NOT NULL,
+        bucket INT UNSIGNED NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        total DECIMAL(30,8) NOT NULL,
+        wagers INT UNSIGNED NOT NULL,
+        PRIMARY KEY (affiliate_id, bucket, user_id)
+      ) ENGINE=InnoDB`,
+      `INSERT INTO wager_halfmonthly (affiliate_id, bucket, user_id, total, wagers)
+       SELECT affiliate_id, ${halfMonthOf("bucket")} AS b, user_id, SUM(total), SUM(wagers)
+         FROM wager_daily GROUP BY affiliate_id, b, user_id ORDER BY affiliate_id, b, user_id`,
+    ],
   },
 ];
 

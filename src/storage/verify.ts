@@ -5,7 +5,7 @@
  * Work is split into ranges of affiliates of about a million wagers. Each
  * range is first screened cheaply: its raw wagers are grouped by hour once
  * into an in-memory temporary table, the hourly rollup is compared with it,
- * and the daily and monthly rollups with its sums per day and month (DECIMAL
+ * and the daily, half-month and monthly rollups with its sums per day, half and month (DECIMAL
  * addition is exact, so grouping hours into days changes nothing).
  *
  * The session runs at READ COMMITTED so these reads take no locks and ingest
@@ -53,6 +53,7 @@ const TEMP_BYTES = 1024 * 1024 * 1024;
 const EXPECTED: Readonly<Record<Rollup["level"], string>> = {
   hourly: "verify_expected_hourly",
   daily: "verify_expected_daily",
+  halfmonthly: "verify_expected_halfmonthly",
   monthly: "verify_expected_monthly",
 };
 
@@ -76,7 +77,7 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
     const estimatedTotal = ranges.reduce((sum, r) => sum + r.estimate, 0);
     let checked = 0;
     let wagers = 0;
-    const rows = { hourly: 0, daily: 0, monthly: 0 };
+    const rows = { hourly: 0, daily: 0, halfmonthly: 0, monthly: 0 };
     let mismatchCount = 0;
     const mismatches: Mismatch[] = [];
     for (const range of ranges) {
