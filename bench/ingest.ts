@@ -251,7 +251,7 @@ export async function runIngestBench(args: string[]): Promise<void> {
         "",
         `recorded ${result.recorded} of ${result.wagers} (duplicates ${result.wagers - result.recorded}); ` +
           `verify: ${check.mismatchCount === 0 ? "every rollup equals the raw wagers" : `${check.mismatchCount} MISMATCHES`} ` +
-          `(${check.wagers} wagers, ${check.rows.hourly} hourly, ${check.rows.daily} daily, ${check.rows.monthly} monthly rows)`,
+          `(${check.wagers} wagers, ${check.rows.hourly} hourly, ${check.rows.daily} daily, ${check.rows.halfmonthly} half-month, ${check.rows.monthly} monthly rows)`,
         `RecordWagers throughput: ${fmt(rate, 0)} wagers/s (target >= 40,000).`,
         "",
       ].join("\n"),
