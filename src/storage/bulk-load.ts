@@ -1,7 +1,7 @@
 /**
  * Bulk loading of wagers for large synthetic data sets (`seed`), with the same
  * result as recording them through the ingest path: the same raw rows and the
- * same hourly, daily and monthly totals, summed by the database.
+ * same hourly, daily, half-month and monthly totals, summed by the database.
  *
  * Each chunk is one transaction: `LOAD DATA LOCAL INFILE … IGNORE` streams the
  * rows from memory (mysql2's infileStreamFactory; no temporary file), then the

@@ -20,7 +20,7 @@
  *    concurrent writer's uncommitted row makes our insert wait for its commit
  *    or rollback (unique key lock), so two callers never both record an id.
  * The stage then holds exactly the rows this transaction inserted, and the
- * hourly, daily and monthly totals are upserted from it. Every writer locks ids
+ * hourly, daily, half-month and monthly totals are upserted from it. Every writer locks ids
  * and rollup keys in the same (primary key) order, which keeps deadlocks rare;
  * the ones that still happen are retried (./transactions.ts).
  */

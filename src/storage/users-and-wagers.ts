@@ -1,7 +1,7 @@
 /**
  * Writing users and wagers from code that has already checked its data (test
  * fixtures, tools). Both go through the ingest write path (./ingest.ts), so the
- * hourly, daily and monthly totals are always maintained in the same
+ * hourly, daily, half-month and monthly totals are always maintained in the same
  * transaction as the raw wagers, and re-sent wager ids are recognised.
  */
 import type { Pool } from "mysql2/promise";
