@@ -12,6 +12,7 @@
  * skewed user activity and log-normal 8-decimal amounts built from integers. Uses topwagers_bench_ingest (dropped and
  * created again) or BENCH_INGEST_DATABASE_URL.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -24,6 +25,7 @@ import {
 } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { type IngestUser, type IngestWager, WagerIngestService } from "../gen/topwagers/v1/wager_ingest_pb.js";
+import { mulberry32 } from "../src/ingest/seed-data.js";
 import { connectionOptions, openDatabase } from "../src/storage/database.js";
 import { migrate } from "../src/storage/migrations.js";
 import { verifyRollups } from "../src/storage/verify.js";
@@ -31,18 +33,6 @@ import { fmt, machineDescription, percentile, table } from "./support.js";
 
 const TOKEN = "bench-ingest-token-0123456789abcdef";
 type Protocol = "grpc" | "connect" | "grpc-web";
-
-/** Small, fast, reproducible generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function recreateDatabase(url: string): Promise<void> {
   const { database, ...server } = connectionOptions(url);
@@ -94,7 +84,7 @@ async function startServer(databaseUrl: string): Promise<{ child: ChildProcess; 
 }
 
 function users(): IngestUser[] {
-  const next = random(11);
+  const next = mulberry32(11);
   return Array.from({ length: 20_000 }, (_, i) => {
     // Zipf-like affiliate sizes: the first of 100 affiliates has the most users.
     const affiliate = Math.min(99, Math.floor(100 * next() ** 2.2));
@@ -109,7 +99,7 @@ function users(): IngestUser[] {
 }
 
 function wagerBatches(count: number, batch: number, runTag: string): IngestWager[][] {
-  const next = random(29);
+  const next = mulberry32(29);
   const now = Math.floor(Date.now() / 1000);
   const batches: IngestWager[][] = [];
   for (let start = 0; start < count; start += batch) {

@@ -5,9 +5,11 @@
  * aligned, half-month and misaligned periods, and every rollup row equal to
  * the raw wagers. A user who moves keeps old wagers with the old affiliate.
  */
+
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestWager } from "../gen/topwagers/v1/wager_ingest_pb.js";
+import { mulberry32 } from "../src/ingest/seed-data.js";
 import { bucketStart, ROLLUPS } from "../src/storage/rollups.js";
 import { verifyRollups } from "../src/storage/verify.js";
 import { createKey } from "./support/fixtures.js";
@@ -26,17 +28,6 @@ const OCT_16 = Date.UTC(2026, 9, 16) / 1000;
 const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
 const MOVE_AT = Date.UTC(2026, 9, 10) / 1000; // mover switches affiliates here
 const AFFILIATES = ["aff-a", "aff-b", "aff-c"];
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Sent {
   readonly userId: string;
@@ -66,7 +57,7 @@ beforeAll(async () => {
   users.push({ id: "mover", affiliateId: "aff-a", username: "the mover", avatar: "https://img.example.com/m.png" });
   expect((await ingest.upsertUsers({ users })).upserted).toBe(61);
 
-  const next = random(2026);
+  const next = mulberry32(2026);
   const wager = (n: number, userId: string, affiliate: string, placedAt: number, amount?: string): IngestWager => {
     const text =
       amount ?? `${Math.floor(next() ** 4 * 1_000_000)}.${String(Math.floor(next() * 100_000_000)).padStart(8, "0")}`;

@@ -8,24 +8,13 @@
 
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mulberry32 } from "../src/ingest/seed-data.js";
 import { canonicalDecimal } from "../src/leaderboard/decimal.js";
 import { bucketRanges } from "../src/leaderboard/period-buckets.js";
 import { Leaderboard } from "../src/leaderboard/top-wagers.js";
 import { topUsersFromRawWagers } from "../src/storage/leaderboard-queries.js";
 import { createTestDatabase, type TestDatabase } from "./support/database.js";
 import { addUsers, addWagers } from "./support/fixtures.js";
-
-/** Deterministic generator so a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const DATA_FROM = Date.UTC(2025, 10, 20) / 1000; // 2025-11-20
 const DATA_TO = Date.UTC(2026, 2, 10) / 1000; // 2026-03-10: spans a year boundary and February
@@ -35,7 +24,7 @@ const TIES_DAY = Date.UTC(2026, 0, 10) / 1000;
 
 let database: TestDatabase;
 let affiliateIds: number[];
-const next = random(7);
+const next = mulberry32(7);
 
 beforeAll(async () => {
   database = await createTestDatabase("equals_naive");

@@ -4,31 +4,16 @@
  */
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config.js";
 import { type ImportFormat, importFile } from "../ingest/import-file.js";
 import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
-import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
-import { migrate } from "../storage/migrations.js";
 import { verifyRollups } from "../storage/verify.js";
-import { UsageError } from "./main.js";
+import { UsageError, withDatabase } from "./main.js";
 import { formatDuration, Progress } from "./progress.js";
 
 const number = new Intl.NumberFormat("en-US");
-
-async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  await ensureDatabaseExists(config.databaseUrl);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
-  try {
-    await migrate(db.write);
-    return await work(db);
-  } finally {
-    await db.close();
-  }
-}
 
 /** Parses `--name value` options (all strings here); a misspelt or incomplete option is a usage error. */
 function options<const N extends string>(

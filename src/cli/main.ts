@@ -47,7 +47,8 @@ export function parseRateLimit(text: string): { points: number; windowSeconds: n
   return { points: Number(match[1]), windowSeconds: Number(match[2]) };
 }
 
-async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+/** Runs `work` on the configured database, created and migrated first if needed. */
+export async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
   const config = loadConfig();
   await ensureDatabaseExists(config.databaseUrl);
   const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
