@@ -36,11 +36,11 @@ export class Admission {
     if (this.failedAuth === undefined || clientAddress === undefined) {
       return this.authenticator.authenticate(authorization);
     }
-    const known = this.authenticator.cachedCaller(authorization);
-    if (known !== undefined) return known;
+    const known = this.authenticator.cached(authorization);
+    if (known.fresh !== undefined) return known.fresh;
     // A key found valid before is never held back by its address's failed attempts (a shared
     // proxy or NAT address must not lock out good keys); it is looked up again all the same.
-    if (!this.authenticator.knownValid(authorization)) await this.failedAuth.check(clientAddress);
+    if (!known.knownValid) await this.failedAuth.check(clientAddress);
     try {
       return await this.authenticator.authenticate(authorization);
     } catch (error) {

@@ -68,24 +68,22 @@ export class Authenticator {
     return caller;
   }
 
-  /** The caller for this header if a still-fresh lookup already found the key valid; no database access. */
-  cachedCaller(authorization: string | null | undefined): Caller | undefined {
-    const secret = bearerCredential(authorization);
-    if (secret === undefined || !looksLikeApiKey(secret)) return undefined;
-    const cached = this.cache.get(hashApiKey(secret).toString("base64"));
-    return cached !== undefined && cached.expiresAt > this.now() && cached.caller !== null ? cached.caller : undefined;
-  }
-
   /**
-   * True when the last lookup of this key found it valid, however long ago (no
-   * database access). Such a caller is not held back by the failed-auth limiter
-   * of its address; it is still looked up again, so revocation holds.
+   * What the cache already knows about this header, without database access:
+   * `fresh`, the caller when a still-valid lookup found the key good; `knownValid`,
+   * whether the last lookup of this key found it good, however long ago (such a
+   * caller is not held back by its address's failed attempts, but is looked up
+   * again all the same, so revocation holds).
    */
-  knownValid(authorization: string | null | undefined): boolean {
+  cached(authorization: string | null | undefined): { fresh: Caller | undefined; knownValid: boolean } {
     const secret = bearerCredential(authorization);
-    if (secret === undefined || !looksLikeApiKey(secret)) return false;
-    const cached = this.cache.get(hashApiKey(secret).toString("base64"));
-    return cached !== undefined && cached.caller !== null;
+    if (secret === undefined || !looksLikeApiKey(secret)) return { fresh: undefined, knownValid: false };
+    const entry = this.cache.get(hashApiKey(secret).toString("base64"));
+    const caller = entry?.caller ?? undefined;
+    return {
+      fresh: caller !== undefined && (entry?.expiresAt ?? 0) > this.now() ? caller : undefined,
+      knownValid: caller !== undefined,
+    };
   }
 
   private async lookUp(hash: Buffer, cacheKey: string): Promise<Caller | null> {
