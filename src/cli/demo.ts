@@ -100,6 +100,8 @@ export async function runDemo(args: string[]): Promise<void> {
       `    -d '${body}' \\`,
       `    ${base}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`,
       "",
+      `Or try it in a browser: ${base}/docs (Authorize with the key above, then Try it out).`,
+      "",
     ].join("\n"),
   );
   const stop = () => {
