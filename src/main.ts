@@ -8,6 +8,7 @@ import { createInternalApp } from "./api/internal-server.js";
 import { createPublicServer, type PublicServer } from "./api/public-server.js";
 import { createApp } from "./app.js";
 import { type Config, ConfigError, loadConfig, redact } from "./config.js";
+import { isEntryPoint } from "./entry.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => shutdown("SIGINT"));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isEntryPoint(import.meta.url)) {
   main().catch((error: unknown) => {
     process.stderr.write(
       `${JSON.stringify({ level: "fatal", msg: `could not start: ${error instanceof Error ? error.message : String(error)}` })}\n`,
