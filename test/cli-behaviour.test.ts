@@ -122,8 +122,9 @@ describe("--help on every command prints its usage and exits 0 without touching 
     url = `mysql://root@127.0.0.1:${await closedPort()}/topwagers_nothing`;
   });
 
-  for (const [args, start] of commands) {
-    for (const flag of ["--help", "-h"]) {
+  for (const [index, [args, start]] of commands.entries()) {
+    // `-h` on a few of them only: each case is a Node process, and they all go through the same check.
+    for (const flag of index % 4 === 0 ? ["--help", "-h"] : ["--help"]) {
       it(`${[...args, flag].join(" ")}`, async () => {
         const result = await runCli([...args, flag], url);
         expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
