@@ -31,6 +31,7 @@ import { FailedAuthLimiter } from "./limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "./limits/rate-limiter.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { Metrics, type Protocol } from "./observability/metrics.js";
+import type { Tracing } from "./observability/tracing.js";
 import type { Database } from "./storage/database.js";
 import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "./storage/migrations.js";
 
@@ -46,6 +47,8 @@ export interface AppOptions {
   readonly failedAuthPolicy?: { points: number; windowSeconds: number };
   /** Whether rate limits currently go to Redis, for the metrics (absent without REDIS_URL). */
   readonly redisConnected?: () => boolean;
+  /** OpenTelemetry tracing (OTEL_TRACES_EXPORTER); absent, requests are not traced at all. */
+  readonly tracing?: Tracing;
 }
 
 export interface App {
@@ -157,7 +160,7 @@ export function createApp(config: Config, database: Database, options: AppOption
     return void sendNotFound(req, res, rest.path);
   };
 
-  const handler = connectNodeAdapter({
+  const connectHandler = connectNodeAdapter({
     routes,
     fallback,
     requestGate,
@@ -169,6 +172,14 @@ export function createApp(config: Config, database: Database, options: AppOption
         startedAt: process.hrtime.bigint(),
       }),
   }) as RequestHandler;
+  const handler =
+    options.tracing === undefined
+      ? connectHandler
+      : options.tracing.wrapHandler(connectHandler, (path) => {
+          const normal = normalizePath(path);
+          if (rest.matches(normal)) return rest.path;
+          return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
+        });
 
   return {
     handler,

@@ -8,8 +8,10 @@ import { createInternalApp } from "./api/internal-server.js";
 import { createPublicServer, type PublicServer } from "./api/public-server.js";
 import { createApp } from "./app.js";
 import { type Config, ConfigError, loadConfig, redact } from "./config.js";
+import { isEntryPoint } from "./entry.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
+import { tracesExporterName, tracingFromEnv } from "./observability/tracing.js";
 import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
 
@@ -21,6 +23,8 @@ export interface Running {
 }
 
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Running> {
+  // Loads OpenTelemetry only when OTEL_TRACES_EXPORTER asks for it.
+  const tracing = await tracingFromEnv(process.env);
   await ensureDatabaseExists(config.databaseUrl);
   const database = await openDatabase({
     url: config.databaseUrl,
@@ -28,17 +32,21 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     queryTimeoutMs: config.queryTimeoutMs,
   });
   const report = await migrate(database.write);
+  tracing?.traceDatabase(database);
   for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
   const redis: RedisLimiters | undefined =
     config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
   const app = createApp(config, database, {
     logger,
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
+    ...(tracing === undefined ? {} : { tracing }),
   });
   const publicServer = createPublicServer(app.handler);
   const port = await listen(publicServer, config.port, config.host);
   const internalApp = createInternalApp(config, database, { logger, metrics: app.metrics });
-  const internalServer = createPublicServer(internalApp.handler);
+  const internalServer = createPublicServer(
+    tracing === undefined ? internalApp.handler : tracing.wrapHandler(internalApp.handler),
+  );
   const internalPort = await listen(internalServer, config.internalPort, config.internalHost);
   logger.info(
     { port: internalPort, host: config.internalHost, ingest: internalApp.ingestEnabled ? "enabled" : "disabled" },
@@ -55,13 +63,14 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     },
     `topwagers listening on ${config.host}:${port}`,
   );
+  if (tracing !== undefined) logger.info({ exporter: tracesExporterName(process.env) }, "OpenTelemetry tracing is on");
   return {
     port,
     internalPort,
     async stop() {
       app.stopServing();
       await Promise.all([publicServer.close(8_000), internalServer.close(8_000)]);
-      await Promise.all([database.close(), redis?.close()]);
+      await Promise.all([database.close(), redis?.close(), tracing?.shutdown()]);
       logger.info("stopped");
       logger.flush();
     },
@@ -81,6 +90,7 @@ async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
+    tracesExporterName(process.env); // a bad OTEL_TRACES_EXPORTER is a settings error too (exit 2)
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -109,7 +119,7 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => shutdown("SIGINT"));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isEntryPoint(import.meta.url)) {
   main().catch((error: unknown) => {
     process.stderr.write(
       `${JSON.stringify({ level: "fatal", msg: `could not start: ${error instanceof Error ? error.message : String(error)}` })}\n`,

@@ -344,7 +344,7 @@ describe("per-key rate limits", () => {
 });
 
 // Concurrent: none of these may write, so they cannot disturb each other's before/after snapshot.
-describe.concurrent("usage errors exit 2 with a clear message and change nothing", () => {
+describe.concurrent("usage errors exit 2, data errors 1, with a clear message, and change nothing", () => {
   const usage = (message: string) => expect.stringMatching(new RegExp(`^error: ${escapeRegExp(message)}\\n\\nusage: `));
   function escapeRegExp(text: string): string {
     return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -371,17 +371,7 @@ describe.concurrent("usage errors exit 2 with a clear message and change nothing
       ["keys", "create", "--affiliate", "aff-x", "--rate-limit", "0/60s"],
       '--rate-limit must look like <points>/<seconds>s, e.g. 120/60s; got "0/60s"',
     ],
-    [
-      "revoke an unknown id",
-      ["keys", "revoke", "key_doesnotexist"],
-      "no key with id key_doesnotexist (see: npm run cli -- keys list)",
-    ],
     ["revoke without an id", ["keys", "revoke"], "keys revoke needs the key id (see: npm run cli -- keys list)"],
-    [
-      "set-rate-limit on an unknown id",
-      ["keys", "set-rate-limit", "key_doesnotexist", "5/60s"],
-      "no key with id key_doesnotexist (see: npm run cli -- keys list)",
-    ],
     [
       "set-rate-limit with a bad limit",
       ["keys", "set-rate-limit", "key_doesnotexist", "lots"],
@@ -395,6 +385,24 @@ describe.concurrent("usage errors exit 2 with a clear message and change nothing
       const before = await storedKeys();
       const result = await cli(...args);
       expect(result).toEqual({ code: 2, stdout: "", stderr: usage(message) });
+      expect(await storedKeys()).toEqual(before);
+    });
+  }
+
+  // An unknown key id is a data error (issue 13): exit 1 with one line, not the usage.
+  const dataCases: [string, string[]][] = [
+    ["revoke an unknown id", ["keys", "revoke", "key_doesnotexist"]],
+    ["set-rate-limit on an unknown id", ["keys", "set-rate-limit", "key_doesnotexist", "5/60s"]],
+  ];
+  for (const [name, args] of dataCases) {
+    it(`${name} exits 1 with one line`, async ({ expect }) => {
+      const before = await storedKeys();
+      const result = await cli(...args);
+      expect(result).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: "error: no key with id key_doesnotexist (see: npm run cli -- keys list)\n",
+      });
       expect(await storedKeys()).toEqual(before);
     });
   }

@@ -10,24 +10,31 @@ import type { SeedPlan } from "../ingest/seed-data.js";
 import { MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { verifyRollups } from "../storage/verify.js";
-import { UsageError, withDatabase } from "./main.js";
+import { printJson, UsageError, withDatabase } from "./common.js";
 import { formatDuration, Progress } from "./progress.js";
 
 const number = new Intl.NumberFormat("en-US");
 
-/** Parses `--name value` options (all strings here); a misspelt or incomplete option is a usage error. */
+/**
+ * Parses `--name value` options plus the `--json` flag; a misspelt or
+ * incomplete option is a usage error.
+ */
 function options<const N extends string>(
   args: string[],
   names: readonly N[],
-): { values: Partial<Record<N, string>>; positionals: string[] } {
+): { values: Partial<Record<N, string>>; json: boolean; positionals: string[] } {
   try {
     const parsed = parseArgs({
       args,
       allowPositionals: true,
       strict: true,
-      options: Object.fromEntries(names.map((name) => [name, { type: "string" as const }])),
+      options: {
+        ...Object.fromEntries(names.map((name) => [name, { type: "string" as const }])),
+        json: { type: "boolean" as const, default: false },
+      },
     });
-    return { values: parsed.values as Partial<Record<N, string>>, positionals: parsed.positionals };
+    const { json, ...values } = parsed.values;
+    return { values: values as Partial<Record<N, string>>, json: json === true, positionals: parsed.positionals };
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
@@ -45,7 +52,7 @@ function wholeNumber(name: string, text: string | undefined, fallback: number, m
 // ---------------------------------------------------------------- import
 
 export async function importCommand(args: string[]): Promise<void> {
-  const { values, positionals } = options(args, ["format"]);
+  const { values, json, positionals } = options(args, ["format"]);
   const path = positionals[0];
   if (path === undefined || positionals.length > 1) throw new UsageError("import needs exactly one file");
   const format = values.format;
@@ -67,19 +74,32 @@ export async function importCommand(args: string[]): Promise<void> {
     }),
   );
   progress.finish();
+  if (report.badLines > 0) process.exitCode = 1;
+  if (json) {
+    printJson({
+      file: path,
+      format: report.format ?? null,
+      lines: report.lines,
+      usersUpserted: report.users,
+      wagersRecorded: report.recorded,
+      alreadyRecorded: report.duplicates,
+      badLines: report.badLines,
+      seconds: (Date.now() - started) / 1000,
+    });
+    return;
+  }
   process.stdout.write(
     `Imported ${path} (${report.format ?? "empty"}) in ${formatDuration((Date.now() - started) / 1000)}: ` +
       `${number.format(report.lines)} lines, ${number.format(report.users)} users upserted, ` +
       `${number.format(report.recorded)} wagers recorded, ${number.format(report.duplicates)} already recorded, ` +
       `${number.format(report.badLines)} bad lines.\n`,
   );
-  if (report.badLines > 0) process.exitCode = 1;
 }
 
 // ---------------------------------------------------------------- seed
 
 export async function seedCommand(args: string[]): Promise<void> {
-  const { values, positionals } = options(args, [
+  const { values, json, positionals } = options(args, [
     "seed",
     "affiliates",
     "users",
@@ -134,6 +154,19 @@ export async function seedCommand(args: string[]): Promise<void> {
       },
     }),
   );
+  if (json) {
+    printJson({
+      plan: { ...plan },
+      method: report.method,
+      affiliates: report.affiliates,
+      users: report.users,
+      wagers: report.wagers,
+      wagersRecorded: report.recorded,
+      alreadyRecorded: report.duplicates,
+      seconds: (Date.now() - started) / 1000,
+    });
+    return;
+  }
   process.stdout.write(
     `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
       `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
@@ -145,7 +178,7 @@ export async function seedCommand(args: string[]): Promise<void> {
 // ---------------------------------------------------------------- verify
 
 export async function verifyCommand(args: string[]): Promise<void> {
-  const { values, positionals } = options(args, ["max-report"]);
+  const { values, json, positionals } = options(args, ["max-report"]);
   if (positionals.length > 0) throw new UsageError(`verify takes no arguments, got "${positionals.join(" ")}"`);
   const maxReported = wholeNumber("max-report", values["max-report"], 100);
   const started = Date.now();
@@ -157,6 +190,18 @@ export async function verifyCommand(args: string[]): Promise<void> {
     }),
   );
   progress.finish();
+  if (report.mismatchCount > 0) process.exitCode = 1;
+  if (json) {
+    printJson({
+      ok: report.mismatchCount === 0,
+      wagers: report.wagers,
+      rows: report.rows,
+      mismatchCount: report.mismatchCount,
+      mismatches: report.mismatches,
+      seconds: (Date.now() - started) / 1000,
+    });
+    return;
+  }
   for (const m of report.mismatches) {
     const what = (v: { total: string; wagers: number } | null) =>
       v === null ? "no row" : `total ${v.total} in ${v.wagers} wagers`;
@@ -175,7 +220,6 @@ export async function verifyCommand(args: string[]): Promise<void> {
         `${more > 0 ? ` (first ${report.mismatches.length} shown)` : ""}; checked ${number.format(report.wagers)} wagers ` +
         `against ${rows} in ${seconds}.\n`,
     );
-    process.exitCode = 1;
     return;
   }
   process.stdout.write(

@@ -13,6 +13,7 @@ import { serve } from "../main.js";
 import { insertApiKey } from "../storage/api-keys.js";
 import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migrations.js";
+import { UsageError } from "./common.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
 
@@ -46,7 +47,12 @@ export function demoSeedPlan(nowSeconds: number): SeedPlan {
 }
 
 export async function runDemo(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { port: { type: "string" } } });
+  let values: { port?: string | undefined };
+  try {
+    ({ values } = parseArgs({ args, options: { port: { type: "string" } } }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
   const config = loadConfig(values.port === undefined ? process.env : { ...process.env, PORT: values.port });
   await ensureDatabaseExists(config.databaseUrl);
   const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });

@@ -1,42 +1,31 @@
+#!/usr/bin/env node
 /**
- * `npm run cli -- <command>`: operator commands.
- *
- *   migrate                                   apply pending schema migrations
- *   keys create --affiliate <id> [--label <text>] [--rate-limit <points>/<seconds>s] [--json]
- *   keys list [--json]                        never prints keys, only their ids
- *   keys revoke <keyId>
- *   keys set-rate-limit <keyId> <points>/<seconds>s|default
- *   import <file> [--format jsonl|csv]        users and wagers from JSON Lines or CSV, through ingest
- *   seed [--seed 42] [--affiliates …] …       deterministic synthetic data (see data-commands.ts)
- *   verify                                    recompute every rollup from raw wagers; exit 1 on a mismatch
- *   demo                                      load demo data, create a demo key, serve
+ * The `topwagers` command (`npm run cli -- <command>` from a checkout):
+ * operator commands. Their usage lives in usage.ts; `--help` on any command
+ * prints it and exits 0 without reading settings or touching the database.
+ * Exit codes: 0 done, 1 the data said no (unknown key id, mismatch, bad
+ * lines, unreachable database), 2 the command line or a setting is wrong.
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { generateApiKey } from "../auth/api-key-secret.js";
 import { ConfigError, loadConfig } from "../config.js";
+import { isEntryPoint } from "../entry.js";
 import { insertApiKey, listApiKeys, revokeApiKey, setApiKeyRateLimit } from "../storage/api-keys.js";
-import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
-import { migrate } from "../storage/migrations.js";
+import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
+import { LATEST_SCHEMA_VERSION, migrate, migrationStatus } from "../storage/migrations.js";
+import { DataError, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
+import { programUsage, usageFor, wantsHelp } from "./usage.js";
 
-const USAGE = `usage: npm run cli -- <command>
+export { DataError, UsageError, withDatabase };
 
-  migrate                                      apply pending schema migrations
-  keys create --affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--json]
-  keys list [--json]
-  keys revoke <keyId>
-  keys set-rate-limit <keyId> <points>/<seconds>s|default
-  import <file> [--format jsonl|csv]           users and wagers from JSON Lines or CSV (see README)
-  seed [--seed 42] [--affiliates 2000] [--users <n>] [--wagers 1000000] [--months 12]
-       [--end <unixSeconds>] [--prefix <text>] [--method auto|record|bulk]
-                                               deterministic synthetic users and wagers
-  verify [--max-report 100]                    recompute every rollup from raw wagers; exit 1 on a mismatch
-  demo [--port <port>]                         demo data, a demo key, and the server
-
-Settings come from the environment (DATABASE_URL, PORT, ...; see README).`;
-
-export class UsageError extends Error {}
+/** The version in package.json (dist/src/cli/main.js → ../../../package.json). */
+export function programVersion(): string {
+  const text = readFileSync(new URL("../../../package.json", import.meta.url), "utf8");
+  return String((JSON.parse(text) as { version?: unknown }).version);
+}
 
 /** "100/60s" → { points: 100, windowSeconds: 60 } */
 export function parseRateLimit(text: string): { points: number; windowSeconds: number } {
@@ -45,19 +34,6 @@ export function parseRateLimit(text: string): { points: number; windowSeconds: n
     throw new UsageError(`--rate-limit must look like <points>/<seconds>s, e.g. 120/60s; got "${text}"`);
   }
   return { points: Number(match[1]), windowSeconds: Number(match[2]) };
-}
-
-/** Runs `work` on the configured database, created and migrated first if needed. */
-export async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  await ensureDatabaseExists(config.databaseUrl);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
-  try {
-    await migrate(db.write);
-    return await work(db);
-  } finally {
-    await db.close();
-  }
 }
 
 /** The options of the keys commands; a misspelt or incomplete option is a usage error (exit 2). */
@@ -146,7 +122,7 @@ async function keysCommand(args: string[]): Promise<void> {
       const id = positionals[0];
       if (id === undefined) throw new UsageError("keys revoke needs the key id (see: npm run cli -- keys list)");
       const found = await withDatabase((db) => revokeApiKey(db.write, id));
-      if (!found) throw new UsageError(`no key with id ${id} (see: npm run cli -- keys list)`);
+      if (!found) throw new DataError(`no key with id ${id} (see: npm run cli -- keys list)`);
       process.stdout.write(`Revoked ${id}. Running servers refuse it within 5 seconds.\n`);
       return;
     }
@@ -157,7 +133,7 @@ async function keysCommand(args: string[]): Promise<void> {
       }
       const rateLimit = limitText === "default" ? null : parseRateLimit(limitText);
       const found = await withDatabase((db) => setApiKeyRateLimit(db.write, id, rateLimit));
-      if (!found) throw new UsageError(`no key with id ${id} (see: npm run cli -- keys list)`);
+      if (!found) throw new DataError(`no key with id ${id} (see: npm run cli -- keys list)`);
       process.stdout.write(`Rate limit of ${id} is now ${limitText}. Running servers apply it within 5 seconds.\n`);
       return;
     }
@@ -166,22 +142,78 @@ async function keysCommand(args: string[]): Promise<void> {
   }
 }
 
-export async function runCli(argv: string[]): Promise<void> {
-  const [command, ...args] = argv;
-  switch (command) {
-    case "migrate": {
-      const config = loadConfig();
-      await ensureDatabaseExists(config.databaseUrl);
-      const db = await openDatabase({ url: config.databaseUrl, poolSize: 1 });
-      try {
-        const report = await migrate(db.write);
-        for (const m of report.applied) process.stdout.write(`Applied migration ${m.version}: ${m.name}\n`);
-        process.stdout.write(`Schema is at version ${report.current}.\n`);
-      } finally {
-        await db.close();
+async function migrateCommand(args: string[]): Promise<void> {
+  let values: { status: boolean; json: boolean };
+  try {
+    const parsed = parseArgs({
+      args,
+      allowPositionals: false,
+      options: { status: { type: "boolean", default: false }, json: { type: "boolean", default: false } },
+    });
+    values = { status: parsed.values.status === true, json: parsed.values.json === true };
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const config = loadConfig();
+  if (values.status) {
+    const db = await openDatabase({ url: config.databaseUrl, poolSize: 1 });
+    try {
+      const status = await migrationStatus(db.write);
+      const current = Math.max(0, ...status.applied.map((m) => m.version));
+      if (values.json) {
+        printJson({
+          database: db.name,
+          databaseExists: status.databaseExists,
+          schemaVersion: current,
+          latestVersion: LATEST_SCHEMA_VERSION,
+          applied: status.applied,
+          pending: status.pending.map((m) => ({ version: m.version, name: m.name })),
+        });
+        return;
       }
+      if (!status.databaseExists)
+        process.stdout.write(`Database ${db.name} does not exist yet (migrate creates it).\n`);
+      for (const m of status.applied) {
+        const at = new Date(m.appliedAt * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+        process.stdout.write(`applied  ${String(m.version).padStart(3)}  ${m.name}  (${at})\n`);
+      }
+      for (const m of status.pending) process.stdout.write(`pending  ${String(m.version).padStart(3)}  ${m.name}\n`);
+      process.stdout.write(
+        `Schema is at version ${current}; ${status.pending.length === 0 ? "nothing pending" : `${status.pending.length} pending (apply with: ${"topwagers migrate"})`}.\n`,
+      );
+    } finally {
+      await db.close();
+    }
+    return;
+  }
+  await ensureDatabaseExists(config.databaseUrl);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: 1 });
+  try {
+    const report = await migrate(db.write);
+    if (values.json) {
+      printJson({
+        database: db.name,
+        schemaVersion: report.current,
+        applied: report.applied.map((m) => ({ version: m.version, name: m.name })),
+      });
       return;
     }
+    for (const m of report.applied) process.stdout.write(`Applied migration ${m.version}: ${m.name}\n`);
+    process.stdout.write(`Schema is at version ${report.current}.\n`);
+  } finally {
+    await db.close();
+  }
+}
+
+export async function runCli(argv: string[]): Promise<void> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${usageFor(argv)}\n`);
+    return;
+  }
+  const [command, ...args] = argv;
+  switch (command) {
+    case "migrate":
+      return migrateCommand(args);
     case "keys":
       return keysCommand(args);
     case "import":
@@ -192,21 +224,27 @@ export async function runCli(argv: string[]): Promise<void> {
       return verifyCommand(args);
     case "demo":
       return runDemo(args);
+    case "--version":
+    case "-V":
+    case "version":
+      process.stdout.write(`${programVersion()}\n`);
+      return;
     case undefined:
+      process.stdout.write(`${programUsage()}\n`);
+      return;
     case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(`${USAGE}\n`);
+      process.stdout.write(`${usageFor(args)}\n`);
       return;
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  runCli(process.argv.slice(2)).catch((error: unknown) => {
+/** Runs the CLI and exits with its code: 0 done, 1 data error or failure, 2 usage or settings error. */
+export function main(argv: string[]): void {
+  runCli(argv).catch((error: unknown) => {
     if (error instanceof UsageError) {
-      process.stderr.write(`error: ${error.message}\n\n${USAGE}\n`);
+      process.stderr.write(`error: ${error.message}\n\n${usageFor(argv)}\n`);
       process.exit(2);
     }
     if (error instanceof ConfigError) {
@@ -217,3 +255,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(1);
   });
 }
+
+if (isEntryPoint(import.meta.url)) main(process.argv.slice(2));

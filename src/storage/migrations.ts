@@ -171,3 +171,35 @@ export async function currentSchemaVersion(pool: Pool): Promise<number> {
 }
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+export interface MigrationStatus {
+  /** Whether the database itself exists yet (`migrate` creates it). */
+  readonly databaseExists: boolean;
+  readonly applied: readonly { readonly version: number; readonly name: string; readonly appliedAt: number }[];
+  readonly pending: readonly Migration[];
+}
+
+/** Applied and pending migrations, read only: nothing is created or applied. */
+export async function migrationStatus(
+  pool: Pool,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<MigrationStatus> {
+  let databaseExists = true;
+  let rows: RowDataPacket[] = [];
+  try {
+    [rows] = await pool.query<RowDataPacket[]>(
+      "SELECT version, name, applied_at FROM schema_migrations ORDER BY version",
+    );
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ER_BAD_DB_ERROR") databaseExists = false;
+    else if (code !== "ER_NO_SUCH_TABLE") throw error;
+  }
+  const applied = rows.map((r) => ({
+    version: Number(r.version),
+    name: String(r.name),
+    appliedAt: Number(r.applied_at),
+  }));
+  const done = new Set(applied.map((m) => m.version));
+  return { databaseExists, applied, pending: migrations.filter((m) => !done.has(m.version)) };
+}

@@ -94,11 +94,16 @@ export interface ServerProcess {
  */
 export async function startServerProcess(
   env: Record<string, string>,
-  options: { readonly nodeArgs?: readonly string[]; readonly startTimeoutMs?: number } = {},
+  options: {
+    readonly nodeArgs?: readonly string[];
+    readonly startTimeoutMs?: number;
+    /** The path Node is given (default: dist/src/main.js), e.g. one through a symlink. */
+    readonly entry?: string;
+  } = {},
 ): Promise<ServerProcess> {
   const startTimeoutMs = options.startTimeoutMs ?? 20_000;
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run -s build first`);
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), SERVER_ENTRY], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.entry ?? SERVER_ENTRY], {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOST: "127.0.0.1",

@@ -1,0 +1,32 @@
+/**
+ * What every CLI command shares: its two kinds of failure and the database it
+ * works on. Kept apart from main.ts so command modules do not import the entry
+ * point (and main.ts can import them without a cycle).
+ */
+import { loadConfig } from "../config.js";
+import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
+import { migrate } from "../storage/migrations.js";
+
+/** The command line itself is wrong: exit 2, with the command's usage. */
+export class UsageError extends Error {}
+
+/** The command line is fine but the data says no (an unknown key id, …): exit 1, one line. */
+export class DataError extends Error {}
+
+/** Runs `work` on the configured database, created and migrated first if needed. */
+export async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  await ensureDatabaseExists(config.databaseUrl);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
+  try {
+    await migrate(db.write);
+    return await work(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Writes one JSON document (and a newline) to stdout: what `--json` prints. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}

@@ -1,0 +1,109 @@
+/**
+ * The usage text of every command and subcommand, in one table. `--help` (or
+ * `-h`) anywhere on a command line prints the entry of the longest matching
+ * command path and exits 0 before anything else runs (no settings read, no
+ * database touched); a usage error prints the same entry after the error.
+ * A new command or subcommand only needs a row here.
+ */
+
+export interface CommandUsage {
+  /** The arguments after the command path, e.g. `<keyId> [--json]`. */
+  readonly synopsis: string;
+  /** One or more lines saying what it does. */
+  readonly summary: string;
+  /** Extra lines (options, exit codes); printed by `--help` only. */
+  readonly details?: string;
+}
+
+export const PROGRAM = "topwagers";
+
+export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
+  migrate: {
+    synopsis: "[--status] [--json]",
+    summary: "apply pending schema migrations (--status: list applied and pending ones, apply nothing)",
+    details:
+      "  --status   list applied and pending migrations without applying any (nor creating the database)\n" +
+      "  --json     print one JSON document on stdout instead of text",
+  },
+  "keys create": {
+    synopsis: "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--json]",
+    summary: "create an API key for an affiliate; the key is printed once, only its hash is stored",
+  },
+  "keys list": {
+    synopsis: "[--json]",
+    summary: "list keys (ids, affiliates, status, rate limits); never prints a key",
+  },
+  "keys revoke": {
+    synopsis: "<keyId>",
+    summary: "revoke a key; running servers refuse it within 5 seconds",
+  },
+  "keys set-rate-limit": {
+    synopsis: "<keyId> <points>/<seconds>s|default",
+    summary: "set a key's own rate limit, or go back to the default",
+  },
+  import: {
+    synopsis: "<file> [--format jsonl|csv] [--json]",
+    summary: "import users and wagers from JSON Lines or CSV, through ingest (see README)",
+    details:
+      "  --format   jsonl or csv (default: from the file name, else the first line)\n" +
+      "  --json     print the report as one JSON document on stdout\n" +
+      "Exit 1 when a line was refused (each is reported on stderr).",
+  },
+  seed: {
+    synopsis:
+      "[--seed 42] [--affiliates 2000] [--users <n>] [--wagers 1000000] [--months 12] " +
+      "[--end <unixSeconds>] [--prefix <text>] [--method auto|record|bulk] [--json]",
+    summary: "deterministic synthetic users and wagers (the same options give the same data)",
+  },
+  verify: {
+    synopsis: "[--max-report 100] [--json]",
+    summary: "recompute every rollup from the raw wagers; exit 1 on a mismatch",
+  },
+  demo: {
+    synopsis: "[--port <port>]",
+    summary: "load demo data, create a demo key, and serve",
+  },
+};
+
+const FOOTER =
+  "Settings come from the environment (DATABASE_URL, PORT, ...; see README).\n" +
+  `From a checkout, \`npm run cli -- <command>\` is the same as \`${PROGRAM} <command>\`.`;
+
+function line(path: string, usage: CommandUsage): string {
+  return `  ${PROGRAM} ${path} ${usage.synopsis}\n      ${usage.summary}`;
+}
+
+/** The whole program's usage. */
+export function programUsage(): string {
+  const lines = Object.entries(COMMANDS).map(([path, usage]) => line(path, usage));
+  return (
+    `usage: ${PROGRAM} <command> [options]\n\n${lines.join("\n")}\n` +
+    `  ${PROGRAM} --version\n  ${PROGRAM} <command> --help\n\n${FOOTER}`
+  );
+}
+
+/** The usage of the longest command path `args` starts with; the program's when none matches. */
+export function usageFor(args: readonly string[]): string {
+  const words = args.filter((a) => !a.startsWith("-"));
+  for (let n = Math.min(words.length, 2); n >= 1; n -= 1) {
+    const path = words.slice(0, n).join(" ");
+    const exact = COMMANDS[path];
+    if (exact !== undefined) {
+      return `usage: ${PROGRAM} ${path} ${exact.synopsis}\n\n${exact.summary}\n${exact.details === undefined ? "" : `\n${exact.details}\n`}\n${FOOTER}`;
+    }
+    const group = Object.entries(COMMANDS).filter(([p]) => p.startsWith(`${path} `));
+    if (group.length > 0) {
+      return `usage: ${PROGRAM} ${path} <subcommand>\n\n${group.map(([p, u]) => line(p, u)).join("\n")}\n\n${FOOTER}`;
+    }
+  }
+  return programUsage();
+}
+
+/** Whether the command line asks for help: `--help` or `-h` before any `--`. */
+export function wantsHelp(args: readonly string[]): boolean {
+  for (const arg of args) {
+    if (arg === "--") return false;
+    if (arg === "--help" || arg === "-h") return true;
+  }
+  return false;
+}

@@ -1,0 +1,212 @@
+/**
+ * Opt-in OpenTelemetry tracing. Off unless `OTEL_TRACES_EXPORTER` is `otlp` or
+ * `console`; when off nothing of OpenTelemetry is even loaded (the packages are
+ * imported here on demand only) and requests take exactly the path they take
+ * without this module.
+ *
+ * When on, every request on either listener (REST, Connect, gRPC, gRPC-Web,
+ * health, ingest) gets a SERVER span that continues the caller's W3C
+ * `traceparent` / `tracestate` (the caller's sampling decision is kept: the
+ * default sampler is parent-based), and every database query made while a
+ * span is active gets a CLIENT child span with its parameterised SQL text
+ * (never the bound values).
+ *
+ * Settings, as the OpenTelemetry specification names them:
+ *   OTEL_TRACES_EXPORTER          unset / none (off, the default), otlp, console
+ *   OTEL_EXPORTER_OTLP_ENDPOINT   e.g. http://otel-collector:4318 (OTLP over HTTP; read by the exporter)
+ *   OTEL_SERVICE_NAME             default "topwagers"
+ *   OTEL_TRACES_SAMPLER(_ARG)     default parentbased_always_on (read by the SDK)
+ */
+import type * as Api from "@opentelemetry/api";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { PoolConnection, Pool as PromisePool } from "mysql2/promise";
+import type { RequestHandler } from "../api/public-server.js";
+import { ConfigError } from "../config.js";
+import type { Database } from "../storage/database.js";
+
+export interface Tracing {
+  /** Wraps a listener's request handler: one SERVER span per request, continuing the caller's trace. */
+  wrapHandler(handler: RequestHandler, routeOf?: (path: string) => string | undefined): RequestHandler;
+  /** Makes the database's pools report a CLIENT span per query made inside a traced request. */
+  traceDatabase(database: Database): void;
+  /** Exports what is buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+export type TracesExporterName = "none" | "otlp" | "console";
+
+/** The exporter OTEL_TRACES_EXPORTER asks for ("none" when unset or OTEL_SDK_DISABLED=true). */
+export function tracesExporterName(env: NodeJS.ProcessEnv): TracesExporterName {
+  if ((env.OTEL_SDK_DISABLED ?? "").toLowerCase() === "true") return "none";
+  const value = (env.OTEL_TRACES_EXPORTER ?? "").trim().toLowerCase();
+  if (value === "" || value === "none") return "none";
+  if (value === "otlp" || value === "console") return value;
+  throw new ConfigError([`OTEL_TRACES_EXPORTER must be none, otlp or console, got "${env.OTEL_TRACES_EXPORTER}"`]);
+}
+
+/** Tracing as the environment asks for it, or undefined (and nothing loaded) when it is off. */
+export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<Tracing | undefined> {
+  const name = tracesExporterName(env);
+  if (name === "none") return undefined;
+  let exporter: SpanExporter;
+  if (name === "otlp") {
+    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
+    exporter = new OTLPTraceExporter();
+  } else {
+    const { ConsoleSpanExporter } = await import("@opentelemetry/sdk-trace-base");
+    exporter = new ConsoleSpanExporter();
+  }
+  return createTracing({ exporter, serviceName: env.OTEL_SERVICE_NAME || "topwagers" });
+}
+
+const RPC_PATH = /^\/([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+)\/([A-Za-z_]\w*)$/;
+const TRACED = Symbol("topwagers.traced");
+
+/**
+ * Tracing to `exporter`. `simple` exports each span as it ends (tests);
+ * otherwise spans are batched.
+ */
+export async function createTracing(options: {
+  readonly exporter: SpanExporter;
+  readonly serviceName?: string;
+  readonly simple?: boolean;
+}): Promise<Tracing> {
+  const api: typeof Api = await import("@opentelemetry/api");
+  const { AsyncLocalStorageContextManager } = await import("@opentelemetry/context-async-hooks");
+  const { W3CTraceContextPropagator } = await import("@opentelemetry/core");
+  const { resourceFromAttributes } = await import("@opentelemetry/resources");
+  const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } = await import(
+    "@opentelemetry/sdk-trace-base"
+  );
+
+  // One context manager per process; a second tracing (tests) reuses the first.
+  const manager = new AsyncLocalStorageContextManager().enable();
+  if (!api.context.setGlobalContextManager(manager)) manager.disable();
+  const propagator = new W3CTraceContextPropagator();
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ "service.name": options.serviceName ?? "topwagers" }),
+    spanProcessors: [
+      options.simple === true ? new SimpleSpanProcessor(options.exporter) : new BatchSpanProcessor(options.exporter),
+    ],
+  });
+  const tracer = provider.getTracer("topwagers");
+  const headerGetter: Api.TextMapGetter<Record<string, string | string[] | undefined>> = {
+    keys: (carrier) => Object.keys(carrier),
+    get: (carrier, key) => carrier[key],
+  };
+
+  function wrapHandler(handler: RequestHandler, routeOf?: (path: string) => string | undefined): RequestHandler {
+    return (req, res) => {
+      const parent = propagator.extract(api.ROOT_CONTEXT, req.headers, headerGetter);
+      const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
+      const method = req.method ?? "GET";
+      const contentType = String(req.headers["content-type"] ?? "");
+      const rpc = RPC_PATH.exec(path);
+      const attributes: Api.Attributes = {
+        "http.request.method": method,
+        "url.path": path,
+        "network.protocol.version": req.httpVersion,
+      };
+      let name: string;
+      if (rpc !== null) {
+        name = `${rpc[1]}/${rpc[2]}`;
+        attributes["rpc.system"] = contentType.startsWith("application/grpc") ? "grpc" : "connect_rpc";
+        attributes["rpc.service"] = rpc[1] as string;
+        attributes["rpc.method"] = rpc[2] as string;
+        if (contentType.startsWith("application/grpc-web")) attributes["rpc.grpc_web"] = true;
+      } else {
+        const route = routeOf?.(path);
+        name = route === undefined ? method : `${method} ${route}`;
+        if (route !== undefined) attributes["http.route"] = route;
+      }
+      const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
+      // gRPC reports its outcome in trailers (HTTP/2); keep the status when it is set there.
+      const withTrailers = res as { addTrailers?: (t: Record<string, string | number>) => void };
+      if (typeof withTrailers.addTrailers === "function") {
+        const addTrailers = withTrailers.addTrailers.bind(res);
+        withTrailers.addTrailers = (trailers) => {
+          const status = trailers["grpc-status"];
+          if (status !== undefined) span.setAttribute("rpc.grpc.status_code", Number(status));
+          addTrailers(trailers);
+        };
+      }
+      res.once("close", () => {
+        span.setAttribute("http.response.status_code", res.statusCode);
+        const grpcStatus = res.getHeader("grpc-status");
+        if (grpcStatus !== undefined) span.setAttribute("rpc.grpc.status_code", Number(grpcStatus));
+        if (res.statusCode >= 500) span.setStatus({ code: api.SpanStatusCode.ERROR });
+        span.end();
+      });
+      api.context.with(api.trace.setSpan(parent, span), () => handler(req, res));
+    };
+  }
+
+  function traced<A extends unknown[], R>(
+    run: (...args: A) => Promise<R>,
+    database: Database,
+  ): (...args: A) => Promise<R> {
+    return (...args: A) => {
+      const active = api.context.active();
+      if (api.trace.getSpan(active) === undefined) return run(...args);
+      const first = args[0];
+      const sql = typeof first === "string" ? first : String((first as { sql?: unknown } | undefined)?.sql ?? "");
+      const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "QUERY";
+      const span = tracer.startSpan(
+        `${operation} ${database.name}`,
+        {
+          kind: api.SpanKind.CLIENT,
+          attributes: {
+            "db.system.name": database.flavour,
+            "db.namespace": database.name,
+            "db.operation.name": operation,
+            "db.query.text": sql.length > 2000 ? `${sql.slice(0, 2000)}…` : sql,
+          },
+        },
+        active,
+      );
+      return api.context
+        .with(api.trace.setSpan(active, span), () => run(...args))
+        .then(
+          (result) => {
+            span.end();
+            return result;
+          },
+          (error: unknown) => {
+            span.recordException(error instanceof Error ? error : String(error));
+            span.setStatus({ code: api.SpanStatusCode.ERROR });
+            span.end();
+            throw error;
+          },
+        );
+    };
+  }
+
+  function traceQueries(target: PromisePool | PoolConnection, database: Database): void {
+    const marked = target as unknown as Record<symbol, boolean>;
+    if (marked[TRACED] === true) return;
+    marked[TRACED] = true;
+    const loose = target as unknown as Record<"query" | "execute", (...args: unknown[]) => Promise<unknown>>;
+    loose.query = traced(loose.query.bind(target), database);
+    loose.execute = traced(loose.execute.bind(target), database);
+  }
+
+  function traceDatabase(database: Database): void {
+    for (const pool of new Set([database.read, database.write])) {
+      traceQueries(pool, database);
+      const getConnection = pool.getConnection.bind(pool);
+      pool.getConnection = async () => {
+        const connection = await getConnection();
+        traceQueries(connection, database);
+        return connection;
+      };
+    }
+  }
+
+  return {
+    wrapHandler,
+    traceDatabase,
+    async shutdown() {
+      await provider.shutdown();
+    },
+  };
+}
