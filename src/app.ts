@@ -26,6 +26,7 @@ import { callerKey, topWagersService } from "./api/top-wagers-service.js";
 import { Authenticator } from "./auth/authenticator.js";
 import type { Config } from "./config.js";
 import { asConnectError, codeName, reportUnparsableMessagesAsInvalid } from "./errors.js";
+import { ChangeFeed } from "./leaderboard/change-feed.js";
 import { Leaderboard } from "./leaderboard/top-wagers.js";
 import { FailedAuthLimiter } from "./limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "./limits/rate-limiter.js";
@@ -55,7 +56,12 @@ export interface App {
   readonly handler: RequestHandler;
   readonly metrics: Metrics;
   readonly leaderboard: Leaderboard;
-  /** Marks the app as shutting down: readiness and gRPC health turn to not serving. */
+  /**
+   * A change was committed (by this instance, or another one said so through Redis): read the
+   * change feed now instead of at the next poll.
+   */
+  changesCommitted(): void;
+  /** Marks the app as shutting down: readiness and gRPC health turn to not serving; stops the change feed. */
   stopServing(): void;
 }
 
@@ -82,16 +88,28 @@ export function createApp(config: Config, database: Database, options: AppOption
     new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
     new FailedAuthLimiter(options.failedAuthPolicy),
   );
-  const leaderboard = new Leaderboard({
+  // With a result cache, every instance follows the change feed so that a committed change is
+  // on its answers within a second, whoever wrote it (see leaderboard/change-feed.ts).
+  let leaderboard: Leaderboard | undefined;
+  const feed =
+    config.cacheTtlMs > 0
+      ? new ChangeFeed(database.read, { logger, onChanges: (changes) => leaderboard?.applyChanges(changes) })
+      : undefined;
+  leaderboard = new Leaderboard({
     pool: database.read,
     defaultAvatarUrl: config.defaultAvatarUrl,
     cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(feed === undefined ? {} : { freshness: feed }),
   });
+  feed?.start();
   const metrics =
     options.metrics ??
     new Metrics({
       cacheStats: () => leaderboard.cacheStats,
+      ...(feed === undefined
+        ? {}
+        : { changeFeed: () => ({ ...feed.stats, invalidations: leaderboard?.invalidations ?? 0 }) }),
       pools: { read: database.read, write: database.write },
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });
@@ -185,8 +203,12 @@ export function createApp(config: Config, database: Database, options: AppOption
     handler,
     metrics,
     leaderboard,
+    changesCommitted() {
+      feed?.pollSoon();
+    },
     stopServing() {
       serving = false;
+      void feed?.stop();
     },
   };
 }

@@ -9,6 +9,7 @@ import { createPublicServer, type PublicServer } from "./api/public-server.js";
 import { createApp } from "./app.js";
 import { type Config, ConfigError, loadConfig, redact } from "./config.js";
 import { isEntryPoint } from "./entry.js";
+import { createChangeWakeups } from "./leaderboard/change-wakeups.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
 import { tracesExporterName, tracingFromEnv } from "./observability/tracing.js";
@@ -41,9 +42,18 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
   });
+  const wakeups =
+    config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
   const publicServer = createPublicServer(app.handler);
   const port = await listen(publicServer, config.port, config.host);
-  const internalApp = createInternalApp(config, database, { logger, metrics: app.metrics });
+  const internalApp = createInternalApp(config, database, {
+    logger,
+    metrics: app.metrics,
+    onCommitted() {
+      app.changesCommitted();
+      wakeups?.announce();
+    },
+  });
   const internalServer = createPublicServer(
     tracing === undefined ? internalApp.handler : tracing.wrapHandler(internalApp.handler),
   );
@@ -70,7 +80,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     async stop() {
       app.stopServing();
       await Promise.all([publicServer.close(8_000), internalServer.close(8_000)]);
-      await Promise.all([database.close(), redis?.close(), tracing?.shutdown()]);
+      await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");
       logger.flush();
     },

@@ -63,7 +63,8 @@ describe("result cache over REST", () => {
     const first = await post(cached, keys.cached ?? "", period);
     expect(first).toEqual({
       status: 200,
-      cacheControl: "private, max-age=10",
+      // Changes reach every instance within a second, so callers may reuse an answer for 1 s.
+      cacheControl: "private, max-age=1",
       body: {
         data: [
           { username: "user119", avatar: "https://www.gravatar.com/avatar/?d=mp&s=256", totalWagered: 120 },
@@ -72,10 +73,26 @@ describe("result cache over REST", () => {
         errors: null,
       },
     });
-    // A new wager lands; the cached answer does not see it until it expires.
-    await addWagers(cached.database.db, [wager("u0", "1000", DAY + 7200)]);
+    // The same question again is answered from the cache: no database query.
+    const before = cached.app.leaderboard.cacheStats;
     const second = await post(cached, keys.cached ?? "", period);
     expect(second).toEqual(first);
+    expect(cached.app.leaderboard.cacheStats).toEqual({ ...before, hits: before.hits + 1 });
+    // A new wager lands; the change feed drops the cached answer within a second.
+    await addWagers(cached.database.db, [wager("u0", "1000", DAY + 7200)]);
+    const committedAt = Date.now();
+    let seen = await post(cached, keys.cached ?? "", period);
+    while (seen.body.data.length > 0 && (seen.body.data[0] as { totalWagered: number }).totalWagered !== 1001) {
+      if (Date.now() - committedAt > 1000) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      seen = await post(cached, keys.cached ?? "", period);
+    }
+    expect(Date.now() - committedAt).toBeLessThanOrEqual(1000);
+    expect(seen.body.data[0]).toEqual({
+      username: "user000",
+      avatar: "https://www.gravatar.com/avatar/?d=mp&s=256",
+      totalWagered: 1001,
+    });
     // The uncached server sees it at once and tells callers not to store the answer.
     await addWagers(uncached.database.db, [wager("u0", "1000", DAY + 7200)]);
     const fresh = await post(uncached, keys.uncached ?? "", period);
@@ -95,13 +112,13 @@ describe("result cache over REST", () => {
     expect(five.body.data).toEqual(hundred.body.data.slice(0, 5));
   });
 
-  it("caches periods that ended over a day ago thirty times longer", async () => {
+  it("never tells callers to reuse an answer longer than 1 s, settled periods included", async () => {
     const settled = await post(cached, keys.cached ?? "", {
       startTimestamp: DAY - 10 * 86_400,
       endTimestamp: DAY - 2 * 86_400,
       numUsers: 3,
     });
-    expect(settled).toEqual({ status: 200, cacheControl: "private, max-age=300", body: { data: [], errors: null } });
+    expect(settled).toEqual({ status: 200, cacheControl: "private, max-age=1", body: { data: [], errors: null } });
   });
 });
 
@@ -144,5 +161,45 @@ describe("single flight", () => {
       avatar: "https://d.example/a.png",
       totalWagered: "1001",
     });
+  });
+});
+
+describe("entry lifetimes", () => {
+  it("keeps a running period for CACHE_TTL_MS and one that ended over a day ago 360 times longer", async () => {
+    let queries = 0;
+    const pool = cached.database.db.read;
+    const counting = new Proxy(pool, {
+      get(target, property, receiver) {
+        if (property === "execute") {
+          return (...args: Parameters<Pool["execute"]>) => {
+            queries += 1;
+            return target.execute(...args);
+          };
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    let now = NOW;
+    const leaderboard = new Leaderboard({
+      pool: counting,
+      defaultAvatarUrl: "https://d.example/a.png",
+      cacheTtlMs: 1_000,
+      now: () => now,
+    });
+    const running = { start: DAY, end: NOW + 3600, numUsers: 1 };
+    const settled = { start: DAY - 10 * 86_400, end: DAY - 2 * 86_400, numUsers: 1 };
+    await leaderboard.topWagersForPeriod(1, running);
+    await leaderboard.topWagersForPeriod(1, settled);
+    const afterFirst = queries;
+    now += 1; // 1 s later: the running period's entry (1 s) has expired, the settled one (360 s) has not
+    await leaderboard.topWagersForPeriod(1, running);
+    await leaderboard.topWagersForPeriod(1, settled);
+    expect(queries - afterFirst).toBeGreaterThan(0);
+    const afterSecond = queries;
+    await leaderboard.topWagersForPeriod(1, settled);
+    expect(queries).toBe(afterSecond);
+    now += 359; // 360 s after it was stored
+    await leaderboard.topWagersForPeriod(1, settled);
+    expect(queries).toBeGreaterThan(afterSecond);
   });
 });

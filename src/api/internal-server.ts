@@ -34,6 +34,8 @@ export interface InternalAppOptions {
   readonly logger?: Logger;
   /** Ingest counters and call timings go here (the app's registry, so one GET /metrics shows both). */
   readonly metrics?: Metrics;
+  /** Called after each ingest commit that may change a leaderboard (change-feed wake-ups). */
+  readonly onCommitted?: () => void;
 }
 
 export interface InternalApp {
@@ -53,6 +55,7 @@ export function createInternalApp(config: Config, database: Database, options: I
   const token = new IngestTokenCheck(config.ingestToken);
   const ingest = new WagerIngest(database.write, {
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.onCommitted === undefined ? {} : { onCommitted: options.onCommitted }),
     ...(metrics === undefined
       ? {}
       : {
@@ -63,6 +66,11 @@ export function createInternalApp(config: Config, database: Database, options: I
             },
             upserted(users) {
               metrics.upsertedUsers.inc(users);
+            },
+            voided(outcome) {
+              metrics.voidedWagers.inc({ result: "voided" }, outcome.voided);
+              metrics.voidedWagers.inc({ result: "already_voided" }, outcome.alreadyVoided);
+              metrics.voidedWagers.inc({ result: "pending" }, outcome.pending);
             },
           },
         }),

@@ -10,6 +10,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import {
   RecordWagersResponseSchema,
   UpsertUsersResponseSchema,
+  VoidWagersResponseSchema,
   type WagerIngestService,
 } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { ServiceError, type Violation } from "../errors.js";
@@ -57,6 +58,16 @@ export function wagerIngestService(ingest: WagerIngest): ServiceImpl<typeof Wage
           return create(RecordWagersResponseSchema, { recorded: result.recorded, duplicates: result.duplicates });
       }
     },
+
+    async voidWagers(request) {
+      const result = await guard(() => ingest.voidWagers(request.wagerIds));
+      if (result.kind === "invalid") throw invalidBatch(result, "wagerIds");
+      return create(VoidWagersResponseSchema, {
+        voided: result.voided,
+        alreadyVoided: result.alreadyVoided,
+        pending: result.pending,
+      });
+    },
   };
 }
 
@@ -85,7 +96,7 @@ async function guard<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-function invalidBatch(result: Invalid, list: "users" | "wagers"): ServiceError {
+function invalidBatch(result: Invalid, list: "users" | "wagers" | "wagerIds"): ServiceError {
   const violations: Violation[] = [];
   if (result.batchProblem !== undefined) violations.push({ field: list, message: result.batchProblem });
   for (const item of result.items) {

@@ -13,7 +13,8 @@ import {
   type WagerRecord,
 } from "../storage/ingest.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../storage/transactions.js";
-import { checkUser, checkWager, MAX_BATCH, type WagerInput } from "./validation.js";
+import { type VoidOutcome, voidWagerBatch } from "../storage/voids.js";
+import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
 
 /** One item of a batch that breaks a rule. */
 export interface ItemProblem {
@@ -33,10 +34,13 @@ export type Invalid = {
 export type RecordWagersResult = RecordOutcome | Invalid;
 export type UpsertUsersResult = { readonly kind: "upserted"; readonly upserted: number } | Invalid;
 
+export type VoidWagersResult = ({ readonly kind: "voided" } & VoidOutcome) | Invalid;
+
 export interface IngestCounters {
   /** Called after a commit with what it did. */
   recorded?(recorded: number, duplicates: number): void;
   upserted?(users: number): void;
+  voided?(outcome: VoidOutcome): void;
 }
 
 export interface WagerIngestOptions {
@@ -44,6 +48,8 @@ export interface WagerIngestOptions {
   readonly now?: () => number;
   readonly retry?: RetryPolicy;
   readonly counters?: IngestCounters;
+  /** Called after every commit that may change a leaderboard (the app reads its change feed at once). */
+  readonly onCommitted?: () => void;
 }
 
 export class WagerIngest {
@@ -68,6 +74,7 @@ export class WagerIngest {
     if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
     const upserted = await upsertUserBatch(this.pool, users, this.retry);
     this.options.counters?.upserted?.(upserted);
+    if (upserted > 0) this.options.onCommitted?.();
     return { kind: "upserted", upserted };
   }
 
@@ -83,8 +90,26 @@ export class WagerIngest {
     }
     if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
     const outcome = await recordWagerBatch(this.pool, valid, this.retry);
-    if (outcome.kind === "recorded") this.options.counters?.recorded?.(outcome.recorded, outcome.duplicates);
+    if (outcome.kind === "recorded") {
+      this.options.counters?.recorded?.(outcome.recorded, outcome.duplicates);
+      if (outcome.recorded > 0) this.options.onCommitted?.();
+    }
     return outcome;
+  }
+
+  /** Voids wagers by id (see storage/voids.ts): all or nothing; one bad id refuses the call. */
+  async voidWagers(wagerIds: readonly string[]): Promise<VoidWagersResult> {
+    const batchProblem = batchSizeProblem(wagerIds.length, "wager ids");
+    const items: ItemProblem[] = [];
+    for (const [index, id] of wagerIds.entries()) {
+      const problems = idProblems("id", id);
+      if (problems.length > 0) items.push({ index, id, problems });
+    }
+    if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
+    const outcome = await voidWagerBatch(this.pool, wagerIds, this.retry);
+    this.options.counters?.voided?.(outcome);
+    if (outcome.voided > 0) this.options.onCommitted?.();
+    return { kind: "voided", ...outcome };
   }
 }
 

@@ -3,19 +3,35 @@
  * It holds the top 100 (any smaller list is a slice of it), lets concurrent
  * identical requests share one query (single flight), and bounds its size by
  * dropping the least recently used entries.
+ *
+ * Entries are dropped early when the data under them changes (`drop`, driven
+ * by the change feed). A load that was already running when its key was
+ * dropped may have read the data from before the change: its result still
+ * answers the requests that were waiting for it, but it is not stored.
  */
 
 export interface CachedValue<T> {
   readonly value: T;
   /** Unix ms after which the value is stale. */
   readonly expiresAt: number;
+  /** Unique per stored value: renderers key their own bytes by it. */
+  readonly serial: number;
+}
+
+interface Flight<T> {
+  readonly promise: Promise<CachedValue<T>>;
+  /** Set when the key was dropped while loading: the result must not be stored. */
+  dropped: boolean;
 }
 
 export class ResultCache<T> {
   private readonly entries = new Map<string, CachedValue<T>>();
-  private readonly inFlight = new Map<string, Promise<CachedValue<T>>>();
+  private readonly inFlight = new Map<string, Flight<T>>();
+  private serials = 0;
   hits = 0;
   misses = 0;
+  /** Entries dropped because their data changed. */
+  invalidations = 0;
 
   constructor(
     private readonly maxEntries: number,
@@ -38,12 +54,15 @@ export class ResultCache<T> {
     const pending = this.inFlight.get(key);
     if (pending !== undefined) {
       this.hits += 1;
-      return pending;
+      return pending.promise;
     }
     this.misses += 1;
-    const loading = load()
-      .then((value) => {
-        const entry = { value, expiresAt: this.nowMs() + ttlMs(value) };
+    const flight: Flight<T> = {
+      dropped: false,
+      promise: load().then((value) => {
+        this.serials += 1;
+        const entry = { value, expiresAt: this.nowMs() + ttlMs(value), serial: this.serials };
+        if (flight.dropped) return entry;
         this.entries.delete(key);
         this.entries.set(key, entry);
         while (this.entries.size > this.maxEntries) {
@@ -52,10 +71,34 @@ export class ResultCache<T> {
           this.entries.delete(oldest.value);
         }
         return entry;
-      })
-      .finally(() => this.inFlight.delete(key));
-    this.inFlight.set(key, loading);
-    return loading;
+      }),
+    };
+    const settled = () => {
+      if (this.inFlight.get(key) === flight) this.inFlight.delete(key);
+    };
+    flight.promise.then(settled, settled);
+    this.inFlight.set(key, flight);
+    return flight.promise;
+  }
+
+  /**
+   * Drops every entry for which `affected(key, value)` holds, and marks running loads of keys for
+   * which `affected(key, undefined)` holds so their results are not stored (later requests start
+   * a new load).
+   */
+  drop(affected: (key: string, value: T | undefined) => boolean): void {
+    for (const [key, entry] of this.entries) {
+      if (affected(key, entry.value)) {
+        this.entries.delete(key);
+        this.invalidations += 1;
+      }
+    }
+    for (const [key, flight] of this.inFlight) {
+      if (affected(key, undefined)) {
+        flight.dropped = true;
+        this.inFlight.delete(key);
+      }
+    }
   }
 
   get size(): number {

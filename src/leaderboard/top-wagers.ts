@@ -5,6 +5,7 @@
  */
 import type { Pool } from "mysql2/promise";
 import { unavailable } from "../errors.js";
+import type { DataChange } from "../storage/data-changes.js";
 import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
 import { canonicalDecimal } from "./decimal.js";
 import { bucketRanges } from "./period-buckets.js";
@@ -37,11 +38,26 @@ export interface LeaderboardOptions {
   /** Current Unix time in seconds. */
   readonly now?: () => number;
   readonly maxCachedPeriods?: number;
+  /**
+   * Whether the change feed is current (src/leaderboard/change-feed.ts): cached answers are
+   * served only while it is, so every committed change is on every instance within a second.
+   * Absent, entries live for their TTL (used only by tests of the cache itself).
+   */
+  readonly freshness?: { isCurrent(): boolean };
 }
 
-/** A period that ended this long ago changes only through late corrections: cache it longer. */
+/**
+ * A period that ended this long ago changes only through late corrections and voids, and the
+ * change feed drops its entry when one commits: cache it much longer.
+ */
 const SETTLED_AFTER_SECONDS = 86_400;
-const SETTLED_TTL_FACTOR = 30;
+const SETTLED_TTL_FACTOR = 360;
+/**
+ * How long a caller may reuse an answer (Cache-Control max-age): a change reaches every
+ * instance within a second, so promising more would let callers show totals the service has
+ * already corrected.
+ */
+const MAX_CLIENT_AGE_SECONDS = 1;
 
 export class Leaderboard {
   private readonly now: () => number;
@@ -52,8 +68,16 @@ export class Leaderboard {
     this.cache = new ResultCache(options.maxCachedPeriods ?? 10_000, () => this.now() * 1000);
   }
 
+  /** Requests answered from the database because the change feed was behind. */
+  private bypassed = 0;
+
   get cacheStats(): { hits: number; misses: number; size: number } {
-    return { hits: this.cache.hits, misses: this.cache.misses, size: this.cache.size };
+    return { hits: this.cache.hits, misses: this.cache.misses + this.bypassed, size: this.cache.size };
+  }
+
+  /** Entries dropped because their data changed. */
+  get invalidations(): number {
+    return this.cache.invalidations;
   }
 
   async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<Standings> {
@@ -61,6 +85,11 @@ export class Leaderboard {
     // accepts wagers a few minutes ahead of the clock; they must not show early).
     if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, cacheKey: undefined };
     if (this.options.cacheTtlMs <= 0) {
+      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
+    }
+    if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) {
+      // The change feed is behind (database trouble): answer from the database, store nothing.
+      this.bypassed += 1;
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
     }
     const key = `${affiliateId}:${query.start}:${query.end}`;
@@ -71,8 +100,33 @@ export class Leaderboard {
       () => ttlMs,
     );
     const ranked = entry.value.length > query.numUsers ? entry.value.slice(0, query.numUsers) : entry.value;
-    const maxAgeSeconds = Math.max(0, Math.floor((entry.expiresAt - this.now() * 1000) / 1000));
-    return { ranked, maxAgeSeconds, cacheKey: `${key}:${entry.expiresAt}` };
+    const left = Math.max(0, Math.floor((entry.expiresAt - this.now() * 1000) / 1000));
+    return { ranked, maxAgeSeconds: Math.min(MAX_CLIENT_AGE_SECONDS, left), cacheKey: `${key}:${entry.serial}` };
+  }
+
+  /**
+   * Drops the cached answers that committed changes touch: an affiliate's periods overlapping
+   * the changed wagers' times, and every answer that lists a user whose profile changed.
+   */
+  applyChanges(changes: readonly DataChange[]): void {
+    const periods = new Map<number, { first: number; last: number }[]>();
+    const users = new Set<string>();
+    for (const change of changes) {
+      if (change.userExternalId !== undefined) users.add(change.userExternalId);
+      if (change.affiliateId === undefined) continue;
+      const list = periods.get(change.affiliateId) ?? [];
+      list.push({ first: change.firstAt, last: change.lastAt });
+      periods.set(change.affiliateId, list);
+    }
+    if (periods.size === 0 && users.size === 0) return;
+    this.cache.drop((key, value) => {
+      const [affiliate = "", start = "", end = ""] = key.split(":");
+      const touched = periods.get(Number(affiliate));
+      if (touched?.some((t) => Number(start) <= t.last && Number(end) >= t.first)) return true;
+      if (users.size === 0) return false;
+      // A running load may list a renamed user: it must not be stored.
+      return value === undefined || value.some((user) => users.has(user.userId));
+    });
   }
 
   private ttlFor(query: PeriodQuery): number {

@@ -13,6 +13,7 @@ export interface MetricsSources {
   cacheStats?: () => { hits: number; misses: number; size: number };
   pools?: Readonly<Record<string, Pool>>;
   redisConnected?: () => boolean;
+  changeFeed?: () => { polls: number; failures: number; changes: number; invalidations: number };
 }
 
 export class Metrics {
@@ -22,6 +23,7 @@ export class Metrics {
   private readonly rateLimited: Counter;
   readonly ingestedWagers: Counter<"result">;
   readonly upsertedUsers: Counter;
+  readonly voidedWagers: Counter<"result">;
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
@@ -54,7 +56,27 @@ export class Metrics {
       help: "User profiles written by UpsertUsers.",
       registers: [this.registry],
     });
-    const { cacheStats, pools, redisConnected } = sources;
+    this.voidedWagers = new Counter({
+      name: "topwagers_ingest_voids_total",
+      help: "Wager ids received by VoidWagers: voided (taken out now), already_voided, or pending (not recorded yet).",
+      labelNames: ["result"],
+      registers: [this.registry],
+    });
+    const { cacheStats, pools, redisConnected, changeFeed } = sources;
+    if (changeFeed !== undefined) {
+      new Gauge({
+        name: "topwagers_change_feed",
+        help:
+          "The change feed since start: polls completed, failed polls, change rows read, and cached answers " +
+          "dropped because their data changed (stat).",
+        labelNames: ["stat"],
+        registers: [this.registry],
+        collect() {
+          const stats = changeFeed();
+          for (const [stat, value] of Object.entries(stats)) this.set({ stat }, value);
+        },
+      });
+    }
     if (cacheStats !== undefined) {
       new Gauge({
         name: "topwagers_result_cache_hits",

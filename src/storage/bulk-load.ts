@@ -17,6 +17,7 @@
  */
 import { Readable } from "node:stream";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { noteWagerChanges } from "./data-changes.js";
 import { ROLLUPS } from "./rollups.js";
 import { inTransaction } from "./transactions.js";
 
@@ -111,6 +112,7 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
           ORDER BY affiliate_id, b, user_id ${upsert(table)}`,
       );
     }
+    await noteWagerChanges(connection, CHUNK_HOURLY, { first: "bucket", last: "bucket + 3599" });
     return inserted;
   });
 }

@@ -25,6 +25,7 @@
  * the ones that still happen are retried (./transactions.ts).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { noteUserChanges, noteWagerChanges } from "./data-changes.js";
 import { ROLLUPS } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
@@ -138,12 +139,87 @@ export async function recordWagerBatch(
           }
         }
       }
-      if (fresh.length > 0) await addToRollups(connection);
+      let recorded = fresh.length;
+      if (fresh.length > 0) {
+        const voids = await settleVoids(connection, new Map(fresh.map((w) => [w.id, w])), users);
+        recorded -= voids.resent;
+        if (voids.counted > 0) {
+          await addToRollups(connection);
+          await noteWagerChanges(connection, STAGE);
+        }
+      }
       // Everything not inserted now was recorded before (or repeats an earlier item of this batch).
-      return { kind: "recorded", recorded: fresh.length, duplicates: wagers.length - fresh.length };
+      return { kind: "recorded", recorded, duplicates: wagers.length - recorded };
     },
     policy,
+  ).catch((error: unknown) => {
+    if (error instanceof VoidedConflict) return { kind: "conflict", wagerIds: error.wagerIds } as const;
+    throw error;
+  });
+}
+
+/** Rolls the transaction back: these ids were recorded (and voided) before with other content. */
+class VoidedConflict extends Error {
+  constructor(readonly wagerIds: readonly string[]) {
+    super("wagers voided earlier were sent again with different content");
+  }
+}
+
+/**
+ * The rows just inserted (all of the stage) against the voids (./voids.ts):
+ *  - an id voided after it was recorded earlier: this is a re-send of a voided wager. Same
+ *    content → a duplicate (the row just inserted is removed again); other content → the call is
+ *    refused whole (VoidedConflict rolls back).
+ *  - a pending void (the void came first): the wager is recorded, but straight into the voided
+ *    rows, never into the totals.
+ * The read locks every void row of these ids. A concurrent VoidWagers inserts its void row first
+ * and then reads `wagers` with a lock, while we inserted into `wagers` first and now read the voids
+ * with a lock: whichever runs second waits for the first to commit and sees its row (or InnoDB
+ * reports a deadlock, and the retry sees it), so a void is never lost and never applied twice.
+ * Leaves in the stage only the wagers that count; returns how many were re-sends and how many count.
+ */
+async function settleVoids(
+  connection: PoolConnection,
+  fresh: ReadonlyMap<string, WagerRecord>,
+  users: ReadonlyMap<string, InternalUser>,
+): Promise<{ resent: number; counted: number }> {
+  const [rows] = await connection.query<RowDataPacket[]>(
+    `SELECT v.external_id, v.applied_at, v.user_id, v.amount, v.placed_at
+       FROM ${STAGE} s JOIN wager_voids v ON v.external_id = s.external_id
+      ORDER BY v.external_id FOR UPDATE`,
   );
+  if (rows.length === 0) return { resent: 0, counted: fresh.size };
+  const resent: string[] = [];
+  const pending: string[] = [];
+  const different: string[] = [];
+  for (const row of rows) {
+    const id = String(row.external_id);
+    const wager = fresh.get(id);
+    if (wager === undefined) continue;
+    if (row.applied_at === null) {
+      pending.push(id);
+      continue;
+    }
+    const same =
+      Number(row.user_id) === users.get(wager.userId)?.id &&
+      Number(row.placed_at) === wager.placedAt &&
+      sameAmount(String(row.amount), wager.amount);
+    (same ? resent : different).push(id);
+  }
+  if (different.length > 0) throw new VoidedConflict(different);
+  if (pending.length > 0) {
+    await connection.query(
+      `UPDATE wager_voids v JOIN wagers w ON w.external_id = v.external_id
+          SET v.applied_at = UNIX_TIMESTAMP(), v.user_id = w.user_id, v.affiliate_id = w.affiliate_id,
+              v.amount = w.amount, v.placed_at = w.placed_at
+        WHERE v.external_id IN (?)`,
+      [pending],
+    );
+  }
+  const removed = [...resent, ...pending];
+  await connection.query("DELETE FROM wagers WHERE external_id IN (?)", [removed]);
+  await connection.query(`DELETE FROM ${STAGE} WHERE external_id IN (?)`, [removed]);
+  return { resent: resent.length, counted: fresh.size - removed.length };
 }
 
 /**
@@ -206,6 +282,33 @@ async function usersByExternalId(
   return new Map(rows.map((r) => [String(r.external_id), { id: Number(r.id), affiliateId: Number(r.affiliate_id) }]));
 }
 
+interface StoredProfile extends InternalUser {
+  readonly username: string;
+  /** "" for none, as profiles are given. */
+  readonly avatar: string;
+}
+
+async function profilesByExternalId(
+  connection: PoolConnection,
+  externalIds: readonly string[],
+): Promise<Map<string, StoredProfile>> {
+  const [rows] = await connection.query<RowDataPacket[]>(
+    "SELECT id, external_id, affiliate_id, username, avatar_url FROM users WHERE external_id IN (?)",
+    [externalIds],
+  );
+  return new Map(
+    rows.map((r) => [
+      String(r.external_id),
+      {
+        id: Number(r.id),
+        affiliateId: Number(r.affiliate_id),
+        username: String(r.username),
+        avatar: r.avatar_url === null ? "" : String(r.avatar_url),
+      },
+    ]),
+  );
+}
+
 /** Wagers of the staged batch that are already recorded, with their content as the platform sent it. */
 async function recordedWagers(connection: PoolConnection): Promise<Map<string, WagerRecord>> {
   const [rows] = await connection.query<RowDataPacket[]>(
@@ -249,7 +352,7 @@ export async function upsertUserBatch(
     pool,
     async (connection) => {
       const affiliates = await ensureAffiliates(connection, [...new Set(profiles.map((u) => u.affiliateId))]);
-      const existing = await usersByExternalId(
+      const existing = await profilesByExternalId(
         connection,
         profiles.map((u) => u.id),
       );
@@ -271,6 +374,21 @@ export async function upsertUserBatch(
           [known.map((u) => [existing.get(u.id)?.id, ...values(u)])],
         );
       }
+      // A changed name, avatar or affiliate alters every answer that lists the user; a new user
+      // has no wagers yet, so it alters none.
+      const changed = known.filter((u) => {
+        const before = existing.get(u.id);
+        return (
+          before !== undefined &&
+          (before.username !== u.username ||
+            before.avatar !== u.avatar ||
+            before.affiliateId !== affiliates.get(u.affiliateId))
+        );
+      });
+      await noteUserChanges(
+        connection,
+        changed.map((u) => u.id),
+      );
       const created = profiles.filter((u) => !existing.has(u.id));
       if (created.length > 0) {
         // Still an upsert: a concurrent call may create the same user first.

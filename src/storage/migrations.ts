@@ -114,6 +114,38 @@ export const MIGRATIONS: readonly Migration[] = [
          FROM wager_daily GROUP BY affiliate_id, b, user_id ORDER BY affiliate_id, b, user_id`,
     ],
   },
+  {
+    version: 4,
+    name: "wager voids and the change feed",
+    statements: [
+      // Every void ever asked for, by wager id; a void is final. While the wager is unknown the
+      // row is a pending void (applied_at NULL); once the wager is recorded and taken out of the
+      // totals the row holds its content (moved here from `wagers`). So `wagers` and the rollups
+      // only ever hold wagers that count, and the read path and `verify` need no filter.
+      `CREATE TABLE wager_voids (
+        external_id VARBINARY(256) NOT NULL PRIMARY KEY,
+        requested_at INT UNSIGNED NOT NULL,
+        applied_at INT UNSIGNED NULL,
+        user_id INT UNSIGNED NULL,
+        affiliate_id INT UNSIGNED NULL,
+        amount DECIMAL(20,8) NULL,
+        placed_at INT UNSIGNED NULL
+      ) ENGINE=InnoDB`,
+      // One row per committed change that can alter a leaderboard, written in the same
+      // transaction as the change: wagers of an affiliate between first_at and last_at, or a
+      // user's profile (user_external_id). Every instance reads it a few times a second to drop
+      // exactly the cached answers a change touches (src/leaderboard/change-feed.ts).
+      `CREATE TABLE data_changes (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        affiliate_id INT UNSIGNED NULL,
+        first_at INT UNSIGNED NULL,
+        last_at INT UNSIGNED NULL,
+        user_external_id VARBINARY(256) NULL,
+        created_at INT UNSIGNED NOT NULL,
+        KEY ix_data_changes_created (created_at)
+      ) ENGINE=InnoDB`,
+    ],
+  },
 ];
 
 const LOCK_NAME = "topwagers_migrations";

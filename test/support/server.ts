@@ -4,7 +4,7 @@
  * or socket fails the test's teardown instead of passing silently.
  */
 import { createPublicServer } from "../../src/api/public-server.js";
-import { type AppOptions, createApp } from "../../src/app.js";
+import { type App, type AppOptions, createApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
@@ -13,6 +13,7 @@ export interface TestServer {
   readonly port: number;
   readonly database: TestDatabase;
   readonly config: Config;
+  readonly app: App;
   close(): Promise<void>;
 }
 
@@ -33,6 +34,7 @@ export async function startTestServer(
     port,
     database,
     config,
+    app,
     async close() {
       app.stopServing();
       await publicServer.close(5_000);

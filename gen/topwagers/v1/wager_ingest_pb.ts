@@ -15,7 +15,68 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/wager_ingest.proto.
  */
 export const file_topwagers_v1_wager_ingest: GenFile = /*@__PURE__*/
-  fileDesc("Ch90b3B3YWdlcnMvdjEvd2FnZXJfaW5nZXN0LnByb3RvEgx0b3B3YWdlcnMudjEiPQoSVXBzZXJ0VXNlcnNSZXF1ZXN0EicKBXVzZXJzGAEgAygLMhgudG9wd2FnZXJzLnYxLkluZ2VzdFVzZXIiUAoKSW5nZXN0VXNlchIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSEAoIdXNlcm5hbWUYAyABKAkSDgoGYXZhdGFyGAQgASgJIicKE1Vwc2VydFVzZXJzUmVzcG9uc2USEAoIdXBzZXJ0ZWQYASABKA0iQAoTUmVjb3JkV2FnZXJzUmVxdWVzdBIpCgZ3YWdlcnMYASADKAsyGS50b3B3YWdlcnMudjEuSW5nZXN0V2FnZXIiTQoLSW5nZXN0V2FnZXISCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZhbW91bnQYAyABKAkSEQoJcGxhY2VkX2F0GAQgASgDIjwKFFJlY29yZFdhZ2Vyc1Jlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0yyQEKEldhZ2VySW5nZXN0U2VydmljZRJXCgtVcHNlcnRVc2VycxIgLnRvcHdhZ2Vycy52MS5VcHNlcnRVc2Vyc1JlcXVlc3QaIS50b3B3YWdlcnMudjEuVXBzZXJ0VXNlcnNSZXNwb25zZSIDkAICEloKDFJlY29yZFdhZ2VycxIhLnRvcHdhZ2Vycy52MS5SZWNvcmRXYWdlcnNSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLlJlY29yZFdhZ2Vyc1Jlc3BvbnNlIgOQAgJiBnByb3RvMw");
+  fileDesc("Ch90b3B3YWdlcnMvdjEvd2FnZXJfaW5nZXN0LnByb3RvEgx0b3B3YWdlcnMudjEiJgoRVm9pZFdhZ2Vyc1JlcXVlc3QSEQoJd2FnZXJfaWRzGAEgAygJIk0KElZvaWRXYWdlcnNSZXNwb25zZRIOCgZ2b2lkZWQYASABKA0SFgoOYWxyZWFkeV92b2lkZWQYAiABKA0SDwoHcGVuZGluZxgDIAEoDSI9ChJVcHNlcnRVc2Vyc1JlcXVlc3QSJwoFdXNlcnMYASADKAsyGC50b3B3YWdlcnMudjEuSW5nZXN0VXNlciJQCgpJbmdlc3RVc2VyEgoKAmlkGAEgASgJEhQKDGFmZmlsaWF0ZV9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkiJwoTVXBzZXJ0VXNlcnNSZXNwb25zZRIQCgh1cHNlcnRlZBgBIAEoDSJAChNSZWNvcmRXYWdlcnNSZXF1ZXN0EikKBndhZ2VycxgBIAMoCzIZLnRvcHdhZ2Vycy52MS5Jbmdlc3RXYWdlciJNCgtJbmdlc3RXYWdlchIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg4KBmFtb3VudBgDIAEoCRIRCglwbGFjZWRfYXQYBCABKAMiPAoUUmVjb3JkV2FnZXJzUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKA0SEgoKZHVwbGljYXRlcxgCIAEoDTKfAgoSV2FnZXJJbmdlc3RTZXJ2aWNlElcKC1Vwc2VydFVzZXJzEiAudG9wd2FnZXJzLnYxLlVwc2VydFVzZXJzUmVxdWVzdBohLnRvcHdhZ2Vycy52MS5VcHNlcnRVc2Vyc1Jlc3BvbnNlIgOQAgISWgoMUmVjb3JkV2FnZXJzEiEudG9wd2FnZXJzLnYxLlJlY29yZFdhZ2Vyc1JlcXVlc3QaIi50b3B3YWdlcnMudjEuUmVjb3JkV2FnZXJzUmVzcG9uc2UiA5ACAhJUCgpWb2lkV2FnZXJzEh8udG9wd2FnZXJzLnYxLlZvaWRXYWdlcnNSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLlZvaWRXYWdlcnNSZXNwb25zZSIDkAICYgZwcm90bzM");
+
+/**
+ * VoidWagersRequest lists the wagers to void.
+ *
+ * @generated from message topwagers.v1.VoidWagersRequest
+ */
+export type VoidWagersRequest = Message<"topwagers.v1.VoidWagersRequest"> & {
+  /**
+   * 0 to 1000 wager ids, each under the same rules as `IngestWager.id`. An id
+   * repeated in one call counts once. One bad id refuses the whole call with
+   * INVALID_ARGUMENT (naming its index and id) and voids nothing.
+   *
+   * @generated from field: repeated string wager_ids = 1;
+   */
+  wagerIds: string[];
+};
+
+/**
+ * Describes the message topwagers.v1.VoidWagersRequest.
+ * Use `create(VoidWagersRequestSchema)` to create a new message.
+ */
+export const VoidWagersRequestSchema: GenMessage<VoidWagersRequest> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_wager_ingest, 0);
+
+/**
+ * VoidWagersResponse reports what the call did; the three counts add up to
+ * the number of distinct ids sent.
+ *
+ * @generated from message topwagers.v1.VoidWagersResponse
+ */
+export type VoidWagersResponse = Message<"topwagers.v1.VoidWagersResponse"> & {
+  /**
+   * Recorded wagers that this call took out of the totals.
+   *
+   * @generated from field: uint32 voided = 1;
+   */
+  voided: number;
+
+  /**
+   * Recorded wagers that were already voided (by an earlier or a concurrent
+   * call); nothing changed for them.
+   *
+   * @generated from field: uint32 already_voided = 2;
+   */
+  alreadyVoided: number;
+
+  /**
+   * Ids never recorded: the void is remembered and applies when the wager
+   * arrives.
+   *
+   * @generated from field: uint32 pending = 3;
+   */
+  pending: number;
+};
+
+/**
+ * Describes the message topwagers.v1.VoidWagersResponse.
+ * Use `create(VoidWagersResponseSchema)` to create a new message.
+ */
+export const VoidWagersResponseSchema: GenMessage<VoidWagersResponse> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_wager_ingest, 1);
 
 /**
  * UpsertUsersRequest is a batch of user profiles, written all or nothing.
@@ -37,7 +98,7 @@ export type UpsertUsersRequest = Message<"topwagers.v1.UpsertUsersRequest"> & {
  * Use `create(UpsertUsersRequestSchema)` to create a new message.
  */
 export const UpsertUsersRequestSchema: GenMessage<UpsertUsersRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_wager_ingest, 0);
+  messageDesc(file_topwagers_v1_wager_ingest, 2);
 
 /**
  * IngestUser is one user profile as the platform knows it.
@@ -83,7 +144,7 @@ export type IngestUser = Message<"topwagers.v1.IngestUser"> & {
  * Use `create(IngestUserSchema)` to create a new message.
  */
 export const IngestUserSchema: GenMessage<IngestUser> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_wager_ingest, 1);
+  messageDesc(file_topwagers_v1_wager_ingest, 3);
 
 /**
  * UpsertUsersResponse reports what was written.
@@ -105,7 +166,7 @@ export type UpsertUsersResponse = Message<"topwagers.v1.UpsertUsersResponse"> & 
  * Use `create(UpsertUsersResponseSchema)` to create a new message.
  */
 export const UpsertUsersResponseSchema: GenMessage<UpsertUsersResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_wager_ingest, 2);
+  messageDesc(file_topwagers_v1_wager_ingest, 4);
 
 /**
  * RecordWagersRequest is a batch of settled wagers, recorded all or nothing.
@@ -128,7 +189,7 @@ export type RecordWagersRequest = Message<"topwagers.v1.RecordWagersRequest"> & 
  * Use `create(RecordWagersRequestSchema)` to create a new message.
  */
 export const RecordWagersRequestSchema: GenMessage<RecordWagersRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_wager_ingest, 3);
+  messageDesc(file_topwagers_v1_wager_ingest, 5);
 
 /**
  * IngestWager is one settled wager.
@@ -177,7 +238,7 @@ export type IngestWager = Message<"topwagers.v1.IngestWager"> & {
  * Use `create(IngestWagerSchema)` to create a new message.
  */
 export const IngestWagerSchema: GenMessage<IngestWager> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_wager_ingest, 4);
+  messageDesc(file_topwagers_v1_wager_ingest, 6);
 
 /**
  * RecordWagersResponse reports what the call did.
@@ -207,7 +268,7 @@ export type RecordWagersResponse = Message<"topwagers.v1.RecordWagersResponse"> 
  * Use `create(RecordWagersResponseSchema)` to create a new message.
  */
 export const RecordWagersResponseSchema: GenMessage<RecordWagersResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_wager_ingest, 5);
+  messageDesc(file_topwagers_v1_wager_ingest, 7);
 
 /**
  * WagerIngestService receives user profiles and wagers from the casino
@@ -220,7 +281,7 @@ export const RecordWagersResponseSchema: GenMessage<RecordWagersResponse> = /*@_
  * below; the message names every problem with the item's index and id),
  * ABORTED (too much contention to commit; nothing was written, retry),
  * UNAVAILABLE (database unreachable; nothing was written, retry later).
- * Both calls are all or nothing and safe to retry with the same content.
+ * Every call is all or nothing and safe to retry with the same content.
  *
  * @generated from service topwagers.v1.WagerIngestService
  */
@@ -253,6 +314,22 @@ export const WagerIngestService: GenService<{
     methodKind: "unary";
     input: typeof RecordWagersRequestSchema;
     output: typeof RecordWagersResponseSchema;
+  },
+  /**
+   * VoidWagers takes wagers out of the totals for good (a cancelled event, a
+   * rolled-back round, a refunded bet). A void is final. An id that was never
+   * recorded is remembered: when that wager is recorded later it is stored as
+   * voided and never counts (it still counts in `recorded`, and a re-send is
+   * a duplicate as usual). Voiding an id again changes nothing. All or
+   * nothing, exact under concurrent callers, safe to retry. Every instance's
+   * leaderboards show the change within about a second.
+   *
+   * @generated from rpc topwagers.v1.WagerIngestService.VoidWagers
+   */
+  voidWagers: {
+    methodKind: "unary";
+    input: typeof VoidWagersRequestSchema;
+    output: typeof VoidWagersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_topwagers_v1_wager_ingest, 0);

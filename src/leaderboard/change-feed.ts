@@ -1,0 +1,198 @@
+/**
+ * How every instance learns of every committed change within a second,
+ * whoever wrote it (another instance, `import`, `seed`, a direct backfill
+ * through the ingest path).
+ *
+ * Why a feed table that each instance polls: a change row is written in the
+ * same transaction as the data it describes (src/storage/data-changes.ts), so
+ * it is visible exactly when the data is, and nothing optional (Redis, a
+ * message broker) sits between a commit and the caches. Polling a small
+ * indexed table 5 times a second costs each instance a few cheap queries and
+ * keeps cache hits free of database work. Redis pub/sub, when configured, only
+ * wakes the pollers at once after a commit elsewhere (lower latency); losing
+ * it loses no change.
+ *
+ * The trap (research/mysql-aggregation.md §4): ids are allocated when a row is
+ * inserted but become visible when its transaction commits, so a reader that
+ * only asks for `id > last seen` skips a row whose transaction committed after
+ * a later id's. Ids missing below the highest id seen are therefore remembered
+ * and asked for again on every poll for `gapRetryMs` (a missing id is either
+ * still uncommitted or was rolled back and will never appear).
+ *
+ * Freshness rule for the caches: a cached answer may be served only while the
+ * last completed poll started less than `freshWithinMs` ago. Any change
+ * committed before that poll started was seen by it and has been applied, so
+ * an answer served from the cache is never older than freshWithinMs plus one
+ * poll. When polls stop succeeding (database trouble) the caches are bypassed
+ * instead of served stale.
+ */
+import type { Pool } from "mysql2/promise";
+import type { Logger } from "../logger.js";
+import {
+  changeIdsBetween,
+  type DataChange,
+  latestChangeId,
+  pruneChanges,
+  readChanges,
+} from "../storage/data-changes.js";
+
+export interface ChangeFeedOptions {
+  readonly onChanges: (changes: readonly DataChange[]) => void;
+  readonly logger?: Logger;
+  /** Poll period. Default 200 ms. */
+  readonly intervalMs?: number;
+  /** How long an id missing below the highest seen is asked for again. Default 60 s. */
+  readonly gapRetryMs?: number;
+  /** Caches are served only while the last completed poll started less than this ago. Default 750 ms. */
+  readonly freshWithinMs?: number;
+  /** Change rows older than this are deleted (by any instance, in bounded batches). Default 1 hour. */
+  readonly keepSeconds?: number;
+  readonly nowMs?: () => number;
+}
+
+/** Rows read per query; a longer backlog is read in several queries in one poll. */
+const BATCH = 2000;
+/** At most this many missing ids are tracked (the oldest are dropped first). */
+const MAX_GAPS = 10_000;
+/** How far below the highest id at start to look for ids not yet committed. */
+const START_LOOKBACK = 500;
+const PRUNE_EVERY_MS = 60_000;
+
+export class ChangeFeed {
+  private readonly intervalMs: number;
+  private readonly gapRetryMs: number;
+  private readonly freshWithinMs: number;
+  private readonly keepSeconds: number;
+  private readonly nowMs: () => number;
+  private watermark = 0;
+  /** Missing id → when to stop asking for it (ms). */
+  private readonly gaps = new Map<number, number>();
+  private lastGoodPollStartedAt = Number.NEGATIVE_INFINITY;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private started = false;
+  private begun = false;
+  private lastPrune = 0;
+  private lastErrorLogged = 0;
+  /** Completed polls and change rows applied, for metrics and tests. */
+  readonly stats = { polls: 0, changes: 0, failures: 0 };
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: ChangeFeedOptions,
+  ) {
+    this.intervalMs = options.intervalMs ?? 200;
+    this.gapRetryMs = options.gapRetryMs ?? 60_000;
+    this.freshWithinMs = options.freshWithinMs ?? 750;
+    this.keepSeconds = options.keepSeconds ?? 3600;
+    this.nowMs = options.nowMs ?? Date.now;
+    this.lastPrune = this.nowMs();
+  }
+
+  /** Starts polling in the background. Caches stay bypassed until the first poll completes. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.pollSoon();
+  }
+
+  /** Whether cached answers may be served now (see the module comment). */
+  isCurrent(): boolean {
+    return this.nowMs() - this.lastGoodPollStartedAt < this.freshWithinMs;
+  }
+
+  /** Polls as soon as possible (after a local commit, or a wake-up from another instance). */
+  pollSoon(): void {
+    if (this.stopped || !this.started) return;
+    if (this.polling !== undefined) {
+      this.again = true;
+      return;
+    }
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.polling = this.poll().finally(() => {
+      this.polling = undefined;
+      if (this.stopped) return;
+      if (this.again) {
+        this.again = false;
+        this.pollSoon();
+      } else {
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.pollSoon();
+        }, this.intervalMs);
+        this.timer.unref();
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.polling;
+  }
+
+  private async poll(): Promise<void> {
+    const startedAt = this.nowMs();
+    try {
+      if (!this.begun) await this.begin();
+      for (;;) {
+        const now = this.nowMs();
+        for (const [id, until] of this.gaps) if (until <= now) this.gaps.delete(id);
+        const rows = await readChanges(this.pool, this.watermark, [...this.gaps.keys()], BATCH);
+        this.apply(rows, now);
+        if (rows.length < BATCH) break;
+      }
+      this.stats.polls += 1;
+      this.lastGoodPollStartedAt = startedAt;
+      if (startedAt - this.lastPrune >= PRUNE_EVERY_MS) {
+        this.lastPrune = startedAt;
+        await pruneChanges(this.pool, this.keepSeconds);
+      }
+    } catch (error) {
+      this.stats.failures += 1;
+      if (!this.stopped && startedAt - this.lastErrorLogged > 10_000) {
+        this.lastErrorLogged = startedAt;
+        this.options.logger?.warn(
+          { err: error },
+          "change feed poll failed; cached answers are bypassed until it succeeds again",
+        );
+      }
+    }
+  }
+
+  /** First poll: start after the newest change, remembering recent ids not committed yet. */
+  private async begin(): Promise<void> {
+    const latest = await latestChangeId(this.pool);
+    const from = Math.max(0, latest - START_LOOKBACK);
+    const present = new Set(await changeIdsBetween(this.pool, from, latest));
+    const until = this.nowMs() + this.gapRetryMs;
+    for (let id = from + 1; id <= latest; id++) if (!present.has(id)) this.gaps.set(id, until);
+    this.watermark = latest;
+    this.begun = true;
+  }
+
+  private apply(rows: readonly DataChange[], now: number): void {
+    if (rows.length === 0) return;
+    const until = now + this.gapRetryMs;
+    for (const row of rows) {
+      if (row.id > this.watermark) {
+        // An id jump (e.g. auto-increment values lost in a server restart) is bounded by MAX_GAPS.
+        for (let id = Math.max(this.watermark + 1, row.id - MAX_GAPS); id < row.id; id++) this.gaps.set(id, until);
+        this.watermark = row.id;
+      } else {
+        this.gaps.delete(row.id);
+      }
+    }
+    while (this.gaps.size > MAX_GAPS) {
+      const oldest = this.gaps.keys().next();
+      if (oldest.done === true) break;
+      this.gaps.delete(oldest.value);
+    }
+    this.stats.changes += rows.length;
+    this.options.onChanges(rows);
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Voids: taking recorded wagers out of the totals, for good (VoidWagers,
+ * `import` void lines, `seed --void-per-mille`).
+ *
+ * One transaction per call, like recording:
+ *  1. every id gets a row in `wager_voids` (INSERT IGNORE; a void is final, so
+ *     an existing row stays as it is);
+ *  2. the ids that are recorded and still count are read from `wagers` with a
+ *     lock, copied into a small in-memory stage, subtracted from every rollup
+ *     (rows that reach zero wagers are deleted, as if never written), moved
+ *     into their `wager_voids` row and deleted from `wagers`;
+ *  3. one change-feed row per affiliate touched.
+ * So `wagers` and the rollups only ever hold wagers that count.
+ *
+ * Races: two callers voiding the same id serialise on its `wager_voids` row
+ * (the second INSERT IGNORE waits for the first to commit, then finds the wager
+ * gone from `wagers` and already moved: `alreadyVoided`). A void racing the
+ * first recording of its wager: each side inserts its own row first and then
+ * reads the other side's table with a lock (recordWagerBatch reads
+ * `wager_voids` after inserting into `wagers`), so the one that runs second
+ * sees the first, or InnoDB reports a deadlock and the retry does.
+ */
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import { noteWagerChanges } from "./data-changes.js";
+import { ROLLUPS } from "./rollups.js";
+import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
+
+export interface VoidOutcome {
+  /** Recorded wagers this call took out of the totals. */
+  readonly voided: number;
+  /** Recorded wagers that an earlier (or concurrent) call had voided already. */
+  readonly alreadyVoided: number;
+  /** Ids never recorded: remembered, so the wager is stored as voided when it arrives. */
+  readonly pending: number;
+}
+
+const VOID_STAGE = "void_stage";
+
+/** Voids the given wager ids (already valid) all or nothing; an id repeated counts once. */
+export async function voidWagerBatch(
+  pool: Pool,
+  wagerIds: readonly string[],
+  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+): Promise<VoidOutcome> {
+  const ids = [...new Set(wagerIds)].sort((a, b) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
+  if (ids.length === 0) return { voided: 0, alreadyVoided: 0, pending: 0 };
+  return inTransaction(
+    pool,
+    async (connection) => {
+      await connection.query("INSERT IGNORE INTO wager_voids (external_id, requested_at) VALUES ?", [
+        ids.map((id) => [id, Math.floor(Date.now() / 1000)]),
+      ]);
+      const [counting] = await connection.query<RowDataPacket[]>(
+        `SELECT id, external_id, user_id, affiliate_id, amount, placed_at FROM wagers
+          WHERE external_id IN (?) ORDER BY external_id FOR UPDATE`,
+        [ids],
+      );
+      const [applied] = await connection.query<RowDataPacket[]>(
+        "SELECT external_id FROM wager_voids WHERE external_id IN (?) AND applied_at IS NOT NULL FOR UPDATE",
+        [ids],
+      );
+      if (counting.length > 0) await takeOut(connection, counting);
+      return {
+        voided: counting.length,
+        alreadyVoided: applied.length,
+        pending: ids.length - counting.length - applied.length,
+      };
+    },
+    policy,
+  );
+}
+
+async function takeOut(connection: PoolConnection, rows: readonly RowDataPacket[]): Promise<void> {
+  await oncePerConnection(connection, VOID_STAGE, () =>
+    connection.query(
+      `CREATE TEMPORARY TABLE IF NOT EXISTS ${VOID_STAGE} (
+        id BIGINT UNSIGNED NOT NULL PRIMARY KEY, external_id VARBINARY(256) NOT NULL,
+        user_id INT UNSIGNED NOT NULL, affiliate_id INT UNSIGNED NOT NULL,
+        amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL) ENGINE=MEMORY`,
+    ),
+  );
+  await connection.query(`DELETE FROM ${VOID_STAGE}`);
+  await connection.query(
+    `INSERT INTO ${VOID_STAGE} (id, external_id, user_id, affiliate_id, amount, placed_at) VALUES ?`,
+    [rows.map((r) => [r.id, r.external_id, r.user_id, r.affiliate_id, String(r.amount), r.placed_at])],
+  );
+  for (const { table, bucketOf } of ROLLUPS) {
+    // The rollup rows exist (the wagers were added to them when recorded); subtract exactly.
+    await connection.query(
+      `UPDATE ${table} t JOIN (
+          SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount) AS s, COUNT(*) AS c
+            FROM ${VOID_STAGE} GROUP BY affiliate_id, b, user_id) d
+         ON t.affiliate_id = d.affiliate_id AND t.bucket = d.b AND t.user_id = d.user_id
+        SET t.total = t.total - d.s, t.wagers = t.wagers - d.c`,
+    );
+    await connection.query(
+      `DELETE t FROM ${table} t JOIN (
+          SELECT DISTINCT affiliate_id, ${bucketOf("placed_at")} AS b, user_id FROM ${VOID_STAGE}) d
+         ON t.affiliate_id = d.affiliate_id AND t.bucket = d.b AND t.user_id = d.user_id
+      WHERE t.wagers = 0`,
+    );
+  }
+  await connection.query(
+    `UPDATE wager_voids v JOIN ${VOID_STAGE} s ON s.external_id = v.external_id
+        SET v.applied_at = UNIX_TIMESTAMP(), v.user_id = s.user_id, v.affiliate_id = s.affiliate_id,
+            v.amount = s.amount, v.placed_at = s.placed_at`,
+  );
+  await connection.query(`DELETE w FROM wagers w JOIN ${VOID_STAGE} s ON s.id = w.id`);
+  await noteWagerChanges(connection, VOID_STAGE);
+}
