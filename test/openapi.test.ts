@@ -223,7 +223,7 @@ describe("real responses match the document", () => {
         '{"username":"blaze_1009","avatar":"https://avatars.example.test/3.png","totalWagered":0.00000001}' +
         '],"errors":null}',
     );
-    expect(reply.headers["cache-control"]).toBe("private, max-age=10");
+    expect(reply.headers["cache-control"]).toBe("private, max-age=1");
     expect(reply.headers["ratelimit-policy"]).toBe('"default";q=100000;w=60');
   });
 
