@@ -149,7 +149,7 @@ describe("bad lines", () => {
       `${file}:4: amount must be a string in JSON (e.g. "12.5") so that no digit is lost`,
       `${file}:5: amount must not use exponent notation (write 1500 not 1.5e3)`,
       `${file}:7: user "nobody" is unknown (not among the user lines so far, not stored)`,
-      `${file}:8: "type" must be "user" or "wager", got "bet"`,
+      `${file}:8: "type" must be "user", "wager" or "void", got "bet"`,
       `${file}:12: wager "w1" repeats the id of line 2 with another user, amount or time`,
       `${file}:13: username is required`,
       `${file}:14: placedAt must be whole Unix seconds, got 1790812800.5`,

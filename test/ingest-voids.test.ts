@@ -248,7 +248,7 @@ describe("validation", () => {
     const call = servers.client("connect").voidWagers({ wagerIds: ["vw-550", "", "x".repeat(65), "vw-551"] });
     await expect(call).rejects.toBeInstanceOf(ConnectError);
     await expect(call).rejects.toMatchObject({ code: Code.InvalidArgument });
-    const error = await call.catch((e: unknown) => e as ConnectError);
+    const error = (await call.catch((e: unknown) => e)) as ConnectError;
     expect(error.rawMessage).toBe(
       'wagerIds[1] (id "") id is required. ' + `wagerIds[2] (id "${"x".repeat(65)}") id must be at most 64 characters`,
     );

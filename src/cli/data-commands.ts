@@ -83,6 +83,9 @@ export async function importCommand(args: string[]): Promise<void> {
       usersUpserted: report.users,
       wagersRecorded: report.recorded,
       alreadyRecorded: report.duplicates,
+      wagersVoided: report.voided,
+      alreadyVoided: report.alreadyVoided,
+      pendingVoids: report.pendingVoids,
       badLines: report.badLines,
       seconds: (Date.now() - started) / 1000,
     });
@@ -92,6 +95,10 @@ export async function importCommand(args: string[]): Promise<void> {
     `Imported ${path} (${report.format ?? "empty"}) in ${formatDuration((Date.now() - started) / 1000)}: ` +
       `${number.format(report.lines)} lines, ${number.format(report.users)} users upserted, ` +
       `${number.format(report.recorded)} wagers recorded, ${number.format(report.duplicates)} already recorded, ` +
+      (report.voided + report.alreadyVoided + report.pendingVoids > 0
+        ? `${number.format(report.voided)} wagers voided, ${number.format(report.alreadyVoided)} already voided, ` +
+          `${number.format(report.pendingVoids)} voids pending (wager not recorded yet), `
+        : "") +
       `${number.format(report.badLines)} bad lines.\n`,
   );
 }
@@ -108,6 +115,7 @@ export async function seedCommand(args: string[]): Promise<void> {
     "end",
     "prefix",
     "method",
+    "void-per-mille",
   ]);
   if (positionals.length > 0) throw new UsageError(`seed takes no arguments, got "${positionals.join(" ")}"`);
   const now = Math.floor(Date.now() / 1000);
@@ -127,19 +135,23 @@ export async function seedCommand(args: string[]): Promise<void> {
   if (plan.users !== undefined && plan.users < plan.affiliates) {
     throw new UsageError("--users must be at least --affiliates (every affiliate gets a user)");
   }
+  const voidPerMille = wholeNumber("void-per-mille", values["void-per-mille"], 0);
+  if (voidPerMille > 1000) throw new UsageError(`--void-per-mille must be 0 to 1000, got "${voidPerMille}"`);
   const method = values.method ?? "auto";
   if (!["auto", "record", "bulk"].includes(method)) {
     throw new UsageError(`--method must be auto, record or bulk, got "${method}"`);
   }
   const reproduce =
     `--seed ${plan.seed} --affiliates ${plan.affiliates}${plan.users === undefined ? "" : ` --users ${plan.users}`} ` +
-    `--wagers ${plan.wagers} --months ${plan.months} --end ${plan.end} --prefix ${plan.prefix}`;
+    `--wagers ${plan.wagers} --months ${plan.months} --end ${plan.end} --prefix ${plan.prefix}` +
+    (voidPerMille > 0 ? ` --void-per-mille ${voidPerMille}` : "");
   process.stderr.write(`Seeding ${reproduce} (window ending ${new Date(plan.end * 1000).toISOString()})\n`);
   const started = Date.now();
   let progress: Progress | undefined;
   const report = await withDatabase((db) =>
     seedDatabase(db, plan, {
       method: method as SeedMethod,
+      voidPerMille,
       notice: (text) => process.stderr.write(`note: ${text}\n`),
       progress: {
         phase(name, total) {
@@ -163,6 +175,7 @@ export async function seedCommand(args: string[]): Promise<void> {
       wagers: report.wagers,
       wagersRecorded: report.recorded,
       alreadyRecorded: report.duplicates,
+      wagersVoided: report.voided,
       seconds: (Date.now() - started) / 1000,
     });
     return;
@@ -170,7 +183,7 @@ export async function seedCommand(args: string[]): Promise<void> {
   process.stdout.write(
     `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
       `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
-      `${number.format(report.duplicates)} already there) by ${report.method} in ` +
+      `${number.format(report.duplicates)} already there${report.voided > 0 ? `, ${number.format(report.voided)} voided` : ""}) by ${report.method} in ` +
       `${formatDuration((Date.now() - started) / 1000)}.\nSame data again: npm run cli -- seed ${reproduce}\n`,
   );
 }

@@ -43,7 +43,7 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   },
   import: {
     synopsis: "<file> [--format jsonl|csv] [--json]",
-    summary: "import users and wagers from JSON Lines or CSV, through ingest (see README)",
+    summary: "import users, wagers and voids from JSON Lines or CSV, through ingest (see README)",
     details:
       "  --format   jsonl or csv (default: from the file name, else the first line)\n" +
       "  --json     print the report as one JSON document on stdout\n" +
@@ -52,8 +52,11 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   seed: {
     synopsis:
       "[--seed 42] [--affiliates 2000] [--users <n>] [--wagers 1000000] [--months 12] " +
-      "[--end <unixSeconds>] [--prefix <text>] [--method auto|record|bulk] [--json]",
+      "[--end <unixSeconds>] [--prefix <text>] [--method auto|record|bulk] [--void-per-mille 0] [--json]",
     summary: "deterministic synthetic users and wagers (the same options give the same data)",
+    details:
+      "  --void-per-mille  void this many wagers in a thousand (0-1000), chosen by seed, after writing them\n" +
+      "  --json            print the report as one JSON document on stdout",
   },
   verify: {
     synopsis: "[--max-report 100] [--json]",

@@ -11,20 +11,23 @@
  * JSON Lines, one object per line:
  *   {"type":"user","id":"u1","affiliateId":"aff-1","username":"alice","avatar":"https://…"}
  *   {"type":"wager","id":"w1","userId":"u1","amount":"12.5","placedAt":1733115600}
+ *   {"type":"void","id":"w1"}
+ * A void line takes the wager with that id out of the totals for good
+ * (VoidWagers), whether its wager line comes before, after, or in another file.
  * `amount` must be a JSON string (a JSON number may already have lost digits);
  * snake_case keys (affiliate_id, user_id, placed_at) are accepted too.
  *
  * CSV: a header line names the columns, in any order, in camelCase or
  * snake_case, quoted or not: users `id,affiliateId,username,avatar` (avatar
  * optional), wagers `id,userId,amount,placedAt`. A file may mix both with a
- * `type` column (user or wager) and the union of the columns. Fields may be
+ * `type` column (user, wager or void: the wager id in `id`) and the union of the columns. Fields may be
  * quoted with "…" ("" inside for a quote); a record is one line.
  */
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { sameAmount, type UserProfile } from "../storage/ingest.js";
-import { checkUser, checkWager, MAX_BATCH, type WagerInput } from "./validation.js";
+import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
 import type { WagerIngest } from "./wager-ingest.js";
 
 export type ImportFormat = "jsonl" | "csv";
@@ -44,12 +47,17 @@ export interface ImportReport {
   readonly users: number;
   readonly recorded: number;
   readonly duplicates: number;
+  /** Void lines: wagers taken out now, already voided before, and not recorded yet (pending). */
+  readonly voided: number;
+  readonly alreadyVoided: number;
+  readonly pendingVoids: number;
   readonly badLines: number;
 }
 
 type Parsed =
   | { readonly kind: "user"; readonly user: UserProfile }
   | { readonly kind: "wager"; readonly wager: WagerInput }
+  | { readonly kind: "void"; readonly id: string }
   | { readonly kind: "skip" }
   | { readonly kind: "bad"; readonly problem: string };
 
@@ -80,6 +88,8 @@ export async function importFile(
   /** The pending batch by wager id: a repeat inside the batch is settled here, as it would be line by line. */
   let pendingIds = new Map<string, { line: number; wager: WagerInput }>();
   let repeats = 0;
+  let voids: { line: number; id: string }[] = [];
+  const voidCounts = { voided: 0, alreadyVoided: 0, pending: 0 };
   const bad = (line: number, problem: string) => {
     badLines += 1;
     options.onBadLine?.(line, problem);
@@ -148,6 +158,22 @@ export async function importFile(
     }
   };
 
+  const flushVoids = async () => {
+    if (voids.length === 0) return;
+    // Wagers first, so a void of a wager earlier in the file finds it recorded (either order is exact).
+    await flushWagers();
+    const batch = voids;
+    voids = [];
+    const result = await ingest.voidWagers(batch.map((v) => v.id));
+    if (result.kind === "invalid") {
+      // Ids were checked line by line already; a refusal here is a bug, not data.
+      throw new Error(result.batchProblem ?? "void ids refused");
+    }
+    voidCounts.voided += result.voided;
+    voidCounts.alreadyVoided += result.alreadyVoided;
+    voidCounts.pending += result.pending;
+  };
+
   for await (const text of lines) {
     lineNumber += 1;
     if (parse === undefined) {
@@ -181,6 +207,15 @@ export async function importFile(
         }
         break;
       }
+      case "void": {
+        const problems = idProblems("id", parsed.id);
+        if (problems.length > 0) bad(lineNumber, problems.join("; "));
+        else {
+          voids.push({ line: lineNumber, id: parsed.id });
+          if (voids.length === MAX_BATCH) await flushVoids();
+        }
+        break;
+      }
       case "wager": {
         const checked = checkWager(parsed.wager, now());
         if (!checked.ok) bad(lineNumber, checked.problems.join("; "));
@@ -207,8 +242,19 @@ export async function importFile(
   }
   await flushWagers();
   await flushUsers();
+  await flushVoids();
   options.onProgress?.(size, size, lineNumber);
-  return { format, lines: lineNumber, users: usersUpserted, recorded, duplicates: duplicates + repeats, badLines };
+  return {
+    format,
+    lines: lineNumber,
+    users: usersUpserted,
+    recorded,
+    duplicates: duplicates + repeats,
+    voided: voidCounts.voided,
+    alreadyVoided: voidCounts.alreadyVoided,
+    pendingVoids: voidCounts.pending,
+    badLines,
+  };
 }
 
 function sameWager(a: WagerInput, b: WagerInput): boolean {
@@ -226,7 +272,7 @@ function parseJsonLine(text: string): Parsed {
     return { kind: "bad", problem: `not valid JSON (${(error as Error).message})` };
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { kind: "bad", problem: 'expected a JSON object with "type": "user" or "wager"' };
+    return { kind: "bad", problem: 'expected a JSON object with "type": "user", "wager" or "void"' };
   }
   return fromRecord(value as Record<string, unknown>, "JSON");
 }
@@ -274,7 +320,11 @@ function fromRecord(record: Record<string, unknown>, source: "JSON" | "CSV"): Pa
       ? { kind: "bad", problem: problems.join("; ") }
       : { kind: "wager", wager: { id, userId, amount, placedAt } };
   }
-  return { kind: "bad", problem: `"type" must be "user" or "wager", got ${JSON.stringify(type ?? null)}` };
+  if (type === "void") {
+    const id = text("id", field("id"));
+    return problems.length > 0 ? { kind: "bad", problem: problems.join("; ") } : { kind: "void", id };
+  }
+  return { kind: "bad", problem: `"type" must be "user", "wager" or "void", got ${JSON.stringify(type ?? null)}` };
 }
 
 // ---------------------------------------------------------------- CSV

@@ -32,8 +32,8 @@ export const BULK_THRESHOLD = 200_000;
 const CHUNK_ROWS = 250_000;
 
 export interface SeedProgress {
-  /** A new phase starts ("users", "wagers") with this much work. */
-  phase(name: "users" | "wagers", total: number): void;
+  /** A new phase starts ("users", "wagers", "voids") with this much work. */
+  phase(name: "users" | "wagers" | "voids", total: number): void;
   update(done: number): void;
   done(): void;
 }
@@ -45,6 +45,11 @@ export interface SeedOptions {
   readonly progress?: SeedProgress;
   /** Notices for the operator (e.g. the bulk path's fallback). */
   readonly notice?: (text: string) => void;
+  /**
+   * Void this share of the wagers, in thousandths (0–1000), after writing them: a deterministic
+   * choice by seed and wager number, so the demo and benchmarks carry voids. Default 0.
+   */
+  readonly voidPerMille?: number;
 }
 
 export interface SeedReport {
@@ -55,6 +60,8 @@ export interface SeedReport {
   readonly recorded: number;
   readonly duplicates: number;
   readonly method: "record" | `bulk (${LoadMethod})`;
+  /** Wagers voided by this run (--void-per-mille). */
+  readonly voided: number;
 }
 
 export async function seedDatabase(db: Database, plan: SeedPlan, options: SeedOptions = {}): Promise<SeedReport> {
@@ -92,7 +99,9 @@ export async function seedDatabase(db: Database, plan: SeedPlan, options: SeedOp
     written = { recorded: await recordThroughIngest(ingest, data, progress), method: "record" };
   }
   progress?.done();
+  const voided = await voidShare(ingest, data, options.voidPerMille ?? 0, progress);
   return {
+    voided,
     affiliates: plan.affiliates,
     users: data.userCount,
     wagers: plan.wagers,
@@ -100,6 +109,37 @@ export async function seedDatabase(db: Database, plan: SeedPlan, options: SeedOp
     duplicates: plan.wagers - written.recorded,
     method: written.method,
   };
+}
+
+/** Whether wager number `n` of this seed is one of the voided share (a fixed hash, no state). */
+export function seedVoids(seed: number, n: number, perMille: number): boolean {
+  let h = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(n, 0xc2b2ae35);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x7feb352d);
+  h ^= h >>> 15;
+  return (h >>> 0) % 1000 < perMille;
+}
+
+async function voidShare(ingest: WagerIngest, data: SeedData, perMille: number, progress?: SeedProgress) {
+  if (perMille <= 0) return 0;
+  progress?.phase("voids", data.plan.wagers);
+  let voided = 0;
+  let batch: string[] = [];
+  const flush = async () => {
+    const result = await ingest.voidWagers(batch);
+    if (result.kind === "invalid") throw new Error("seed produced an invalid wager id");
+    voided += result.voided;
+    batch = [];
+  };
+  for (let n = 0; n < data.plan.wagers; n++) {
+    if (seedVoids(data.plan.seed, n, perMille)) batch.push(data.wagerId(n));
+    if (batch.length === MAX_BATCH) await flush();
+    if (n % 100_000 === 0) progress?.update(n);
+  }
+  if (batch.length > 0) await flush();
+  progress?.update(data.plan.wagers);
+  progress?.done();
+  return voided;
 }
 
 async function recordThroughIngest(ingest: WagerIngest, data: SeedData, progress?: SeedProgress): Promise<number> {
