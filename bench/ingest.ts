@@ -31,10 +31,10 @@ import { migrate } from "../src/storage/migrations.js";
 import { verifyRollups } from "../src/storage/verify.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
-const TOKEN = "bench-ingest-token-0123456789abcdef";
-type Protocol = "grpc" | "connect" | "grpc-web";
+export const TOKEN = "bench-ingest-token-0123456789abcdef";
+export type Protocol = "grpc" | "connect" | "grpc-web";
 
-async function recreateDatabase(url: string): Promise<void> {
+export async function recreateDatabase(url: string): Promise<void> {
   const { database, ...server } = connectionOptions(url);
   const admin = await mysql.createConnection(server);
   await admin.query(`DROP DATABASE IF EXISTS ${mysql.escapeId(database)}`);
@@ -83,7 +83,7 @@ async function startServer(databaseUrl: string): Promise<{ child: ChildProcess; 
   });
 }
 
-function users(): IngestUser[] {
+export function users(): IngestUser[] {
   const next = mulberry32(11);
   return Array.from({ length: 20_000 }, (_, i) => {
     // Zipf-like affiliate sizes: the first of 100 affiliates has the most users.
@@ -98,7 +98,7 @@ function users(): IngestUser[] {
   });
 }
 
-function wagerBatches(count: number, batch: number, runTag: string): IngestWager[][] {
+export function wagerBatches(count: number, batch: number, runTag: string): IngestWager[][] {
   const next = mulberry32(29);
   const now = Math.floor(Date.now() / 1000);
   const batches: IngestWager[][] = [];
@@ -127,7 +127,10 @@ function wagerBatches(count: number, batch: number, runTag: string): IngestWager
   return batches;
 }
 
-function client(protocol: Protocol, baseUrl: string): { client: Client<typeof WagerIngestService>; close(): void } {
+export function client(
+  protocol: Protocol,
+  baseUrl: string,
+): { client: Client<typeof WagerIngestService>; close(): void } {
   let transport: Transport;
   let session: Http2SessionManager | undefined;
   if (protocol === "grpc") {
@@ -148,7 +151,12 @@ interface RunResult {
   readonly recorded: number;
 }
 
-async function run(protocol: Protocol, baseUrl: string, batches: IngestWager[][], clients: number): Promise<RunResult> {
+export async function run(
+  protocol: Protocol,
+  baseUrl: string,
+  batches: IngestWager[][],
+  clients: number,
+): Promise<RunResult> {
   const headers = { authorization: `Bearer ${TOKEN}` };
   const pool = Array.from({ length: clients }, () => client(protocol, baseUrl));
   const latencies: number[] = [];

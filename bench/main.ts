@@ -6,6 +6,7 @@
  */
 import { runHttpBench } from "./http.js";
 import { runIngestBench } from "./ingest.js";
+import { runVisibilityBench, runVoidsBench } from "./lifecycle.js";
 import { runQueryBench } from "./query.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
@@ -18,6 +19,15 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runIngestBench,
     usage:
       "ingest [--wagers 400000] [--clients 2] [--batch 1000] [--protocol grpc|connect|grpc-web]   RecordWagers wagers/s",
+  },
+  voids: {
+    run: runVoidsBench,
+    usage: "voids [--wagers 200000] [--clients 2]   VoidWagers ids/s vs RecordWagers wagers/s in the same run",
+  },
+  visibility: {
+    run: runVisibilityBench,
+    usage:
+      "visibility [--samples 100] [--redis <url>]   commit on instance A to visible on instance B, without and with Redis",
   },
   http: {
     run: runHttpBench,
