@@ -36,6 +36,32 @@ export async function noteWagerChanges(
   );
 }
 
+/**
+ * One change row per affiliate of the given wagers (internal affiliate key and time), as a
+ * multi-row VALUES insert: its row count is known up front, so InnoDB allocates the ids without
+ * holding the table's AUTO-INC lock for the statement (an INSERT … SELECT would, and measurably
+ * serialises concurrent ingest).
+ */
+export async function noteWagerTimes(
+  connection: PoolConnection,
+  wagers: Iterable<{ readonly affiliateId: number; readonly placedAt: number }>,
+) {
+  const spans = new Map<number, [number, number]>();
+  for (const { affiliateId, placedAt } of wagers) {
+    const span = spans.get(affiliateId);
+    if (span === undefined) spans.set(affiliateId, [placedAt, placedAt]);
+    else {
+      if (placedAt < span[0]) span[0] = placedAt;
+      if (placedAt > span[1]) span[1] = placedAt;
+    }
+  }
+  if (spans.size === 0) return;
+  const now = Math.floor(Date.now() / 1000);
+  await connection.query("INSERT INTO data_changes (affiliate_id, first_at, last_at, created_at) VALUES ?", [
+    [...spans].map(([affiliateId, [first, last]]) => [affiliateId, first, last, now]),
+  ]);
+}
+
 /** One change row per user whose profile changed. */
 export async function noteUserChanges(connection: PoolConnection, userExternalIds: readonly string[]) {
   if (userExternalIds.length === 0) return;
