@@ -142,9 +142,9 @@ export class ChangeFeed {
       for (;;) {
         const now = this.nowMs();
         for (const [id, until] of this.gaps) if (until <= now) this.gaps.delete(id);
-        const rows = await readChanges(this.pool, this.watermark, [...this.gaps.keys()], BATCH);
-        this.apply(rows, now);
-        if (rows.length < BATCH) break;
+        const read = await readChanges(this.pool, this.watermark, [...this.gaps.keys()], BATCH);
+        this.apply(read.changes, now);
+        if (read.rows < BATCH) break;
       }
       this.stats.polls += 1;
       this.lastGoodPollStartedAt = startedAt;
@@ -179,6 +179,7 @@ export class ChangeFeed {
     if (rows.length === 0) return;
     const until = now + this.gapRetryMs;
     for (const row of rows) {
+      if (row.id === this.watermark) continue; // another change of the same row
       if (row.id > this.watermark) {
         // An id jump (e.g. auto-increment values lost in a server restart) is bounded by MAX_GAPS.
         for (let id = Math.max(this.watermark + 1, row.id - MAX_GAPS); id < row.id; id++) this.gaps.set(id, until);
