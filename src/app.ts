@@ -109,7 +109,13 @@ export function createApp(config: Config, database: Database, options: AppOption
       cacheStats: () => leaderboard.cacheStats,
       ...(feed === undefined
         ? {}
-        : { changeFeed: () => ({ ...feed.stats, invalidations: leaderboard?.invalidations ?? 0 }) }),
+        : {
+            changeFeed: () => ({
+              ...feed.stats,
+              invalidations: leaderboard?.invalidations ?? 0,
+              lag_seconds: feed.lagMs() / 1000,
+            }),
+          }),
       pools: { read: database.read, write: database.write },
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });

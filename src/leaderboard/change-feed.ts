@@ -43,7 +43,7 @@ export interface ChangeFeedOptions {
   readonly intervalMs?: number;
   /** How long an id missing below the highest seen is asked for again. Default 60 s. */
   readonly gapRetryMs?: number;
-  /** Caches are served only while the last completed poll started less than this ago. Default 750 ms. */
+  /** Caches are served only while the last completed poll started less than this ago. Default 900 ms. */
   readonly freshWithinMs?: number;
   /** Change rows older than this are deleted (by any instance, in bounded batches). Default 1 hour. */
   readonly keepSeconds?: number;
@@ -85,7 +85,7 @@ export class ChangeFeed {
   ) {
     this.intervalMs = options.intervalMs ?? 200;
     this.gapRetryMs = options.gapRetryMs ?? 60_000;
-    this.freshWithinMs = options.freshWithinMs ?? 750;
+    this.freshWithinMs = options.freshWithinMs ?? 900;
     this.keepSeconds = options.keepSeconds ?? 3600;
     this.nowMs = options.nowMs ?? Date.now;
     this.lastPrune = this.nowMs();
@@ -100,7 +100,12 @@ export class ChangeFeed {
 
   /** Whether cached answers may be served now (see the module comment). */
   isCurrent(): boolean {
-    return this.nowMs() - this.lastGoodPollStartedAt < this.freshWithinMs;
+    return this.lagMs() < this.freshWithinMs;
+  }
+
+  /** Milliseconds since the last successful poll started (Infinity before the first). */
+  lagMs(): number {
+    return this.nowMs() - this.lastGoodPollStartedAt;
   }
 
   /** Polls as soon as possible (after a local commit, or a wake-up from another instance). */

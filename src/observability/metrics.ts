@@ -13,7 +13,13 @@ export interface MetricsSources {
   cacheStats?: () => { hits: number; misses: number; size: number };
   pools?: Readonly<Record<string, Pool>>;
   redisConnected?: () => boolean;
-  changeFeed?: () => { polls: number; failures: number; changes: number; invalidations: number };
+  changeFeed?: () => {
+    polls: number;
+    failures: number;
+    changes: number;
+    invalidations: number;
+    lag_seconds: number;
+  };
 }
 
 export class Metrics {
@@ -67,8 +73,9 @@ export class Metrics {
       new Gauge({
         name: "topwagers_change_feed",
         help:
-          "The change feed since start: polls completed, failed polls, change rows read, and cached answers " +
-          "dropped because their data changed (stat).",
+          "The change feed since start: polls completed, failed polls, changes read, cached answers dropped " +
+          "because their data changed, and seconds since the last good poll started (lag_seconds; cached answers " +
+          "are served only while it is under 0.9) (stat).",
         labelNames: ["stat"],
         registers: [this.registry],
         collect() {
