@@ -61,6 +61,8 @@ export interface App {
    * change feed now instead of at the next poll.
    */
   changesCommitted(): void;
+  /** Resolves once every change committed before the call is applied to this app's caches. */
+  caughtUp(): Promise<void>;
   /** Marks the app as shutting down: readiness and gRPC health turn to not serving; stops the change feed. */
   stopServing(): void;
 }
@@ -211,6 +213,9 @@ export function createApp(config: Config, database: Database, options: AppOption
     leaderboard,
     changesCommitted() {
       feed?.pollSoon();
+    },
+    async caughtUp() {
+      await feed?.caughtUp();
     },
     stopServing() {
       serving = false;

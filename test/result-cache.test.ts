@@ -51,6 +51,8 @@ beforeAll(async () => {
   uncached = await startTestServer("cache_off", { CACHE_TTL_MS: "0" }, { now: () => NOW });
   keys.cached = await seed(cached);
   keys.uncached = await seed(uncached);
+  // The seed's own changes reach the cache through the change feed; start from a settled cache.
+  await cached.app.caughtUp();
 });
 
 afterAll(async () => {

@@ -76,6 +76,7 @@ export class ChangeFeed {
   private begun = false;
   private lastPrune = 0;
   private lastErrorLogged = 0;
+  private waiting: (() => void)[] = [];
   /** Completed polls and change rows applied, for metrics and tests. */
   readonly stats = { polls: 0, changes: 0, failures: 0 };
 
@@ -108,6 +109,15 @@ export class ChangeFeed {
     return this.nowMs() - this.lastGoodPollStartedAt;
   }
 
+  /** Resolves once a poll that started after this call has completed (every change committed before it is applied). */
+  caughtUp(): Promise<void> {
+    if (!this.started || this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.pollSoon();
+    });
+  }
+
   /** Polls as soon as possible (after a local commit, or a wake-up from another instance). */
   pollSoon(): void {
     if (this.stopped || !this.started) return;
@@ -135,6 +145,7 @@ export class ChangeFeed {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const resolve of this.waiting.splice(0)) resolve();
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.polling;
@@ -142,6 +153,8 @@ export class ChangeFeed {
 
   private async poll(): Promise<void> {
     const startedAt = this.nowMs();
+    const waiting = this.waiting;
+    this.waiting = [];
     try {
       if (!this.begun) await this.begin();
       for (;;) {
@@ -153,11 +166,13 @@ export class ChangeFeed {
       }
       this.stats.polls += 1;
       this.lastGoodPollStartedAt = startedAt;
+      for (const resolve of waiting) resolve();
       if (startedAt - this.lastPrune >= PRUNE_EVERY_MS) {
         this.lastPrune = startedAt;
         await pruneChanges(this.pool, this.keepSeconds);
       }
     } catch (error) {
+      this.waiting.push(...waiting); // resolved by the next good poll
       this.stats.failures += 1;
       if (!this.stopped && startedAt - this.lastErrorLogged > 10_000) {
         this.lastErrorLogged = startedAt;
