@@ -30,6 +30,7 @@ export class Metrics {
   readonly ingestedWagers: Counter<"result">;
   readonly upsertedUsers: Counter;
   readonly voidedWagers: Counter<"result">;
+  readonly apiKeyEvents: Counter<"action">;
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
@@ -66,6 +67,12 @@ export class Metrics {
       name: "topwagers_ingest_voids_total",
       help: "Wager ids received by VoidWagers: voided (taken out now), already_voided, or pending (not recorded yet).",
       labelNames: ["result"],
+      registers: [this.registry],
+    });
+    this.apiKeyEvents = new Counter({
+      name: "topwagers_api_key_events_total",
+      help: "API key changes made through ApiKeyService: created, revoked, rotated.",
+      labelNames: ["action"],
       registers: [this.registry],
     });
     const { cacheStats, pools, redisConnected, changeFeed } = sources;

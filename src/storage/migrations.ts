@@ -145,6 +145,12 @@ export const MIGRATIONS: readonly Migration[] = [
       ) ENGINE=InnoDB`,
     ],
   },
+  {
+    version: 5,
+    name: "api key expiry",
+    // A key is refused from expires_at on (NULL: never expires). Rotation sets it on the old key.
+    statements: ["ALTER TABLE api_keys ADD COLUMN expires_at INT UNSIGNED NULL AFTER revoked_at"],
+  },
 ];
 
 const LOCK_NAME = "topwagers_migrations";
