@@ -1,9 +1,9 @@
 /**
  * Readiness, one answer for every probe: `GET /readyz` and grpc.health.v1 on
  * both listeners. Ready means: not shutting down, the database answers, and
- * its schema is at the version this build expects. Concurrent probes share one
- * check, and a result is reused for a quarter of a second, so probes cannot
- * load the database.
+ * its schema is at the version this build expects. Every probe asks the
+ * database (a result is never reused: a probe right after an outage must see
+ * it), but concurrent probes share one query, so probes cannot load it.
  */
 import type { Pool } from "mysql2/promise";
 import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "../storage/migrations.js";
@@ -14,11 +14,8 @@ export type ReadinessStatus =
   | { readonly status: "database_unavailable" }
   | { readonly status: "migrations_pending"; readonly schemaVersion: number; readonly expected: number };
 
-const REUSE_MS = 250;
-
 export class Readiness {
   private serving = true;
-  private last: { at: number; status: ReadinessStatus } | undefined;
   private pending: Promise<ReadinessStatus> | undefined;
 
   constructor(private readonly pool: Pool) {}
@@ -30,16 +27,10 @@ export class Readiness {
 
   async check(): Promise<ReadinessStatus> {
     if (!this.serving) return { status: "shutting_down" };
-    if (this.last !== undefined && Date.now() - this.last.at < REUSE_MS) return this.last.status;
     if (this.pending === undefined) {
-      this.pending = this.probe()
-        .then((status) => {
-          this.last = { at: Date.now(), status };
-          return status;
-        })
-        .finally(() => {
-          this.pending = undefined;
-        });
+      this.pending = this.probe().finally(() => {
+        this.pending = undefined;
+      });
     }
     return this.pending;
   }

@@ -19,7 +19,9 @@ export function errorInfo(reason: string): Detail {
 
 export function badRequest(...violations: [field: string, description: string][]): Detail {
   const fieldViolations = violations.map(([field, description]) => ({ field, description }));
-  return { schema: BadRequestSchema, init: { fieldViolations }, debug: { fieldViolations } };
+  // Proto JSON leaves out empty strings.
+  const shown = fieldViolations.map((v) => (v.field === "" ? { description: v.description } : v));
+  return { schema: BadRequestSchema, init: { fieldViolations }, debug: { fieldViolations: shown } };
 }
 
 export function retryInfo(seconds: number): Detail {
