@@ -22,9 +22,9 @@ import { migrate } from "../src/storage/migrations.js";
 import { insertWagers, upsertUsers } from "../src/storage/users-and-wagers.js";
 import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
 
-const OCT_1 = 1_790_812_800;
+export const OCT_1 = 1_790_812_800;
 
-async function prepareDatabase(url: string): Promise<string> {
+export async function prepareDatabase(url: string): Promise<string> {
   const { database, ...server } = connectionOptions(url);
   const admin = await mysql.createConnection(server);
   await admin.query(`DROP DATABASE IF EXISTS ${mysql.escapeId(database)}`);

@@ -7,6 +7,8 @@
 import { runHttpBench } from "./http.js";
 import { runIngestBench } from "./ingest.js";
 import { runVisibilityBench, runVoidsBench } from "./lifecycle.js";
+import { runProfileSummary } from "./profile.js";
+import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
@@ -28,6 +30,15 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runVisibilityBench,
     usage:
       "visibility [--samples 100] [--redis <url>]   commit on instance A to visible on instance B, without and with Redis",
+  },
+  protocols: {
+    run: runProtocolsBench,
+    usage:
+      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR]   every protocol vs bare baselines (wrk, h2load)",
+  },
+  profile: {
+    run: runProfileSummary,
+    usage: "profile <file.cpuprofile> [--top 25]   self time by function of a node --cpu-prof profile",
   },
   http: {
     run: runHttpBench,

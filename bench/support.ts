@@ -28,9 +28,11 @@ export function startChild(
   env: Record<string, string>,
   /** Which JSON line carries the port to use (default: the first with a port). */
   isListening: (line: { port?: number; msg?: string }) => boolean = () => true,
+  /** Options for Node itself, e.g. --cpu-prof. */
+  nodeArgs: readonly string[] = [],
 ): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script], {
+    const child = spawn(process.execPath, [...nodeArgs, script], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
