@@ -95,7 +95,7 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = text("DATABASE_URL", DEFAULT_DATABASE_URL);
   const databaseUrls = urlList("DATABASE_URL", databaseUrl, problems);
   const databaseReadUrls = urlList("DATABASE_READ_URL", text("DATABASE_READ_URL", ""), problems);
-  const databaseNames = new Set([...databaseUrls, ...databaseReadUrls].map(databaseNameOf));
+  const databaseNames = new Set([...databaseUrls, ...databaseReadUrls].map(databaseNameOf).filter((n) => n !== ""));
   if (databaseNames.size > 1) {
     problems.push(
       `DATABASE_URL and DATABASE_READ_URL must all name the same database, got ${[...databaseNames].join(", ")}`,
