@@ -28,7 +28,10 @@ export interface DatabaseOptions {
 }
 
 export interface Database {
-  /** Short read queries of the public API on the primary side; statement timeout applied. */
+  /**
+   * Short read queries of the public API on the primary side (keys, change feed, readiness);
+   * statement timeout applied. With read replicas, a replica answers while the primary is down.
+   */
   readonly read: Pool;
   /** Writes, migrations and maintenance; no statement timeout. */
   readonly write: Pool;
@@ -140,18 +143,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     onSwitch: (from, to) => options.onEvent?.("database node changed", { from, to }),
   });
   nodes.start();
-  const read = routedPool(reads, nodes);
+  const primaryRead = routedPool(reads, nodes);
   const write = routedPool(writes, nodes);
-  const leaderboard =
+  const replicas =
     replicaPools.length === 0
-      ? read
+      ? undefined
       : new ReplicaReads({
-          primary: read,
+          primary: primaryRead,
           replicas: replicaPools,
           waitMs: options.replicaWaitMs ?? 500,
           flavour,
           onSkip: (replica, reason) => options.onEvent?.("read replica skipped", { replica, reason }),
-        }).pool();
+        });
+  const read = replicas?.primaryFirstPool() ?? primaryRead;
+  const leaderboard = replicas?.pool() ?? primaryRead;
   return {
     read,
     write,

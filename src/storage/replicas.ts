@@ -39,9 +39,38 @@ export class ReplicaReads {
 
   /** A Pool whose query and execute go to a caught-up replica (or the primary). */
   pool(): Pool {
+    return this.poolWith((method, args) => this.run(method, args));
+  }
+
+  /**
+   * A Pool for the primary side's reads (API keys, the change feed, readiness) that goes to the
+   * primary, and only when the primary is down to a replica: with no primary nothing can be
+   * written, so what a replica has applied is the latest there is.
+   */
+  primaryFirstPool(): Pool {
+    return this.poolWith(async (method, args) => {
+      try {
+        return await call(this.options.primary, method, args);
+      } catch (error) {
+        if (classifyDatabaseError(error) !== "node_down") throw error;
+        for (const [index, replica] of this.options.replicas.entries()) {
+          if ((this.downUntil[index] ?? 0) > this.now()) continue;
+          try {
+            return await call(replica, method, args);
+          } catch (replicaError) {
+            if (classifyDatabaseError(replicaError) !== "node_down") throw replicaError;
+            this.skip(index, replicaError instanceof Error ? replicaError.message : String(replicaError));
+          }
+        }
+        throw error;
+      }
+    });
+  }
+
+  private poolWith(route: (method: "query" | "execute", args: unknown[]) => Promise<unknown>): Pool {
     const target: Record<PropertyKey, unknown> = {
-      query: (...args: unknown[]) => this.run("query", args),
-      execute: (...args: unknown[]) => this.run("execute", args),
+      query: (...args: unknown[]) => route("query", args),
+      execute: (...args: unknown[]) => route("execute", args),
     };
     const primary = this.options.primary as unknown as Record<PropertyKey, unknown>;
     return new Proxy(target, {
