@@ -211,6 +211,7 @@ describe("three-node Galera cluster", () => {
     });
     const codes = new Map<string, number>();
     let killedAt = 0;
+    let ingestBackAfter = -1;
     const readStatuses: number[] = [];
     let readsBackAfter = -1;
     let reader: Promise<void> = Promise.resolve();
@@ -236,6 +237,7 @@ describe("three-node Galera cluster", () => {
         for (let attempt = 1; ; attempt++) {
           try {
             await ingest(server).recordWagers({ wagers: batch });
+            if (killedAt > 0 && server === a && ingestBackAfter < 0) ingestBackAfter = Date.now() - killedAt;
             break;
           } catch (error) {
             const code = ConnectError.from(error).code;
@@ -260,6 +262,9 @@ describe("three-node Galera cluster", () => {
       `node 1 killed: reads on A answered 200 again after ${readsBackAfter} ms (statuses before: ${readStatuses.join(",")})`,
     );
     expect(readStatuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
+    console.log(`node 1 killed: first ingest committed through A ${ingestBackAfter} ms after the kill`);
+    expect(ingestBackAfter).toBeGreaterThanOrEqual(0);
+    expect(ingestBackAfter).toBeLessThan(5_000);
     expect(readsBackAfter).toBeGreaterThanOrEqual(0);
     expect(readsBackAfter).toBeLessThan(5_000);
     // Every committed change is on every instance's answers within a second (change feed).
