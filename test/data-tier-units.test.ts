@@ -5,10 +5,11 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Pool } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, redact } from "../src/config.js";
 import { connectionOptions, splitUrls } from "../src/storage/database.js";
-import { chooseNode, classifyDatabaseError } from "../src/storage/node-set.js";
+import { chooseNode, classifyDatabaseError, NodeSet, routedPool } from "../src/storage/node-set.js";
 
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {
@@ -152,5 +153,62 @@ describe("chooseNode", () => {
   it("falls back to a healthy read-only node, then keeps the current one", () => {
     expect(chooseNode([down, readOnly, down], 0)).toBe(1);
     expect(chooseNode([down, down, down], 1)).toBe(1);
+  });
+});
+
+describe("routedPool (fake pools, no database)", () => {
+  type Call = (sql: string) => Promise<unknown>;
+  const fakePool = (name: string, behaviour: Call) =>
+    ({ name, query: behaviour, execute: behaviour, end: async () => undefined }) as unknown as Pool;
+  const failure = (fields: object) => Object.assign(new Error("failed"), fields);
+
+  it("re-sends an autocommit statement that lost a certification conflict (1213), then answers", async () => {
+    let calls = 0;
+    const pool = fakePool("n1", async (sql) => {
+      calls++;
+      if (calls < 3) throw failure({ errno: 1213, code: "ER_LOCK_DEADLOCK" });
+      return [[{ sql }], []];
+    });
+    const nodes = new NodeSet({ nodes: [{}] });
+    const routed = routedPool([pool], nodes);
+    expect(await routed.query("UPDATE t SET x = 1")).toEqual([[{ sql: "UPDATE t SET x = 1" }], []]);
+    expect(calls).toBe(3);
+  });
+
+  it("a lost connection fails that statement, and the next one goes to the next node", async () => {
+    const used: string[] = [];
+    const first = fakePool("n1", async () => {
+      used.push("n1");
+      throw failure({ code: "PROTOCOL_CONNECTION_LOST", fatal: true });
+    });
+    const second = fakePool("n2", async () => {
+      used.push("n2");
+      return [[], []];
+    });
+    const switches: [number, number][] = [];
+    const nodes = new NodeSet({
+      nodes: [
+        { host: "127.0.0.1", port: 1 },
+        { host: "127.0.0.1", port: 1 },
+      ],
+      onSwitch: (from, to) => switches.push([from, to]),
+    });
+    const routed = routedPool([first, second], nodes);
+    await expect(routed.query("SELECT 1")).rejects.toThrow("failed");
+    await routed.query("SELECT 1");
+    expect(used).toEqual(["n1", "n2"]);
+    expect(switches[0]).toEqual([0, 1]);
+    await nodes.close();
+  });
+
+  it("other errors neither retry nor switch", async () => {
+    let calls = 0;
+    const pool = fakePool("n1", async () => {
+      calls++;
+      throw failure({ errno: 1062, code: "ER_DUP_ENTRY" });
+    });
+    const nodes = new NodeSet({ nodes: [{}, {}] });
+    await expect(routedPool([pool, pool], nodes).execute("INSERT")).rejects.toThrow("failed");
+    expect([calls, nodes.current]).toEqual([1, 0]);
   });
 });

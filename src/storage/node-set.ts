@@ -180,22 +180,30 @@ export class NodeSet {
   }
 }
 
+/** Attempts of one autocommit statement that keeps losing deadlocks or certification conflicts. */
+const AUTOCOMMIT_ATTEMPTS = 5;
+
 /**
  * A Pool that sends each call to the current node's pool and reports failures
  * to the node set. Properties set on it (tracing wraps `query`) stay on it.
  */
 export function routedPool(pools: readonly Pool[], nodes: NodeSet): Pool {
   const target: Record<PropertyKey, unknown> = {};
+  // A statement sent on the pool runs alone in autocommit: when it loses a deadlock or a Galera
+  // certification conflict (1213) it was rolled back, so sending it again is safe.
   const guarded =
     (method: "query" | "execute") =>
     async (...args: unknown[]) => {
-      const index = nodes.current;
-      const pool = pools[index] as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-      try {
-        return await pool[method]?.(...args);
-      } catch (error) {
-        nodes.report(index, error);
-        throw error;
+      for (let attempt = 1; ; attempt++) {
+        const index = nodes.current;
+        const pool = pools[index] as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+        try {
+          return await pool[method]?.(...args);
+        } catch (error) {
+          nodes.report(index, error);
+          if (classifyDatabaseError(error) !== "retry" || attempt >= AUTOCOMMIT_ATTEMPTS) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 5 * 2 ** attempt * Math.random()));
+        }
       }
     };
   target.query = guarded("query");
