@@ -6,10 +6,12 @@
  * while node 1 is killed with SIGKILL mid-way; every call answers or fails
  * with unavailable / aborted (never a 500), writers retry, and the totals end
  * exact against an independent sum, `verify` is clean, and reads answer again
- * within 5 s. Last, with two of three nodes gone the survivor is non-Primary
+ * within 5 s. Node 1 then rejoins by IST and A moves back to it (its preferred
+ * node) once it is Synced. Last, with two of three nodes gone the survivor is non-Primary
  * (errno 1047): it counts as down, so callers get unavailable, not 500.
  */
-import { mkdirSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -91,6 +93,17 @@ async function startCluster(): Promise<void> {
   await until("node 2 synced", () => synced(second, 2), 60_000);
   await third.start();
   await until("node 3 synced", () => synced(third, 3), 60_000);
+}
+
+/** `mariadbd --wsrep-recover` on a crashed node: the "uuid:seqno" it logs, to rejoin by IST. */
+async function recoveredPosition(node: NodeProcess): Promise<string> {
+  const log = path.join(node.dataDir, "error.log");
+  const before = existsSync(log) ? readFileSync(log, "utf8").length : 0;
+  const child = spawn("mariadbd", [...node.args, "--wsrep-recover"], { stdio: "ignore" });
+  await new Promise((resolve) => child.once("exit", resolve));
+  const match = /Recovered position: ([0-9a-f-]+:-?\d+)/.exec(readFileSync(log, "utf8").slice(before));
+  if (match?.[1] === undefined) throw new Error("no recovered position in the error log");
+  return match[1];
 }
 
 const urls = (order: readonly number[]) => order.map((i) => nodes[i]?.url("root", DB)).join(",");
@@ -283,8 +296,23 @@ describe("three-node Galera cluster", () => {
     expect(verify.stdout).toMatch(/^verify OK: /);
   });
 
+  it("node 1 rejoins (IST) and A moves back to it, its preferred node, once it is Synced", async () => {
+    const first = nodes[0] as NodeProcess;
+    const position = await recoveredPosition(first);
+    const from = a.logs.length;
+    await first.start([`--wsrep-start-position=${position}`]);
+    await until("node 1 synced again", () => synced(first, 3), 60_000);
+    const syncedAt = Date.now();
+    const moved = await a.waitForLog((line) => line.msg === "database node changed" && line.to === 0, 5_000, from);
+    expect([moved.from, moved.to]).toEqual([1, 0]);
+    console.log(`node 1 Synced again: A moved back to it within ${Date.now() - syncedAt} ms`);
+    expect(await board(a)).toEqual([200, expectedBoard()]);
+  });
+
   it("with two of three nodes gone the survivor is non-Primary (1047): unavailable, never 500", async () => {
-    await nodes[1]?.kill();
+    // B uses node 2 (its first choice): kill the other two, so node 2 stays up but non-Primary.
+    const from = b.logs.length;
+    await Promise.all([nodes[0]?.kill(), nodes[2]?.kill()]);
     const until5s = Date.now() + 5_000;
     const statuses: number[] = [];
     while (Date.now() < until5s) {
@@ -299,5 +327,8 @@ describe("three-node Galera cluster", () => {
         (error: unknown) => Code[ConnectError.from(error).code],
       );
     expect(code).toBe("Unavailable");
+    // What B met was errno 1047 from the living, non-Primary node 2, not a refused connection.
+    const met = b.logs.slice(from).map((line) => JSON.stringify(line));
+    expect(met.some((line) => line.includes("WSREP has not yet prepared node for application use"))).toBe(true);
   });
 });
