@@ -8,7 +8,7 @@
 
 import type { Pool, PoolOptions } from "mysql2/promise";
 import mysql from "mysql2/promise";
-import { NodeSet, routedPool } from "./node-set.js";
+import { classifyDatabaseError, NodeSet, routedPool } from "./node-set.js";
 import { ReplicaReads } from "./replicas.js";
 
 export interface DatabaseOptions {
@@ -90,16 +90,26 @@ export function connectionOptions(url: string, tlsCa?: string): PoolOptions & { 
 
 /** Creates the database named in the URL when it does not exist yet (a newcomer's first run). */
 export async function ensureDatabaseExists(url: string, tlsCa?: string): Promise<void> {
-  const { database, ...options } = connectionOptions(url, tlsCa);
-  const connection = await mysql.createConnection(options);
-  try {
-    // Identifiers cannot be bound as parameters; the name was checked against [A-Za-z0-9_] above.
-    await connection.query(
-      `CREATE DATABASE IF NOT EXISTS ${mysql.escapeId(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
-    );
-  } finally {
-    await connection.end();
+  // With several nodes, the first that answers creates it (Galera replicates it; a standby gets it from its primary).
+  let lastError: unknown;
+  for (const node of splitUrls(url)) {
+    const { database, ...options } = connectionOptions(node, tlsCa);
+    let connection: mysql.Connection | undefined;
+    try {
+      connection = await mysql.createConnection(options);
+      // Identifiers cannot be bound as parameters; the name was checked against [A-Za-z0-9_] above.
+      await connection.query(
+        `CREATE DATABASE IF NOT EXISTS ${mysql.escapeId(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
+      );
+      return;
+    } catch (error) {
+      lastError = error;
+      if (classifyDatabaseError(error) !== "node_down") throw error;
+    } finally {
+      await connection?.end().catch(() => undefined);
+    }
   }
+  throw lastError;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -142,6 +152,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     nodes: nodeOptions,
     onSwitch: (from, to) => options.onEvent?.("database node changed", { from, to }),
   });
+  // Start on a healthy node when the first one is down (one probe round, at most about 1 s).
+  if (nodeOptions.length > 1) await nodes.probeNow();
   nodes.start();
   const primaryRead = routedPool(reads, nodes);
   const write = routedPool(writes, nodes);
