@@ -14,6 +14,7 @@ import { Admission } from "./api/admission.js";
 import { createDocsPage } from "./api/docs-page.js";
 import { registerHealth, registerReflection } from "./api/health-and-reflection.js";
 import type { RequestHandler } from "./api/public-server.js";
+import { Readiness } from "./api/readiness.js";
 import {
   MAX_BODY_BYTES,
   type NodeRequest,
@@ -34,7 +35,6 @@ import { type Logger, silentLogger } from "./logger.js";
 import { Metrics, type Protocol } from "./observability/metrics.js";
 import type { Tracing } from "./observability/tracing.js";
 import type { Database } from "./storage/database.js";
-import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "./storage/migrations.js";
 
 export interface AppOptions {
   readonly limiterFactory?: LimiterFactory;
@@ -56,11 +56,17 @@ export interface App {
   readonly handler: RequestHandler;
   readonly metrics: Metrics;
   readonly leaderboard: Leaderboard;
+  /** What /readyz and gRPC health answer; shared with the internal listener. */
+  readonly readiness: Readiness;
+  /** The API key lookups; the internal listener drops them when it changes keys. */
+  readonly authenticator: Authenticator;
   /**
    * A change was committed (by this instance, or another one said so through Redis): read the
    * change feed now instead of at the next poll.
    */
   changesCommitted(): void;
+  /** Resolves once every change committed before the call is applied to this app's caches. */
+  caughtUp(): Promise<void>;
   /** Marks the app as shutting down: readiness and gRPC health turn to not serving; stops the change feed. */
   stopServing(): void;
 }
@@ -80,11 +86,14 @@ const callKey = createContextKey<{ clientAddress: string | undefined; startedAt:
 );
 
 export function createApp(config: Config, database: Database, options: AppOptions = {}): App {
-  let serving = true;
-  const state = { serving: () => serving };
+  const readiness = new Readiness(database.read);
   const logger = options.logger ?? silentLogger;
+  const authenticator = new Authenticator(
+    database.read,
+    options.keyCacheTtlMs === undefined ? {} : { cacheTtlMs: options.keyCacheTtlMs },
+  );
   const admission = new Admission(
-    new Authenticator(database.read, options.keyCacheTtlMs === undefined ? {} : { cacheTtlMs: options.keyCacheTtlMs }),
+    authenticator,
     new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
     new FailedAuthLimiter(options.failedAuthPolicy),
   );
@@ -110,7 +119,13 @@ export function createApp(config: Config, database: Database, options: AppOption
       cacheStats: () => leaderboard.cacheStats,
       ...(feed === undefined
         ? {}
-        : { changeFeed: () => ({ ...feed.stats, invalidations: leaderboard?.invalidations ?? 0 }) }),
+        : {
+            changeFeed: () => ({
+              ...feed.stats,
+              invalidations: leaderboard?.invalidations ?? 0,
+              lag_seconds: feed.lagMs() / 1000,
+            }),
+          }),
       pools: { read: database.read, write: database.write },
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });
@@ -119,7 +134,7 @@ export function createApp(config: Config, database: Database, options: AppOption
 
   const routes = (router: ConnectRouter) => {
     router.service(TopWagersService, topWagersService(leaderboard));
-    registerHealth(router, PUBLIC_SERVICES, state);
+    registerHealth(router, PUBLIC_SERVICES, readiness);
     registerReflection(router, PUBLIC_SERVICES);
   };
 
@@ -173,7 +188,7 @@ export function createApp(config: Config, database: Database, options: AppOption
       return void sendStatus(res, 200, { status: "ok" });
     }
     if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
-      return void readiness(database, serving).then(([status, body]) => sendStatus(res, status, body));
+      return void readiness.check().then((body) => sendStatus(res, body.status === "ready" ? 200 : 503, body));
     }
     if (docs.matches(path, req.method)) return void docs.handle(req, res, path);
     return void sendNotFound(req, res, rest.path);
@@ -204,11 +219,16 @@ export function createApp(config: Config, database: Database, options: AppOption
     handler,
     metrics,
     leaderboard,
+    readiness,
+    authenticator,
     changesCommitted() {
       feed?.pollSoon();
     },
+    async caughtUp() {
+      await feed?.caughtUp();
+    },
     stopServing() {
-      serving = false;
+      readiness.stopServing();
       void feed?.stop();
     },
   };
@@ -219,19 +239,6 @@ function protocolOf(contentType: string | null): Protocol {
   if (contentType.startsWith("application/grpc-web")) return "grpc-web";
   if (contentType.startsWith("application/grpc")) return "grpc";
   return "connect";
-}
-
-async function readiness(database: Database, serving: boolean): Promise<[number, object]> {
-  if (!serving) return [503, { status: "shutting_down" }];
-  try {
-    const version = await currentSchemaVersion(database.read);
-    if (version < LATEST_SCHEMA_VERSION) {
-      return [503, { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION }];
-    }
-    return [200, { status: "ready", schemaVersion: version }];
-  } catch {
-    return [503, { status: "database_unavailable" }];
-  }
 }
 
 function sendStatus(res: NodeResponse, status: number, body: object): void {

@@ -27,6 +27,8 @@ export interface Config {
   readonly internalHost: string;
   /** Bearer token for the internal ingest service; undefined disables ingest. */
   readonly ingestToken: string | undefined;
+  /** Bearer token of the ApiKeyService (partner portal); unset disables it. */
+  readonly adminToken: string | undefined;
   readonly redisUrl: string | undefined;
   readonly defaultAvatarUrl: string;
   readonly cacheTtlMs: number;
@@ -87,6 +89,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (ingestToken !== undefined && ingestToken.length < 16) {
     problems.push("INGEST_TOKEN must be at least 16 characters (use: openssl rand -hex 32)");
   }
+  const adminToken = env.ADMIN_TOKEN === undefined || env.ADMIN_TOKEN === "" ? undefined : env.ADMIN_TOKEN;
+  if (adminToken !== undefined && adminToken.length < 16) {
+    problems.push("ADMIN_TOKEN must be at least 16 characters (use: openssl rand -hex 32)");
+  }
+  if (adminToken !== undefined && adminToken === ingestToken) {
+    problems.push("ADMIN_TOKEN must differ from INGEST_TOKEN (the ingest platform must not be able to issue keys)");
+  }
   const logLevel = text("LOG_LEVEL", "info");
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
     problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent, got "${logLevel}"`);
@@ -131,6 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
     internalPort: integer("INTERNAL_PORT", 9090, 0, 65535),
     internalHost: text("INTERNAL_HOST", "127.0.0.1"),
     ingestToken,
+    adminToken,
     redisUrl: url("REDIS_URL", undefined, ["redis:", "rediss:"]),
     defaultAvatarUrl: url("DEFAULT_AVATAR_URL", DEFAULT_AVATAR_URL, ["http:", "https:"]) ?? DEFAULT_AVATAR_URL,
     cacheTtlMs: integer("CACHE_TTL_MS", 10_000, 0, 3_600_000),

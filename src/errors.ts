@@ -1,35 +1,135 @@
 /**
- * The one error type of the service: a ConnectError with a Code, so every
- * protocol reports the same failure the same way. Field problems travel as a
- * list of violations that the REST envelope renders one item each.
+ * Errors: one catalogue of reasons (each with its code), one error type, and the
+ * google.rpc details every RPC error carries (ErrorInfo; BadRequest for field
+ * problems; RetryInfo for limits). Field problems travel as a list of
+ * violations that the REST envelope renders one item each.
  *
  * Messages shown to callers avoid ":" and the other characters that grpc-js
  * mis-decodes in `grpc-message` (; , / ? : @ & = + $ #), and never carry the
  * internal cause, which stays in `cause` for the logs.
  */
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  BadRequest_FieldViolationSchema,
+  BadRequestSchema,
+  ErrorInfoSchema,
+  RetryInfoSchema,
+} from "../gen/google/rpc/error_details_pb.js";
 
 export interface Violation {
-  /** The request field at fault, by its JSON name (e.g. "numUsers"). */
+  /** The request field at fault, by its JSON name (e.g. "numUsers", "wagers[3]"). */
   readonly field?: string;
   readonly message: string;
 }
 
+/** The domain of every ErrorInfo this service sends. */
+export const ERROR_DOMAIN = "topwagers";
+
 /**
- * A ConnectError that also carries its field violations. It keeps the name
- * "ConnectError": Connect recognises its errors by name (Symbol.hasInstance),
- * and `instanceof ServiceError` is therefore no test; use `violationsOf`.
+ * The error catalogue: every reason the service gives, with its Connect/gRPC code (and so its
+ * HTTP status, see httpStatusForCode). The reason travels as google.rpc.ErrorInfo.reason on
+ * every RPC error; it is stable, so callers may branch on it. REST callers see the snake_case
+ * Connect code in the envelope (docs/contract.md), which these reasons refine.
+ */
+export const CATALOGUE = {
+  /** A request field breaks a rule (BadRequest lists each). */
+  INVALID_ARGUMENT: Code.InvalidArgument,
+  /** The request message could not be decoded at all. */
+  MALFORMED_REQUEST: Code.InvalidArgument,
+  /** No, unknown, revoked or expired API key. */
+  UNAUTHENTICATED: Code.Unauthenticated,
+  /** No or wrong INGEST_TOKEN / ADMIN_TOKEN, or an affiliate key on an internal service. */
+  BAD_SERVICE_TOKEN: Code.Unauthenticated,
+  /** The key's rate limit is used up (RetryInfo says when to retry). */
+  RATE_LIMITED: Code.ResourceExhausted,
+  /** Too many calls with invalid keys from this address (RetryInfo says when to retry). */
+  TOO_MANY_FAILED_ATTEMPTS: Code.ResourceExhausted,
+  /** INGEST_TOKEN is not set on this server. */
+  INGEST_DISABLED: Code.FailedPrecondition,
+  /** ADMIN_TOKEN is not set on this server. */
+  ADMIN_DISABLED: Code.FailedPrecondition,
+  /** Wagers name users that were never upserted. */
+  UNKNOWN_USERS: Code.FailedPrecondition,
+  /** A wager id was recorded before with other content. */
+  WAGER_CONFLICT: Code.AlreadyExists,
+  /** No API key with this id. */
+  KEY_NOT_FOUND: Code.NotFound,
+  /** No such service on this health endpoint. */
+  UNKNOWN_SERVICE: Code.NotFound,
+  /** Too much lock contention to commit; nothing was written. */
+  CONTENTION: Code.Aborted,
+  /** The database is unreachable or too slow right now. */
+  DATABASE_UNAVAILABLE: Code.Unavailable,
+  /** A bug or an unexpected failure on our side. */
+  INTERNAL: Code.Internal,
+} as const satisfies Record<string, Code>;
+
+export type ErrorReason = keyof typeof CATALOGUE;
+
+export interface ErrorOptions {
+  readonly violations?: readonly Violation[];
+  /** Response headers (or trailers) to send with the error, e.g. www-authenticate. */
+  readonly headers?: Record<string, string>;
+  /** Sent as Retry-After and google.rpc.RetryInfo. */
+  readonly retryAfterSeconds?: number;
+  /** The internal cause, for the logs only. */
+  readonly cause?: unknown;
+}
+
+/** At most this many field violations travel in google.rpc.BadRequest (keeps the trailer small). */
+export const MAX_DETAIL_VIOLATIONS = 50;
+
+/**
+ * The one error type of the service: a ConnectError with a catalogue reason and field
+ * violations, so every protocol reports the same failure the same way. It keeps the name
+ * "ConnectError": Connect recognises its errors by name (Symbol.hasInstance), and
+ * `instanceof ServiceError` is therefore no test; use `violationsOf`.
  */
 export class ServiceError extends ConnectError {
+  readonly violations: readonly Violation[];
+
   constructor(
+    readonly reason: ErrorReason,
     message: string,
-    code: Code,
-    readonly violations: readonly Violation[] = [],
-    headers?: Record<string, string>,
-    cause?: unknown,
+    options: ErrorOptions = {},
   ) {
-    super(message, code, headers, undefined, cause);
+    const code = CATALOGUE[reason];
+    const violations = options.violations ?? [];
+    const headers = { ...options.headers };
+    if (options.retryAfterSeconds !== undefined) headers["retry-after"] = String(options.retryAfterSeconds);
+    super(message, code, headers, errorDetails(reason, violations, options.retryAfterSeconds), options.cause);
+    this.violations = violations;
   }
+}
+
+/** google.rpc details of an error: ErrorInfo always, BadRequest with violations, RetryInfo with a delay. */
+function errorDetails(reason: ErrorReason, violations: readonly Violation[], retryAfterSeconds?: number) {
+  const details: ConstructorParameters<typeof ConnectError>[3] = [
+    { desc: ErrorInfoSchema, value: { reason, domain: ERROR_DOMAIN } },
+  ];
+  if (CATALOGUE[reason] === Code.InvalidArgument || violations.length > 0) {
+    details.push({
+      desc: BadRequestSchema,
+      value: {
+        fieldViolations: violations.slice(0, MAX_DETAIL_VIOLATIONS).map((v) =>
+          create(BadRequest_FieldViolationSchema, {
+            field: v.field === undefined ? "" : protoFieldPath(v.field),
+            description: v.message,
+          }),
+        ),
+      },
+    });
+  }
+  if (retryAfterSeconds !== undefined) {
+    details.push({ desc: RetryInfoSchema, value: { retryDelay: { seconds: BigInt(retryAfterSeconds) } } });
+  }
+  return details;
+}
+
+/** A field path by JSON names as protobuf field names: "numUsers" → "num_users", "wagerIds[2]" → "wager_ids[2]". */
+export function protoFieldPath(jsonPath: string): string {
+  return jsonPath.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
 /** The field violations of an error, or none. */
@@ -39,28 +139,20 @@ export function violationsOf(error: ConnectError): readonly Violation[] {
 }
 
 export function invalidArgument(violations: readonly Violation[]): ServiceError {
-  return new ServiceError(violations.map((v) => v.message).join(". "), Code.InvalidArgument, violations);
+  return new ServiceError("INVALID_ARGUMENT", violations.map((v) => v.message).join(". "), { violations });
 }
 
 export function unauthenticated(): ServiceError {
-  return new ServiceError(
-    "missing or invalid API key (send Authorization Bearer with your key)",
-    Code.Unauthenticated,
-    [],
-    {
-      "www-authenticate": 'Bearer realm="topwagers"',
-    },
-  );
+  return new ServiceError("UNAUTHENTICATED", "missing or invalid API key (send Authorization Bearer with your key)", {
+    headers: { "www-authenticate": 'Bearer realm="topwagers"' },
+  });
 }
 
 export function unavailable(cause: unknown, retryAfterSeconds = 1): ServiceError {
-  return new ServiceError(
-    "the leaderboard database is unavailable right now. Retry shortly",
-    Code.Unavailable,
-    [],
-    { "retry-after": String(retryAfterSeconds) },
+  return new ServiceError("DATABASE_UNAVAILABLE", "the leaderboard database is unavailable right now. Retry shortly", {
+    retryAfterSeconds,
     cause,
-  );
+  });
 }
 
 /** snake_case name of a Connect code, as used in REST error items ("invalid_argument"). */
@@ -102,7 +194,7 @@ export function httpStatusForCode(code: Code): number {
 /** Any thrown value as a ConnectError; unknown failures become Internal with a generic message. */
 export function asConnectError(reason: unknown): ConnectError {
   if (reason instanceof ConnectError) return reason;
-  return new ConnectError("internal error", Code.Internal, undefined, undefined, reason);
+  return new ServiceError("INTERNAL", "internal error", { cause: reason });
 }
 
 const UNPARSABLE_MESSAGE = "the request message is not valid protobuf binary";
@@ -130,6 +222,7 @@ export function reportUnparsableMessagesAsInvalid(context: HandlerContext): void
           code: Code.InvalidArgument,
           rawMessage: UNPARSABLE_MESSAGE,
           message: `[invalid_argument] ${UNPARSABLE_MESSAGE}`,
+          details: errorDetails("MALFORMED_REQUEST", [{ message: UNPARSABLE_MESSAGE }]),
         });
       }
     },

@@ -56,6 +56,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const internalApp = createInternalApp(config, database, {
     logger,
     metrics: app.metrics,
+    readiness: app.readiness,
+    keyCache: app.authenticator,
     onCommitted() {
       app.changesCommitted();
       wakeups?.announce();

@@ -222,6 +222,7 @@ describe("keys list", () => {
       label: "listed",
       createdAt: expect.any(Number),
       revokedAt: null,
+      expiresAt: null,
       rateLimit: { points: 50, windowSeconds: 30 },
     });
     expect(Math.abs((listed?.createdAt as number) - Date.now() / 1000)).toBeLessThan(120);
@@ -377,7 +378,7 @@ describe.concurrent("usage errors exit 2, data errors 1, with a clear message, a
       ["keys", "set-rate-limit", "key_doesnotexist", "lots"],
       '--rate-limit must look like <points>/<seconds>s, e.g. 120/60s; got "lots"',
     ],
-    ["an unknown keys command", ["keys", "rotate"], 'unknown keys command "rotate"'],
+    ["an unknown keys command", ["keys", "rename"], 'unknown keys command "rename"'],
   ];
 
   for (const [name, args, message] of cases) {

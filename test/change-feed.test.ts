@@ -41,20 +41,19 @@ describe("ChangeFeed", () => {
       feed.start();
       await until(() => feed.isCurrent());
       await slow.query("START TRANSACTION");
-      await slow.query(
-        "INSERT INTO data_changes (affiliate_id, first_at, last_at, created_at) VALUES (101, 10, 20, UNIX_TIMESTAMP())",
-      );
+      await slow.query("INSERT INTO data_changes (wager_spans, created_at) VALUES ('101,10,20', UNIX_TIMESTAMP())");
       await database.db.write.query(
-        "INSERT INTO data_changes (affiliate_id, first_at, last_at, created_at) VALUES (102, 30, 40, UNIX_TIMESTAMP())",
+        "INSERT INTO data_changes (wager_spans, created_at) VALUES ('102,30,40;103,1,2', UNIX_TIMESTAMP())",
       );
       await until(() => seen.some((c) => c.affiliateId === 102));
-      expect(seen.map((c) => c.affiliateId)).toEqual([102]);
+      expect(seen.map((c) => c.affiliateId)).toEqual([102, 103]);
       // Several polls pass with the earlier id still uncommitted.
       await new Promise((resolve) => setTimeout(resolve, 300));
       await slow.query("COMMIT");
       await until(() => seen.some((c) => c.affiliateId === 101));
       expect(seen.map((c) => [c.affiliateId, c.firstAt, c.lastAt])).toEqual([
         [102, 30, 40],
+        [103, 1, 2],
         [101, 10, 20],
       ]);
     } finally {

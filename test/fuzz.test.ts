@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { envelopeProblems, JAN_1_2025, OPERATION, PROCEDURE } from "./support/calls.js";
 import { createTestDatabase, type TestDatabase } from "./support/database.js";
+import { badRequest, connectDetails, errorInfo } from "./support/details.js";
 import { addUsers, addWagers, createKey, wager } from "./support/fixtures.js";
 import { type ServerProcess, startServerProcess } from "./support/processes.js";
 
@@ -436,6 +437,10 @@ describe("protobuf binary that does not parse", () => {
     expect(await response.json()).toEqual({
       code: "invalid_argument",
       message: "the request message is not valid protobuf binary",
+      details: connectDetails(
+        errorInfo("MALFORMED_REQUEST"),
+        badRequest(["", "the request message is not valid protobuf binary"]),
+      ),
     });
   });
 

@@ -24,6 +24,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
 import { DEFAULT_AVATAR_URL } from "../src/config.js";
+import { badRequest, bufCurlDetails, errorInfo } from "./support/details.js";
 import { addUsers, addWagers, createKey, wager } from "./support/fixtures.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 
@@ -452,6 +453,7 @@ describe("buf curl end to end, schema from reflection only", () => {
     expect(JSON.parse(noKey.stderr)).toEqual({
       code: "unauthenticated",
       message: "missing or invalid API key (send Authorization Bearer with your key)",
+      details: bufCurlDetails(errorInfo("UNAUTHENTICATED")),
     });
     const missing = await bufCurl([
       "--protocol",
@@ -464,7 +466,11 @@ describe("buf curl end to end, schema from reflection only", () => {
       procedure(),
     ]);
     expect(missing.code).not.toBe(0);
-    expect(JSON.parse(missing.stderr)).toEqual({ code: "invalid_argument", message: "numUsers is required" });
+    expect(JSON.parse(missing.stderr)).toEqual({
+      code: "invalid_argument",
+      message: "numUsers is required",
+      details: bufCurlDetails(errorInfo("INVALID_ARGUMENT"), badRequest(["num_users", "numUsers is required"])),
+    });
   });
 
   it("--list-services and --list-methods show the public API", async () => {

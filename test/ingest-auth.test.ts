@@ -7,6 +7,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectDetails, errorInfo } from "./support/details.js";
 import { createKey } from "./support/fixtures.js";
 import { INGEST_PROTOCOLS, type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "./support/ingest.js";
 
@@ -115,6 +116,7 @@ describe("ingest with INGEST_TOKEN", () => {
     expect(await response.json()).toEqual({
       code: "unauthenticated",
       message: "missing or invalid ingest token. Send Authorization Bearer with the INGEST_TOKEN",
+      details: connectDetails(errorInfo("BAD_SERVICE_TOKEN")),
     });
   });
 
@@ -139,7 +141,9 @@ describe("ingest with INGEST_TOKEN", () => {
     expect(await response.json()).toEqual({
       code: "not_found",
       message:
-        "no such path. The internal listener serves topwagers.v1.WagerIngestService over Connect, gRPC and gRPC-Web",
+        "no such path. The internal listener serves topwagers.v1.WagerIngestService topwagers.v1.ApiKeyService " +
+        "grpc.health.v1.Health grpc.reflection.v1.ServerReflection grpc.reflection.v1alpha.ServerReflection " +
+        "over Connect, gRPC and gRPC-Web",
     });
   });
 });

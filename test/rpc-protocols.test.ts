@@ -25,6 +25,7 @@ import { createPublicServer, type PublicServer } from "../src/api/public-server.
 import { createApp } from "../src/app.js";
 import { DEFAULT_AVATAR_URL, loadConfig } from "../src/config.js";
 import { type Database, openDatabase } from "../src/storage/database.js";
+import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "./support/details.js";
 import { addUsers, addWagers, createKey, wager } from "./support/fixtures.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 
@@ -602,6 +603,7 @@ describe("rate limits over RPC", () => {
     expect(await refused.json()).toEqual({
       code: "resource_exhausted",
       message: `rate limit exceeded for this API key (1 requests per 60 s). Retry in ${reset} s`,
+      details: connectDetails(errorInfo("RATE_LIMITED"), retryInfo(reset)),
     });
   });
 
@@ -657,6 +659,12 @@ describe("rate limits over RPC", () => {
       "ratelimit-policy": '"key";q=1;w=60',
       ratelimit: `"key";r=0;t=${reset}`,
       "retry-after": String(reset),
+      "grpc-status-details-bin": statusDetailsBin(
+        Code.ResourceExhausted,
+        `rate limit exceeded for this API key (1 requests per 60 s). Retry in ${reset} s`,
+        errorInfo("RATE_LIMITED"),
+        retryInfo(reset),
+      ),
     });
     // connect-es surfaces the same over its gRPC-Web transport.
     const viaClient = await clientNamed(GRPC_WEB).call(VALID, `Bearer ${key}`);

@@ -21,13 +21,13 @@ import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { file_topwagers_v1_top_wagers } from "../../gen/topwagers/v1/top_wagers_pb.js";
 
-/** Whether the process is serving; turns false when it starts shutting down. */
+/** Whether the process is ready to serve (the same answer as /readyz). */
 export interface ServingState {
-  serving(): boolean;
+  ready(): Promise<boolean>;
 }
 
 export function registerHealth(router: ConnectRouter, services: readonly string[], state: ServingState): void {
-  const status = (service: string) => {
+  const status = async (service: string) => {
     if (service !== "" && !services.includes(service)) {
       // Echo only a well-formed name: grpc-js would show "/", ":" and the like percent-escaped.
       throw new ConnectError(
@@ -37,23 +37,23 @@ export function registerHealth(router: ConnectRouter, services: readonly string[
         Code.NotFound,
       );
     }
-    return state.serving() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+    return (await state.ready()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
   };
   router.service(Health, {
-    check(request) {
-      return create(HealthCheckResponseSchema, { status: status(request.service) });
+    async check(request) {
+      return create(HealthCheckResponseSchema, { status: await status(request.service) });
     },
-    list() {
+    async list() {
       const statuses: Record<string, ReturnType<typeof create<typeof HealthCheckResponseSchema>>> = {};
       for (const service of ["", ...services])
-        statuses[service] = create(HealthCheckResponseSchema, { status: status(service) });
+        statuses[service] = create(HealthCheckResponseSchema, { status: await status(service) });
       return create(HealthListResponseSchema, { statuses });
     },
     async *watch(request, context: HandlerContext) {
       const known = request.service === "" || services.includes(request.service);
       let last: ServingStatus | undefined;
       while (!context.signal.aborted) {
-        const current = known ? status(request.service) : ServingStatus.SERVICE_UNKNOWN;
+        const current = known ? await status(request.service) : ServingStatus.SERVICE_UNKNOWN;
         if (current !== last) {
           last = current;
           yield create(HealthCheckResponseSchema, { status: current });
@@ -78,13 +78,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Files whose descriptors reflection serves: our API and the standard services we answer. */
-const servedFiles: readonly DescFile[] = [
-  file_topwagers_v1_top_wagers,
+/** The standard services every listener answers, whose files reflection also serves. */
+const standardFiles: readonly DescFile[] = [
   file_grpc_health_v1_health,
   reflectionV1.file_grpc_reflection_v1_reflection,
   reflectionV1alpha.file_grpc_reflection_v1alpha_reflection,
 ];
+
+/** Files of the public listener's API. */
+export const PUBLIC_FILES: readonly DescFile[] = [file_topwagers_v1_top_wagers];
 
 interface Catalogue {
   readonly registry: Registry;
@@ -94,7 +96,12 @@ interface Catalogue {
 
 type ReflectionModule = typeof reflectionV1 | typeof reflectionV1alpha;
 
-export function registerReflection(router: ConnectRouter, services: readonly string[]): void {
+export function registerReflection(
+  router: ConnectRouter,
+  services: readonly string[],
+  apiFiles: readonly DescFile[] = PUBLIC_FILES,
+): void {
+  const servedFiles = [...apiFiles, ...standardFiles];
   const registry = createRegistry(...servedFiles);
   const filesByName = new Map<string, DescFile>();
   const addFile = (file: DescFile) => {

@@ -13,15 +13,20 @@ import type { ServerResponse } from "node:http";
 import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
 import { createContextKey, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { IngestTokenCheck } from "../auth/ingest-token.js";
+import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v1/api_keys_pb.js";
+import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { KeyAdmin } from "../auth/key-admin.js";
+import { ADMIN, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
 import type { Config } from "../config.js";
 import { asConnectError, codeName, reportUnparsableMessagesAsInvalid } from "../errors.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { Metrics, Protocol } from "../observability/metrics.js";
 import type { Database } from "../storage/database.js";
+import { apiKeyService } from "./api-key-service.js";
+import { registerHealth, registerReflection } from "./health-and-reflection.js";
 import type { RequestHandler } from "./public-server.js";
+import { Readiness } from "./readiness.js";
 import type { NodeRequest, NodeResponse } from "./rest.js";
 import { wagerIngestService } from "./wager-ingest-service.js";
 
@@ -36,6 +41,10 @@ export interface InternalAppOptions {
   readonly metrics?: Metrics;
   /** Called after each ingest commit that may change a leaderboard (change-feed wake-ups). */
   readonly onCommitted?: () => void;
+  /** The process's readiness (shared with the public listener); a new one on this database when absent. */
+  readonly readiness?: Readiness;
+  /** The public listener's API key lookups, dropped when a key changes here so it takes effect at once. */
+  readonly keyCache?: { forgetAll(): void };
 }
 
 export interface InternalApp {
@@ -43,16 +52,45 @@ export interface InternalApp {
   readonly ingest: WagerIngest;
   /** False when INGEST_TOKEN is not set: every ingest call is refused. */
   readonly ingestEnabled: boolean;
+  /** False when ADMIN_TOKEN is not set: every ApiKeyService call is refused. */
+  readonly adminEnabled: boolean;
 }
 
-export const INTERNAL_SERVICES = [WagerIngestService.typeName] as const;
+/** Services served on the internal listener, as reflection and health list them. */
+export const INTERNAL_SERVICES = [
+  WagerIngestService.typeName,
+  ApiKeyService.typeName,
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+] as const;
 
 const startedAtKey = createContextKey<bigint>(0n, { description: "when the call's headers arrived" });
 
 export function createInternalApp(config: Config, database: Database, options: InternalAppOptions = {}): InternalApp {
   const logger = options.logger ?? silentLogger;
   const metrics = options.metrics;
-  const token = new IngestTokenCheck(config.ingestToken);
+  const tokens: Record<string, ServiceTokenCheck> = {
+    [WagerIngestService.typeName]: new ServiceTokenCheck(config.ingestToken, INGEST),
+    [ApiKeyService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
+  };
+  const readiness = options.readiness ?? new Readiness(database.read);
+  const keys = new KeyAdmin(database.write, {
+    onEvent(event) {
+      options.keyCache?.forgetAll();
+      metrics?.apiKeyEvents.inc({ action: event.action });
+      // Never the secret: ids and the affiliate only.
+      logger.info(
+        {
+          keyId: event.keyId,
+          affiliateId: event.affiliateId,
+          action: event.action,
+          ...(event.replacedKeyId === undefined ? {} : { replacedKeyId: event.replacedKeyId }),
+        },
+        `api key ${event.action}`,
+      );
+    },
+  });
   const ingest = new WagerIngest(database.write, {
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(options.onCommitted === undefined ? {} : { onCommitted: options.onCommitted }),
@@ -78,6 +116,9 @@ export function createInternalApp(config: Config, database: Database, options: I
 
   const routes = (router: ConnectRouter) => {
     router.service(WagerIngestService, wagerIngestService(ingest));
+    router.service(ApiKeyService, apiKeyService(keys));
+    registerHealth(router, INTERNAL_SERVICES, readiness);
+    registerReflection(router, INTERNAL_SERVICES, [file_topwagers_v1_wager_ingest, file_topwagers_v1_api_keys]);
   };
 
   const observe = (procedure: string, protocol: Protocol, code: string, startedAt: bigint) => {
@@ -86,6 +127,9 @@ export function createInternalApp(config: Config, database: Database, options: I
 
   const requestGate = (context: HandlerContext) => {
     reportUnparsableMessagesAsInvalid(context);
+    // Health and reflection are open, as on the public port; each of our services has its own token.
+    const token = tokens[context.service.typeName];
+    if (token === undefined) return;
     try {
       token.check(context.requestHeader.get("authorization"));
     } catch (reason) {
@@ -108,7 +152,7 @@ export function createInternalApp(config: Config, database: Database, options: I
       const error = asConnectError(reason);
       observe(procedure, protocol, codeName(error.code), startedAt);
       if (error.cause !== undefined) {
-        logger.error({ err: error.cause, procedure, code: codeName(error.code) }, "ingest call failed");
+        logger.error({ err: error.cause, procedure, code: codeName(error.code) }, "internal call failed");
       }
       throw reason;
     }
@@ -147,7 +191,12 @@ export function createInternalApp(config: Config, database: Database, options: I
     contextValues: () => createContextValues().set(startedAtKey, process.hrtime.bigint()),
   }) as RequestHandler;
 
-  return { handler, ingest, ingestEnabled: token.enabled };
+  return {
+    handler,
+    ingest,
+    ingestEnabled: tokens[WagerIngestService.typeName]?.enabled ?? false,
+    adminEnabled: tokens[ApiKeyService.typeName]?.enabled ?? false,
+  };
 }
 
 function protocolOf(contentType: string | null): Protocol {

@@ -7,7 +7,7 @@
 import type { ServerResponse } from "node:http";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { asConnectError, codeName, httpStatusForCode, ServiceError, type Violation, violationsOf } from "../errors.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
@@ -171,7 +171,7 @@ function invalidRequest(violations: readonly Violation[]): ServiceError {
   const order = ["startTimestamp", "endTimestamp", "numUsers"];
   const sorted = [...violations].sort((a, b) => order.indexOf(a.field ?? "") - order.indexOf(b.field ?? ""));
   const unique = sorted.filter((v, i) => sorted.findIndex((w) => w.field === v.field) === i || v.field === undefined);
-  return new ServiceError(unique.map((v) => v.message).join(". "), Code.InvalidArgument, unique);
+  return new ServiceError("INVALID_ARGUMENT", unique.map((v) => v.message).join(". "), { violations: unique });
 }
 
 async function readJsonBody(req: NodeRequest): Promise<unknown> {

@@ -6,7 +6,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import {
   RecordWagersResponseSchema,
   UpsertUsersResponseSchema,
@@ -43,16 +43,20 @@ export function wagerIngestService(ingest: WagerIngest): ServiceImpl<typeof Wage
           throw invalidBatch(result, "wagers");
         case "unknown_users":
           throw new ServiceError(
+            "UNKNOWN_USERS",
             `unknown users ${listed(result.userIds)}. Send them with UpsertUsers before their wagers. Nothing was written`,
-            Code.FailedPrecondition,
-            [{ field: "wagers", message: `unknown users ${listed(result.userIds)}` }],
+            { violations: [{ field: "wagers", message: `unknown users ${listed(result.userIds)}` }] },
           );
         case "conflict":
           throw new ServiceError(
+            "WAGER_CONFLICT",
             `wagers already recorded with different content ${listed(result.wagerIds)}. ` +
               "A wager id must never be reused. Nothing was written",
-            Code.AlreadyExists,
-            [{ field: "wagers", message: `already recorded with different content ${listed(result.wagerIds)}` }],
+            {
+              violations: [
+                { field: "wagers", message: `already recorded with different content ${listed(result.wagerIds)}` },
+              ],
+            },
           );
         case "recorded":
           return create(RecordWagersResponseSchema, { recorded: result.recorded, duplicates: result.duplicates });
@@ -79,19 +83,15 @@ async function guard<T>(call: () => Promise<T>): Promise<T> {
     if (error instanceof ConnectError) throw error;
     if (error instanceof ContentionError) {
       throw new ServiceError(
+        "CONTENTION",
         "too much concurrent contention to commit this batch. Nothing was written. Retry it",
-        Code.Aborted,
-        [],
-        undefined,
-        error,
+        { cause: error },
       );
     }
     throw new ServiceError(
+      "DATABASE_UNAVAILABLE",
       "the database is unavailable right now. Nothing was written. Retry shortly",
-      Code.Unavailable,
-      [],
-      { "retry-after": "1" },
-      error,
+      { retryAfterSeconds: 1, cause: error },
     );
   }
 }
@@ -107,7 +107,7 @@ function invalidBatch(result: Invalid, list: "users" | "wagers" | "wagerIds"): S
   }
   const shown = violations.slice(0, MAX_LISTED).map((v) => v.message);
   if (violations.length > MAX_LISTED) shown.push(`and ${violations.length - MAX_LISTED} more problems`);
-  return new ServiceError(shown.join(". "), Code.InvalidArgument, violations);
+  return new ServiceError("INVALID_ARGUMENT", shown.join(". "), { violations });
 }
 
 function listed(ids: readonly string[]): string {

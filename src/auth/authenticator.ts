@@ -21,6 +21,8 @@ export interface Caller {
 interface CacheEntry {
   readonly caller: Caller | null;
   readonly expiresAt: number;
+  /** When the key itself expires (ms), enforced on every use, cached or not. */
+  readonly keyExpiresAt: number;
 }
 
 export interface AuthenticatorOptions {
@@ -55,7 +57,7 @@ export class Authenticator {
     const cached = this.cache.get(cacheKey);
     let caller: Caller | null;
     if (cached !== undefined && cached.expiresAt > this.now()) {
-      caller = cached.caller;
+      caller = cached.keyExpiresAt > this.now() ? cached.caller : null;
     } else {
       let pending = this.inFlight.get(cacheKey);
       if (pending === undefined) {
@@ -79,7 +81,7 @@ export class Authenticator {
     const secret = bearerCredential(authorization);
     if (secret === undefined || !looksLikeApiKey(secret)) return { fresh: undefined, knownValid: false };
     const entry = this.cache.get(hashApiKey(secret).toString("base64"));
-    const caller = entry?.caller ?? undefined;
+    const caller = entry !== undefined && entry.keyExpiresAt > this.now() ? (entry.caller ?? undefined) : undefined;
     return {
       fresh: caller !== undefined && (entry?.expiresAt ?? 0) > this.now() ? caller : undefined,
       knownValid: caller !== undefined,
@@ -88,21 +90,37 @@ export class Authenticator {
 
   private async lookUp(hash: Buffer, cacheKey: string): Promise<Caller | null> {
     let caller: Caller | null = null;
+    let keyExpiresAt = Number.POSITIVE_INFINITY;
     try {
       const stored = await findApiKeyByHash(this.pool, hash);
       if (stored !== undefined && stored.revokedAt === null && sameHash(stored.hash, hash)) {
         caller = { keyId: stored.id, affiliateId: stored.affiliateId, rateLimit: stored.rateLimit };
+        if (stored.expiresAt !== null) keyExpiresAt = stored.expiresAt * 1000;
       }
     } catch (error) {
       throw unavailable(error);
     }
+    if (keyExpiresAt <= this.now()) caller = null;
     if (this.cache.size >= this.maxEntries) {
       // Map iterates in insertion order: drop the oldest entry.
       const oldest = this.cache.keys().next();
       if (oldest.done !== true) this.cache.delete(oldest.value);
     }
     this.cache.delete(cacheKey);
-    this.cache.set(cacheKey, { caller, expiresAt: this.now() + this.ttlMs });
+    this.cache.set(cacheKey, { caller, expiresAt: this.now() + this.ttlMs, keyExpiresAt });
     return caller;
+  }
+
+  /**
+   * Forgets what the cache holds for these key hashes, so a key created or changed on this
+   * instance takes effect here at once (other instances within the cache time).
+   */
+  forget(hashes: readonly Buffer[]): void {
+    for (const hash of hashes) this.cache.delete(hash.toString("base64"));
+  }
+
+  /** Forgets every cached lookup (after a revocation or rotation by id, whose hash is not known here). */
+  forgetAll(): void {
+    this.cache.clear();
   }
 }

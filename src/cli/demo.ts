@@ -33,6 +33,9 @@ export function currentHalfMonth(nowSeconds: number): { start: number; end: numb
  * current half-month has wagers. The largest of its affiliates is the one the
  * demo key reads.
  */
+/** The demo carries a few voided wagers, as a real casino's data does (1 in 1000). */
+const DEMO_VOIDS = 1;
+
 export function demoSeedPlan(nowSeconds: number): SeedPlan {
   return {
     seed: 20241202,
@@ -67,10 +70,10 @@ export async function runDemo(args: string[]): Promise<void> {
       const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
       process.stderr.write(
         `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
-          `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months})...\n`,
+          `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
       );
-      const report = await seedDatabase(db, plan, { method: "record" });
-      process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers.\n`);
+      const report = await seedDatabase(db, plan, { method: "record", voidPerMille: DEMO_VOIDS });
+      process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
     }
     key = generateApiKey();
     await insertApiKey(db.write, {

@@ -8,10 +8,10 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { generateApiKey } from "../auth/api-key-secret.js";
+import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
 import { ConfigError, loadConfig } from "../config.js";
 import { isEntryPoint } from "../entry.js";
-import { insertApiKey, listApiKeys, revokeApiKey, setApiKeyRateLimit } from "../storage/api-keys.js";
+import { listApiKeys, revokeApiKey, setApiKeyRateLimit } from "../storage/api-keys.js";
 import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { LATEST_SCHEMA_VERSION, migrate, migrationStatus } from "../storage/migrations.js";
 import { DataError, printJson, UsageError, withDatabase } from "./common.js";
@@ -46,12 +46,39 @@ function parseKeysOptions(args: string[]) {
         affiliate: { type: "string" },
         label: { type: "string" },
         "rate-limit": { type: "string" },
+        "expires-in": { type: "string" },
+        overlap: { type: "string" },
         json: { type: "boolean", default: false },
       },
     });
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
+}
+
+/** A key change refused by the rules (exit 2) or by the data (no such key: exit 1), else what it issued. */
+function keyChange<T extends { kind: string }>(result: T | Refused): Exclude<T, Refused> {
+  if (result.kind === "invalid") {
+    throw new UsageError((result as Extract<Refused, { kind: "invalid" }>).violations.map((v) => v.message).join(". "));
+  }
+  if (result.kind === "not_found") {
+    throw new DataError(
+      `no key with id ${(result as Extract<Refused, { kind: "not_found" }>).id} (see: npm run cli -- keys list)`,
+    );
+  }
+  return result as Exclude<T, Refused>;
+}
+
+function durationOption(name: string, text: string): number {
+  const seconds = parseDuration(text);
+  if (seconds === undefined) {
+    throw new UsageError(`--${name} must be a whole number with a unit s, m, h, d or w (e.g. 90d), got "${text}"`);
+  }
+  return seconds;
+}
+
+function isoSeconds(unixSeconds: number): string {
+  return new Date(unixSeconds * 1000).toISOString().replace(/\.\d+Z$/, "Z");
 }
 
 async function keysCommand(args: string[]): Promise<void> {
@@ -64,22 +91,51 @@ async function keysCommand(args: string[]): Promise<void> {
         throw new UsageError("keys create needs --affiliate <affiliateId> (1 to 64 characters)");
       }
       const rateLimit = values["rate-limit"] === undefined ? null : parseRateLimit(values["rate-limit"]);
-      const generated = generateApiKey();
-      const stored = await withDatabase((db) =>
-        insertApiKey(db.write, {
-          id: generated.id,
-          hash: generated.hash,
-          affiliateExternalId: affiliate,
+      const expiresIn =
+        values["expires-in"] === undefined ? undefined : durationOption("expires-in", values["expires-in"]);
+      const result = await withDatabase((db) =>
+        new KeyAdmin(db.write).create({
+          affiliateId: affiliate,
           label: values.label ?? "",
           rateLimit,
+          expiresAt: expiresIn === undefined ? null : Math.floor(Date.now() / 1000) + expiresIn,
         }),
       );
+      const issued = keyChange(result);
+      const stored = issued.key;
       if (values.json) {
-        process.stdout.write(`${JSON.stringify({ id: stored.id, key: generated.secret, affiliateId: affiliate })}\n`);
+        process.stdout.write(
+          `${JSON.stringify({
+            id: stored.id,
+            key: issued.secret,
+            affiliateId: affiliate,
+            ...(stored.expiresAt === null ? {} : { expiresAt: stored.expiresAt }),
+          })}\n`,
+        );
       } else {
         process.stdout.write(
-          `Created key ${stored.id} for affiliate ${affiliate}.\n\n  ${generated.secret}\n\n` +
+          `Created key ${stored.id} for affiliate ${affiliate}${stored.expiresAt === null ? "" : ` (expires ${isoSeconds(stored.expiresAt)})`}.\n\n  ${issued.secret}\n\n` +
             "This is the only time the key is shown: only its SHA-256 hash is stored.\n",
+        );
+      }
+      return;
+    }
+    case "rotate": {
+      const id = positionals[0];
+      if (id === undefined || positionals.length > 1) {
+        throw new UsageError("keys rotate needs the key id (see: npm run cli -- keys list)");
+      }
+      const overlap = values.overlap === undefined ? 0 : durationOption("overlap", values.overlap);
+      const issued = keyChange(await withDatabase((db) => new KeyAdmin(db.write).rotate(id, overlap)));
+      if (values.json) {
+        process.stdout.write(
+          `${JSON.stringify({ id: issued.key.id, key: issued.secret, affiliateId: issued.key.affiliateExternalId, replaces: id, oldKeyExpiresAt: Math.floor(Date.now() / 1000) + overlap })}\n`,
+        );
+      } else {
+        process.stdout.write(
+          `Created key ${issued.key.id} for affiliate ${issued.key.affiliateExternalId}, replacing ${id}.\n\n  ${issued.secret}\n\n` +
+            "This is the only time the key is shown: only its SHA-256 hash is stored.\n" +
+            `${id} keeps working for ${overlap} s more; running servers refuse it within 5 seconds after that.\n`,
         );
       }
       return;
@@ -95,6 +151,7 @@ async function keysCommand(args: string[]): Promise<void> {
               label: k.label,
               createdAt: k.createdAt,
               revokedAt: k.revokedAt,
+              expiresAt: k.expiresAt,
               rateLimit: k.rateLimit,
             })}\n`,
           );
@@ -106,14 +163,17 @@ async function keysCommand(args: string[]): Promise<void> {
         return;
       }
       process.stdout.write(
-        "id                    affiliate         status   rate limit    created               label\n",
+        "id                    affiliate         status   rate limit    created               expires               label\n",
       );
+      const now = Math.floor(Date.now() / 1000);
       for (const k of keys) {
-        const status = k.revokedAt === null ? "active" : "revoked";
+        const status =
+          k.revokedAt !== null ? "revoked" : k.expiresAt !== null && k.expiresAt <= now ? "expired" : "active";
         const limit = k.rateLimit === null ? "default" : `${k.rateLimit.points}/${k.rateLimit.windowSeconds}s`;
-        const created = new Date(k.createdAt * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+        const created = isoSeconds(k.createdAt);
+        const expires = k.expiresAt === null ? "never" : isoSeconds(k.expiresAt);
         process.stdout.write(
-          `${k.id.padEnd(22)}${k.affiliateExternalId.padEnd(18)}${status.padEnd(9)}${limit.padEnd(14)}${created.padEnd(22)}${k.label}\n`,
+          `${k.id.padEnd(22)}${k.affiliateExternalId.padEnd(18)}${status.padEnd(9)}${limit.padEnd(14)}${created.padEnd(22)}${expires.padEnd(22)}${k.label}\n`,
         );
       }
       return;

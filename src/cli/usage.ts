@@ -26,12 +26,19 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "  --json     print one JSON document on stdout instead of text",
   },
   "keys create": {
-    synopsis: "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--json]",
+    synopsis:
+      "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] [--json]",
     summary: "create an API key for an affiliate; the key is printed once, only its hash is stored",
+    details: "  --expires-in  the key stops working after this long: a number with s, m, h, d or w (e.g. 90d)",
+  },
+  "keys rotate": {
+    synopsis: "<keyId> [--overlap <duration>] [--json]",
+    summary: "a new key for the same affiliate, label and limit; the old one works for --overlap more (default 0s)",
+    details: "  --overlap  how long the old key keeps working: a number with s, m, h, d or w, at most 30d",
   },
   "keys list": {
     synopsis: "[--json]",
-    summary: "list keys (ids, affiliates, status, rate limits); never prints a key",
+    summary: "list keys (ids, affiliates, status, rate limits, expiry); never prints a key",
   },
   "keys revoke": {
     synopsis: "<keyId>",

@@ -43,7 +43,7 @@ export interface ChangeFeedOptions {
   readonly intervalMs?: number;
   /** How long an id missing below the highest seen is asked for again. Default 60 s. */
   readonly gapRetryMs?: number;
-  /** Caches are served only while the last completed poll started less than this ago. Default 750 ms. */
+  /** Caches are served only while the last completed poll started less than this ago. Default 900 ms. */
   readonly freshWithinMs?: number;
   /** Change rows older than this are deleted (by any instance, in bounded batches). Default 1 hour. */
   readonly keepSeconds?: number;
@@ -76,6 +76,7 @@ export class ChangeFeed {
   private begun = false;
   private lastPrune = 0;
   private lastErrorLogged = 0;
+  private waiting: (() => void)[] = [];
   /** Completed polls and change rows applied, for metrics and tests. */
   readonly stats = { polls: 0, changes: 0, failures: 0 };
 
@@ -85,7 +86,7 @@ export class ChangeFeed {
   ) {
     this.intervalMs = options.intervalMs ?? 200;
     this.gapRetryMs = options.gapRetryMs ?? 60_000;
-    this.freshWithinMs = options.freshWithinMs ?? 750;
+    this.freshWithinMs = options.freshWithinMs ?? 900;
     this.keepSeconds = options.keepSeconds ?? 3600;
     this.nowMs = options.nowMs ?? Date.now;
     this.lastPrune = this.nowMs();
@@ -100,7 +101,21 @@ export class ChangeFeed {
 
   /** Whether cached answers may be served now (see the module comment). */
   isCurrent(): boolean {
-    return this.nowMs() - this.lastGoodPollStartedAt < this.freshWithinMs;
+    return this.lagMs() < this.freshWithinMs;
+  }
+
+  /** Milliseconds since the last successful poll started (Infinity before the first). */
+  lagMs(): number {
+    return this.nowMs() - this.lastGoodPollStartedAt;
+  }
+
+  /** Resolves once a poll that started after this call has completed (every change committed before it is applied). */
+  caughtUp(): Promise<void> {
+    if (!this.started || this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.pollSoon();
+    });
   }
 
   /** Polls as soon as possible (after a local commit, or a wake-up from another instance). */
@@ -130,6 +145,7 @@ export class ChangeFeed {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const resolve of this.waiting.splice(0)) resolve();
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.polling;
@@ -137,22 +153,26 @@ export class ChangeFeed {
 
   private async poll(): Promise<void> {
     const startedAt = this.nowMs();
+    const waiting = this.waiting;
+    this.waiting = [];
     try {
       if (!this.begun) await this.begin();
       for (;;) {
         const now = this.nowMs();
         for (const [id, until] of this.gaps) if (until <= now) this.gaps.delete(id);
-        const rows = await readChanges(this.pool, this.watermark, [...this.gaps.keys()], BATCH);
-        this.apply(rows, now);
-        if (rows.length < BATCH) break;
+        const read = await readChanges(this.pool, this.watermark, [...this.gaps.keys()], BATCH);
+        this.apply(read.changes, now);
+        if (read.rows < BATCH) break;
       }
       this.stats.polls += 1;
       this.lastGoodPollStartedAt = startedAt;
+      for (const resolve of waiting) resolve();
       if (startedAt - this.lastPrune >= PRUNE_EVERY_MS) {
         this.lastPrune = startedAt;
         await pruneChanges(this.pool, this.keepSeconds);
       }
     } catch (error) {
+      this.waiting.push(...waiting); // resolved by the next good poll
       this.stats.failures += 1;
       if (!this.stopped && startedAt - this.lastErrorLogged > 10_000) {
         this.lastErrorLogged = startedAt;
@@ -179,6 +199,7 @@ export class ChangeFeed {
     if (rows.length === 0) return;
     const until = now + this.gapRetryMs;
     for (const row of rows) {
+      if (row.id === this.watermark) continue; // another change of the same row
       if (row.id > this.watermark) {
         // An id jump (e.g. auto-increment values lost in a server restart) is bounded by MAX_GAPS.
         for (let id = Math.max(this.watermark + 1, row.id - MAX_GAPS); id < row.id; id++) this.gaps.set(id, until);

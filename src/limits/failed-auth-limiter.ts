@@ -5,7 +5,6 @@
  * window passes. A key already found valid is never held back by it (see
  * Admission).
  */
-import { Code } from "@connectrpc/connect";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { ServiceError } from "../errors.js";
 
@@ -26,10 +25,9 @@ export class FailedAuthLimiter {
     if (state !== null && state.consumedPoints > this.policy.points) {
       const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
       throw new ServiceError(
+        "TOO_MANY_FAILED_ATTEMPTS",
         `too many requests with invalid API keys from this address. Retry in ${retryAfter} s`,
-        Code.ResourceExhausted,
-        [],
-        { "retry-after": String(retryAfter) },
+        { retryAfterSeconds: retryAfter },
       );
     }
   }

@@ -4,7 +4,6 @@
  * validation. The result is reported in the IETF draft RateLimit-Policy and
  * RateLimit fields on every response, and in Retry-After when refused.
  */
-import { Code } from "@connectrpc/connect";
 import type { RateLimiterAbstract } from "rate-limiter-flexible";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { ServiceError } from "../errors.js";
@@ -44,10 +43,9 @@ export class KeyRateLimiter {
       if (!(reason instanceof RateLimiterRes)) throw reason;
       const retryAfter = Math.max(1, Math.ceil(reason.msBeforeNext / 1000));
       throw new ServiceError(
+        "RATE_LIMITED",
         `rate limit exceeded for this API key (${policy.points} requests per ${policy.windowSeconds} s). Retry in ${retryAfter} s`,
-        Code.ResourceExhausted,
-        [],
-        { ...rateHeaders(policyName, policy, reason), "retry-after": String(retryAfter) },
+        { headers: rateHeaders(policyName, policy, reason), retryAfterSeconds: retryAfter },
       );
     }
   }

@@ -13,7 +13,13 @@ export interface MetricsSources {
   cacheStats?: () => { hits: number; misses: number; size: number };
   pools?: Readonly<Record<string, Pool>>;
   redisConnected?: () => boolean;
-  changeFeed?: () => { polls: number; failures: number; changes: number; invalidations: number };
+  changeFeed?: () => {
+    polls: number;
+    failures: number;
+    changes: number;
+    invalidations: number;
+    lag_seconds: number;
+  };
 }
 
 export class Metrics {
@@ -24,6 +30,7 @@ export class Metrics {
   readonly ingestedWagers: Counter<"result">;
   readonly upsertedUsers: Counter;
   readonly voidedWagers: Counter<"result">;
+  readonly apiKeyEvents: Counter<"action">;
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
@@ -62,13 +69,20 @@ export class Metrics {
       labelNames: ["result"],
       registers: [this.registry],
     });
+    this.apiKeyEvents = new Counter({
+      name: "topwagers_api_key_events_total",
+      help: "API key changes made through ApiKeyService: created, revoked, rotated.",
+      labelNames: ["action"],
+      registers: [this.registry],
+    });
     const { cacheStats, pools, redisConnected, changeFeed } = sources;
     if (changeFeed !== undefined) {
       new Gauge({
         name: "topwagers_change_feed",
         help:
-          "The change feed since start: polls completed, failed polls, change rows read, and cached answers " +
-          "dropped because their data changed (stat).",
+          "The change feed since start: polls completed, failed polls, changes read, cached answers dropped " +
+          "because their data changed, and seconds since the last good poll started (lag_seconds; cached answers " +
+          "are served only while it is under 0.9) (stat).",
         labelNames: ["stat"],
         registers: [this.registry],
         collect() {

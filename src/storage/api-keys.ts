@@ -9,11 +9,13 @@ export interface StoredApiKey {
   readonly label: string;
   readonly createdAt: number;
   readonly revokedAt: number | null;
+  /** Unix seconds from which the key is refused; null: never expires. */
+  readonly expiresAt: number | null;
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
 }
 
 const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_external_id, k.label, k.created_at,
-    k.revoked_at, k.rate_limit_points, k.rate_limit_window_s, k.key_hash
+    k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.key_hash
   FROM api_keys k JOIN affiliates a ON a.id = k.affiliate_id`;
 
 function toStoredKey(row: RowDataPacket): StoredApiKey {
@@ -24,6 +26,7 @@ function toStoredKey(row: RowDataPacket): StoredApiKey {
     label: String(row.label),
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    expiresAt: row.expires_at === null || row.expires_at === undefined ? null : Number(row.expires_at),
     rateLimit:
       row.rate_limit_points === null || row.rate_limit_window_s === null
         ? null
@@ -39,13 +42,23 @@ export async function insertApiKey(
     affiliateExternalId: string;
     label: string;
     rateLimit: { points: number; windowSeconds: number } | null;
+    expiresAt?: number | null;
   },
 ): Promise<StoredApiKey> {
   const affiliateId = await ensureAffiliate(pool, key.affiliateExternalId);
   await pool.execute(
-    `INSERT INTO api_keys (id, key_hash, affiliate_id, label, created_at, rate_limit_points, rate_limit_window_s)
-     VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?)`,
-    [key.id, key.hash, affiliateId, key.label, key.rateLimit?.points ?? null, key.rateLimit?.windowSeconds ?? null],
+    `INSERT INTO api_keys
+       (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s)
+     VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?)`,
+    [
+      key.id,
+      key.hash,
+      affiliateId,
+      key.label,
+      key.expiresAt ?? null,
+      key.rateLimit?.points ?? null,
+      key.rateLimit?.windowSeconds ?? null,
+    ],
   );
   const stored = await findApiKeyById(pool, key.id);
   if (stored === undefined) throw new Error(`key ${key.id} vanished right after insert`);
@@ -66,9 +79,69 @@ export async function findApiKeyById(pool: Pool, id: string): Promise<StoredApiK
   return rows[0] === undefined ? undefined : toStoredKey(rows[0]);
 }
 
-export async function listApiKeys(pool: Pool): Promise<StoredApiKey[]> {
-  const [rows] = await pool.query<RowDataPacket[]>(`${SELECT_KEY} ORDER BY k.created_at, k.id`);
+/** Every key, or only those of one affiliate (by the platform's id), oldest first. */
+export async function listApiKeys(pool: Pool, affiliateExternalId?: string): Promise<StoredApiKey[]> {
+  const [rows] =
+    affiliateExternalId === undefined
+      ? await pool.query<RowDataPacket[]>(`${SELECT_KEY} ORDER BY k.created_at, k.id`)
+      : await pool.query<RowDataPacket[]>(`${SELECT_KEY} WHERE a.external_id = ? ORDER BY k.created_at, k.id`, [
+          affiliateExternalId,
+        ]);
   return rows.map(toStoredKey);
+}
+
+/**
+ * Rotation: a new key for the same affiliate, label and limit, and the old key expiring at
+ * `oldExpiresAt` (never later than it already would), in one transaction. Returns undefined when
+ * the old key does not exist; a revoked old key stays revoked.
+ */
+export async function rotateApiKey(
+  pool: Pool,
+  oldId: string,
+  fresh: { id: string; hash: Buffer },
+  oldExpiresAt: number,
+): Promise<{ old: StoredApiKey; created: StoredApiKey } | undefined> {
+  const connection = await pool.getConnection();
+  try {
+    await connection.query("START TRANSACTION");
+    const [rows] = await connection.query<RowDataPacket[]>(
+      "SELECT id, affiliate_id, label, expires_at, rate_limit_points, rate_limit_window_s FROM api_keys WHERE id = ? FOR UPDATE",
+      [oldId],
+    );
+    const old = rows[0];
+    if (old === undefined) {
+      await connection.query("ROLLBACK");
+      return undefined;
+    }
+    await connection.query("UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, ?), ?) WHERE id = ?", [
+      oldExpiresAt,
+      oldExpiresAt,
+      oldId,
+    ]);
+    await connection.query(
+      `INSERT INTO api_keys
+         (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s)
+       VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?)`,
+      [
+        fresh.id,
+        fresh.hash,
+        old.affiliate_id,
+        old.label,
+        old.expires_at,
+        old.rate_limit_points,
+        old.rate_limit_window_s,
+      ],
+    );
+    await connection.query("COMMIT");
+  } catch (error) {
+    await connection.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    connection.release();
+  }
+  const [old, created] = await Promise.all([findApiKeyById(pool, oldId), findApiKeyById(pool, fresh.id)]);
+  if (old === undefined || created === undefined) throw new Error(`key ${oldId} or ${fresh.id} vanished`);
+  return { old, created };
 }
 
 /** Marks a key revoked; returns false when no such key exists. Revoking twice keeps the first time. */

@@ -17,7 +17,7 @@
  */
 import { Readable } from "node:stream";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import { noteWagerChanges } from "./data-changes.js";
+import { noteWagerTimes } from "./data-changes.js";
 import { ROLLUPS } from "./rollups.js";
 import { inTransaction } from "./transactions.js";
 
@@ -112,7 +112,16 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
           ORDER BY affiliate_id, b, user_id ${upsert(table)}`,
       );
     }
-    await noteWagerChanges(connection, CHUNK_HOURLY, { first: "bucket", last: "bucket + 3599" });
+    const [spans] = await connection.query<RowDataPacket[]>(
+      `SELECT affiliate_id, MIN(bucket) AS first, MAX(bucket) + 3599 AS last FROM ${CHUNK_HOURLY} GROUP BY affiliate_id`,
+    );
+    await noteWagerTimes(
+      connection,
+      spans.flatMap((r) => [
+        { affiliateId: Number(r.affiliate_id), placedAt: Number(r.first) },
+        { affiliateId: Number(r.affiliate_id), placedAt: Number(r.last) },
+      ]),
+    );
     return inserted;
   });
 }

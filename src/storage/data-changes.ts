@@ -5,9 +5,9 @@
  * a second (src/leaderboard/change-feed.ts) and drop only the cached answers a
  * change touches.
  *
- * A row says either "wagers of affiliate A placed between first_at and
- * last_at changed" or "the profile of user U changed" (a new username or
- * avatar, a move), which alters every answer that lists U.
+ * A row says either "wagers of affiliates A, B, … placed in these spans of
+ * time changed" or "the profile of user U changed" (a new username or avatar,
+ * a move), which alters every answer that lists U.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 
@@ -22,18 +22,39 @@ export interface DataChange {
 }
 
 /**
- * One change row per affiliate of the wagers in `table` (a staging table with affiliate_id and
- * placed_at, or hourly groups with `bucket`). Table and column names are constants of the callers.
+ * One change row for the given wagers (internal affiliate key and time): every affiliate with the
+ * span of times it changed, as text in one row. One small row per transaction keeps the feed cheap
+ * for ingest (a batch of 1000 wagers may touch a hundred affiliates), and a VALUES insert lets
+ * InnoDB allocate the id without holding the table's AUTO-INC lock for a whole statement.
  */
-export async function noteWagerChanges(
+export async function noteWagerTimes(
   connection: PoolConnection,
-  table: string,
-  time: { first: string; last: string } = { first: "placed_at", last: "placed_at" },
+  wagers: Iterable<{ readonly affiliateId: number; readonly placedAt: number }>,
 ) {
-  await connection.query(
-    `INSERT INTO data_changes (affiliate_id, first_at, last_at, created_at)
-     SELECT affiliate_id, MIN(${time.first}), MAX(${time.last}), UNIX_TIMESTAMP() FROM ${table} GROUP BY affiliate_id`,
-  );
+  const spans = new Map<number, [number, number]>();
+  for (const { affiliateId, placedAt } of wagers) {
+    const span = spans.get(affiliateId);
+    if (span === undefined) spans.set(affiliateId, [placedAt, placedAt]);
+    else {
+      if (placedAt < span[0]) span[0] = placedAt;
+      if (placedAt > span[1]) span[1] = placedAt;
+    }
+  }
+  if (spans.size === 0) return;
+  const text = [...spans].map(([affiliateId, [first, last]]) => `${affiliateId},${first},${last}`).join(";");
+  await connection.query("INSERT INTO data_changes (wager_spans, created_at) VALUES (?, UNIX_TIMESTAMP())", [text]);
+}
+
+/** The spans of a `wager_spans` text; malformed pieces are skipped. */
+export function parseWagerSpans(text: string): { affiliateId: number; firstAt: number; lastAt: number }[] {
+  const spans: { affiliateId: number; firstAt: number; lastAt: number }[] = [];
+  for (const piece of text.split(";")) {
+    const [affiliate, first, last] = piece.split(",").map(Number);
+    if (Number.isInteger(affiliate) && Number.isInteger(first) && Number.isInteger(last)) {
+      spans.push({ affiliateId: affiliate as number, firstAt: first as number, lastAt: last as number });
+    }
+  }
+  return spans;
 }
 
 /** One change row per user whose profile changed. */
@@ -56,26 +77,35 @@ export async function changeIdsBetween(pool: Pool, from: number, to: number): Pr
   return rows.map((r) => Number(r.id));
 }
 
-/** Changes after `afterId` and those with the given (missing) ids, in id order, at most `limit` rows. */
+/**
+ * Changes after `afterId` and those with the given (missing) ids, in id order, from at most
+ * `limit` rows; a row with several affiliates gives one change per affiliate, all with its id.
+ */
 export async function readChanges(
   pool: Pool,
   afterId: number,
   missingIds: readonly number[],
   limit: number,
-): Promise<DataChange[]> {
+): Promise<{ rows: number; changes: DataChange[] }> {
   const sql =
-    "SELECT id, affiliate_id, first_at, last_at, user_external_id FROM data_changes WHERE id > ?" +
+    "SELECT id, wager_spans, user_external_id FROM data_changes WHERE id > ?" +
     (missingIds.length > 0 ? " OR id IN (?)" : "") +
     " ORDER BY id LIMIT ?";
   const params: unknown[] = missingIds.length > 0 ? [afterId, missingIds, limit] : [afterId, limit];
   const [rows] = await pool.query<RowDataPacket[]>(sql, params);
-  return rows.map((r) => ({
-    id: Number(r.id),
-    affiliateId: r.affiliate_id === null ? undefined : Number(r.affiliate_id),
-    firstAt: r.first_at === null ? 0 : Number(r.first_at),
-    lastAt: r.last_at === null ? 0 : Number(r.last_at),
-    userExternalId: r.user_external_id === null ? undefined : String(r.user_external_id),
-  }));
+  const changes: DataChange[] = [];
+  for (const r of rows) {
+    const id = Number(r.id);
+    if (r.user_external_id !== null) {
+      changes.push({ id, affiliateId: undefined, firstAt: 0, lastAt: 0, userExternalId: String(r.user_external_id) });
+    }
+    if (r.wager_spans !== null) {
+      for (const span of parseWagerSpans(String(r.wager_spans))) {
+        changes.push({ id, ...span, userExternalId: undefined });
+      }
+    }
+  }
+  return { rows: rows.length, changes };
 }
 
 /** Deletes change rows older than `olderThanSeconds` (a bounded batch); returns how many. */

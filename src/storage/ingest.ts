@@ -25,7 +25,7 @@
  * the ones that still happen are retried (./transactions.ts).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import { noteUserChanges, noteWagerChanges } from "./data-changes.js";
+import { noteUserChanges, noteWagerTimes } from "./data-changes.js";
 import { ROLLUPS } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
@@ -143,9 +143,16 @@ export async function recordWagerBatch(
       if (fresh.length > 0) {
         const voids = await settleVoids(connection, new Map(fresh.map((w) => [w.id, w])), users);
         recorded -= voids.resent;
-        if (voids.counted > 0) {
+        const counted = voids.removed.size === 0 ? fresh : fresh.filter((w) => !voids.removed.has(w.id));
+        if (counted.length > 0) {
           await addToRollups(connection);
-          await noteWagerChanges(connection, STAGE);
+          await noteWagerTimes(
+            connection,
+            counted.map((w) => ({
+              affiliateId: (users.get(w.userId) as InternalUser).affiliateId,
+              placedAt: w.placedAt,
+            })),
+          );
         }
       }
       // Everything not inserted now was recorded before (or repeats an earlier item of this batch).
@@ -176,19 +183,19 @@ class VoidedConflict extends Error {
  * and then reads `wagers` with a lock, while we inserted into `wagers` first and now read the voids
  * with a lock: whichever runs second waits for the first to commit and sees its row (or InnoDB
  * reports a deadlock, and the retry sees it), so a void is never lost and never applied twice.
- * Leaves in the stage only the wagers that count; returns how many were re-sends and how many count.
+ * Leaves in the stage only the wagers that count; returns how many were re-sends and the ids removed.
  */
 async function settleVoids(
   connection: PoolConnection,
   fresh: ReadonlyMap<string, WagerRecord>,
   users: ReadonlyMap<string, InternalUser>,
-): Promise<{ resent: number; counted: number }> {
+): Promise<{ resent: number; removed: ReadonlySet<string> }> {
   const [rows] = await connection.query<RowDataPacket[]>(
     `SELECT v.external_id, v.applied_at, v.user_id, v.amount, v.placed_at
        FROM ${STAGE} s JOIN wager_voids v ON v.external_id = s.external_id
       ORDER BY v.external_id FOR UPDATE`,
   );
-  if (rows.length === 0) return { resent: 0, counted: fresh.size };
+  if (rows.length === 0) return { resent: 0, removed: new Set() };
   const resent: string[] = [];
   const pending: string[] = [];
   const different: string[] = [];
@@ -219,7 +226,7 @@ async function settleVoids(
   const removed = [...resent, ...pending];
   await connection.query("DELETE FROM wagers WHERE external_id IN (?)", [removed]);
   await connection.query(`DELETE FROM ${STAGE} WHERE external_id IN (?)`, [removed]);
-  return { resent: resent.length, counted: fresh.size - removed.length };
+  return { resent: resent.length, removed: new Set(removed) };
 }
 
 /**

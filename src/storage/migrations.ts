@@ -135,20 +135,25 @@ export const MIGRATIONS: readonly Migration[] = [
         amount DECIMAL(20,8) NULL,
         placed_at INT UNSIGNED NULL
       ) ENGINE=InnoDB`,
-      // One row per committed change that can alter a leaderboard, written in the same
-      // transaction as the change: wagers of an affiliate between first_at and last_at, or a
-      // user's profile (user_external_id). Every instance reads it a few times a second to drop
+      // One row per committed write that can alter a leaderboard, written in the same transaction
+      // as the change: the affiliates and time spans of the wagers it changed (`wager_spans`, text
+      // "affiliate,first,last;…" with internal affiliate keys and Unix seconds), or a user whose
+      // profile changed (user_external_id). Every instance reads it a few times a second to drop
       // exactly the cached answers a change touches (src/leaderboard/change-feed.ts).
       `CREATE TABLE data_changes (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        affiliate_id INT UNSIGNED NULL,
-        first_at INT UNSIGNED NULL,
-        last_at INT UNSIGNED NULL,
+        wager_spans MEDIUMTEXT CHARACTER SET ascii COLLATE ascii_bin NULL,
         user_external_id VARBINARY(256) NULL,
         created_at INT UNSIGNED NOT NULL,
         KEY ix_data_changes_created (created_at)
       ) ENGINE=InnoDB`,
     ],
+  },
+  {
+    version: 5,
+    name: "api key expiry",
+    // A key is refused from expires_at on (NULL: never expires). Rotation sets it on the old key.
+    statements: ["ALTER TABLE api_keys ADD COLUMN expires_at INT UNSIGNED NULL AFTER revoked_at"],
   },
 ];
 

@@ -21,7 +21,7 @@
  * sees the first, or InnoDB reports a deadlock and the retry does.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { noteWagerChanges } from "./data-changes.js";
+import { noteWagerTimes } from "./data-changes.js";
 import { ROLLUPS } from "./rollups.js";
 import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
 
@@ -106,5 +106,8 @@ async function takeOut(connection: PoolConnection, rows: readonly RowDataPacket[
             v.amount = s.amount, v.placed_at = s.placed_at`,
   );
   await connection.query(`DELETE w FROM wagers w JOIN ${VOID_STAGE} s ON s.id = w.id`);
-  await noteWagerChanges(connection, VOID_STAGE);
+  await noteWagerTimes(
+    connection,
+    rows.map((r) => ({ affiliateId: Number(r.affiliate_id), placedAt: Number(r.placed_at) })),
+  );
 }

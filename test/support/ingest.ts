@@ -14,7 +14,7 @@ import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/api/internal-server.js";
 import { createPublicServer, type PublicServer } from "../../src/api/public-server.js";
-import { createApp } from "../../src/app.js";
+import { type App, createApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
@@ -25,6 +25,8 @@ export const INGEST_PROTOCOLS: readonly IngestProtocol[] = ["connect", "grpc", "
 
 export interface IngestServers {
   readonly database: TestDatabase;
+  /** The public app (its caches, readiness and key lookups). */
+  readonly app: App;
   readonly config: Config;
   readonly internal: InternalApp;
   /** http://127.0.0.1:<internal port> */
@@ -55,7 +57,13 @@ export async function startIngestServers(
   const database = await createTestDatabase(label);
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
   const app = createApp(config, database.db);
-  const internal = createInternalApp(config, database.db, { metrics: app.metrics, ...options });
+  const internal = createInternalApp(config, database.db, {
+    metrics: app.metrics,
+    readiness: app.readiness,
+    keyCache: app.authenticator,
+    onCommitted: app.changesCommitted,
+    ...options,
+  });
   const publicServer = createPublicServer(app.handler);
   const internalServer = createPublicServer(internal.handler);
   const publicUrl = await listen(publicServer);
@@ -64,6 +72,7 @@ export async function startIngestServers(
   const sessions: Http2SessionManager[] = [];
   return {
     database,
+    app,
     config,
     internal,
     internalUrl,

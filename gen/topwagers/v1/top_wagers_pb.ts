@@ -153,6 +153,10 @@ export const TopWagersService: GenService<{
    * GetTopAffiliateWagersByPeriod returns at most `num_users` users ordered by
    * total wagered in the inclusive period [start_timestamp, end_timestamp],
    * largest first; ties by username (code point order), then user id.
+   * Voided wagers never count. Every recorded change (a wager, a void, a
+   * renamed user) is in the answer within about a second, on every instance;
+   * the `cache-control` response header says how long the caller may reuse
+   * the answer (`private, max-age=1`, or `no-store`).
    * Errors: UNAUTHENTICATED (missing, unknown or revoked key),
    * RESOURCE_EXHAUSTED (rate limit for the key), INVALID_ARGUMENT (a field
    * breaks a rule below; the message names every such field), UNAVAILABLE

@@ -1,0 +1,58 @@
+/**
+ * Readiness, one answer for every probe: `GET /readyz` and grpc.health.v1 on
+ * both listeners. Ready means: not shutting down, the database answers, and
+ * its schema is at the version this build expects. Every probe asks the
+ * database (a result is never reused: a probe right after an outage must see
+ * it), but concurrent probes share one query, so probes cannot load it.
+ */
+import type { Pool } from "mysql2/promise";
+import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "../storage/migrations.js";
+
+export type ReadinessStatus =
+  | { readonly status: "ready"; readonly schemaVersion: number }
+  | { readonly status: "shutting_down" }
+  | { readonly status: "database_unavailable" }
+  | { readonly status: "migrations_pending"; readonly schemaVersion: number; readonly expected: number };
+
+export class Readiness {
+  private serving = true;
+  private pending: Promise<ReadinessStatus> | undefined;
+
+  constructor(private readonly pool: Pool) {}
+
+  /** From now on every probe answers shutting_down. */
+  stopServing(): void {
+    this.serving = false;
+  }
+
+  async check(): Promise<ReadinessStatus> {
+    if (!this.serving) return { status: "shutting_down" };
+    if (this.pending === undefined) {
+      this.pending = this.probe().finally(() => {
+        this.pending = undefined;
+      });
+    }
+    return this.pending;
+  }
+
+  /** Ready, as a boolean (gRPC health). */
+  async ready(): Promise<boolean> {
+    return (await this.check()).status === "ready";
+  }
+
+  private async probe(): Promise<ReadinessStatus> {
+    try {
+      const version = await currentSchemaVersion(this.pool);
+      if (version < LATEST_SCHEMA_VERSION) {
+        return { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION };
+      }
+      return { status: "ready", schemaVersion: version };
+    } catch (error) {
+      // A database without the migrations table yet is a schema behind, not a database down.
+      if ((error as { code?: string }).code === "ER_NO_SUCH_TABLE") {
+        return { status: "migrations_pending", schemaVersion: 0, expected: LATEST_SCHEMA_VERSION };
+      }
+      return { status: "database_unavailable" };
+    }
+  }
+}
