@@ -9,7 +9,7 @@ import type { DescFile, Registry } from "@bufbuild/protobuf";
 import { create, createRegistry, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import {
   file_grpc_health_v1_health,
   Health,
@@ -20,6 +20,7 @@ import {
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { file_topwagers_v1_top_wagers } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { ServiceError } from "../errors.js";
 
 /** Whether the process is ready to serve (the same answer as /readyz). */
 export interface ServingState {
@@ -30,11 +31,11 @@ export function registerHealth(router: ConnectRouter, services: readonly string[
   const status = async (service: string) => {
     if (service !== "" && !services.includes(service)) {
       // Echo only a well-formed name: grpc-js would show "/", ":" and the like percent-escaped.
-      throw new ConnectError(
+      throw new ServiceError(
+        "UNKNOWN_SERVICE",
         /^[A-Za-z_][A-Za-z0-9_.]{0,199}$/.test(service)
           ? `unknown service ${service}`
           : "unknown service. A service name is a fully qualified protobuf name like topwagers.v1.TopWagersService",
-        Code.NotFound,
       );
     }
     return (await state.ready()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
