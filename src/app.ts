@@ -105,7 +105,8 @@ export function createApp(config: Config, database: Database, options: AppOption
       ? new ChangeFeed(database.read, { logger, onChanges: (changes) => leaderboard?.applyChanges(changes) })
       : undefined;
   leaderboard = new Leaderboard({
-    pool: database.read,
+    // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
+    pool: database.leaderboard,
     defaultAvatarUrl: config.defaultAvatarUrl,
     cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),

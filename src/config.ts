@@ -4,8 +4,21 @@
  * them all in one go instead of one per restart.
  */
 
+import { readFileSync } from "node:fs";
+
 export interface Config {
+  /** One URL, or several separated by commas in order of preference (Galera nodes, a primary and its standbys). */
   readonly databaseUrl: string;
+  /** Read replicas for leaderboard queries (comma-separated URLs); empty when unset. */
+  readonly databaseReadUrls: readonly string[];
+  /** How long a leaderboard read waits for a replica to catch up with the primary before skipping it. */
+  readonly replicaWaitMs: number;
+  /** PEM text of the CA that signed the database servers' certificates; TLS with verification when set. */
+  readonly databaseTlsCa: string | undefined;
+  /** Path of that CA file, for messages. */
+  readonly databaseTlsCaPath: string | undefined;
+  /** false: the server never creates the database nor runs DDL (migrate with `npm run cli -- migrate`). */
+  readonly migrateOnStart: boolean;
   readonly port: number;
   readonly host: string;
   /** Prefix of the REST path only, e.g. "/api"; "" when unset. */
@@ -88,8 +101,39 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent, got "${logLevel}"`);
   }
 
+  const databaseUrl = text("DATABASE_URL", DEFAULT_DATABASE_URL);
+  const databaseUrls = urlList("DATABASE_URL", databaseUrl, problems);
+  const databaseReadUrls = urlList("DATABASE_READ_URL", text("DATABASE_READ_URL", ""), problems);
+  const databaseNames = new Set([...databaseUrls, ...databaseReadUrls].map(databaseNameOf).filter((n) => n !== ""));
+  if (databaseNames.size > 1) {
+    problems.push(
+      `DATABASE_URL and DATABASE_READ_URL must all name the same database, got ${[...databaseNames].join(", ")}`,
+    );
+  }
+  const databaseTlsCaPath = text("DATABASE_TLS_CA", "") || undefined;
+  let databaseTlsCa: string | undefined;
+  if (databaseTlsCaPath !== undefined) {
+    try {
+      databaseTlsCa = readFileSync(databaseTlsCaPath, "utf8");
+      if (!databaseTlsCa.includes("-----BEGIN CERTIFICATE-----")) {
+        problems.push(`DATABASE_TLS_CA must be a PEM file of CA certificates, "${databaseTlsCaPath}" holds none`);
+      }
+    } catch (error) {
+      problems.push(`DATABASE_TLS_CA cannot be read: ${(error as Error).message}`);
+    }
+  }
+  const migrateOnStart = text("MIGRATE_ON_START", "true");
+  if (migrateOnStart !== "true" && migrateOnStart !== "false") {
+    problems.push(`MIGRATE_ON_START must be true or false, got "${migrateOnStart}"`);
+  }
+
   const config: Config = {
-    databaseUrl: url("DATABASE_URL", DEFAULT_DATABASE_URL, ["mysql:", "mariadb:"]) ?? DEFAULT_DATABASE_URL,
+    databaseUrl,
+    databaseReadUrls,
+    replicaWaitMs: integer("DATABASE_REPLICA_WAIT_MS", 500, 0, 60_000),
+    databaseTlsCa,
+    databaseTlsCaPath,
+    migrateOnStart: migrateOnStart !== "false",
     port: integer("PORT", 8080, 0, 65535),
     host: text("HOST", "0.0.0.0"),
     basePath,
@@ -112,8 +156,44 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze(config);
 }
 
+/**
+ * Splits a comma-separated list of MySQL URLs (a comma inside a password is written %2C) and
+ * checks each one; "" gives an empty list.
+ */
+export function urlList(name: string, raw: string, problems: string[]): string[] {
+  if (raw.trim() === "") return [];
+  const urls = raw.split(",").map((part) => part.trim());
+  for (const [index, item] of urls.entries()) {
+    const where = urls.length > 1 ? `${name} (URL ${index + 1})` : name;
+    if (item === "") {
+      problems.push(`${where} is empty; separate URLs with single commas`);
+      continue;
+    }
+    try {
+      const parsed = new URL(item);
+      if (parsed.protocol !== "mysql:" && parsed.protocol !== "mariadb:") {
+        problems.push(`${where} must be a mysql: or mariadb: URL, got "${redact(item)}"`);
+      } else if (!/^[A-Za-z0-9_]{1,64}$/.test(databaseNameOf(item))) {
+        problems.push(`${where} must name a database of letters, digits and "_", got "${redact(item)}"`);
+      }
+    } catch {
+      problems.push(`${where} is not a valid URL: "${redact(item)}"`);
+    }
+  }
+  return urls;
+}
+
+function databaseNameOf(rawUrl: string): string {
+  try {
+    return decodeURIComponent(new URL(rawUrl).pathname.replace(/^\//, ""));
+  } catch {
+    return "";
+  }
+}
+
 /** Hides a password in a URL before it is printed. */
 export function redact(rawUrl: string): string {
+  if (rawUrl.includes(",")) return rawUrl.split(",").map(redact).join(",");
   try {
     const parsed = new URL(rawUrl);
     if (parsed.password !== "") parsed.password = "***";

@@ -26,15 +26,22 @@ export interface Running {
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Running> {
   // Loads OpenTelemetry only when OTEL_TRACES_EXPORTER asks for it.
   const tracing = await tracingFromEnv(process.env);
-  await ensureDatabaseExists(config.databaseUrl);
+  // MIGRATE_ON_START=false: a least-privilege runtime user; `npm run cli -- migrate` does the DDL.
+  if (config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
   const database = await openDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
     queryTimeoutMs: config.queryTimeoutMs,
+    readUrls: config.databaseReadUrls,
+    replicaWaitMs: config.replicaWaitMs,
+    tlsCa: config.databaseTlsCa,
+    onEvent: (event, details) => logger.warn(details, event),
   });
-  const report = await migrate(database.write);
+  if (config.migrateOnStart) {
+    const report = await migrate(database.write);
+    for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
+  }
   tracing?.traceDatabase(database);
-  for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
   const redis: RedisLimiters | undefined =
     config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
   const app = createApp(config, database, {

@@ -13,13 +13,16 @@ export class UsageError extends Error {}
 /** The command line is fine but the data says no (an unknown key id, …): exit 1, one line. */
 export class DataError extends Error {}
 
-/** Runs `work` on the configured database, created and migrated first if needed. */
+/**
+ * Runs `work` on the configured database, created and migrated first if needed (unless
+ * MIGRATE_ON_START=false: then the schema must be migrated already, by `migrate`).
+ */
 export async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  await ensureDatabaseExists(config.databaseUrl);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
+  if (config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2, tlsCa: config.databaseTlsCa });
   try {
-    await migrate(db.write);
+    if (config.migrateOnStart) await migrate(db.write);
     return await work(db);
   } finally {
     await db.close();

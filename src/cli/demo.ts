@@ -57,8 +57,8 @@ export async function runDemo(args: string[]): Promise<void> {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   const config = loadConfig(values.port === undefined ? process.env : { ...process.env, PORT: values.port });
-  await ensureDatabaseExists(config.databaseUrl);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2 });
+  await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2, tlsCa: config.databaseTlsCa });
   let key: ReturnType<typeof generateApiKey>;
   try {
     await migrate(db.write);

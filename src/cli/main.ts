@@ -216,7 +216,7 @@ async function migrateCommand(args: string[]): Promise<void> {
   }
   const config = loadConfig();
   if (values.status) {
-    const db = await openDatabase({ url: config.databaseUrl, poolSize: 1 });
+    const db = await openDatabase({ url: config.databaseUrl, poolSize: 1, tlsCa: config.databaseTlsCa });
     try {
       const status = await migrationStatus(db.write);
       const current = Math.max(0, ...status.applied.map((m) => m.version));
@@ -246,8 +246,8 @@ async function migrateCommand(args: string[]): Promise<void> {
     }
     return;
   }
-  await ensureDatabaseExists(config.databaseUrl);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 1 });
+  await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: 1, tlsCa: config.databaseTlsCa });
   try {
     const report = await migrate(db.write);
     if (values.json) {

@@ -8,27 +8,58 @@
 
 import type { Pool, PoolOptions } from "mysql2/promise";
 import mysql from "mysql2/promise";
+import { classifyDatabaseError, NodeSet, routedPool } from "./node-set.js";
+import { ReplicaReads } from "./replicas.js";
 
 export interface DatabaseOptions {
+  /** One URL or several, comma-separated, in order of preference (see node-set.ts). */
   readonly url: string;
   readonly poolSize: number;
   /** Per-statement limit on the read pool, so a pathological query cannot pin the server. */
   readonly queryTimeoutMs?: number;
+  /** Read replicas for leaderboard queries (replicas.ts). */
+  readonly readUrls?: readonly string[];
+  /** How long a leaderboard read waits for a replica to catch up; default 500 ms. */
+  readonly replicaWaitMs?: number;
+  /** PEM CA: connect with TLS and verify the server's certificate and name. */
+  readonly tlsCa?: string | undefined;
+  /** Told when the node in use changes or a replica is skipped. */
+  readonly onEvent?: (event: string, details: Record<string, unknown>) => void;
 }
 
 export interface Database {
-  /** Short read queries of the public API; statement timeout applied. */
+  /**
+   * Short read queries of the public API on the primary side (keys, change feed, readiness);
+   * statement timeout applied. With read replicas, a replica answers while the primary is down.
+   */
   readonly read: Pool;
   /** Writes, migrations and maintenance; no statement timeout. */
   readonly write: Pool;
+  /** Leaderboard queries: a caught-up read replica, or `read` when there are none. */
+  readonly leaderboard: Pool;
   readonly name: string;
   readonly flavour: "mariadb" | "mysql";
+  /** Index (in DATABASE_URL) of the node in use. */
+  currentNode(): number;
+  /** Probes every node now (tests, and after a failure). */
+  probeNodes(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Turns a DATABASE_URL into mysql2 options; `?socketPath=/run/mysqld/mysqld.sock` selects a unix socket. */
-export function connectionOptions(url: string): PoolOptions & { database: string } {
-  const parsed = new URL(url);
+/** The URLs of a comma-separated DATABASE_URL / DATABASE_READ_URL, in order. */
+export function splitUrls(urls: string): string[] {
+  return urls
+    .split(",")
+    .map((url) => url.trim())
+    .filter((url) => url !== "");
+}
+
+/**
+ * Turns one database URL into mysql2 options; `?socketPath=/run/mysqld/mysqld.sock` selects a unix
+ * socket. With a CA, the connection uses TLS and verifies the server's certificate and host name.
+ */
+export function connectionOptions(url: string, tlsCa?: string): PoolOptions & { database: string } {
+  const parsed = new URL(splitUrls(url)[0] ?? url);
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ""));
   if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) {
     throw new Error(`DATABASE_URL must name a database of letters, digits and "_", got "${database}"`);
@@ -53,53 +84,102 @@ export function connectionOptions(url: string): PoolOptions & { database: string
     connectTimeout: 3_000,
     enableKeepAlive: true,
     multipleStatements: false,
+    ...(tlsCa === undefined ? {} : { ssl: { ca: tlsCa, rejectUnauthorized: true } }),
   };
 }
 
 /** Creates the database named in the URL when it does not exist yet (a newcomer's first run). */
-export async function ensureDatabaseExists(url: string): Promise<void> {
-  const { database, ...options } = connectionOptions(url);
-  const connection = await mysql.createConnection(options);
-  try {
-    // Identifiers cannot be bound as parameters; the name was checked against [A-Za-z0-9_] above.
-    await connection.query(
-      `CREATE DATABASE IF NOT EXISTS ${mysql.escapeId(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
-    );
-  } finally {
-    await connection.end();
+export async function ensureDatabaseExists(url: string, tlsCa?: string): Promise<void> {
+  // With several nodes, the first that answers creates it (Galera replicates it; a standby gets it from its primary).
+  let lastError: unknown;
+  for (const node of splitUrls(url)) {
+    const { database, ...options } = connectionOptions(node, tlsCa);
+    let connection: mysql.Connection | undefined;
+    try {
+      connection = await mysql.createConnection(options);
+      // Identifiers cannot be bound as parameters; the name was checked against [A-Za-z0-9_] above.
+      await connection.query(
+        `CREATE DATABASE IF NOT EXISTS ${mysql.escapeId(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
+      );
+      return;
+    } catch (error) {
+      lastError = error;
+      if (classifyDatabaseError(error) !== "node_down") throw error;
+    } finally {
+      await connection?.end().catch(() => undefined);
+    }
   }
+  throw lastError;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const base = connectionOptions(options.url);
-  const write = mysql.createPool({ ...base, connectionLimit: Math.max(2, Math.ceil(options.poolSize / 2)) });
-  const read = mysql.createPool({ ...base, connectionLimit: options.poolSize });
-  let flavour: Database["flavour"] = "mysql";
-  try {
-    const [rows] = await write.query<mysql.RowDataPacket[]>("SELECT VERSION() AS version");
-    flavour = String(rows[0]?.version ?? "").includes("MariaDB") ? "mariadb" : "mysql";
-  } catch {
-    // Unreachable at start-up: serve anyway (answers 503 until it is back); assume MariaDB's dialect.
-    flavour = "mariadb";
+  const nodeUrls = splitUrls(options.url);
+  const nodeOptions = nodeUrls.map((url) => connectionOptions(url, options.tlsCa));
+  const base = nodeOptions[0] ?? connectionOptions(options.url, options.tlsCa);
+  const writeSize = Math.max(2, Math.ceil(options.poolSize / 2));
+  const writes = nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: writeSize }));
+  const reads = nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize }));
+  const replicaPools = (options.readUrls ?? []).map((url) =>
+    mysql.createPool({
+      ...connectionOptions(url, options.tlsCa),
+      connectionLimit: options.poolSize,
+      connectTimeout: 1_000,
+    }),
+  );
+  let flavour: Database["flavour"] = "mariadb";
+  for (const pool of writes) {
+    try {
+      const [rows] = await pool.query<mysql.RowDataPacket[]>("SELECT VERSION() AS version");
+      flavour = String(rows[0]?.version ?? "").includes("MariaDB") ? "mariadb" : "mysql";
+      break;
+    } catch {
+      // Unreachable at start-up: try the next node; serve anyway (503 until one is back), assume MariaDB.
+    }
   }
   // Month buckets are computed with FROM_UNIXTIME / UNIX_TIMESTAMP: pin every session to UTC.
-  for (const pool of [read, write])
+  for (const pool of [...reads, ...writes, ...replicaPools])
     pool.pool.on("connection", (connection) => connection.query("SET time_zone = '+00:00'"));
   if (options.queryTimeoutMs !== undefined) {
     const timeoutMs = options.queryTimeoutMs;
-    read.pool.on("connection", (connection) => {
-      // MariaDB counts in seconds (max_statement_time); MySQL in milliseconds (max_execution_time, SELECT only).
-      if (flavour === "mariadb") connection.query("SET SESSION max_statement_time = ?", [timeoutMs / 1000]);
-      else connection.query("SET SESSION max_execution_time = ?", [timeoutMs]);
-    });
+    for (const pool of [...reads, ...replicaPools])
+      pool.pool.on("connection", (connection) => {
+        // MariaDB counts in seconds (max_statement_time); MySQL in milliseconds (max_execution_time, SELECT only).
+        if (flavour === "mariadb") connection.query("SET SESSION max_statement_time = ?", [timeoutMs / 1000]);
+        else connection.query("SET SESSION max_execution_time = ?", [timeoutMs]);
+      });
   }
+  const nodes = new NodeSet({
+    nodes: nodeOptions,
+    onSwitch: (from, to) => options.onEvent?.("database node changed", { from, to }),
+  });
+  // Start on a healthy node when the first one is down (one probe round, at most about 1 s).
+  if (nodeOptions.length > 1) await nodes.probeNow();
+  nodes.start();
+  const primaryRead = routedPool(reads, nodes);
+  const write = routedPool(writes, nodes);
+  const replicas =
+    replicaPools.length === 0
+      ? undefined
+      : new ReplicaReads({
+          primary: primaryRead,
+          replicas: replicaPools,
+          waitMs: options.replicaWaitMs ?? 500,
+          flavour,
+          onSkip: (replica, reason) => options.onEvent?.("read replica skipped", { replica, reason }),
+        });
+  const read = replicas?.primaryFirstPool() ?? primaryRead;
+  const leaderboard = replicas?.pool() ?? primaryRead;
   return {
     read,
     write,
+    leaderboard,
     name: base.database,
     flavour,
+    currentNode: () => nodes.current,
+    probeNodes: () => nodes.probeNow(),
     async close() {
-      await Promise.allSettled([read.end(), write.end()]);
+      await nodes.close();
+      await Promise.allSettled([...reads, ...writes, ...replicaPools].map((pool) => pool.end()));
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Versioned schema migrations. Each migration runs once, in order, and is
- * recorded in `schema_migrations`; a named lock keeps two instances starting at
- * once from applying the same migration twice. Never edit a shipped migration:
+ * recorded in `schema_migrations`; a lease row (`schema_migration_lease`) keeps
+ * two instances starting at once, on one server or on two Galera nodes, from
+ * applying the same migration twice. Never edit a shipped migration:
  * add a new one.
  *
  * Ids of affiliates, users and wagers are the platform's opaque strings,
@@ -14,7 +15,10 @@
  * zone conversion, no 2038 limit); money is DECIMAL and is only ever summed by
  * the database.
  */
-import type { Pool, RowDataPacket } from "mysql2/promise";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { classifyDatabaseError } from "./node-set.js";
 import { ROLLUPS } from "./rollups.js";
 
 /** The half-month bucket expression, shared with every writer (rollups.ts). */
@@ -153,58 +157,145 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-const LOCK_NAME = "topwagers_migrations";
+/** How long a migration lease lasts unless renewed; renewed every LEASE_SECONDS / 3 while migrating. */
+const LEASE_SECONDS = 30;
+const LEASE_NAME = "migrations";
 
 export interface MigrationReport {
   readonly applied: readonly Migration[];
   readonly current: number;
 }
 
-/** Applies every pending migration. Safe to call from several instances at once. */
-export async function migrate(pool: Pool, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrationReport> {
+export interface MigrateOptions {
+  /** How long to wait for another instance's lease; default 120 s. */
+  readonly waitMs?: number;
+  /** Who holds the lease, for the table's readers; default host:pid:random. */
+  readonly holder?: string;
+}
+
+/**
+ * Applies every pending migration. Safe to call from several instances at once, also against
+ * different nodes of a Galera cluster: the lock is a lease row in `schema_migration_lease`, which
+ * the cluster replicates (GET_LOCK is local to one node there). The lease is taken by one atomic
+ * UPDATE that only matches a free or expired lease; on Galera two such UPDATEs on two nodes
+ * conflict at certification and exactly one wins. It expires by itself if its holder dies.
+ */
+export async function migrate(
+  pool: Pool,
+  migrations: readonly Migration[] = MIGRATIONS,
+  options: MigrateOptions = {},
+): Promise<MigrationReport> {
+  const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}`;
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS schema_migration_lease (
+      name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+      holder VARCHAR(200) NOT NULL,
+      expires_at BIGINT NOT NULL
+    ) ENGINE=InnoDB`,
+  );
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await pool.query("INSERT IGNORE INTO schema_migration_lease (name, holder, expires_at) VALUES (?, '', 0)", [
+        LEASE_NAME,
+      ]);
+      break;
+    } catch (error) {
+      // Two nodes inserting the row at once conflict at certification (Galera): the row is there now.
+      if (classifyDatabaseError(error) !== "retry" || attempt >= 5) throw error;
+    }
+  }
+  await takeLease(pool, holder, options.waitMs ?? 120_000);
+  let lost: unknown;
+  const renewal = setInterval(
+    () => {
+      renewLease(pool, holder).catch((error: unknown) => {
+        lost ??= error;
+      });
+    },
+    (LEASE_SECONDS * 1000) / 3,
+  );
+  renewal.unref();
   const connection = await pool.getConnection();
   try {
-    const [lock] = await connection.query<RowDataPacket[]>("SELECT GET_LOCK(?, 60) AS ok", [LOCK_NAME]);
-    if (lock[0]?.ok !== 1)
-      throw new Error("could not take the migration lock within 60 s; is another migration running?");
-    try {
+    await connection.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INT UNSIGNED NOT NULL PRIMARY KEY,
+        name VARCHAR(200) NOT NULL,
+        applied_at INT UNSIGNED NOT NULL
+      ) ENGINE=InnoDB`,
+    );
+    const done = new Set(
+      (await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations"))[0].map((r) =>
+        Number(r.version),
+      ),
+    );
+    const applied: Migration[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      if (lost !== undefined) throw new Error("lost the migration lease; stopping", { cause: lost });
+      // DDL commits implicitly in MySQL, so a migration is made of idempotent-enough steps
+      // and recorded only once all of them succeeded.
+      for (const statement of migration.statements) await connection.query(statement);
       await connection.query(
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-          version INT UNSIGNED NOT NULL PRIMARY KEY,
-          name VARCHAR(200) NOT NULL,
-          applied_at INT UNSIGNED NOT NULL
-        ) ENGINE=InnoDB`,
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
+        [migration.version, migration.name],
       );
-      const done = new Set(
-        (await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations"))[0].map((r) =>
-          Number(r.version),
-        ),
-      );
-      const applied: Migration[] = [];
-      for (const migration of migrations) {
-        if (done.has(migration.version)) continue;
-        // DDL commits implicitly in MySQL, so a migration is made of idempotent-enough steps
-        // and recorded only once all of them succeeded.
-        for (const statement of migration.statements) await connection.query(statement);
-        await connection.query(
-          "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
-          [migration.version, migration.name],
-        );
-        applied.push(migration);
-      }
-      return { applied, current: Math.max(0, ...migrations.map((m) => m.version)) };
-    } finally {
-      await connection.query("SELECT RELEASE_LOCK(?)", [LOCK_NAME]);
+      applied.push(migration);
     }
+    return { applied, current: Math.max(0, ...migrations.map((m) => m.version)) };
   } finally {
+    clearInterval(renewal);
     connection.release();
+    await pool
+      .query("UPDATE schema_migration_lease SET holder = '', expires_at = 0 WHERE name = ? AND holder = ?", [
+        LEASE_NAME,
+        holder,
+      ])
+      .catch(() => undefined); // it expires by itself
   }
+}
+
+async function takeLease(pool: Pool, holder: string, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      const [result] = await pool.query<ResultSetHeader>(
+        `UPDATE schema_migration_lease SET holder = ?, expires_at = UNIX_TIMESTAMP() + ?
+          WHERE name = ? AND (expires_at < UNIX_TIMESTAMP() OR holder = ?)`,
+        [holder, LEASE_SECONDS, LEASE_NAME, holder],
+      );
+      if (result.affectedRows === 1) return;
+    } catch (error) {
+      // Another node's UPDATE won certification (Galera) or the row lock (1213 / 1205): try again.
+      if (classifyDatabaseError(error) !== "retry") throw error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `could not take the migration lease within ${Math.round(waitMs / 1000)} s; is another migration running? (table schema_migration_lease)`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+  }
+}
+
+async function renewLease(pool: Pool, holder: string): Promise<void> {
+  const [result] = await pool.query<ResultSetHeader>(
+    "UPDATE schema_migration_lease SET expires_at = UNIX_TIMESTAMP() + ? WHERE name = ? AND holder = ?",
+    [LEASE_SECONDS, LEASE_NAME, holder],
+  );
+  if (result.affectedRows !== 1) throw new Error("the migration lease was taken by another instance");
 }
 
 /** The highest applied migration, or 0 when none is; used by readiness. */
 export async function currentSchemaVersion(pool: Pool): Promise<number> {
-  const [rows] = await pool.query<RowDataPacket[]>("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations");
-  return Number(rows[0]?.v ?? 0);
+  try {
+    const [rows] = await pool.query<RowDataPacket[]>("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations");
+    return Number(rows[0]?.v ?? 0);
+  } catch (error) {
+    // An empty schema (a least-privilege server started before `migrate`) is version 0.
+    if ((error as { code?: string }).code === "ER_NO_SUCH_TABLE") return 0;
+    throw error;
+  }
 }
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

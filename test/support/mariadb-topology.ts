@@ -1,0 +1,155 @@
+/**
+ * Throwaway MariaDB topologies on loopback for the data-tier tests: single
+ * nodes with extra flags (TLS), a GTID primary + replica pair, and a
+ * three-node Galera cluster. Each lives in its own temporary folder that the
+ * `mysql` user can enter (mariadbd runs as mysql: rsync SST breaks as root),
+ * listens only on 127.0.0.1 at free ports, and is stopped by PID.
+ * Flags follow ../../shared/research/data-tier.md (facts, not code).
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import mysql from "mysql2/promise";
+import { freePort, sleep, stopChild } from "./processes.js";
+
+const run = promisify(execFile);
+
+export interface NodeProcess {
+  readonly name: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly args: readonly string[];
+  child: ChildProcess | undefined;
+  readonly pid: number | undefined;
+  /** A root connection (TCP, no TLS). */
+  admin(): Promise<mysql.Connection>;
+  url(user: string, database: string): string;
+  /** SIGKILL (a crash) and wait until the process is gone. */
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+  /** Runs mariadbd again with the same flags (plus `extra`), resolves once it accepts logins. */
+  start(extra?: readonly string[]): Promise<void>;
+}
+
+/** A folder under the temp dir that the mysql user can enter; removed by `removeRoot`. */
+export function makeRoot(label: string): string {
+  const root = mkdtempSync(path.join(tmpdir(), `topwagers-${label}-`));
+  chmodSync(root, 0o755);
+  return root;
+}
+
+export function removeRoot(root: string): void {
+  rmSync(root, { recursive: true, force: true });
+}
+
+/** chown -R mysql:mysql */
+export async function giveToMysql(dir: string): Promise<void> {
+  await run("chown", ["-R", "mysql:mysql", dir]);
+}
+
+export async function installDataDir(dataDir: string): Promise<void> {
+  mkdirSync(dataDir, { recursive: true });
+  await run("mariadb-install-db", [
+    "--no-defaults",
+    `--datadir=${dataDir}`,
+    "--user=mysql",
+    "--auth-root-authentication-method=normal",
+    "--skip-test-db",
+    "--innodb-log-file-size=16M",
+  ]);
+}
+
+async function acceptsLogin(port: number): Promise<boolean> {
+  try {
+    const connection = await mysql.createConnection({ host: "127.0.0.1", port, user: "root", connectTimeout: 1_000 });
+    await connection.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Prepares (does not start) a mariadbd on `dataDir` with the common test flags plus `args`. The
+ * folder must exist and be owned by mysql.
+ */
+export async function defineNode(name: string, dataDir: string, args: readonly string[]): Promise<NodeProcess> {
+  const port = await freePort();
+  const common = [
+    "--no-defaults",
+    "--user=mysql",
+    `--datadir=${dataDir}`,
+    `--socket=${path.join(dataDir, "sock")}`,
+    `--pid-file=${path.join(dataDir, "mariadbd.pid")}`,
+    `--log-error=${path.join(dataDir, "error.log")}`,
+    "--bind-address=127.0.0.1",
+    `--port=${port}`,
+    "--innodb-buffer-pool-size=64M",
+    "--innodb-log-file-size=16M",
+    "--innodb-flush-log-at-trx-commit=2",
+    "--innodb-doublewrite=0",
+  ];
+  const node: NodeProcess = {
+    name,
+    port,
+    dataDir,
+    args: [...common, ...args],
+    child: undefined,
+    get pid() {
+      return node.child?.pid;
+    },
+    admin: () => mysql.createConnection({ host: "127.0.0.1", port, user: "root", multipleStatements: true }),
+    url: (user, database) => `mysql://${user}@127.0.0.1:${port}/${database}`,
+    async kill() {
+      await stopChild(node.child, "SIGKILL", 10_000);
+    },
+    async stop() {
+      await stopChild(node.child, "SIGTERM", 15_000);
+    },
+    async start(extra = []) {
+      const child = spawn("mariadbd", [...node.args, ...extra], { stdio: "ignore" });
+      node.child = child;
+      const deadline = Date.now() + 60_000;
+      while (!(await acceptsLogin(port))) {
+        if (child.exitCode !== null || Date.now() > deadline) {
+          await stopChild(child, "SIGKILL");
+          let log = "";
+          try {
+            log = readFileSync(path.join(dataDir, "error.log"), "utf8").slice(-3000);
+          } catch {}
+          throw new Error(`mariadbd ${name} on port ${port} did not start:\n${log}`);
+        }
+        await sleep(100);
+      }
+    },
+  };
+  return node;
+}
+
+/** Polls `check` every 100 ms until it is true, or fails after `timeoutMs` with `what`. */
+export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export async function queryOne(
+  node: NodeProcess,
+  sql: string,
+  params: unknown[] = [],
+): Promise<Record<string, unknown>> {
+  const connection = await node.admin();
+  try {
+    const [rows] = await connection.query<mysql.RowDataPacket[]>(sql, params);
+    return (rows[0] ?? {}) as Record<string, unknown>;
+  } finally {
+    await connection.end();
+  }
+}
