@@ -143,7 +143,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       CACHE_TTL_MS: "600000",
       RATE_LIMIT_POINTS: "1000000000",
       INTERNAL_PORT: "0",
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: "info", // the "listening" line is how the bench learns the port
     },
     (line) => line.msg?.startsWith("topwagers listening") === true,
     values.profile === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", values.profile],
