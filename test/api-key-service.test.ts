@@ -15,6 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
 import { ApiKeyService } from "../gen/topwagers/v1/api_keys_pb.js";
+import { createPublicServer } from "../src/api/public-server.js";
+import { createApp } from "../src/app.js";
+import { openDatabase } from "../src/storage/database.js";
 import { createKey } from "./support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "./support/ingest.js";
 
@@ -45,8 +48,8 @@ function admin(token: string | null = ADMIN_TOKEN, protocol: "connect" | "grpc" 
   );
 }
 
-async function rest(key: string): Promise<number> {
-  const response = await fetch(`${servers.publicUrl}/top-affiliate-wagers-by-period`, {
+async function rest(key: string, publicUrl = servers.publicUrl): Promise<number> {
+  const response = await fetch(`${publicUrl}/top-affiliate-wagers-by-period`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify(JAN),
@@ -230,6 +233,33 @@ describe("issuing keys", () => {
     expect(Date.now() / 1000).toBeGreaterThanOrEqual(expiresAt);
     expect(await grpcCode(created.secret)).toBe(Code.Unauthenticated);
   }, 15_000);
+});
+
+describe("another instance", () => {
+  it("accepts a key issued elsewhere within 5 s and refuses it within 5 s of its revocation", async () => {
+    // A second instance: its own pool, app (key cache with the default 2 s lifetime) and public socket, same database.
+    const db = await openDatabase({ url: servers.database.url, poolSize: 2, queryTimeoutMs: 10_000 });
+    const other = createApp(servers.config, db);
+    const server = createPublicServer(other.handler);
+    await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
+    const address = server.server.address();
+    const otherUrl = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+    try {
+      const created = await admin().createApiKey({ affiliateId: "aff-elsewhere" });
+      const accepted = await until(async () => (await rest(created.secret, otherUrl)) === 200, 5_000);
+      expect(accepted).toBeLessThan(5_000);
+      // The other instance now holds the key in its cache; a revocation here must still reach it within 5 s.
+      expect(await rest(created.secret, otherUrl)).toBe(200);
+      await admin().revokeApiKey({ id: created.apiKey?.id ?? "" });
+      expect(await rest(created.secret)).toBe(401);
+      const refused = await until(async () => (await rest(created.secret, otherUrl)) === 401, 5_000);
+      expect(refused).toBeLessThan(5_000);
+    } finally {
+      other.stopServing();
+      await server.close(5_000);
+      await db.close();
+    }
+  }, 20_000);
 });
 
 describe("refusals with structured details", () => {
