@@ -4,7 +4,7 @@
  * load generators (wrk for HTTP/1.1, h2load for HTTP/2 and gRPC), in
  * alternating rounds (baseline, topwagers, baseline, topwagers, ...).
  *
- *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR]
+ *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest]
  *
  * Paths and their baselines:
  *   REST over HTTP/1.1 (wrk)         vs a bare node:http server doing the same key hash, limiter call and bytes
@@ -118,6 +118,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       connections: { type: "string", default: "16" },
       streams: { type: "string", default: "8" },
       profile: { type: "string" },
+      only: { type: "string" },
     },
   });
   const missing = [];
@@ -259,6 +260,11 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
         ours: h2(service.port, procedure, jsonHeaders, files.restRequest),
       },
     ];
+  // --only rest|grpc|binary|json|h1|h2c: run the paths whose name contains it (case-insensitive), e.g. to profile one.
+  const only = values.only?.toLowerCase();
+  if (only !== undefined) {
+    for (let i = paths.length - 1; i >= 0; i--) if (!paths[i]?.name.toLowerCase().includes(only)) paths.splice(i, 1);
+  }
   const rows: (string | number)[][] = [];
   const summary: (string | number)[][] = [];
   try {
@@ -323,7 +329,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
   process.stdout.write(
     [
       "",
-      `command: npm run bench -- protocols --duration ${seconds} --rounds ${rounds} --connections ${connections} --streams ${streams}${values.profile === undefined ? "" : ` --profile ${values.profile}`}`,
+      `command: npm run bench -- protocols --duration ${seconds} --rounds ${rounds} --connections ${connections} --streams ${streams}${values.profile === undefined ? "" : ` --profile ${values.profile}`}${only === undefined ? "" : ` --only ${only}`}`,
       `machine: ${await machineDescription(databaseUrl)}`,
       `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process; warm cache, the same 10-entry answer`,
       "",
