@@ -151,32 +151,59 @@ interface RunResult {
   readonly recorded: number;
 }
 
-export async function run(
+/**
+ * Sends `batches` from `clients` concurrent clients, each sending the next batch as soon as its
+ * previous answer arrives; `call` sends one batch and returns how many items it changed.
+ */
+export async function sendConcurrently<T>(
   protocol: Protocol,
   baseUrl: string,
-  batches: IngestWager[][],
+  batches: readonly T[],
   clients: number,
-): Promise<RunResult> {
+  call: (client: Client<typeof WagerIngestService>, batch: T, headers: Record<string, string>) => Promise<number>,
+): Promise<{ seconds: number; latencies: number[]; changed: number }> {
   const headers = { authorization: `Bearer ${TOKEN}` };
   const pool = Array.from({ length: clients }, () => client(protocol, baseUrl));
   const latencies: number[] = [];
-  let recorded = 0;
+  let changed = 0;
   let next = 0;
   const started = performance.now();
   await Promise.all(
     pool.map(async ({ client: c }) => {
       for (let i = next++; i < batches.length; i = next++) {
         const t = performance.now();
-        const answer = await c.recordWagers({ wagers: batches[i] ?? [] }, { headers });
+        // Await first: `changed += await …` would read `changed` before the await and lose other clients' counts.
+        const n = await call(c, batches[i] as T, headers);
         latencies.push(performance.now() - t);
-        recorded += answer.recorded;
+        changed += n;
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   for (const c of pool) c.close();
   latencies.sort((a, b) => a - b);
-  return { wagers: batches.reduce((n, b) => n + b.length, 0), seconds, latencies, recorded };
+  return { seconds, latencies, changed };
+}
+
+export async function run(
+  protocol: Protocol,
+  baseUrl: string,
+  batches: IngestWager[][],
+  clients: number,
+): Promise<RunResult> {
+  const result = await sendConcurrently(
+    protocol,
+    baseUrl,
+    batches,
+    clients,
+    async (c, wagers, headers) => (await c.recordWagers({ wagers }, { headers })).recorded,
+  );
+  return {
+    wagers: batches.reduce((n, b) => n + b.length, 0),
+    seconds: result.seconds,
+    latencies: result.latencies,
+    recorded: result.changed,
+  };
 }
 
 export async function runIngestBench(args: string[]): Promise<void> {

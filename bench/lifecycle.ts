@@ -20,7 +20,7 @@ import { generateApiKey } from "../src/auth/api-key-secret.js";
 import { insertApiKey } from "../src/storage/api-keys.js";
 import { openDatabase } from "../src/storage/database.js";
 import { verifyRollups } from "../src/storage/verify.js";
-import { client, recreateDatabase, run, TOKEN, users, wagerBatches } from "./ingest.js";
+import { client, recreateDatabase, run, sendConcurrently, TOKEN, users, wagerBatches } from "./ingest.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
 interface Instance {
@@ -109,24 +109,14 @@ export async function runVoidsBench(args: string[]): Promise<void> {
       const j = (i * 7919) % (i + 1);
       [idBatches[i], idBatches[j]] = [idBatches[j] as string[], idBatches[i] as string[]];
     }
-    const pool = Array.from({ length: clients }, () => client("grpc", server.internalUrl));
-    const latencies: number[] = [];
-    let voided = 0;
-    let next = 0;
-    const started = performance.now();
-    await Promise.all(
-      pool.map(async ({ client: c }) => {
-        for (let i = next++; i < idBatches.length; i = next++) {
-          const t = performance.now();
-          const answer = await c.voidWagers({ wagerIds: idBatches[i] ?? [] }, { headers });
-          latencies.push(performance.now() - t);
-          voided += answer.voided;
-        }
-      }),
+    const voids = await sendConcurrently(
+      "grpc",
+      server.internalUrl,
+      idBatches,
+      clients,
+      async (c, wagerIds, headers) => (await c.voidWagers({ wagerIds }, { headers })).voided,
     );
-    const seconds = (performance.now() - started) / 1000;
-    for (const c of pool) c.close();
-    latencies.sort((a, b) => a - b);
+    const { seconds, latencies, changed: voided } = voids;
     const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
     const check = await verifyRollups(db.read);
     await db.close();

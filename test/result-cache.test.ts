@@ -16,6 +16,21 @@ let cached: TestServer;
 let uncached: TestServer;
 const keys: Record<string, string> = {};
 
+/** The pool, with every `execute` (how the leaderboard queries) counted. */
+function countingQueries(pool: Pool, count: () => void): Pool {
+  return new Proxy(pool, {
+    get(target, property, receiver) {
+      if (property === "execute") {
+        return (...args: Parameters<Pool["execute"]>) => {
+          count();
+          return target.execute(...args);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+}
+
 async function post(server: TestServer, key: string, body: object) {
   const response = await fetch(`${server.baseUrl}/top-affiliate-wagers-by-period`, {
     method: "POST",
@@ -132,16 +147,8 @@ describe("single flight", () => {
   it("lets 20 concurrent identical requests share one database query", async () => {
     let queries = 0;
     const pool = cached.database.db.read;
-    const counting = new Proxy(pool, {
-      get(target, property, receiver) {
-        if (property === "execute") {
-          return (...args: Parameters<Pool["execute"]>) => {
-            queries += 1;
-            return target.execute(...args);
-          };
-        }
-        return Reflect.get(target, property, receiver);
-      },
+    const counting = countingQueries(pool, () => {
+      queries += 1;
     });
     const leaderboard = new Leaderboard({
       pool: counting,
@@ -174,16 +181,8 @@ describe("entry lifetimes", () => {
   it("keeps a running period for CACHE_TTL_MS and one that ended over a day ago 360 times longer", async () => {
     let queries = 0;
     const pool = cached.database.db.read;
-    const counting = new Proxy(pool, {
-      get(target, property, receiver) {
-        if (property === "execute") {
-          return (...args: Parameters<Pool["execute"]>) => {
-            queries += 1;
-            return target.execute(...args);
-          };
-        }
-        return Reflect.get(target, property, receiver);
-      },
+    const counting = countingQueries(pool, () => {
+      queries += 1;
     });
     let now = NOW;
     const leaderboard = new Leaderboard({
