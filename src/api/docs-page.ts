@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import { parse } from "yaml";
+import { acceptsGzip } from "./accept-encoding.js";
 import type { NodeRequest, NodeResponse } from "./rest.js";
 
 export const DOCS_PATH = "/docs";
@@ -180,15 +181,4 @@ export function createDocsPage(options: { basePath: string }): DocsPage {
       out.end(req.method === "HEAD" ? undefined : payload);
     },
   };
-}
-
-function acceptsGzip(header: string | string[] | undefined): boolean {
-  if (header === undefined) return false;
-  const value = Array.isArray(header) ? header.join(",") : header;
-  return value.split(",").some((part) => {
-    const [coding, ...params] = part.trim().toLowerCase().split(";");
-    if (coding !== "gzip") return false;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
-    return q === undefined || Number(q.slice(2)) > 0;
-  });
 }

@@ -15,6 +15,7 @@ import { periodFromRequest } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import { acceptsGzip } from "./accept-encoding.js";
 import type { Admission } from "./admission.js";
 import { freshness } from "./freshness.js";
 
@@ -329,15 +330,4 @@ async function send(
   if (res.headersSent) return;
   (res as ServerResponse).writeHead(status, out);
   (res as ServerResponse).end(payload);
-}
-
-function acceptsGzip(header: string | string[] | undefined): boolean {
-  if (header === undefined) return false;
-  const value = Array.isArray(header) ? header.join(",") : header;
-  return value.split(",").some((part) => {
-    const [coding, ...params] = part.trim().toLowerCase().split(";");
-    if (coding !== "gzip" && coding !== "*") return false;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
-    return q === undefined || Number(q.slice(2)) > 0;
-  });
 }

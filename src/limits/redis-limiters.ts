@@ -6,6 +6,7 @@
  */
 import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis } from "rate-limiter-flexible";
+import { redact } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { LimiterFactory } from "./rate-limiter.js";
 
@@ -28,13 +29,13 @@ export function createRedisLimiters(redisUrl: string, logger: Logger): RedisLimi
   });
   let ready = false;
   client.on("ready", () => {
-    if (!ready) logger.info({ redis: redactUrl(redisUrl) }, "rate limits are shared through Redis");
+    if (!ready) logger.info({ redis: redact(redisUrl) }, "rate limits are shared through Redis");
     ready = true;
   });
   client.on("error", (error: Error) => {
     if (ready) {
       logger.warn(
-        { redis: redactUrl(redisUrl), err: error.message },
+        { redis: redact(redisUrl), err: error.message },
         "Redis unreachable: counting rate limits in memory per instance until it returns",
       );
     }
@@ -62,8 +63,4 @@ export function createRedisLimiters(redisUrl: string, logger: Logger): RedisLimi
       client.disconnect();
     },
   };
-}
-
-function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:***@");
 }
