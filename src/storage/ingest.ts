@@ -2,9 +2,10 @@
  * SQL that records users and wagers: the one write path for the ingest
  * service, `import`, `seed` (small sizes) and test fixtures.
  *
- * A batch of wagers is one transaction: the raw rows and the hourly, daily and
- * monthly totals change together or not at all, so a reader never sees a total
- * that disagrees with the raw wagers. The totals are added by the database
+ * A batch of wagers is one transaction: the raw rows, the hourly, daily,
+ * half-month and monthly totals, the voids that were waiting for these wagers
+ * (./voids.ts) and the change-feed row (./data-changes.ts) change together or
+ * not at all, so a reader never sees a total that disagrees with the raw wagers. The totals are added by the database
  * (`INSERT … SELECT … GROUP BY … ON DUPLICATE KEY UPDATE total = total +
  * VALUES(total)` over DECIMAL columns); no amount is ever added in JavaScript.
  *

@@ -1,5 +1,5 @@
 /**
- * The rollup tables (migration 2) and how a wager's bucket is computed for
+ * The rollup tables (migrations 2 and 3) and how a wager's bucket is computed for
  * each. One definition, used by every writer (ingest, seed's bulk path) and by
  * `verify`, so they can never disagree about which bucket a wager belongs to.
  *

@@ -49,7 +49,7 @@ export interface VerifyOptions {
 
 const MAX_AFFILIATE_ID = 4_294_967_295;
 const TEMP_BYTES = 1024 * 1024 * 1024;
-/** Raw wagers grouped by hour for the current range, and the same grouped per day / month. */
+/** Raw wagers grouped by hour for the current range, and the same grouped per day, half-month and month. */
 const EXPECTED: Readonly<Record<Rollup["level"], string>> = {
   hourly: "verify_expected_hourly",
   daily: "verify_expected_daily",
