@@ -28,6 +28,9 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const tracing = await tracingFromEnv(process.env);
   // MIGRATE_ON_START=false: a least-privilege runtime user; `npm run cli -- migrate` does the DDL.
   if (config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
+  // Node switches and replica skips: logged, and counted once the app's metrics exist (events during
+  // start-up are only logged).
+  let countDataTierEvent: ((event: string) => void) | undefined;
   const database = await openDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -35,7 +38,10 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     readUrls: config.databaseReadUrls,
     replicaWaitMs: config.replicaWaitMs,
     tlsCa: config.databaseTlsCa,
-    onEvent: (event, details) => logger.warn(details, event),
+    onEvent: (event, details) => {
+      logger.warn(details, event);
+      countDataTierEvent?.(event);
+    },
   });
   if (config.migrateOnStart) {
     const report = await migrate(database.write);
@@ -49,6 +55,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
   });
+  countDataTierEvent = (event) =>
+    app.metrics.dataTierEvents.inc({ event: event === "database node changed" ? "node_changed" : "replica_skipped" });
   const wakeups =
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
   const publicServer = createPublicServer(app.handler);

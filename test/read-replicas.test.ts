@@ -238,6 +238,10 @@ describe("primary + replica with MASTER_DELAY=2", () => {
       }
     }
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
+    // The skips are counted for operators.
+    const metrics = await (await fetch(`http://127.0.0.1:${internalPortOfA}/metrics`)).text();
+    const skipped = Number(/^topwagers_db_events_total\{event="replica_skipped"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+    expect(skipped).toBeGreaterThan(0);
     await replica.start();
     const r = await replica.admin();
     await r.query("START SLAVE");

@@ -31,6 +31,7 @@ export class Metrics {
   readonly upsertedUsers: Counter;
   readonly voidedWagers: Counter<"result">;
   readonly apiKeyEvents: Counter<"action">;
+  readonly dataTierEvents: Counter<"event">;
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
@@ -73,6 +74,12 @@ export class Metrics {
       name: "topwagers_api_key_events_total",
       help: "API key changes made through ApiKeyService: created, revoked, rotated.",
       labelNames: ["action"],
+      registers: [this.registry],
+    });
+    this.dataTierEvents = new Counter({
+      name: "topwagers_db_events_total",
+      help: "Data tier events: node_changed (the database node in use changed), replica_skipped (a read replica was skipped: behind, failing or down).",
+      labelNames: ["event"],
       registers: [this.registry],
     });
     const { cacheStats, pools, redisConnected, changeFeed } = sources;
