@@ -28,7 +28,7 @@ export interface ServingState {
 }
 
 export function registerHealth(router: ConnectRouter, services: readonly string[], state: ServingState): void {
-  const status = async (service: string) => {
+  const known = (service: string) => {
     if (service !== "" && !services.includes(service)) {
       // Echo only a well-formed name: grpc-js would show "/", ":" and the like percent-escaped.
       throw new ServiceError(
@@ -38,16 +38,22 @@ export function registerHealth(router: ConnectRouter, services: readonly string[
           : "unknown service. A service name is a fully qualified protobuf name like topwagers.v1.TopWagersService",
       );
     }
-    return (await state.ready()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+  };
+  const serving = async () => ((await state.ready()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+  const status = async (service: string) => {
+    known(service);
+    return serving();
   };
   router.service(Health, {
     async check(request) {
       return create(HealthCheckResponseSchema, { status: await status(request.service) });
     },
     async list() {
+      // Every service of a listener is exactly as ready as the process: one readiness check for the list.
+      const current = await serving();
       const statuses: Record<string, ReturnType<typeof create<typeof HealthCheckResponseSchema>>> = {};
       for (const service of ["", ...services])
-        statuses[service] = create(HealthCheckResponseSchema, { status: await status(service) });
+        statuses[service] = create(HealthCheckResponseSchema, { status: current });
       return create(HealthListResponseSchema, { statuses });
     },
     async *watch(request, context: HandlerContext) {

@@ -47,11 +47,8 @@ export class Readiness {
         return { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION };
       }
       return { status: "ready", schemaVersion: version };
-    } catch (error) {
-      // A database without the migrations table yet is a schema behind, not a database down.
-      if ((error as { code?: string }).code === "ER_NO_SUCH_TABLE") {
-        return { status: "migrations_pending", schemaVersion: 0, expected: LATEST_SCHEMA_VERSION };
-      }
+    } catch {
+      // An empty schema is version 0 already (currentSchemaVersion): any error here is the database.
       return { status: "database_unavailable" };
     }
   }
