@@ -422,3 +422,31 @@ describe.concurrent("usage errors exit 2, data errors 1, with a clear message, a
     expect(await storedKeys()).toEqual(before);
   });
 });
+
+describe("keys rotate", () => {
+  it("reports the old key's real end: the overlap, or its own earlier expiry", async () => {
+    const created = JSON.parse(
+      (await cli("keys", "create", "--affiliate", "aff-rot-cli", "--expires-in", "10m", "--json")).stdout,
+    ) as {
+      id: string;
+      expiresAt: number;
+    };
+    const result = await cli("keys", "rotate", created.id, "--overlap", "1d", "--json");
+    expect(result.code).toBe(0);
+    const rotated = JSON.parse(result.stdout) as Record<string, unknown>;
+    // A day of overlap does not stretch a key that expires in ten minutes.
+    expect(rotated).toMatchObject({ replaces: created.id, oldKeyExpiresAt: created.expiresAt, oldKeyRevokedAt: null });
+    const listed = await listKeys();
+    expect(listed.find((k) => k.id === created.id)?.expiresAt).toBe(created.expiresAt);
+    const fresh = listed.find((k) => k.id === rotated.id);
+    expect(fresh).toMatchObject({ affiliateId: "aff-rot-cli", expiresAt: created.expiresAt });
+
+    const text = await cli("keys", "rotate", String(rotated.id), "--overlap", "90s");
+    expect(text.code).toBe(0);
+    const until = (await listKeys()).find((k) => k.id === rotated.id)?.expiresAt as number;
+    expect(Math.abs(until - (Date.now() / 1000 + 90))).toBeLessThan(30);
+    expect(text.stdout).toContain(
+      `${rotated.id} keeps working until ${new Date(until * 1000).toISOString().replace(/\.\d+Z$/, "Z")}; `,
+    );
+  }, 30_000);
+});

@@ -46,6 +46,11 @@ export interface Issued {
   readonly secret: string;
 }
 
+/** A rotation: the new key, and the replaced one as it now stands (its expiry is the end of the overlap). */
+export interface Rotated extends Issued {
+  readonly replaced: StoredApiKey;
+}
+
 export interface KeyAdminOptions {
   /** Unix seconds. */
   readonly now?: () => number;
@@ -110,7 +115,7 @@ export class KeyAdmin {
    * A new key of the same affiliate, label and limit; the old one keeps working for
    * `overlapSeconds` (0 to 30 days) and is refused from then on.
    */
-  async rotate(id: string, overlapSeconds: number): Promise<Issued | Refused> {
+  async rotate(id: string, overlapSeconds: number): Promise<Rotated | Refused> {
     const violations: Violation[] = [];
     if (id === "") violations.push({ field: "id", message: "id is required" });
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_OVERLAP_SECONDS) {
@@ -129,7 +134,7 @@ export class KeyAdmin {
       affiliateId: rotated.created.affiliateExternalId,
       replacedKeyId: id,
     });
-    return { kind: "issued", key: rotated.created, secret: generated.secret };
+    return { kind: "issued", key: rotated.created, secret: generated.secret, replaced: rotated.old };
   }
 
   private expiryProblems(expiresAt: number): Violation[] {

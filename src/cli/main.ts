@@ -127,15 +127,27 @@ async function keysCommand(args: string[]): Promise<void> {
       }
       const overlap = values.overlap === undefined ? 0 : durationOption("overlap", values.overlap);
       const issued = keyChange(await withDatabase((db) => new KeyAdmin(db.write).rotate(id, overlap)));
+      // The old key's real end: the overlap, or its own earlier expiry or revocation, whichever comes first.
+      const old = issued.replaced;
       if (values.json) {
         process.stdout.write(
-          `${JSON.stringify({ id: issued.key.id, key: issued.secret, affiliateId: issued.key.affiliateExternalId, replaces: id, oldKeyExpiresAt: Math.floor(Date.now() / 1000) + overlap })}\n`,
+          `${JSON.stringify({
+            id: issued.key.id,
+            key: issued.secret,
+            affiliateId: issued.key.affiliateExternalId,
+            replaces: id,
+            oldKeyExpiresAt: old.expiresAt,
+            oldKeyRevokedAt: old.revokedAt,
+          })}\n`,
         );
       } else {
+        const oldEnd =
+          old.revokedAt !== null
+            ? `${id} was already revoked.`
+            : `${id} keeps working until ${isoSeconds(old.expiresAt ?? 0)}; running servers refuse it within 5 seconds after that.`;
         process.stdout.write(
           `Created key ${issued.key.id} for affiliate ${issued.key.affiliateExternalId}, replacing ${id}.\n\n  ${issued.secret}\n\n` +
-            "This is the only time the key is shown: only its SHA-256 hash is stored.\n" +
-            `${id} keeps working for ${overlap} s more; running servers refuse it within 5 seconds after that.\n`,
+            `This is the only time the key is shown: only its SHA-256 hash is stored.\n${oldEnd}\n`,
         );
       }
       return;

@@ -1,6 +1,7 @@
 /** SQL for API keys. Keys are stored only as SHA-256 hashes; this module never sees a secret. */
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { ensureAffiliate } from "./affiliates.js";
+import { inTransaction } from "./transactions.js";
 
 export interface StoredApiKey {
   readonly id: string;
@@ -101,18 +102,14 @@ export async function rotateApiKey(
   fresh: { id: string; hash: Buffer },
   oldExpiresAt: number,
 ): Promise<{ old: StoredApiKey; created: StoredApiKey } | undefined> {
-  const connection = await pool.getConnection();
-  try {
-    await connection.query("START TRANSACTION");
+  // One transaction, retried on deadlock or a cluster's certification conflict like every write.
+  const found = await inTransaction(pool, async (connection) => {
     const [rows] = await connection.query<RowDataPacket[]>(
       "SELECT id, affiliate_id, label, expires_at, rate_limit_points, rate_limit_window_s FROM api_keys WHERE id = ? FOR UPDATE",
       [oldId],
     );
     const old = rows[0];
-    if (old === undefined) {
-      await connection.query("ROLLBACK");
-      return undefined;
-    }
+    if (old === undefined) return false;
     await connection.query("UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, ?), ?) WHERE id = ?", [
       oldExpiresAt,
       oldExpiresAt,
@@ -132,13 +129,9 @@ export async function rotateApiKey(
         old.rate_limit_window_s,
       ],
     );
-    await connection.query("COMMIT");
-  } catch (error) {
-    await connection.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    connection.release();
-  }
+    return true;
+  });
+  if (!found) return undefined;
   const [old, created] = await Promise.all([findApiKeyById(pool, oldId), findApiKeyById(pool, fresh.id)]);
   if (old === undefined || created === undefined) throw new Error(`key ${oldId} or ${fresh.id} vanished`);
   return { old, created };
