@@ -44,7 +44,7 @@ export interface InternalAppOptions {
   /** The process's readiness (shared with the public listener); a new one on this database when absent. */
   readonly readiness?: Readiness;
   /** The public listener's API key lookups, dropped when a key changes here so it takes effect at once. */
-  readonly keyCache?: { forgetAll(): void };
+  readonly keyCache?: { forgetKey(keyId: string): void };
 }
 
 export interface InternalApp {
@@ -77,7 +77,9 @@ export function createInternalApp(config: Config, database: Database, options: I
   const readiness = options.readiness ?? new Readiness(database.read);
   const keys = new KeyAdmin(database.write, {
     onEvent(event) {
-      options.keyCache?.forgetAll();
+      // A new key cannot be cached yet; a revoked or replaced one must be looked up again here at once.
+      if (event.action === "revoked") options.keyCache?.forgetKey(event.keyId);
+      if (event.replacedKeyId !== undefined) options.keyCache?.forgetKey(event.replacedKeyId);
       metrics?.apiKeyEvents.inc({ action: event.action });
       // Never the secret: ids and the affiliate only.
       logger.info(

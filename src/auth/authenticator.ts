@@ -111,16 +111,8 @@ export class Authenticator {
     return caller;
   }
 
-  /**
-   * Forgets what the cache holds for these key hashes, so a key created or changed on this
-   * instance takes effect here at once (other instances within the cache time).
-   */
-  forget(hashes: readonly Buffer[]): void {
-    for (const hash of hashes) this.cache.delete(hash.toString("base64"));
-  }
-
-  /** Forgets every cached lookup (after a revocation or rotation by id, whose hash is not known here). */
-  forgetAll(): void {
-    this.cache.clear();
+  /** Forgets the cached lookup of one key, by id (after a revocation or rotation; its hash is not known here). */
+  forgetKey(keyId: string): void {
+    for (const [cacheKey, entry] of this.cache) if (entry.caller?.keyId === keyId) this.cache.delete(cacheKey);
   }
 }
