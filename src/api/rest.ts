@@ -17,6 +17,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { acceptsGzip } from "./accept-encoding.js";
 import type { Admission } from "./admission.js";
+import { AnswerMemo } from "./answer-memo.js";
 import { freshness } from "./freshness.js";
 
 type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
@@ -72,33 +73,10 @@ function bodyOf(text: string): Body {
   return { plain: Buffer.from(text, "utf8") };
 }
 
-/**
- * Rendered success bodies of cached answers, so a cache hit costs no JSON
- * rendering or compression. Keyed by the answer's cache key (which changes when
- * the answer is reloaded) and the list length; the oldest entries go first.
- */
-class RenderedBodies {
-  private readonly bodies = new Map<string, Body>();
-
-  constructor(private readonly maxEntries = 2_000) {}
-
-  get(key: string, render: () => string): Body {
-    let body = this.bodies.get(key);
-    if (body === undefined) {
-      body = bodyOf(render());
-      this.bodies.set(key, body);
-      if (this.bodies.size > this.maxEntries) {
-        const oldest = this.bodies.keys().next();
-        if (oldest.done !== true) this.bodies.delete(oldest.value);
-      }
-    }
-    return body;
-  }
-}
-
 export class RestApi {
   readonly path: string;
-  private readonly renderedBodies = new RenderedBodies();
+  /** Rendered success bodies of cached answers: a cache hit costs no JSON rendering or compression. */
+  private readonly renderedBodies = new AnswerMemo<Body>();
 
   constructor(private readonly options: RestOptions) {
     this.path = `${options.basePath}${OPERATION_PATH}`;
@@ -131,8 +109,8 @@ export class RestApi {
       const body =
         standings.cacheKey === undefined
           ? bodyOf(renderEntries(standings.ranked))
-          : this.renderedBodies.get(`${standings.cacheKey}:${validation.query.numUsers}`, () =>
-              renderEntries(standings.ranked),
+          : this.renderedBodies.get(standings.cacheKey, validation.query.numUsers, () =>
+              bodyOf(renderEntries(standings.ranked)),
             );
       await send(req, res, 200, body, {
         ...rateHeaders,
