@@ -13,8 +13,6 @@
  * created again) or BENCH_INGEST_DATABASE_URL.
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import {
@@ -29,7 +27,7 @@ import { mulberry32 } from "../src/ingest/seed-data.js";
 import { connectionOptions, openDatabase } from "../src/storage/database.js";
 import { migrate } from "../src/storage/migrations.js";
 import { verifyRollups } from "../src/storage/verify.js";
-import { fmt, machineDescription, percentile, table } from "./support.js";
+import { fmt, machineDescription, percentile, startServerProcess, table } from "./support.js";
 
 export const TOKEN = "bench-ingest-token-0123456789abcdef";
 export type Protocol = "grpc" | "connect" | "grpc-web";
@@ -43,44 +41,6 @@ export async function recreateDatabase(url: string): Promise<void> {
   const db = await openDatabase({ url, poolSize: 1 });
   await migrate(db.write);
   await db.close();
-}
-
-/** Starts the server with a known internal port and resolves once the internal listener is up. */
-async function startServer(databaseUrl: string): Promise<{ child: ChildProcess; port: number }> {
-  const script = join(new URL(".", import.meta.url).pathname, "../src/main.js");
-  const child = spawn(process.execPath, [script], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      INTERNAL_PORT: "0",
-      INTERNAL_HOST: "127.0.0.1",
-      INGEST_TOKEN: TOKEN,
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  return new Promise((resolve, reject) => {
-    let buffered = "";
-    child.stderr?.setEncoding("utf8");
-    child.stderr?.on("data", (chunk: string) => {
-      buffered += chunk;
-      for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        try {
-          const parsed = JSON.parse(line) as { msg?: string; port?: number };
-          if (parsed.msg?.startsWith("internal listener") && typeof parsed.port === "number") {
-            resolve({ child, port: parsed.port });
-          }
-        } catch {
-          // Not a log line.
-        }
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening`)));
-  });
 }
 
 export function users(): IngestUser[] {
@@ -224,8 +184,8 @@ export async function runIngestBench(args: string[]): Promise<void> {
     throw new Error("--protocol must be grpc, connect or grpc-web");
   const databaseUrl = process.env.BENCH_INGEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench_ingest";
   await recreateDatabase(databaseUrl);
-  const server = await startServer(databaseUrl);
-  const baseUrl = `http://127.0.0.1:${server.port}`;
+  const server = await startServerProcess(databaseUrl, { INGEST_TOKEN: TOKEN });
+  const baseUrl = server.internalUrl;
   try {
     const headers = { authorization: `Bearer ${TOKEN}` };
     const setup = client(protocol, baseUrl);
@@ -283,9 +243,6 @@ export async function runIngestBench(args: string[]): Promise<void> {
     );
     if (check.mismatchCount > 0 || result.recorded !== result.wagers) process.exitCode = 1;
   } finally {
-    await new Promise<void>((resolve) => {
-      server.child.once("exit", () => resolve());
-      server.child.kill("SIGTERM");
-    });
+    await server.stop();
   }
 }

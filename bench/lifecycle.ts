@@ -10,8 +10,6 @@
  *     includes it (REST, B polled every 5 ms with a warm 60 s cache), without and with Redis
  *     wake-ups: p50/p95/p99/max.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -21,66 +19,7 @@ import { insertApiKey } from "../src/storage/api-keys.js";
 import { openDatabase } from "../src/storage/database.js";
 import { verifyRollups } from "../src/storage/verify.js";
 import { client, recreateDatabase, run, sendConcurrently, TOKEN, users, wagerBatches } from "./ingest.js";
-import { fmt, machineDescription, percentile, table } from "./support.js";
-
-interface Instance {
-  readonly child: ChildProcess;
-  readonly publicUrl: string;
-  readonly internalUrl: string;
-  stop(): Promise<void>;
-}
-
-function startInstance(databaseUrl: string, env: Record<string, string> = {}): Promise<Instance> {
-  const script = join(new URL(".", import.meta.url).pathname, "../src/main.js");
-  const child = spawn(process.execPath, [script], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      INTERNAL_PORT: "0",
-      INTERNAL_HOST: "127.0.0.1",
-      INGEST_TOKEN: TOKEN,
-      RATE_LIMIT_POINTS: "10000000",
-      LOG_LEVEL: "info",
-      ...env,
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  return new Promise((resolve, reject) => {
-    let buffered = "";
-    let publicPort: number | undefined;
-    let internalPort: number | undefined;
-    child.stderr?.setEncoding("utf8");
-    child.stderr?.on("data", (chunk: string) => {
-      buffered += chunk;
-      for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        try {
-          const parsed = JSON.parse(line) as { msg?: string; port?: number };
-          if (parsed.msg?.startsWith("internal listener")) internalPort = parsed.port;
-          if (parsed.msg?.startsWith("topwagers listening")) publicPort = parsed.port;
-        } catch {
-          continue;
-        }
-        if (publicPort !== undefined && internalPort !== undefined) {
-          resolve({
-            child,
-            publicUrl: `http://127.0.0.1:${publicPort}`,
-            internalUrl: `http://127.0.0.1:${internalPort}`,
-            stop: () =>
-              new Promise<void>((done) => {
-                child.once("exit", () => done());
-                child.kill("SIGTERM");
-              }),
-          });
-        }
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening`)));
-  });
-}
+import { fmt, machineDescription, percentile, startServerProcess, table } from "./support.js";
 
 export async function runVoidsBench(args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -91,7 +30,7 @@ export async function runVoidsBench(args: string[]): Promise<void> {
   const clients = Number(values.clients);
   const databaseUrl = process.env.BENCH_INGEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench_voids";
   await recreateDatabase(databaseUrl);
-  const server = await startInstance(databaseUrl);
+  const server = await startServerProcess(databaseUrl, { INGEST_TOKEN: TOKEN });
   try {
     const headers = { authorization: `Bearer ${TOKEN}` };
     const setup = client("grpc", server.internalUrl);
@@ -189,8 +128,8 @@ export async function runVisibilityBench(args: string[]): Promise<void> {
     });
     const secret = key.secret;
     await db.close();
-    const a = await startInstance(databaseUrl, { CACHE_TTL_MS: "60000", ...env });
-    const b = await startInstance(databaseUrl, { CACHE_TTL_MS: "60000", ...env });
+    const a = await startServerProcess(databaseUrl, { INGEST_TOKEN: TOKEN, CACHE_TTL_MS: "60000", ...env });
+    const b = await startServerProcess(databaseUrl, { INGEST_TOKEN: TOKEN, CACHE_TTL_MS: "60000", ...env });
     const session = new Http2SessionManager(a.internalUrl);
     try {
       const ingest = createClient(

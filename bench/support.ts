@@ -79,3 +79,62 @@ export function table(headers: readonly string[], rows: readonly (readonly (stri
 }
 
 export const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+
+/** A topwagers server process (`dist/src/main.js`) on free ports, with both listeners' addresses. */
+export interface ServerInstance {
+  readonly child: ChildProcess;
+  readonly publicUrl: string;
+  readonly internalUrl: string;
+  stop(): Promise<void>;
+}
+
+export function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<ServerInstance> {
+  const script = new URL("../src/main.js", import.meta.url).pathname;
+  const child = spawn(process.execPath, [script], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      INTERNAL_PORT: "0",
+      INTERNAL_HOST: "127.0.0.1",
+      RATE_LIMIT_POINTS: "10000000",
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    let publicPort: number | undefined;
+    let internalPort: number | undefined;
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      buffered += chunk;
+      for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        try {
+          const parsed = JSON.parse(line) as { msg?: string; port?: number };
+          if (parsed.msg?.startsWith("internal listener")) internalPort = parsed.port;
+          if (parsed.msg?.startsWith("topwagers listening")) publicPort = parsed.port;
+        } catch {
+          continue;
+        }
+        if (publicPort !== undefined && internalPort !== undefined) {
+          resolve({
+            child,
+            publicUrl: `http://127.0.0.1:${publicPort}`,
+            internalUrl: `http://127.0.0.1:${internalPort}`,
+            stop: () =>
+              new Promise<void>((done) => {
+                child.once("exit", () => done());
+                child.kill("SIGTERM");
+              }),
+          });
+        }
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening`)));
+  });
+}
