@@ -62,6 +62,51 @@ describe("ChangeFeed", () => {
     }
   });
 
+  it("on a cluster's id step, asks only for missing ids of classes in use, and still delivers a late one", async () => {
+    const seen: DataChange[] = [];
+    // Ids step by 3 as on a 3-node Galera cluster where one node takes the writes (class 1).
+    const feed = new ChangeFeed(database.db.read, {
+      onChanges: (rows) => seen.push(...rows),
+      intervalMs: 50,
+      idStep: 3,
+    });
+    const insert = (
+      id: number,
+      spans: string,
+      connection: { query: (sql: string, values: unknown[]) => Promise<unknown> },
+    ) =>
+      connection.query("INSERT INTO data_changes (id, wager_spans, created_at) VALUES (?, ?, UNIX_TIMESTAMP())", [
+        id,
+        spans,
+      ]);
+    // History as such a node leaves it: ids 1000, 1003, ..., 2500.
+    await database.db.write.query("INSERT INTO data_changes (id, wager_spans, created_at) VALUES ?", [
+      Array.from({ length: 501 }, (_, i) => [1000 + 3 * i, "200,1,1", 0]),
+    ]);
+    const slow = await mysql.createConnection(connectionOptions(database.url));
+    try {
+      feed.start();
+      await until(() => feed.isCurrent());
+      expect(feed.pendingGaps).toBe(0);
+      await insert(2503, "201,1,1", database.db.write);
+      await until(() => seen.some((c) => c.affiliateId === 201));
+      await slow.query("START TRANSACTION");
+      await insert(2506, "202,1,1", slow); // committed last
+      await insert(2509, "203,1,1", database.db.write);
+      await insert(2512, "204,1,1", database.db.write);
+      await until(() => seen.some((c) => c.affiliateId === 204));
+      // Only 2506 is missing: 2504, 2505, 2507, ... are of classes no node writes.
+      expect(feed.pendingGaps).toBe(1);
+      await slow.query("COMMIT");
+      await until(() => seen.some((c) => c.affiliateId === 202));
+      expect(feed.pendingGaps).toBe(0);
+      expect(seen.map((c) => c.affiliateId)).toEqual([201, 203, 204, 202]);
+    } finally {
+      await slow.end();
+      await feed.stop();
+    }
+  });
+
   it("is not current before its first poll, nor when its polls fail", async () => {
     const url = new URL(database.url);
     url.port = "1"; // nothing listens there

@@ -19,6 +19,12 @@
  * and asked for again on every poll for `gapRetryMs` (a missing id is either
  * still uncommitted or was rolled back and will never appear).
  *
+ * On a Galera cluster ids step by the cluster size (each node its own offset,
+ * `@@auto_increment_increment` > 1), so most ids are never used: an id is only
+ * remembered as missing when its class (id modulo the step) has been seen in
+ * the last `gapRetryMs`, i.e. some node is writing ids of that class. Without
+ * this every poll would re-ask thousands of ids that can never appear.
+ *
  * Freshness rule for the caches: a cached answer may be served only while the
  * last completed poll started less than `freshWithinMs` ago. Any change
  * committed before that poll started was seen by it and has been applied, so
@@ -26,7 +32,7 @@
  * poll. When polls stop succeeding (database trouble) the caches are bypassed
  * instead of served stale.
  */
-import type { Pool } from "mysql2/promise";
+import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { Logger } from "../logger.js";
 import {
   changeIdsBetween,
@@ -48,6 +54,8 @@ export interface ChangeFeedOptions {
   /** Change rows older than this are deleted (by any instance, in bounded batches). Default 1 hour. */
   readonly keepSeconds?: number;
   readonly nowMs?: () => number;
+  /** The id step (`@@auto_increment_increment`); read from the database when absent. */
+  readonly idStep?: number;
 }
 
 /** Rows read per query; a longer backlog is read in several queries in one poll. */
@@ -77,6 +85,9 @@ export class ChangeFeed {
   private lastPrune = 0;
   private lastErrorLogged = 0;
   private waiting: (() => void)[] = [];
+  private idStep = 1;
+  /** Id class (id modulo the step) → when a row of it was last seen (ms). */
+  private readonly classesSeen = new Map<number, number>();
   /** Completed polls and change rows applied, for metrics and tests. */
   readonly stats = { polls: 0, changes: 0, failures: 0 };
 
@@ -102,6 +113,11 @@ export class ChangeFeed {
   /** Whether cached answers may be served now (see the module comment). */
   isCurrent(): boolean {
     return this.lagMs() < this.freshWithinMs;
+  }
+
+  /** Ids still asked for because a change with that id may not have committed yet. */
+  get pendingGaps(): number {
+    return this.gaps.size;
   }
 
   /** Milliseconds since the last successful poll started (Infinity before the first). */
@@ -186,23 +202,25 @@ export class ChangeFeed {
 
   /** First poll: start after the newest change, remembering recent ids not committed yet. */
   private async begin(): Promise<void> {
+    this.idStep = this.options.idStep ?? (await autoIncrementStep(this.pool));
     const latest = await latestChangeId(this.pool);
     const from = Math.max(0, latest - START_LOOKBACK);
     const present = new Set(await changeIdsBetween(this.pool, from, latest));
-    const until = this.nowMs() + this.gapRetryMs;
-    for (let id = from + 1; id <= latest; id++) if (!present.has(id)) this.gaps.set(id, until);
+    const now = this.nowMs();
+    for (const id of present) this.classesSeen.set(id % this.idStep, now);
+    for (let id = from + 1; id <= latest; id++) if (!present.has(id)) this.rememberGap(id, now);
     this.watermark = latest;
     this.begun = true;
   }
 
   private apply(rows: readonly DataChange[], now: number): void {
     if (rows.length === 0) return;
-    const until = now + this.gapRetryMs;
     for (const row of rows) {
       if (row.id === this.watermark) continue; // another change of the same row
+      this.classesSeen.set(row.id % this.idStep, now);
       if (row.id > this.watermark) {
         // An id jump (e.g. auto-increment values lost in a server restart) is bounded by MAX_GAPS.
-        for (let id = Math.max(this.watermark + 1, row.id - MAX_GAPS); id < row.id; id++) this.gaps.set(id, until);
+        for (let id = Math.max(this.watermark + 1, row.id - MAX_GAPS); id < row.id; id++) this.rememberGap(id, now);
         this.watermark = row.id;
       } else {
         this.gaps.delete(row.id);
@@ -216,4 +234,21 @@ export class ChangeFeed {
     this.stats.changes += rows.length;
     this.options.onChanges(rows);
   }
+
+  /** Remembers a missing id, unless no node has written ids of its class lately (see the module comment). */
+  private rememberGap(id: number, now: number): void {
+    if (
+      this.idStep > 1 &&
+      now - (this.classesSeen.get(id % this.idStep) ?? Number.NEGATIVE_INFINITY) > this.gapRetryMs
+    ) {
+      return;
+    }
+    this.gaps.set(id, now + this.gapRetryMs);
+  }
+}
+
+async function autoIncrementStep(pool: Pool): Promise<number> {
+  const [rows] = await pool.query<RowDataPacket[]>("SELECT @@auto_increment_increment AS step");
+  const step = Number(rows[0]?.step ?? 1);
+  return Number.isInteger(step) && step > 0 ? step : 1;
 }
