@@ -9,13 +9,14 @@
  * internal cause, which stays in `cause` for the logs.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import {
   BadRequest_FieldViolationSchema,
   BadRequestSchema,
   ErrorInfoSchema,
   RetryInfoSchema,
 } from "../gen/google/rpc/error_details_pb.js";
+import { isTransientDatabaseError } from "./storage/database-errors.js";
 
 export interface Violation {
   /** The request field at fault, by its JSON name (e.g. "numUsers", "wagers[3]"). */
@@ -148,11 +149,21 @@ export function unauthenticated(): ServiceError {
   });
 }
 
-export function unavailable(cause: unknown, retryAfterSeconds = 1): ServiceError {
-  return new ServiceError("DATABASE_UNAVAILABLE", "the leaderboard database is unavailable right now. Retry shortly", {
-    retryAfterSeconds,
-    cause,
-  });
+const UNAVAILABLE_MESSAGE = "the leaderboard database is unavailable right now. Retry shortly";
+
+/**
+ * A failed database call as the caller sees it. The database's trouble of the moment (a node
+ * down, a timeout, contention, no connection to be had) is `unavailable` with Retry-After;
+ * anything else is a fault of ours: `internal`, its cause kept for the log and never shown.
+ */
+export function fromDatabase(error: unknown, message = UNAVAILABLE_MESSAGE): ConnectError {
+  if (error instanceof ConnectError) return error;
+  if (!isTransientDatabaseError(error)) return internal(error);
+  return new ServiceError("DATABASE_UNAVAILABLE", message, { retryAfterSeconds: 1, cause: error });
+}
+
+export function internal(cause: unknown): ServiceError {
+  return new ServiceError("INTERNAL", "internal error", { cause });
 }
 
 /** snake_case name of a Connect code, as used in REST error items ("invalid_argument"). */
@@ -194,38 +205,126 @@ export function httpStatusForCode(code: Code): number {
 /** Any thrown value as a ConnectError; unknown failures become Internal with a generic message. */
 export function asConnectError(reason: unknown): ConnectError {
   if (reason instanceof ConnectError) return reason;
-  return new ServiceError("INTERNAL", "internal error", { cause: reason });
+  return internal(reason);
 }
 
-const UNPARSABLE_MESSAGE = "the request message is not valid protobuf binary";
+/** A request message that could not be decoded at all (`invalid_argument`, reason MALFORMED_REQUEST). */
+export function malformedRequest(message: string): ServiceError {
+  return new ServiceError("MALFORMED_REQUEST", message, { violations: [{ message }] });
+}
 
 /**
- * connect-es reports a request message it cannot parse from protobuf binary as
- * `internal` (HTTP 500 over the Connect protocol), where a bad JSON message is
- * `invalid_argument`. Both are the caller's mistake: this makes the binary case
- * `invalid_argument` too, on every protocol. connect-es has no hook for it, but
- * its handlers abort the call's signal with that very error just before
- * writing it out, so a listener registered from the request gate corrects it
- * in place.
+ * Refusals made by HTTP alone, before any RPC is reached, on the REST skin and the transport:
+ * each has a status and a REST code of its own (the RPC protocols answer these cases themselves).
  */
-export function reportUnparsableMessagesAsInvalid(context: HandlerContext): void {
-  context.signal.addEventListener(
-    "abort",
-    () => {
-      const reason: unknown = context.signal.reason;
-      if (
-        reason instanceof ConnectError &&
-        reason.code === Code.Internal &&
-        reason.rawMessage.startsWith("parse binary")
-      ) {
-        Object.assign(reason, {
-          code: Code.InvalidArgument,
-          rawMessage: UNPARSABLE_MESSAGE,
-          message: `[invalid_argument] ${UNPARSABLE_MESSAGE}`,
-          details: errorDetails("MALFORMED_REQUEST", [{ message: UNPARSABLE_MESSAGE }]),
-        });
-      }
-    },
-    { once: true },
-  );
+export const HTTP_REFUSALS = {
+  /** No route for the path. */
+  NOT_FOUND: { status: 404, code: "not_found" },
+  /** The path exists for another method. */
+  METHOD_NOT_ALLOWED: { status: 405, code: "method_not_allowed" },
+  /** The request did not arrive within the request timeout. */
+  REQUEST_TIMEOUT: { status: 408, code: "request_timeout" },
+  /** The body is larger than the limit. */
+  PAYLOAD_TOO_LARGE: { status: 413, code: "payload_too_large" },
+  /** The body is not application/json. */
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, code: "unsupported_media_type" },
+  /** The request headers are larger than the limit. */
+  HEADERS_TOO_LARGE: { status: 431, code: "request_header_fields_too_large" },
+  /** Node's HTTP parser refused the request line or headers. */
+  MALFORMED_HTTP: { status: 400, code: "invalid_argument" },
+  /** A listener's own answer cannot be made right now (GET /metrics could not collect). */
+  UNAVAILABLE: { status: 503, code: "unavailable" },
+} as const satisfies Record<string, { status: number; code: string }>;
+
+export type HttpRefusalKind = keyof typeof HTTP_REFUSALS;
+
+/** An HTTP-level refusal (see HTTP_REFUSALS); `headers` go on the response (Allow, Connection). */
+export class HttpRefusal extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(
+    readonly kind: HttpRefusalKind,
+    message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.status = HTTP_REFUSALS[kind].status;
+    this.code = HTTP_REFUSALS[kind].code;
+  }
+}
+
+/** One item of the REST envelope's `errors` list. */
+export interface ErrorItem {
+  readonly code: string;
+  readonly message: string;
+  readonly field?: string;
+}
+
+/** An error as the REST envelope shows it: status, headers, and the body text. */
+export interface RenderedError {
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/**
+ * The one renderer of the REST error envelope `{"data":null,"errors":[…]}`, for the REST skin,
+ * both listeners' own answers and the transport's refusals: one item per field violation (or
+ * one for the whole error), the error's headers (Retry-After, WWW-Authenticate, Allow …) and
+ * `Cache-Control: no-store`.
+ */
+export function renderRestError(reason: unknown): RenderedError {
+  const headers: Record<string, string> = { "cache-control": "no-store" };
+  if (reason instanceof HttpRefusal) {
+    Object.assign(headers, reason.headers);
+    return {
+      status: reason.status,
+      code: reason.code,
+      headers,
+      body: envelope([{ code: reason.code, message: reason.message }]),
+    };
+  }
+  const error = asConnectError(reason);
+  const code = codeName(error.code);
+  const own = violationsOf(error);
+  const violations = own.length > 0 ? own : [{ message: error.rawMessage }];
+  error.metadata.forEach((value, name) => {
+    headers[name] = value;
+  });
+  return {
+    status: httpStatusForCode(error.code),
+    code,
+    headers,
+    body: envelope(
+      violations.map((v) =>
+        v.field === undefined ? { code, message: v.message } : { code, message: v.message, field: v.field },
+      ),
+    ),
+  };
+}
+
+/**
+ * An error in the Connect protocol's own JSON shape `{"code","message"}`, for the internal
+ * listener's answers outside its RPCs (it serves Connect clients only).
+ */
+export function renderConnectError(reason: unknown): RenderedError {
+  const headers = { "cache-control": "no-store" };
+  if (reason instanceof HttpRefusal) {
+    const body = JSON.stringify({ code: reason.code, message: reason.message });
+    return { status: reason.status, code: reason.code, headers: { ...headers, ...reason.headers }, body };
+  }
+  const error = asConnectError(reason);
+  const code = codeName(error.code);
+  return {
+    status: httpStatusForCode(error.code),
+    code,
+    headers,
+    body: JSON.stringify({ code, message: error.rawMessage }),
+  };
+}
+
+function envelope(items: readonly ErrorItem[]): string {
+  return JSON.stringify({ data: null, errors: items });
 }

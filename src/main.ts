@@ -4,9 +4,8 @@
  * SIGTERM / SIGINT: readiness turns false, new connections are refused,
  * in-flight requests finish, pools close, the process exits.
  */
-import { createInternalApp } from "./api/internal-server.js";
-import { createPublicServer, type PublicServer } from "./api/public-server.js";
-import { createApp } from "./app.js";
+import { createInternalApp } from "./apps/internal.js";
+import { createPublicApp } from "./apps/public.js";
 import { type Config, ConfigError, loadConfig, redact } from "./config.js";
 import { isEntryPoint } from "./entry.js";
 import { createChangeWakeups } from "./leaderboard/change-wakeups.js";
@@ -15,6 +14,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { tracesExporterName, tracingFromEnv } from "./observability/tracing.js";
 import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
+import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
 
 export interface Running {
   readonly port: number;
@@ -50,7 +50,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   tracing?.traceDatabase(database);
   const redis: RedisLimiters | undefined =
     config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
-  const app = createApp(config, database, {
+  const app = createPublicApp(config, database, {
     logger,
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
@@ -59,7 +59,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     app.metrics.dataTierEvents.inc({ event: event === "database node changed" ? "node_changed" : "replica_skipped" });
   const wakeups =
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
-  const publicServer = createPublicServer(app.handler);
+  const publicServer = createOnePortServer(app.handler);
   const port = await listen(publicServer, config.port, config.host);
   const internalApp = createInternalApp(config, database, {
     logger,
@@ -71,7 +71,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       wakeups?.announce();
     },
   });
-  const internalServer = createPublicServer(
+  const internalServer = createOnePortServer(
     tracing === undefined ? internalApp.handler : tracing.wrapHandler(internalApp.handler),
   );
   const internalPort = await listen(internalServer, config.internalPort, config.internalHost);
@@ -104,7 +104,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   };
 }
 
-async function listen(server: PublicServer, port: number, host: string): Promise<number> {
+async function listen(server: OnePortServer, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.server.once("error", reject);
     server.server.listen(port, host, () => resolve());

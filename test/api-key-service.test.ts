@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
 import { ApiKeyService } from "../gen/topwagers/v1/api_keys_pb.js";
-import { createPublicServer } from "../src/api/public-server.js";
-import { createApp } from "../src/app.js";
+import { createPublicApp } from "../src/apps/public.js";
 import { openDatabase } from "../src/storage/database.js";
+import { createOnePortServer } from "../src/transport/one-port-server.js";
 import { createKey } from "./support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "./support/ingest.js";
 
@@ -239,8 +239,8 @@ describe("another instance", () => {
   it("accepts a key issued elsewhere within 5 s and refuses it within 5 s of its revocation", async () => {
     // A second instance: its own pool, app (key cache with the default 2 s lifetime) and public socket, same database.
     const db = await openDatabase({ url: servers.database.url, poolSize: 2, queryTimeoutMs: 10_000 });
-    const other = createApp(servers.config, db);
-    const server = createPublicServer(other.handler);
+    const other = createPublicApp(servers.config, db);
+    const server = createOnePortServer(other.handler);
     await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
     const address = server.server.address();
     const otherUrl = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;

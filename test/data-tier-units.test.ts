@@ -9,7 +9,8 @@ import type { Pool } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, redact } from "../src/config.js";
 import { connectionOptions, splitUrls } from "../src/storage/database.js";
-import { chooseNode, classifyDatabaseError, NodeSet, routedPool } from "../src/storage/node-set.js";
+import { classifyDatabaseError } from "../src/storage/database-errors.js";
+import { chooseNode, NodeSet, routedPool } from "../src/storage/node-set.js";
 
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {

@@ -12,11 +12,11 @@
 import http from "node:http";
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPublicServer, type PublicServer } from "../src/api/public-server.js";
-import { createApp } from "../src/app.js";
+import { createPublicApp } from "../src/apps/public.js";
 import { generateApiKey } from "../src/auth/api-key-secret.js";
 import { loadConfig } from "../src/config.js";
 import { revokeApiKey } from "../src/storage/api-keys.js";
+import { createOnePortServer, type OnePortServer } from "../src/transport/one-port-server.js";
 import { JANUARY, OPERATION } from "./support/calls.js";
 import { createTestDatabase, type TestDatabase } from "./support/database.js";
 import { createKey } from "./support/fixtures.js";
@@ -33,7 +33,7 @@ const UNAUTHENTICATED = {
 };
 
 let database: TestDatabase;
-let server: PublicServer;
+let server: OnePortServer;
 let port = 0;
 let keyLookups = 0;
 
@@ -112,12 +112,12 @@ function expectAddressBrake(reply: Reply) {
 beforeAll(async () => {
   database = await createTestDatabase("failed_auth_flood");
   const config = loadConfig({ DATABASE_URL: database.url, RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0" });
-  const app = createApp(
+  const app = createPublicApp(
     config,
     { ...database.db, read: countingPool(database.db.read) },
     { keyCacheTtlMs: KEY_CACHE_TTL_MS, failedAuthPolicy: { points: BRAKE_POINTS, windowSeconds: 60 } },
   );
-  server = createPublicServer(app.handler);
+  server = createOnePortServer(app.handler);
   await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
   const address = server.server.address();
   port = typeof address === "object" && address !== null ? address.port : 0;

@@ -61,7 +61,7 @@ describe("GET /metrics", () => {
     });
 
     const text = await metricsText();
-    const rest = 'procedure="POST /top-affiliate-wagers-by-period",protocol="rest"';
+    const rest = 'procedure="topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod",protocol="rest"';
     expect(sample(text, `topwagers_rpc_calls_total{${rest},code="ok"}`)).toBe(2);
     expect(sample(text, `topwagers_rpc_calls_total{${rest},code="invalid_argument"}`)).toBe(1);
     expect(sample(text, `topwagers_rpc_calls_total{${rest},code="unauthenticated"}`)).toBe(1);

@@ -9,12 +9,12 @@ import net from "node:net";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagerEntrySchema } from "../gen/topwagers/v1/top_wagers_pb.js";
-import { createPublicServer, type PublicServer } from "../src/api/public-server.js";
 import { MAX_BODY_BYTES, OPERATION_PATH } from "../src/api/rest.js";
-import { createApp } from "../src/app.js";
+import { createPublicApp } from "../src/apps/public.js";
 import { loadConfig } from "../src/config.js";
 import { EARLIEST_START, MAX_NUM_USERS, MAX_TIMESTAMP } from "../src/leaderboard/period-request.js";
 import { type Database, openDatabase } from "../src/storage/database.js";
+import { createOnePortServer, type OnePortServer } from "../src/transport/one-port-server.js";
 import { addUsers, addWagers, createKey, wager } from "./support/fixtures.js";
 import { type Json, type ObservedResponse, OpenApiChecker, readOpenApiDocument } from "./support/openapi.js";
 import { startTestServer, type TestServer } from "./support/server.js";
@@ -371,10 +371,10 @@ describe("real responses match the document", () => {
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const url = `mysql://root@127.0.0.1:${deadPort}/tw_unreachable`;
     let database: Database | undefined;
-    let unreachable: PublicServer | undefined;
+    let unreachable: OnePortServer | undefined;
     try {
       database = await openDatabase({ url, poolSize: 1, queryTimeoutMs: 1_000 });
-      unreachable = createPublicServer(createApp(loadConfig({ DATABASE_URL: url }), database).handler);
+      unreachable = createOnePortServer(createPublicApp(loadConfig({ DATABASE_URL: url }), database).handler);
       unreachable.server.listen(0, "127.0.0.1");
       await once(unreachable.server, "listening");
       const baseUrl = `http://127.0.0.1:${(unreachable.server.address() as net.AddressInfo).port}`;

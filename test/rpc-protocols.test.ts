@@ -21,10 +21,10 @@ import {
   GetTopAffiliateWagersByPeriodResponseSchema,
   TopWagersService,
 } from "../gen/topwagers/v1/top_wagers_pb.js";
-import { createPublicServer, type PublicServer } from "../src/api/public-server.js";
-import { createApp } from "../src/app.js";
+import { createPublicApp } from "../src/apps/public.js";
 import { DEFAULT_AVATAR_URL, loadConfig } from "../src/config.js";
 import { type Database, openDatabase } from "../src/storage/database.js";
+import { createOnePortServer, type OnePortServer } from "../src/transport/one-port-server.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "./support/details.js";
 import { addUsers, addWagers, createKey, wager } from "./support/fixtures.js";
 import { startTestServer, type TestServer } from "./support/server.js";
@@ -457,8 +457,8 @@ describe("errors: same code and exact message on every protocol", () => {
   it("unavailable with Retry-After when the database is unreachable, never internal", async () => {
     // A second app on its own port whose database does not answer (nothing listens on port 1).
     const unreachable = await openDatabase({ url: "mysql://root@127.0.0.1:1/tw_unreachable", poolSize: 1 });
-    const app = createApp(loadConfig({ DATABASE_URL: "mysql://root@127.0.0.1:1/tw_unreachable" }), unreachable);
-    const down: PublicServer = createPublicServer(app.handler);
+    const app = createPublicApp(loadConfig({ DATABASE_URL: "mysql://root@127.0.0.1:1/tw_unreachable" }), unreachable);
+    const down: OnePortServer = createOnePortServer(app.handler);
     await new Promise<void>((resolve) => down.server.listen(0, "127.0.0.1", resolve));
     const address = down.server.address();
     const port = typeof address === "object" && address !== null ? address.port : 0;
@@ -540,8 +540,8 @@ describe("grpc-js users read our messages unescaped", () => {
 
 describe("grpc-js users read the failed-authentication brake unescaped", () => {
   it("says too many bad keys from this address, with Retry-After, without percent escapes", async () => {
-    const app = createApp(server.config, db, { failedAuthPolicy: { points: 1, windowSeconds: 60 } });
-    const braked: PublicServer = createPublicServer(app.handler);
+    const app = createPublicApp(server.config, db, { failedAuthPolicy: { points: 1, windowSeconds: 60 } });
+    const braked: OnePortServer = createOnePortServer(app.handler);
     await new Promise<void>((resolve) => braked.server.listen(0, "127.0.0.1", resolve));
     const address = braked.server.address();
     const client = grpcJsClient(typeof address === "object" && address !== null ? address.port : 0);

@@ -16,7 +16,7 @@ import {
   RotateApiKeyResponseSchema,
 } from "../../gen/topwagers/v1/api_keys_pb.js";
 import type { KeyAdmin, Refused } from "../auth/key-admin.js";
-import { invalidArgument, ServiceError, unavailable } from "../errors.js";
+import { fromDatabase, invalidArgument, ServiceError } from "../errors.js";
 import type { StoredApiKey } from "../storage/api-keys.js";
 
 export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService> {
@@ -86,6 +86,6 @@ async function guard<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    throw unavailable(error);
+    throw fromDatabase(error);
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The Connect skin of the operation (Connect, gRPC and gRPC-Web). The request
- * gate has already admitted the caller; this validates, queries and renders.
+ * The RPC skin of the operation (Connect, gRPC and gRPC-Web): Connect has
+ * decoded the message and the request gate has admitted the caller; this runs
+ * the operation (leaderboard/operation.ts) and builds the response message.
  */
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
@@ -11,8 +12,8 @@ import {
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
-import { invalidArgument, unauthenticated } from "../errors.js";
-import { periodFromRequest } from "../leaderboard/period-request.js";
+import { unauthenticated } from "../errors.js";
+import { topWagers } from "../leaderboard/operation.js";
 import type { Leaderboard } from "../leaderboard/top-wagers.js";
 import { AnswerMemo } from "./answer-memo.js";
 import { freshness } from "./freshness.js";
@@ -30,13 +31,11 @@ export function topWagersService(leaderboard: Leaderboard): ServiceImpl<typeof T
     async getTopAffiliateWagersByPeriod(request, context: HandlerContext) {
       const caller = context.values.get(callerKey);
       if (caller === undefined) throw unauthenticated();
-      const validation = periodFromRequest(request);
-      if (!validation.ok) throw invalidArgument(validation.violations);
-      const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, validation.query);
-      context.responseHeader.set("cache-control", freshness(standings.maxAgeSeconds));
-      return standings.cacheKey === undefined
-        ? buildAnswer(standings.ranked)
-        : answers.get(standings.cacheKey, validation.query.numUsers, () => buildAnswer(standings.ranked));
+      const answer = await topWagers(leaderboard, caller, request);
+      context.responseHeader.set("cache-control", freshness(answer.maxAgeSeconds));
+      return answer.cacheKey === undefined
+        ? buildAnswer(answer.ranked)
+        : answers.get(answer.cacheKey, answer.numUsers, () => buildAnswer(answer.ranked));
     },
   };
 }

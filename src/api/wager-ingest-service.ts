@@ -6,14 +6,13 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ConnectError } from "@connectrpc/connect";
 import {
   RecordWagersResponseSchema,
   UpsertUsersResponseSchema,
   VoidWagersResponseSchema,
   type WagerIngestService,
 } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { ServiceError, type Violation } from "../errors.js";
+import { fromDatabase, ServiceError, type Violation } from "../errors.js";
 import type { Invalid, WagerIngest } from "../ingest/wager-ingest.js";
 import { ContentionError } from "../storage/transactions.js";
 
@@ -75,12 +74,11 @@ export function wagerIngestService(ingest: WagerIngest): ServiceImpl<typeof Wage
   };
 }
 
-/** Database trouble becomes a retryable answer; nothing was written in either case. */
+/** Database trouble becomes a retryable answer (nothing was written); a fault of ours becomes `internal`. */
 async function guard<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (error instanceof ConnectError) throw error;
     if (error instanceof ContentionError) {
       throw new ServiceError(
         "CONTENTION",
@@ -88,11 +86,7 @@ async function guard<T>(call: () => Promise<T>): Promise<T> {
         { cause: error },
       );
     }
-    throw new ServiceError(
-      "DATABASE_UNAVAILABLE",
-      "the database is unavailable right now. Nothing was written. Retry shortly",
-      { retryAfterSeconds: 1, cause: error },
-    );
+    throw fromDatabase(error, "the database is unavailable right now. Nothing was written. Retry shortly");
   }
 }
 

@@ -6,7 +6,7 @@
  * so a flood of bad keys does not reach the database each time.
  */
 import type { Pool } from "mysql2/promise";
-import { unauthenticated, unavailable } from "../errors.js";
+import { fromDatabase, unauthenticated } from "../errors.js";
 import { findApiKeyByHash } from "../storage/api-keys.js";
 import { bearerCredential, hashApiKey, looksLikeApiKey, sameHash } from "./api-key-secret.js";
 
@@ -98,7 +98,7 @@ export class Authenticator {
         if (stored.expiresAt !== null) keyExpiresAt = stored.expiresAt * 1000;
       }
     } catch (error) {
-      throw unavailable(error);
+      throw fromDatabase(error);
     }
     if (keyExpiresAt <= this.now()) caller = null;
     if (this.cache.size >= this.maxEntries) {

@@ -4,7 +4,7 @@
  * period-buckets) and cached briefly per affiliate and period.
  */
 import type { Pool } from "mysql2/promise";
-import { unavailable } from "../errors.js";
+import { fromDatabase } from "../errors.js";
 import type { DataChange } from "../storage/data-changes.js";
 import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
 import { canonicalDecimal } from "./decimal.js";
@@ -144,7 +144,7 @@ export class Leaderboard {
     try {
       rows = await topUsersFromBuckets(this.options.pool, affiliateId, bucketRanges(query.start, query.end), limit);
     } catch (error) {
-      throw unavailable(error);
+      throw fromDatabase(error);
     }
     return rows.map((row, index) => ({
       rank: index + 1,

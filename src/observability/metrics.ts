@@ -6,6 +6,7 @@
 
 import type { Pool } from "mysql2/promise";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { poolUsage } from "../compat.js";
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -132,14 +133,10 @@ export class Metrics {
         registers: [this.registry],
         collect() {
           for (const [name, pool] of Object.entries(pools)) {
-            const inner = pool.pool as unknown as {
-              _allConnections?: { length: number };
-              _freeConnections?: { length: number };
-              _connectionQueue?: { length: number };
-            };
-            this.set({ pool: name, state: "open" }, inner._allConnections?.length ?? 0);
-            this.set({ pool: name, state: "idle" }, inner._freeConnections?.length ?? 0);
-            this.set({ pool: name, state: "waiting" }, inner._connectionQueue?.length ?? 0);
+            const usage = poolUsage(pool);
+            this.set({ pool: name, state: "open" }, usage.open);
+            this.set({ pool: name, state: "idle" }, usage.idle);
+            this.set({ pool: name, state: "waiting" }, usage.waiting);
           }
         },
       });

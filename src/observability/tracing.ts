@@ -20,9 +20,9 @@
 import type * as Api from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { PoolConnection, Pool as PromisePool } from "mysql2/promise";
-import type { RequestHandler } from "../api/public-server.js";
 import { ConfigError } from "../config.js";
 import type { Database } from "../storage/database.js";
+import type { RequestHandler } from "../transport/http.js";
 
 export interface Tracing {
   /** Wraps a listener's request handler: one SERVER span per request, continuing the caller's trace. */

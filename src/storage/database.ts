@@ -8,7 +8,8 @@
 
 import type { Pool, PoolOptions } from "mysql2/promise";
 import mysql from "mysql2/promise";
-import { classifyDatabaseError, NodeSet, routedPool } from "./node-set.js";
+import { classifyDatabaseError } from "./database-errors.js";
+import { NodeSet, routedPool } from "./node-set.js";
 import { ReplicaReads } from "./replicas.js";
 
 export interface DatabaseOptions {

@@ -27,11 +27,10 @@
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { noteUserChanges, noteWagerTimes } from "./data-changes.js";
+import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { ROLLUPS } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
-  ER_DUP_ENTRY,
-  errnoOf,
   inTransaction,
   oncePerConnection,
   type RetryPolicy,

@@ -18,7 +18,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import { classifyDatabaseError } from "./node-set.js";
+import { classifyDatabaseError } from "./database-errors.js";
 import { ROLLUPS } from "./rollups.js";
 
 /** The half-month bucket expression, shared with every writer (rollups.ts). */

@@ -13,56 +13,7 @@
  */
 import type { Pool, PoolConnection } from "mysql2/promise";
 import mysql from "mysql2/promise";
-
-/** What a failed statement says about its node. */
-export type DatabaseFailure =
-  /** The node is gone or may not serve (connection lost or refused, non-Primary Galera node): use another. */
-  | "node_down"
-  /** Deadlock or Galera certification conflict (1213), lock wait timeout (1205): run the transaction again. */
-  | "retry"
-  /** Anything else (bad SQL, constraint, timeout of one statement): the node is fine. */
-  | "other";
-
-const NODE_DOWN_ERRNOS = new Set([
-  1047, // WSREP has not yet prepared node for application use (non-Primary Galera node)
-  1053, // server shutdown in progress
-  1927, // connection was killed
-  2002, // can't connect through socket
-  2003, // can't connect to server
-  2006, // server has gone away
-  2013, // lost connection during query
-  1290, // running with --read-only: this node does not accept writes (a replica, a demoted primary)
-  1836, // running in read-only mode
-]);
-const NODE_DOWN_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "PROTOCOL_CONNECTION_LOST",
-  "PROTOCOL_SEQUENCE_TIMEOUT",
-  "ER_SERVER_SHUTDOWN",
-]);
-
-export function classifyDatabaseError(error: unknown): DatabaseFailure {
-  if (error === null || typeof error !== "object") return "other";
-  const { errno, code, fatal, message } = error as {
-    errno?: unknown;
-    code?: unknown;
-    fatal?: unknown;
-    message?: unknown;
-  };
-  if (errno === 1213 || errno === 1205) return "retry";
-  if (typeof errno === "number" && NODE_DOWN_ERRNOS.has(errno)) return "node_down";
-  if (typeof code === "string" && NODE_DOWN_CODES.has(code)) return "node_down";
-  if (fatal === true) return "node_down";
-  // mysql2 on a pooled connection whose socket already closed.
-  if (typeof message === "string" && message.includes("connection is in closed state")) return "node_down";
-  return "other";
-}
+import { classifyDatabaseError } from "./database-errors.js";
 
 export interface NodeHealth {
   /** Accepts connections and, on Galera, is a synced member of the Primary component. */

@@ -14,7 +14,7 @@
  * then, so nothing newer can be committed meanwhile).
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { classifyDatabaseError } from "./node-set.js";
+import { classifyDatabaseError } from "./database-errors.js";
 
 export interface ReplicaReadsOptions {
   /** The primary side (its current node): where positions are read, and the fallback for reads. */

@@ -6,10 +6,8 @@
  * writers that collided do not collide again in lockstep.
  */
 import type { Pool, PoolConnection } from "mysql2/promise";
-
-export const ER_LOCK_WAIT_TIMEOUT = 1205;
-export const ER_LOCK_DEADLOCK = 1213;
-export const ER_DUP_ENTRY = 1062;
+import { connectionIdentity } from "../compat.js";
+import { classifyDatabaseError } from "./database-errors.js";
 
 /** Thrown by transaction work to roll back and start over (e.g. a concurrent writer won a race). */
 export class RetryTransaction extends Error {
@@ -45,15 +43,9 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   lockWaitTimeoutSeconds: 10,
 };
 
-export function errnoOf(error: unknown): number | undefined {
-  const errno = (error as { errno?: unknown } | null)?.errno;
-  return typeof errno === "number" ? errno : undefined;
-}
-
 function isRetryable(error: unknown): boolean {
   if (error instanceof RetryTransaction) return true;
-  const errno = errnoOf(error);
-  return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
+  return classifyDatabaseError(error) === "retry";
 }
 
 /** Per-connection one-time set-up already done, by purpose (keyed by the driver's connection object). */
@@ -65,7 +57,7 @@ export async function oncePerConnection(
   purpose: string,
   setUp: () => Promise<unknown>,
 ): Promise<void> {
-  const core = (connection as unknown as { connection: object }).connection;
+  const core = connectionIdentity(connection);
   let done = prepared.get(purpose);
   if (done === undefined) {
     done = new WeakSet();

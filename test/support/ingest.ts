@@ -12,10 +12,10 @@ import {
 } from "@connectrpc/connect-node";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/api/internal-server.js";
-import { createPublicServer, type PublicServer } from "../../src/api/public-server.js";
-import { type App, createApp } from "../../src/app.js";
+import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/apps/internal.js";
+import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
 import { type Config, loadConfig } from "../../src/config.js";
+import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 export const TEST_INGEST_TOKEN = "test-ingest-token-0123456789abcdef";
@@ -26,7 +26,7 @@ export const INGEST_PROTOCOLS: readonly IngestProtocol[] = ["connect", "grpc", "
 export interface IngestServers {
   readonly database: TestDatabase;
   /** The public app (its caches, readiness and key lookups). */
-  readonly app: App;
+  readonly app: PublicApp;
   readonly config: Config;
   readonly internal: InternalApp;
   /** http://127.0.0.1:<internal port> */
@@ -43,7 +43,7 @@ export interface IngestServers {
   close(): Promise<void>;
 }
 
-async function listen(server: PublicServer): Promise<string> {
+async function listen(server: OnePortServer): Promise<string> {
   await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
   const address = server.server.address();
   return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
@@ -56,7 +56,7 @@ export async function startIngestServers(
 ): Promise<IngestServers> {
   const database = await createTestDatabase(label);
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
-  const app = createApp(config, database.db);
+  const app = createPublicApp(config, database.db);
   const internal = createInternalApp(config, database.db, {
     metrics: app.metrics,
     readiness: app.readiness,
@@ -64,8 +64,8 @@ export async function startIngestServers(
     onCommitted: app.changesCommitted,
     ...options,
   });
-  const publicServer = createPublicServer(app.handler);
-  const internalServer = createPublicServer(internal.handler);
+  const publicServer = createOnePortServer(app.handler);
+  const internalServer = createOnePortServer(internal.handler);
   const publicUrl = await listen(publicServer);
   const internalUrl = await listen(internalServer);
   // HTTP/2 client sessions stay open for reuse; close them so the servers can close at once.

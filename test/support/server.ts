@@ -3,9 +3,10 @@
  * database. `close()` waits until every connection is gone, so a leaked stream
  * or socket fails the test's teardown instead of passing silently.
  */
-import { createPublicServer } from "../../src/api/public-server.js";
-import { type App, type AppOptions, createApp } from "../../src/app.js";
+
+import { createPublicApp, type PublicApp, type PublicAppOptions } from "../../src/apps/public.js";
 import { type Config, loadConfig } from "../../src/config.js";
+import { createOnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 export interface TestServer {
@@ -13,19 +14,19 @@ export interface TestServer {
   readonly port: number;
   readonly database: TestDatabase;
   readonly config: Config;
-  readonly app: App;
+  readonly app: PublicApp;
   close(): Promise<void>;
 }
 
 export async function startTestServer(
   label: string,
   env: Record<string, string> = {},
-  options: AppOptions = {},
+  options: PublicAppOptions = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase(label);
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
-  const app = createApp(config, database.db, options);
-  const publicServer = createPublicServer(app.handler);
+  const app = createPublicApp(config, database.db, options);
+  const publicServer = createOnePortServer(app.handler);
   await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
   const address = publicServer.server.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;

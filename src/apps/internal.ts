@@ -1,34 +1,38 @@
 /**
  * The internal listener (INTERNAL_HOST:INTERNAL_PORT, default
- * 127.0.0.1:9090): topwagers.v1.WagerIngestService over Connect, gRPC (h2c)
- * and gRPC-Web on one port, for the casino platform only. Like createApp, this
- * builds a handler and does not listen; main (or a test) serves it with
- * createPublicServer's one-port sniffing.
+ * 127.0.0.1:9090): topwagers.v1.WagerIngestService and ApiKeyService over
+ * Connect, gRPC (h2c) and gRPC-Web on one port, for the casino platform only,
+ * and GET /metrics. Like the public app, this builds a handler and does not
+ * listen; main (or a test) serves it with transport/one-port-server.
  *
- * An ingest call flows: transport → gate (ingest token, headers only, before
- * any body is read) → decode → ingest (validate, write all or nothing) →
- * answer. The public port never routes these paths.
+ * An ingest call flows: transport → gate (apps/calls: the service's token,
+ * headers only, before any body is read) → decode → ingest (validate, write
+ * all or nothing) → answer. The public port never routes these paths.
  */
-import type { ServerResponse } from "node:http";
-import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
-import { createContextKey, createContextValues } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { apiKeyService } from "../api/api-key-service.js";
+import { registerHealth, registerReflection } from "../api/health-and-reflection.js";
+import { Readiness } from "../api/readiness.js";
+import { wagerIngestService } from "../api/wager-ingest-service.js";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { ADMIN, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
 import type { Config } from "../config.js";
-import { asConnectError, codeName, reportUnparsableMessagesAsInvalid } from "../errors.js";
+import { HttpRefusal, renderConnectError, ServiceError } from "../errors.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
-import type { Metrics, Protocol } from "../observability/metrics.js";
+import type { Metrics } from "../observability/metrics.js";
 import type { Database } from "../storage/database.js";
-import { apiKeyService } from "./api-key-service.js";
-import { registerHealth, registerReflection } from "./health-and-reflection.js";
-import type { RequestHandler } from "./public-server.js";
-import { Readiness } from "./readiness.js";
-import type { NodeRequest, NodeResponse } from "./rest.js";
-import { wagerIngestService } from "./wager-ingest-service.js";
+import {
+  type NodeRequest,
+  type NodeResponse,
+  normalizePath,
+  type RequestHandler,
+  writeWhole,
+} from "../transport/http.js";
+import { OPEN_SERVICES, observeCalls } from "./calls.js";
 
 /** 1000 users with 2048-character avatars fit with room to spare; anything larger is refused unread. */
 export const INTERNAL_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -57,15 +61,7 @@ export interface InternalApp {
 }
 
 /** Services served on the internal listener, as reflection and health list them. */
-export const INTERNAL_SERVICES = [
-  WagerIngestService.typeName,
-  ApiKeyService.typeName,
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-] as const;
-
-const startedAtKey = createContextKey<bigint>(0n, { description: "when the call's headers arrived" });
+export const INTERNAL_SERVICES = [WagerIngestService.typeName, ApiKeyService.typeName, ...OPEN_SERVICES] as const;
 
 export function createInternalApp(config: Config, database: Database, options: InternalAppOptions = {}): InternalApp {
   const logger = options.logger ?? silentLogger;
@@ -123,74 +119,44 @@ export function createInternalApp(config: Config, database: Database, options: I
     registerReflection(router, INTERNAL_SERVICES, [file_topwagers_v1_wager_ingest, file_topwagers_v1_api_keys]);
   };
 
-  const observe = (procedure: string, protocol: Protocol, code: string, startedAt: bigint) => {
-    metrics?.observeCall(procedure, protocol, code, Number(process.hrtime.bigint() - startedAt) / 1e9);
-  };
-
-  const requestGate = (context: HandlerContext) => {
-    reportUnparsableMessagesAsInvalid(context);
-    // Health and reflection are open, as on the public port; each of our services has its own token.
-    const token = tokens[context.service.typeName];
-    if (token === undefined) return;
-    try {
+  const calls = observeCalls({
+    metrics,
+    logger,
+    // Each of our services has its own token; an affiliate key opens none of them.
+    admit(context) {
+      const token = tokens[context.service.typeName];
+      if (token === undefined) throw new ServiceError("BAD_SERVICE_TOKEN", "this service takes no calls here");
       token.check(context.requestHeader.get("authorization"));
-    } catch (reason) {
-      const procedure = `${context.service.typeName}/${context.method.name}`;
-      const code = codeName(asConnectError(reason).code);
-      observe(procedure, context.protocolName as Protocol, code, context.values.get(startedAtKey));
-      throw reason;
-    }
-  };
+    },
+  });
 
-  const observeCalls: Interceptor = (next) => async (request) => {
-    const procedure = `${request.service.typeName}/${request.method.name}`;
-    const protocol = protocolOf(request.header.get("content-type"));
-    const startedAt = request.contextValues.get(startedAtKey);
-    try {
-      const response = await next(request);
-      observe(procedure, protocol, "ok", startedAt);
-      return response;
-    } catch (reason) {
-      const error = asConnectError(reason);
-      observe(procedure, protocol, codeName(error.code), startedAt);
-      if (error.cause !== undefined) {
-        logger.error({ err: error.cause, procedure, code: codeName(error.code) }, "internal call failed");
-      }
-      throw reason;
-    }
-  };
-
-  // Paths the adapter does not route: GET /metrics (Prometheus text format), else 404.
+  // Paths the adapter does not route: GET /metrics (Prometheus text format), else 404 in Connect's error shape.
   const fallback = (req: NodeRequest, res: NodeResponse) => {
-    if (metrics !== undefined && req.method === "GET" && (req.url ?? "").split("?", 1)[0] === "/metrics") {
+    if (metrics !== undefined && req.method === "GET" && normalizePath(req.url ?? "/") === "/metrics") {
       metrics.registry.metrics().then(
-        (text) => {
-          (res as ServerResponse).writeHead(200, {
-            "content-type": metrics.registry.contentType,
-            "cache-control": "no-store",
-          });
-          res.end(text);
-        },
+        (text) =>
+          writeWhole(res, 200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" }, text),
         (error: unknown) => {
           logger.error({ err: error }, "could not collect metrics");
-          sendJson(res, 503, { code: "unavailable", message: "metrics could not be collected" });
+          sendError(res, new HttpRefusal("UNAVAILABLE", "metrics could not be collected"));
         },
       );
       return;
     }
-    sendJson(res, 404, {
-      code: "not_found",
-      message: `no such path. The internal listener serves ${INTERNAL_SERVICES.join(" ")} over Connect, gRPC and gRPC-Web`,
-    });
+    sendError(
+      res,
+      new HttpRefusal(
+        "NOT_FOUND",
+        `no such path. The internal listener serves ${INTERNAL_SERVICES.join(" ")} over Connect, gRPC and gRPC-Web`,
+      ),
+    );
   };
 
   const handler = connectNodeAdapter({
     routes,
     fallback,
-    requestGate,
-    interceptors: [observeCalls],
     readMaxBytes: INTERNAL_MAX_BODY_BYTES,
-    contextValues: () => createContextValues().set(startedAtKey, process.hrtime.bigint()),
+    ...calls.adapterOptions,
   }) as RequestHandler;
 
   return {
@@ -201,18 +167,16 @@ export function createInternalApp(config: Config, database: Database, options: I
   };
 }
 
-function protocolOf(contentType: string | null): Protocol {
-  if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
-  if (contentType?.startsWith("application/grpc")) return "grpc";
-  return "connect";
-}
-
-function sendJson(res: NodeResponse, status: number, body: object): void {
-  const payload = JSON.stringify(body);
-  (res as ServerResponse).writeHead(status, {
-    "content-type": "application/json; charset=utf-8",
-    "cache-control": "no-store",
-    "content-length": String(Buffer.byteLength(payload)),
-  });
-  res.end(payload);
+function sendError(res: NodeResponse, reason: unknown): void {
+  const { status, headers, body } = renderConnectError(reason);
+  writeWhole(
+    res,
+    status,
+    {
+      "content-type": "application/json; charset=utf-8",
+      ...headers,
+      "content-length": String(Buffer.byteLength(body)),
+    },
+    body,
+  );
 }

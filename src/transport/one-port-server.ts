@@ -5,16 +5,14 @@
  * (REST, Connect, gRPC-Web). Both servers run the same request handler.
  */
 import http from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from "node:http2";
+import type { Http2Session } from "node:http2";
 import http2 from "node:http2";
 import net from "node:net";
+import { responseStarted } from "../compat.js";
+import { HttpRefusal, renderRestError } from "../errors.js";
+import type { RequestHandler } from "./http.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-
-export type RequestHandler = (
-  req: http.IncomingMessage | Http2ServerRequest,
-  res: http.ServerResponse | Http2ServerResponse,
-) => void;
 
 export interface ServerLimits {
   /** Close a connection that has not sent its full request headers by then. */
@@ -34,13 +32,13 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxConcurrentStreams: 100,
 };
 
-export interface PublicServer {
+export interface OnePortServer {
   readonly server: net.Server;
   /** Stops accepting connections and closes idle ones; resolves when every connection is gone or `graceMs` passed. */
   close(graceMs?: number): Promise<void>;
 }
 
-export function createPublicServer(handler: RequestHandler, limits: ServerLimits = DEFAULT_LIMITS): PublicServer {
+export function createOnePortServer(handler: RequestHandler, limits: ServerLimits = DEFAULT_LIMITS): OnePortServer {
   // HTTP/1.1 requests in progress per connection. The inner http.Server never
   // listens itself, so its own idle-connection tracking is not set up; ours is.
   const activeRequests = new Map<net.Socket, number>();
@@ -158,19 +156,23 @@ export function createPublicServer(handler: RequestHandler, limits: ServerLimits
  * reset, which can make the client lose the answer.
  */
 function refuseMalformed(error: NodeJS.ErrnoException, socket: net.Socket, limits: ServerLimits): void {
-  const inFlight = (socket as net.Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (error.code !== "ECONNRESET" && socket.writable && inFlight?.headersSent !== true) {
-    const [status, code, message] =
+  if (error.code !== "ECONNRESET" && socket.writable && !responseStarted(socket)) {
+    const refusal =
       error.code === "HPE_HEADER_OVERFLOW"
-        ? [431, "request_header_fields_too_large", `request headers are larger than ${limits.maxHeaderBytes} bytes`]
+        ? new HttpRefusal("HEADERS_TOO_LARGE", `request headers are larger than ${limits.maxHeaderBytes} bytes`)
         : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-          ? [408, "request_timeout", "the request did not arrive in time"]
-          : [400, "invalid_argument", "malformed HTTP request"];
-    const body = JSON.stringify({ data: null, errors: [{ code, message }] });
-    socket.end(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`,
-    );
+          ? new HttpRefusal("REQUEST_TIMEOUT", "the request did not arrive in time")
+          : new HttpRefusal("MALFORMED_HTTP", "malformed HTTP request");
+    const { status, headers, body } = renderRestError(refusal);
+    const head = Object.entries({
+      "content-type": "application/json; charset=utf-8",
+      "content-length": String(Buffer.byteLength(body)),
+      ...headers,
+      connection: "close",
+    })
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("");
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${head}\r\n${body}`);
     socket.resume();
     setTimeout(() => socket.destroy(), 1_000).unref();
     return;

@@ -1,0 +1,115 @@
+/**
+ * What both listeners do around every call, whatever the protocol: remember
+ * when its headers arrived and from where, run the listener's admission step
+ * on headers alone, and count, time and (for faults of ours) log every call
+ * once, as one series and one log line shape per procedure with the protocol
+ * as a label. The REST skin reports through the same `observe`.
+ */
+import type { ConnectRouterOptions, HandlerContext, Interceptor } from "@connectrpc/connect";
+import { createContextKey, createContextValues } from "@connectrpc/connect";
+import { reportUnparsableMessagesAsInvalid } from "../compat.js";
+import { asConnectError, codeName, HttpRefusal } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { Metrics, Protocol } from "../observability/metrics.js";
+import type { NodeRequest } from "../transport/http.js";
+
+/** Services open to every caller on both listeners: health checks and reflection need no credential. */
+export const OPEN_SERVICES: ReadonlySet<string> = new Set([
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+]);
+
+/** Per-call facts the transport knows, for the gate, the interceptor and the metrics. */
+export interface CallFacts {
+  readonly clientAddress: string | undefined;
+  readonly startedAt: bigint;
+  /** Set by the gate from Connect's own protocol name. */
+  protocol: Protocol;
+}
+
+const callFactsKey = createContextKey<CallFacts>(
+  { clientAddress: undefined, startedAt: 0n, protocol: "connect" },
+  { description: "transport facts of the call" },
+);
+
+export interface CallHooks {
+  /**
+   * The listener's admission step for a service that is not open: on headers only, before any
+   * body is read. Throws to refuse the call.
+   */
+  admit(context: HandlerContext, facts: CallFacts): void | Promise<void>;
+  readonly metrics: Metrics | undefined;
+  readonly logger: Logger;
+}
+
+/** Seconds since `startedAt` (process.hrtime.bigint()). */
+function secondsSince(startedAt: bigint): number {
+  return Number(process.hrtime.bigint() - startedAt) / 1e9;
+}
+
+export interface CallObservation {
+  /** Counts and times one call; logs it when it failed by a fault of ours (an error with a cause). */
+  observe(procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown): void;
+  /** The options for connectNodeAdapter: gate, interceptor and per-call context values. */
+  readonly adapterOptions: Required<Pick<ConnectRouterOptions, "interceptors">> & {
+    requestGate(context: HandlerContext): Promise<void>;
+    contextValues(req: NodeRequest): ReturnType<typeof createContextValues>;
+  };
+}
+
+export function observeCalls(hooks: CallHooks): CallObservation {
+  const { metrics, logger } = hooks;
+  const observe = (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => {
+    let code = "ok";
+    if (failure instanceof HttpRefusal) {
+      code = failure.code;
+    } else if (failure !== undefined) {
+      const error = asConnectError(failure);
+      code = codeName(error.code);
+      if (error.cause !== undefined) logger.error({ err: error.cause, procedure, protocol, code }, "call failed");
+    }
+    metrics?.observeCall(procedure, protocol, code, secondsSince(startedAt));
+  };
+  const procedureOf = (call: { service: { typeName: string }; method: { name: string } }) =>
+    `${call.service.typeName}/${call.method.name}`;
+
+  const requestGate = async (context: HandlerContext) => {
+    reportUnparsableMessagesAsInvalid(context);
+    const facts = context.values.get(callFactsKey);
+    facts.protocol = context.protocolName as Protocol;
+    if (OPEN_SERVICES.has(context.service.typeName)) return;
+    try {
+      await hooks.admit(context, facts);
+    } catch (reason) {
+      observe(procedureOf(context), facts.protocol, facts.startedAt, reason);
+      throw reason;
+    }
+  };
+
+  const interceptor: Interceptor = (next) => async (request) => {
+    const facts = request.contextValues.get(callFactsKey);
+    try {
+      const response = await next(request);
+      observe(procedureOf(request), facts.protocol, facts.startedAt);
+      return response;
+    } catch (reason) {
+      observe(procedureOf(request), facts.protocol, facts.startedAt, reason);
+      throw reason;
+    }
+  };
+
+  return {
+    observe,
+    adapterOptions: {
+      requestGate,
+      interceptors: [interceptor],
+      contextValues: (req) =>
+        createContextValues().set(callFactsKey, {
+          clientAddress: req.socket.remoteAddress,
+          startedAt: process.hrtime.bigint(),
+          protocol: "connect",
+        }),
+    },
+  };
+}

@@ -1,0 +1,187 @@
+/**
+ * The public app: the handler of the public port, wired from its parts. A pure
+ * function of its dependencies: it does not listen (main does), so tests build
+ * it on any port and database.
+ *
+ * A public request flows: transport (transport/one-port-server) → route (here)
+ * → admission (api/admission: authenticate, rate limit; the gate in
+ * apps/calls for RPC, the REST skin for REST) → decode (Connect, or
+ * api/rest) → operation (leaderboard/operation: validate, query) → render
+ * (api/top-wagers-service's message, or api/rest's envelope).
+ */
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { Admission } from "../api/admission.js";
+import { createDocsPage } from "../api/docs-page.js";
+import { registerHealth, registerReflection } from "../api/health-and-reflection.js";
+import { Readiness } from "../api/readiness.js";
+import { MAX_BODY_BYTES, RestApi } from "../api/rest.js";
+import { callerKey, topWagersService } from "../api/top-wagers-service.js";
+import { Authenticator } from "../auth/authenticator.js";
+import type { Config } from "../config.js";
+import { HttpRefusal } from "../errors.js";
+import { ChangeFeed } from "../leaderboard/change-feed.js";
+import { Leaderboard } from "../leaderboard/top-wagers.js";
+import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
+import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
+import { type Logger, silentLogger } from "../logger.js";
+import { Metrics } from "../observability/metrics.js";
+import type { Tracing } from "../observability/tracing.js";
+import type { Database } from "../storage/database.js";
+import {
+  type NodeRequest,
+  type NodeResponse,
+  normalizePath,
+  type RequestHandler,
+  writeJson,
+} from "../transport/http.js";
+import { OPEN_SERVICES, observeCalls } from "./calls.js";
+
+export interface PublicAppOptions {
+  readonly limiterFactory?: LimiterFactory;
+  /** Current Unix time in seconds; tests move the clock. */
+  readonly now?: () => number;
+  /** How long an API key lookup is trusted (revocation takes effect within this time). */
+  readonly keyCacheTtlMs?: number;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  /** Failed authentications per client address and window; more than that get 429. Default 30 per 60 s. */
+  readonly failedAuthPolicy?: { points: number; windowSeconds: number };
+  /** Whether rate limits currently go to Redis, for the metrics (absent without REDIS_URL). */
+  readonly redisConnected?: () => boolean;
+  /** OpenTelemetry tracing (OTEL_TRACES_EXPORTER); absent, requests are not traced at all. */
+  readonly tracing?: Tracing;
+}
+
+export interface PublicApp {
+  readonly handler: RequestHandler;
+  readonly metrics: Metrics;
+  readonly leaderboard: Leaderboard;
+  /** What /readyz and gRPC health answer; shared with the internal listener. */
+  readonly readiness: Readiness;
+  /** The API key lookups; the internal listener drops them when it changes keys. */
+  readonly authenticator: Authenticator;
+  /**
+   * A change was committed (by this instance, or another one said so through Redis): read the
+   * change feed now instead of at the next poll.
+   */
+  changesCommitted(): void;
+  /** Resolves once every change committed before the call is applied to this app's caches. */
+  caughtUp(): Promise<void>;
+  /** Marks the app as shutting down: readiness and gRPC health turn to not serving; stops the change feed. */
+  stopServing(): void;
+}
+
+/** Services served on the public port, as reflection and health list them. */
+export const PUBLIC_SERVICES = [TopWagersService.typeName, ...OPEN_SERVICES] as const;
+
+export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
+  const readiness = new Readiness(database.read);
+  const logger = options.logger ?? silentLogger;
+  const authenticator = new Authenticator(
+    database.read,
+    options.keyCacheTtlMs === undefined ? {} : { cacheTtlMs: options.keyCacheTtlMs },
+  );
+  const admission = new Admission(
+    authenticator,
+    new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
+    new FailedAuthLimiter(options.failedAuthPolicy),
+  );
+  // With a result cache, every instance follows the change feed so that a committed change is
+  // on its answers within a second, whoever wrote it (see leaderboard/change-feed.ts).
+  let leaderboard: Leaderboard | undefined;
+  const feed =
+    config.cacheTtlMs > 0
+      ? new ChangeFeed(database.read, { logger, onChanges: (changes) => leaderboard?.applyChanges(changes) })
+      : undefined;
+  leaderboard = new Leaderboard({
+    // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
+    pool: database.leaderboard,
+    defaultAvatarUrl: config.defaultAvatarUrl,
+    cacheTtlMs: config.cacheTtlMs,
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(feed === undefined ? {} : { freshness: feed }),
+  });
+  feed?.start();
+  const metrics =
+    options.metrics ??
+    new Metrics({
+      cacheStats: () => leaderboard.cacheStats,
+      ...(feed === undefined
+        ? {}
+        : {
+            changeFeed: () => ({
+              ...feed.stats,
+              invalidations: leaderboard?.invalidations ?? 0,
+              lag_seconds: feed.lagMs() / 1000,
+            }),
+          }),
+      pools: { read: database.read, write: database.write },
+      ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
+    });
+  const calls = observeCalls({
+    metrics,
+    logger,
+    // Every service that is not open needs an affiliate key, counted against its rate limit.
+    async admit(context, facts) {
+      const admitted = await admission.admit(context.requestHeader.get("authorization"), facts.clientAddress);
+      context.values.set(callerKey, admitted.caller);
+      for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
+    },
+  });
+  const rest = new RestApi({ basePath: config.basePath, admission, leaderboard, observe: calls.observe, logger });
+  const docs = createDocsPage({ basePath: config.basePath });
+
+  const routes = (router: ConnectRouter) => {
+    router.service(TopWagersService, topWagersService(leaderboard));
+    registerHealth(router, PUBLIC_SERVICES, readiness);
+    registerReflection(router, PUBLIC_SERVICES);
+  };
+
+  const fallback = (req: NodeRequest, res: NodeResponse) => {
+    const path = normalizePath(req.url ?? "/");
+    if (rest.matches(path)) return void rest.handle(req, res);
+    if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
+      return void writeJson(res, 200, { status: "ok" });
+    }
+    if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
+      return void readiness.check().then((body) => writeJson(res, body.status === "ready" ? 200 : 503, body));
+    }
+    if (docs.matches(path, req.method)) return void docs.handle(req, res, path);
+    return void rest.refuse(req, res, new HttpRefusal("NOT_FOUND", `no such path. The operation is POST ${rest.path}`));
+  };
+
+  const connectHandler = connectNodeAdapter({
+    routes,
+    fallback,
+    readMaxBytes: MAX_BODY_BYTES,
+    ...calls.adapterOptions,
+  }) as RequestHandler;
+  const handler =
+    options.tracing === undefined
+      ? connectHandler
+      : options.tracing.wrapHandler(connectHandler, (path) => {
+          const normal = normalizePath(path);
+          if (rest.matches(normal)) return rest.path;
+          return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
+        });
+
+  return {
+    handler,
+    metrics,
+    leaderboard,
+    readiness,
+    authenticator,
+    changesCommitted() {
+      feed?.pollSoon();
+    },
+    async caughtUp() {
+      await feed?.caughtUp();
+    },
+    stopServing() {
+      readiness.stopServing();
+      void feed?.stop();
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * The one operation, as every skin calls it: who are the top wagering users
+ * of the caller's affiliate in this period. A skin decodes the request from
+ * its wire format (REST's JSON, the RPC protocols' messages) and renders the
+ * answer; everything between is here: validate (every problem at once, one
+ * per field, in field order), query, answer.
+ */
+import type { Caller } from "../auth/authenticator.js";
+import { ServiceError, type Violation } from "../errors.js";
+import { type PeriodRequestFields, periodFromRequest } from "./period-request.js";
+import type { Leaderboard, Standings } from "./top-wagers.js";
+
+/** The procedure's full name: the metric series and log lines of every protocol, REST included. */
+export const TOP_WAGERS_PROCEDURE = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
+
+export interface TopWagersAnswer extends Standings {
+  /** The list length asked for (renderers key their cached output by it). */
+  readonly numUsers: number;
+}
+
+/**
+ * Answers one request. `decodingViolations` are the fields the skin's decoder could not read
+ * (wrong type); they are reported with the rules' violations, one per field.
+ */
+export async function topWagers(
+  leaderboard: Leaderboard,
+  caller: Caller,
+  request: PeriodRequestFields,
+  decodingViolations: readonly Violation[] = [],
+): Promise<TopWagersAnswer> {
+  const validation = periodFromRequest(request);
+  const violations = validation.ok ? decodingViolations : [...decodingViolations, ...validation.violations];
+  if (violations.length > 0 || !validation.ok) throw invalidRequest(violations);
+  const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, validation.query);
+  return { ...standings, numUsers: validation.query.numUsers };
+}
+
+const FIELD_ORDER = ["startTimestamp", "endTimestamp", "numUsers"];
+
+/**
+ * One problem per field, in field order: a field of the wrong type is reported by the decoder,
+ * and the rules then see it as absent ("is required"), which is not repeated.
+ */
+function invalidRequest(violations: readonly Violation[]): ServiceError {
+  const sorted = [...violations].sort(
+    (a, b) => FIELD_ORDER.indexOf(a.field ?? "") - FIELD_ORDER.indexOf(b.field ?? ""),
+  );
+  const unique = sorted.filter((v, i) => v.field === undefined || sorted.findIndex((w) => w.field === v.field) === i);
+  return new ServiceError("INVALID_ARGUMENT", unique.map((v) => v.message).join(". "), { violations: unique });
+}
