@@ -1,0 +1,131 @@
+/**
+ * Every reliance on a library's internals (src/compat.ts), checked against the
+ * installed libraries: when an upgrade breaks one, this fails here, by name,
+ * instead of the service quietly answering 500s or wrong metrics.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import mysql from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
+import {
+  CONNECT_PARSE_BINARY_PREFIX,
+  connectionIdentity,
+  poolUsage,
+  reportUnparsableMessagesAsInvalid,
+  responseStarted,
+} from "../src/compat.js";
+import { connectionOptions } from "../src/storage/database.js";
+import { createTestDatabase, type TestDatabase } from "./support/database.js";
+
+/** Serves `handler` on a loopback port for the duration of `use`. */
+async function withServer(handler: http.RequestListener, use: (url: string) => Promise<void>): Promise<void> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe("connect-es", () => {
+  const routes = (router: ConnectRouter) =>
+    router.service(TopWagersService, {
+      getTopAffiliateWagersByPeriod: () => create(GetTopAffiliateWagersByPeriodResponseSchema),
+    });
+  const post = (url: string, body: Uint8Array) =>
+    fetch(`${url}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`, {
+      method: "POST",
+      headers: { "content-type": "application/proto" },
+      body,
+    });
+  // Field 1 (int64) with a varint that never ends: not valid protobuf binary.
+  const garbage = Uint8Array.from([0x08, 0xff, 0xff, 0xff]);
+
+  it(`reports a message that is not protobuf binary as internal, "${CONNECT_PARSE_BINARY_PREFIX} …"`, async () => {
+    await withServer(connectNodeAdapter({ routes }) as http.RequestListener, async (url) => {
+      const response = await post(url, garbage);
+      const body = (await response.json()) as { code: string; message: string };
+      expect([response.status, body.code]).toEqual([500, "internal"]);
+      expect(body.message.startsWith(CONNECT_PARSE_BINARY_PREFIX)).toBe(true);
+    });
+  });
+
+  it("lets the request gate turn that into invalid_argument through the call's abort signal", async () => {
+    const handler = connectNodeAdapter({ routes, requestGate: reportUnparsableMessagesAsInvalid });
+    await withServer(handler as http.RequestListener, async (url) => {
+      const response = await post(url, garbage);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({
+        code: "invalid_argument",
+        message: "the request message is not valid protobuf binary",
+      });
+      // A valid message is untouched.
+      const ok = await post(
+        url,
+        toBinary(GetTopAffiliateWagersByPeriodResponseSchema, create(GetTopAffiliateWagersByPeriodResponseSchema)),
+      );
+      expect(ok.status).toBe(200);
+    });
+  });
+});
+
+describe("node:http", () => {
+  it("keeps the response in progress on socket._httpMessage", async () => {
+    const seen: boolean[] = [];
+    await withServer(
+      (req, res) => {
+        seen.push(responseStarted(req.socket));
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.flushHeaders();
+        seen.push(responseStarted(req.socket));
+        res.end("ok");
+      },
+      async (url) => {
+        expect(await (await fetch(url)).text()).toBe("ok");
+      },
+    );
+    expect(seen).toEqual([false, true]);
+  });
+});
+
+describe("mysql2", () => {
+  let database: TestDatabase;
+  let pool: mysql.Pool;
+  beforeAll(async () => {
+    database = await createTestDatabase("compat");
+    pool = mysql.createPool({ ...connectionOptions(database.url), connectionLimit: 1 });
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await database?.drop();
+  });
+
+  it("counts a pool's connections from its private lists", async () => {
+    expect(poolUsage(pool)).toEqual({ open: 0, idle: 0, waiting: 0 });
+    const held = await pool.getConnection();
+    expect(poolUsage(pool)).toEqual({ open: 1, idle: 0, waiting: 0 });
+    const queued = pool.getConnection();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(poolUsage(pool)).toEqual({ open: 1, idle: 0, waiting: 1 });
+    held.release();
+    (await queued).release();
+    expect(poolUsage(pool)).toEqual({ open: 1, idle: 1, waiting: 0 });
+  });
+
+  it("hands out the same core connection behind each new promise wrapper", async () => {
+    const first = await pool.getConnection();
+    const identity = connectionIdentity(first);
+    first.release();
+    const second = await pool.getConnection();
+    expect(second).not.toBe(first);
+    expect(typeof identity).toBe("object");
+    expect(connectionIdentity(second)).toBe(identity);
+    second.release();
+  });
+});
