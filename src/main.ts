@@ -1,117 +1,14 @@
 /**
- * `npm start`: applies pending migrations, then serves the public port and
- * the internal listener (ingest).
+ * `npm start`: reads the settings, then serves (server.ts): the public port
+ * and the internal listener (ingest, keys, metrics).
  * SIGTERM / SIGINT: readiness turns false, new connections are refused,
  * in-flight requests finish, pools close, the process exits.
  */
-import { createInternalApp } from "./apps/internal.js";
-import { createPublicApp } from "./apps/public.js";
-import { type Config, ConfigError, loadConfig, redact } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
 import { isEntryPoint } from "./entry.js";
-import { createChangeWakeups } from "./leaderboard/change-wakeups.js";
-import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
-import { createLogger, type Logger } from "./logger.js";
-import { tracesExporterName, tracingFromEnv } from "./observability/tracing.js";
-import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
-import { migrate } from "./storage/migrations.js";
-import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
-
-export interface Running {
-  readonly port: number;
-  /** The internal listener's port (ingest). */
-  readonly internalPort: number;
-  stop(): Promise<void>;
-}
-
-export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Running> {
-  // Loads OpenTelemetry only when OTEL_TRACES_EXPORTER asks for it.
-  const tracing = await tracingFromEnv(process.env);
-  // MIGRATE_ON_START=false: a least-privilege runtime user; `npm run cli -- migrate` does the DDL.
-  if (config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
-  // Node switches and replica skips: logged, and counted once the app's metrics exist (events during
-  // start-up are only logged).
-  let countDataTierEvent: ((event: string) => void) | undefined;
-  const database = await openDatabase({
-    url: config.databaseUrl,
-    poolSize: config.databasePoolSize,
-    queryTimeoutMs: config.queryTimeoutMs,
-    readUrls: config.databaseReadUrls,
-    replicaWaitMs: config.replicaWaitMs,
-    tlsCa: config.databaseTlsCa,
-    onEvent: (event, details) => {
-      logger.warn(details, event);
-      countDataTierEvent?.(event);
-    },
-  });
-  if (config.migrateOnStart) {
-    const report = await migrate(database.write);
-    for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
-  }
-  tracing?.traceDatabase(database);
-  const redis: RedisLimiters | undefined =
-    config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
-  const app = createPublicApp(config, database, {
-    logger,
-    ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
-    ...(tracing === undefined ? {} : { tracing }),
-  });
-  countDataTierEvent = (event) =>
-    app.metrics.dataTierEvents.inc({ event: event === "database node changed" ? "node_changed" : "replica_skipped" });
-  const wakeups =
-    config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
-  const publicServer = createOnePortServer(app.handler);
-  const port = await listen(publicServer, config.port, config.host);
-  const internalApp = createInternalApp(config, database, {
-    logger,
-    metrics: app.metrics,
-    readiness: app.readiness,
-    keyCache: app.authenticator,
-    onCommitted() {
-      app.changesCommitted();
-      wakeups?.announce();
-    },
-  });
-  const internalServer = createOnePortServer(
-    tracing === undefined ? internalApp.handler : tracing.wrapHandler(internalApp.handler),
-  );
-  const internalPort = await listen(internalServer, config.internalPort, config.internalHost);
-  logger.info(
-    { port: internalPort, host: config.internalHost, ingest: internalApp.ingestEnabled ? "enabled" : "disabled" },
-    internalApp.ingestEnabled
-      ? `internal listener (ingest) on ${config.internalHost}:${internalPort}`
-      : `internal listener on ${config.internalHost}:${internalPort}; ingest is disabled until INGEST_TOKEN is set`,
-  );
-  logger.info(
-    {
-      port,
-      host: config.host,
-      database: redact(config.databaseUrl),
-      rateLimits: redis === undefined ? "memory" : "redis",
-    },
-    `topwagers listening on ${config.host}:${port}`,
-  );
-  if (tracing !== undefined) logger.info({ exporter: tracesExporterName(process.env) }, "OpenTelemetry tracing is on");
-  return {
-    port,
-    internalPort,
-    async stop() {
-      app.stopServing();
-      await Promise.all([publicServer.close(8_000), internalServer.close(8_000)]);
-      await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
-      logger.info("stopped");
-      logger.flush();
-    },
-  };
-}
-
-async function listen(server: OnePortServer, port: number, host: string): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.server.once("error", reject);
-    server.server.listen(port, host, () => resolve());
-  });
-  const address = server.server.address();
-  return typeof address === "object" && address !== null ? address.port : port;
-}
+import { createLogger } from "./logger.js";
+import { tracesExporterName } from "./observability/tracing.js";
+import { serve } from "./server.js";
 
 async function main(): Promise<void> {
   let config: Config;

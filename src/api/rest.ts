@@ -20,13 +20,14 @@ import { AnswerMemo } from "./answer-memo.js";
 import { freshness } from "./freshness.js";
 
 export const OPERATION_PATH = "/top-affiliate-wagers-by-period";
-export const MAX_BODY_BYTES = 64 * 1024;
 const gzipAsync = promisify(gzip);
 
 export interface RestOptions {
   readonly basePath: string;
   readonly admission: Admission;
   readonly leaderboard: Leaderboard;
+  /** Bodies larger than this are refused with 413 (the listener's limit, the same for every protocol). */
+  readonly maxBodyBytes: number;
   /** Counts, times and logs the call, as for every protocol (apps/calls.ts). */
   readonly observe?: (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => void;
   readonly logger?: Logger;
@@ -66,7 +67,7 @@ export class RestApi {
       }
       const admitted = await this.options.admission.admit(req.headers.authorization, req.socket.remoteAddress);
       rateHeaders = admitted.headers;
-      const fields = decodeRequestFields(await readJsonBody(req));
+      const fields = decodeRequestFields(await readJsonBody(req, this.options.maxBodyBytes));
       const answer = await topWagers(this.options.leaderboard, admitted.caller, fields.values, fields.violations);
       const body =
         answer.cacheKey === undefined
@@ -99,10 +100,10 @@ export class RestApi {
   }
 }
 
-async function readJsonBody(req: NodeRequest): Promise<unknown> {
+async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown> {
   const declared = req.headers["content-length"];
-  if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) {
-    throw new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${MAX_BODY_BYTES} bytes`, {
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    throw new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, {
       connection: "close",
     });
   }
@@ -116,7 +117,7 @@ async function readJsonBody(req: NodeRequest): Promise<unknown> {
         : `Content-Type ${contentType} is not supported. Send application/json`,
     );
   }
-  const text = await readText(req);
+  const text = await readText(req, maxBytes);
   if (text.trim() === "")
     throw invalidArgument([
       { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },
@@ -136,17 +137,17 @@ async function readJsonBody(req: NodeRequest): Promise<unknown> {
 }
 
 /** The body as text, refusing it with 413 as soon as it grows past the limit. */
-function readText(req: NodeRequest): Promise<string> {
+function readText(req: NodeRequest, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
+      if (size > maxBytes) {
         req.removeListener("data", onData);
         req.removeListener("end", onEnd);
         reject(
-          new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${MAX_BODY_BYTES} bytes`, {
+          new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, {
             connection: "close",
           }),
         );

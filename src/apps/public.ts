@@ -16,7 +16,7 @@ import { Admission } from "../api/admission.js";
 import { createDocsPage } from "../api/docs-page.js";
 import { registerHealth, registerReflection } from "../api/health-and-reflection.js";
 import { Readiness } from "../api/readiness.js";
-import { MAX_BODY_BYTES, RestApi } from "../api/rest.js";
+import { RestApi } from "../api/rest.js";
 import { callerKey, topWagersService } from "../api/top-wagers-service.js";
 import { Authenticator } from "../auth/authenticator.js";
 import type { Config } from "../config.js";
@@ -72,6 +72,9 @@ export interface PublicApp {
   /** Marks the app as shutting down: readiness and gRPC health turn to not serving; stops the change feed. */
   stopServing(): void;
 }
+
+/** The largest request body the public port reads, on every protocol; larger ones are refused unread. */
+export const MAX_BODY_BYTES = 64 * 1024;
 
 /** Services served on the public port, as reflection and health list them. */
 export const PUBLIC_SERVICES = [TopWagersService.typeName, ...OPEN_SERVICES] as const;
@@ -130,7 +133,14 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
     },
   });
-  const rest = new RestApi({ basePath: config.basePath, admission, leaderboard, observe: calls.observe, logger });
+  const rest = new RestApi({
+    basePath: config.basePath,
+    admission,
+    leaderboard,
+    maxBodyBytes: MAX_BODY_BYTES,
+    observe: calls.observe,
+    logger,
+  });
   const docs = createDocsPage({ basePath: config.basePath });
 
   const routes = (router: ConnectRouter) => {

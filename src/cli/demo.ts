@@ -9,7 +9,7 @@ import { generateApiKey } from "../auth/api-key-secret.js";
 import { loadConfig } from "../config.js";
 import { seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
-import { serve } from "../main.js";
+import { serve } from "../server.js";
 import { insertApiKey } from "../storage/api-keys.js";
 import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migrations.js";
