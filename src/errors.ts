@@ -171,35 +171,28 @@ export function codeName(code: Code): string {
   return Code[code].replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`));
 }
 
-/** HTTP status for a Connect code, as the Connect protocol defines it. */
+/** HTTP status of each Connect code, as the Connect protocol defines it. */
+const HTTP_STATUS: Readonly<Record<Code, number>> = {
+  [Code.Canceled]: 499,
+  [Code.Unknown]: 500,
+  [Code.InvalidArgument]: 400,
+  [Code.DeadlineExceeded]: 504,
+  [Code.NotFound]: 404,
+  [Code.AlreadyExists]: 409,
+  [Code.PermissionDenied]: 403,
+  [Code.ResourceExhausted]: 429,
+  [Code.FailedPrecondition]: 400,
+  [Code.Aborted]: 409,
+  [Code.OutOfRange]: 400,
+  [Code.Unimplemented]: 501,
+  [Code.Internal]: 500,
+  [Code.Unavailable]: 503,
+  [Code.DataLoss]: 500,
+  [Code.Unauthenticated]: 401,
+};
+
 export function httpStatusForCode(code: Code): number {
-  switch (code) {
-    case Code.InvalidArgument:
-    case Code.FailedPrecondition:
-    case Code.OutOfRange:
-      return 400;
-    case Code.Unauthenticated:
-      return 401;
-    case Code.PermissionDenied:
-      return 403;
-    case Code.NotFound:
-      return 404;
-    case Code.AlreadyExists:
-    case Code.Aborted:
-      return 409;
-    case Code.ResourceExhausted:
-      return 429;
-    case Code.Canceled:
-      return 499;
-    case Code.Unimplemented:
-      return 501;
-    case Code.Unavailable:
-      return 503;
-    case Code.DeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
+  return HTTP_STATUS[code] ?? 500;
 }
 
 /** Any thrown value as a ConnectError; unknown failures become Internal with a generic message. */

@@ -36,120 +36,103 @@ export class Metrics {
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
-    this.calls = new Counter({
-      name: "topwagers_rpc_calls_total",
-      help: "Calls answered, by procedure, protocol and result code (ok or the snake_case error code).",
-      labelNames: ["procedure", "protocol", "code"],
-      registers: [this.registry],
-    });
+    const registers = [this.registry];
+    const counter = <L extends string = never>(name: string, help: string, labelNames: L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers });
+    /** A gauge read when scraped; `read` returns the value, or values by the one label. */
+    const gauge = (name: string, help: string, read: () => number | Readonly<Record<string, number>>, label = "") =>
+      new Gauge({
+        name,
+        help,
+        labelNames: label === "" ? [] : [label],
+        registers,
+        collect() {
+          const value = read();
+          if (typeof value === "number") this.set(value);
+          else for (const [labelValue, n] of Object.entries(value)) this.set({ [label]: labelValue }, n);
+        },
+      });
+
+    this.calls = counter(
+      "topwagers_rpc_calls_total",
+      "Calls answered, by procedure, protocol and result code (ok or the snake_case error code).",
+      ["procedure", "protocol", "code"],
+    );
     this.durations = new Histogram({
       name: "topwagers_rpc_call_duration_seconds",
       help: "Time from the request's headers to the answer, by procedure and protocol.",
       labelNames: ["procedure", "protocol"],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [this.registry],
+      registers,
     });
-    this.rateLimited = new Counter({
-      name: "topwagers_rate_limit_rejections_total",
-      help: "Calls refused with resource_exhausted (a key over its limit, or an address sending too many bad keys).",
-      registers: [this.registry],
-    });
-    this.ingestedWagers = new Counter({
-      name: "topwagers_ingest_wagers_total",
-      help: "Wagers received by RecordWagers: recorded (new) or duplicate (already recorded, changed nothing).",
-      labelNames: ["result"],
-      registers: [this.registry],
-    });
-    this.upsertedUsers = new Counter({
-      name: "topwagers_ingest_users_upserted_total",
-      help: "User profiles written by UpsertUsers.",
-      registers: [this.registry],
-    });
-    this.voidedWagers = new Counter({
-      name: "topwagers_ingest_voids_total",
-      help: "Wager ids received by VoidWagers: voided (taken out now), already_voided, or pending (not recorded yet).",
-      labelNames: ["result"],
-      registers: [this.registry],
-    });
-    this.apiKeyEvents = new Counter({
-      name: "topwagers_api_key_events_total",
-      help: "API key changes made through ApiKeyService: created, revoked, rotated.",
-      labelNames: ["action"],
-      registers: [this.registry],
-    });
-    this.dataTierEvents = new Counter({
-      name: "topwagers_db_events_total",
-      help: "Data tier events: node_changed (the database node in use changed), replica_skipped (a read replica was skipped: behind, failing or down).",
-      labelNames: ["event"],
-      registers: [this.registry],
-    });
+    this.rateLimited = counter(
+      "topwagers_rate_limit_rejections_total",
+      "Calls refused with resource_exhausted (a key over its limit, or an address sending too many bad keys).",
+    );
+    this.ingestedWagers = counter(
+      "topwagers_ingest_wagers_total",
+      "Wagers received by RecordWagers: recorded (new) or duplicate (already recorded, changed nothing).",
+      ["result"],
+    );
+    this.upsertedUsers = counter("topwagers_ingest_users_upserted_total", "User profiles written by UpsertUsers.");
+    this.voidedWagers = counter(
+      "topwagers_ingest_voids_total",
+      "Wager ids received by VoidWagers: voided (taken out now), already_voided, or pending (not recorded yet).",
+      ["result"],
+    );
+    this.apiKeyEvents = counter(
+      "topwagers_api_key_events_total",
+      "API key changes made through ApiKeyService: created, revoked, rotated.",
+      ["action"],
+    );
+    this.dataTierEvents = counter(
+      "topwagers_db_events_total",
+      "Data tier events: node_changed (the database node in use changed), replica_skipped (a read replica was skipped: behind, failing or down).",
+      ["event"],
+    );
     const { cacheStats, pools, redisConnected, changeFeed } = sources;
     if (changeFeed !== undefined) {
-      new Gauge({
-        name: "topwagers_change_feed",
-        help:
-          "The change feed since start: polls completed, failed polls, changes read, cached answers dropped " +
+      gauge(
+        "topwagers_change_feed",
+        "The change feed since start: polls completed, failed polls, changes read, cached answers dropped " +
           "because their data changed, and seconds since the last good poll started (lag_seconds; cached answers " +
           "are served only while it is under 0.9) (stat).",
-        labelNames: ["stat"],
-        registers: [this.registry],
-        collect() {
-          const stats = changeFeed();
-          for (const [stat, value] of Object.entries(stats)) this.set({ stat }, value);
-        },
-      });
+        changeFeed,
+        "stat",
+      );
     }
     if (cacheStats !== undefined) {
-      new Gauge({
-        name: "topwagers_result_cache_hits",
-        help: "Leaderboard answers served from the result cache since start (including shared in-flight loads).",
-        registers: [this.registry],
-        collect() {
-          this.set(cacheStats().hits);
-        },
-      });
-      new Gauge({
-        name: "topwagers_result_cache_misses",
-        help: "Leaderboard answers that had to query the database since start.",
-        registers: [this.registry],
-        collect() {
-          this.set(cacheStats().misses);
-        },
-      });
-      new Gauge({
-        name: "topwagers_result_cache_entries",
-        help: "Periods currently held in the result cache.",
-        registers: [this.registry],
-        collect() {
-          this.set(cacheStats().size);
-        },
-      });
+      gauge(
+        "topwagers_result_cache_hits",
+        "Leaderboard answers served from the result cache since start (including shared in-flight loads).",
+        () => cacheStats().hits,
+      );
+      gauge(
+        "topwagers_result_cache_misses",
+        "Leaderboard answers that had to query the database since start.",
+        () => cacheStats().misses,
+      );
+      gauge("topwagers_result_cache_entries", "Periods currently held in the result cache.", () => cacheStats().size);
     }
     if (pools !== undefined) {
       new Gauge({
         name: "topwagers_db_pool_connections",
         help: "MySQL pool connections by pool (read, write) and state (open, idle, waiting requests).",
         labelNames: ["pool", "state"],
-        registers: [this.registry],
+        registers,
         collect() {
           for (const [name, pool] of Object.entries(pools)) {
-            const usage = poolUsage(pool);
-            this.set({ pool: name, state: "open" }, usage.open);
-            this.set({ pool: name, state: "idle" }, usage.idle);
-            this.set({ pool: name, state: "waiting" }, usage.waiting);
+            for (const [state, n] of Object.entries(poolUsage(pool))) this.set({ pool: name, state }, n);
           }
         },
       });
     }
     if (redisConnected !== undefined) {
-      new Gauge({
-        name: "topwagers_redis_connected",
-        help: "1 while rate limits are shared through Redis, 0 while the in-memory insurance limiter counts.",
-        registers: [this.registry],
-        collect() {
-          this.set(redisConnected() ? 1 : 0);
-        },
-      });
+      gauge(
+        "topwagers_redis_connected",
+        "1 while rate limits are shared through Redis, 0 while the in-memory insurance limiter counts.",
+        () => (redisConnected() ? 1 : 0),
+      );
     }
   }
 
