@@ -19,13 +19,20 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "./database-errors.js";
-import { ROLLUPS } from "./rollups.js";
 
-/** The half-month bucket expression, shared with every writer (rollups.ts). */
-function halfMonthOf(column: "bucket"): string {
-  const rollup = ROLLUPS.find((r) => r.level === "halfmonthly");
-  if (rollup === undefined) throw new Error("no half-month rollup defined");
-  return rollup.bucketOf(column);
+/**
+ * A table of totals per affiliate, bucket and user, as migrations 2 and 3 created it. Part of
+ * those shipped migrations: never edit it (a new shape is a new migration).
+ */
+function createTotalsTable(table: string): string {
+  return `CREATE TABLE ${table} (
+        affiliate_id INT UNSIGNED NOT NULL,
+        bucket INT UNSIGNED NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        total DECIMAL(30,8) NOT NULL,
+        wagers INT UNSIGNED NOT NULL,
+        PRIMARY KEY (affiliate_id, bucket, user_id)
+      ) ENGINE=InnoDB`;
 }
 
 export interface Migration {
@@ -89,32 +96,18 @@ export const MIGRATIONS: readonly Migration[] = [
     // never disagree with them. bucket = Unix second at which the UTC hour, day
     // or month starts. The read path answers a period from the coarsest aligned
     // buckets plus raw wagers for partial-hour edges.
-    statements: ["wager_hourly", "wager_daily", "wager_monthly"].map(
-      (table) => `CREATE TABLE ${table} (
-        affiliate_id INT UNSIGNED NOT NULL,
-        bucket INT UNSIGNED NOT NULL,
-        user_id INT UNSIGNED NOT NULL,
-        total DECIMAL(30,8) NOT NULL,
-        wagers INT UNSIGNED NOT NULL,
-        PRIMARY KEY (affiliate_id, bucket, user_id)
-      ) ENGINE=InnoDB`,
-    ),
+    statements: ["wager_hourly", "wager_daily", "wager_monthly"].map(createTotalsTable),
   },
   {
     version: 3,
     name: "half-month wager totals (1st-15th and 16th-end) per affiliate and user",
-    // Filled from the daily totals, which are exact: a day lies in one half-month.
+    // Filled from the daily totals, which are exact: a day lies in one half-month. The bucket
+    // expression is the half-month one of rollups.ts as it was when this migration shipped, written
+    // out so that a later change there cannot change what this migration did.
     statements: [
-      `CREATE TABLE wager_halfmonthly (
-        affiliate_id INT UNSIGNED NOT NULL,
-        bucket INT UNSIGNED NOT NULL,
-        user_id INT UNSIGNED NOT NULL,
-        total DECIMAL(30,8) NOT NULL,
-        wagers INT UNSIGNED NOT NULL,
-        PRIMARY KEY (affiliate_id, bucket, user_id)
-      ) ENGINE=InnoDB`,
+      createTotalsTable("wager_halfmonthly"),
       `INSERT INTO wager_halfmonthly (affiliate_id, bucket, user_id, total, wagers)
-       SELECT affiliate_id, ${halfMonthOf("bucket")} AS b, user_id, SUM(total), SUM(wagers)
+       SELECT affiliate_id, (bucket DIV 86400 + 1 - DAYOFMONTH(DATE '1970-01-01' + INTERVAL bucket DIV 86400 DAY) + IF(DAYOFMONTH(DATE '1970-01-01' + INTERVAL bucket DIV 86400 DAY) >= 16, 15, 0)) * 86400 AS b, user_id, SUM(total), SUM(wagers)
          FROM wager_daily GROUP BY affiliate_id, b, user_id ORDER BY affiliate_id, b, user_id`,
     ],
   },
