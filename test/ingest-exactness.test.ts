@@ -10,7 +10,8 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestWager } from "../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../src/ingest/seed-data.js";
-import { bucketStart, ROLLUPS } from "../src/storage/rollups.js";
+import { bucketStart } from "../src/leaderboard/calendar.js";
+import { ROLLUPS } from "../src/storage/rollups.js";
 import { verifyRollups } from "../src/storage/verify.js";
 import { createKey } from "./support/fixtures.js";
 import {

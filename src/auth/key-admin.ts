@@ -7,6 +7,7 @@
 import type { Pool } from "mysql2/promise";
 import type { Violation } from "../errors.js";
 import { idProblems } from "../ingest/validation.js";
+import { DAY, HOUR } from "../leaderboard/calendar.js";
 import {
   findApiKeyById,
   insertApiKey,
@@ -177,6 +178,6 @@ function rateLimitProblems(limit: { points: number; windowSeconds: number } | nu
 export function parseDuration(text: string): number | undefined {
   const match = /^(\d{1,9})([smhdw])$/.exec(text.trim());
   if (match === null) return undefined;
-  const unit = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 }[match[2] as "s" | "m" | "h" | "d" | "w"];
+  const unit = { s: 1, m: 60, h: HOUR, d: DAY, w: 7 * DAY }[match[2] as "s" | "m" | "h" | "d" | "w"];
   return Number(match[1]) * unit;
 }

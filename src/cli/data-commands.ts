@@ -9,6 +9,7 @@ import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
+import { hourStart } from "../leaderboard/calendar.js";
 import { verifyRollups } from "../storage/verify.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
 import { formatDuration, Progress } from "./progress.js";
@@ -126,7 +127,7 @@ export async function seedCommand(args: string[]): Promise<void> {
     ...(values.users === undefined ? {} : { users: wholeNumber("users", values.users, 0, 1) }),
     wagers: wholeNumber("wagers", values.wagers, 1_000_000),
     months: wholeNumber("months", values.months, 12, 1),
-    end: wholeNumber("end", values.end, now - (now % 3600)),
+    end: wholeNumber("end", values.end, hourStart(now)),
     prefix: values.prefix ?? `s${seed}-`,
   };
   if (plan.end > now + MAX_FUTURE_SECONDS) {

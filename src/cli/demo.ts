@@ -9,6 +9,7 @@ import { generateApiKey } from "../auth/api-key-secret.js";
 import { loadConfig } from "../config.js";
 import { seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
+import { halfMonthOf } from "../leaderboard/calendar.js";
 import { serve } from "../server.js";
 import { insertApiKey } from "../storage/api-keys.js";
 import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
@@ -16,17 +17,6 @@ import { migrate } from "../storage/migrations.js";
 import { UsageError } from "./common.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
-
-/** The current half-month in UTC: the 1st–15th or the 16th–last day, both ends inclusive. */
-export function currentHalfMonth(nowSeconds: number): { start: number; end: number } {
-  const now = new Date(nowSeconds * 1000);
-  const year = now.getUTCFullYear();
-  const month = now.getUTCMonth();
-  const firstHalf = now.getUTCDate() <= 15;
-  const start = Date.UTC(year, month, firstHalf ? 1 : 16) / 1000;
-  const nextStart = (firstHalf ? Date.UTC(year, month, 16) : Date.UTC(year, month + 1, 1)) / 1000;
-  return { start, end: nextStart - 1 };
-}
 
 /**
  * The demo data set: `seed` at a small size (a few seconds), ending now, so the
@@ -87,7 +77,7 @@ export async function runDemo(args: string[]): Promise<void> {
     await db.close();
   }
   const running = await serve(config);
-  const period = currentHalfMonth(Math.floor(Date.now() / 1000));
+  const period = halfMonthOf(Math.floor(Date.now() / 1000));
   const body = JSON.stringify({ startTimestamp: period.start, endTimestamp: period.end, numUsers: 10 });
   const base = `http://localhost:${running.port}`;
   process.stdout.write(

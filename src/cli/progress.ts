@@ -3,6 +3,7 @@
  * place with a bar, the rate and the time left. Otherwise (a log file, CI):
  * a plain line every few seconds, so logs stay readable.
  */
+import { HOUR } from "../leaderboard/calendar.js";
 
 export interface ProgressOptions {
   /** What is being done, e.g. "import wagers.jsonl". */
@@ -23,8 +24,8 @@ const number = new Intl.NumberFormat("en-US");
 export function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds)) return "?";
   const s = Math.max(0, Math.round(seconds));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
+  const h = Math.floor(s / HOUR);
+  const m = Math.floor((s % HOUR) / 60);
   const rest = String(s % 60).padStart(2, "0");
   return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${rest}` : `${m}:${rest}`;
 }

@@ -20,9 +20,10 @@
  * affiliate order and, within an affiliate, in time order, so ids, the
  * primary key and the (affiliate, time) index all grow together when loaded.
  */
+
+import { DAY } from "../leaderboard/calendar.js";
 import type { UserProfile } from "../storage/ingest.js";
 
-const DAY = 86_400;
 const UNITS_PER_DOLLAR = 100_000_000;
 const MIN_UNITS = 1_000_000; // 0.01
 const MAX_UNITS = 100_000_000_000_000; // 1,000,000

@@ -1,6 +1,6 @@
 /**
  * Splits a period into pieces the rollup tables can answer: whole UTC months,
- * days and hours, and raw wagers only for partial hours. The cost of a query
+ * half-months, days and hours, and raw wagers only for partial hours. The cost of a query
  * then follows the number of (user, bucket) rows read, not the number of
  * wagers.
  *
@@ -15,7 +15,9 @@
  * [start, end] is [start, end + 1).
  */
 
-export type Source = "raw" | "hourly" | "daily" | "halfmonthly" | "monthly";
+import { bucketCeil, bucketStart, type Granularity } from "./calendar.js";
+
+export type Source = "raw" | Granularity;
 
 export interface BucketRange {
   readonly source: Source;
@@ -27,52 +29,20 @@ export interface BucketRange {
   readonly to: number;
 }
 
-const HOUR = 3_600;
-const DAY = 86_400;
-
-function monthStart(t: number, offset: number): number {
-  const d = new Date(t * 1000);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + offset, 1) / 1000;
-}
-
-function halfMonthStart(t: number): number {
-  const d = new Date(t * 1000);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() >= 16 ? 16 : 1) / 1000;
-}
-
 interface Level {
-  readonly source: Source;
+  readonly source: Granularity;
   floor(t: number): number;
   ceil(t: number): number;
 }
 
-const fixed = (source: Source, unit: number): Level => ({
+const levelOf = (source: Granularity): Level => ({
   source,
-  floor: (t) => Math.floor(t / unit) * unit,
-  ceil: (t) => Math.ceil(t / unit) * unit,
+  floor: (t) => bucketStart(source, t),
+  ceil: (t) => bucketCeil(source, t),
 });
 
 /** Coarsest first. */
-const LEVELS: readonly Level[] = [
-  {
-    source: "monthly",
-    floor: (t) => monthStart(t, 0),
-    ceil: (t) => (monthStart(t, 0) === t ? t : monthStart(t, 1)),
-  },
-  {
-    // Half-months: the 1st to the 15th and the 16th to the end of the month.
-    source: "halfmonthly",
-    floor: halfMonthStart,
-    ceil: (t) => {
-      const start = halfMonthStart(t);
-      if (start === t) return t;
-      const d = new Date(start * 1000);
-      return d.getUTCDate() === 1 ? start + 15 * DAY : monthStart(t, 1);
-    },
-  },
-  fixed("daily", DAY),
-  fixed("hourly", HOUR),
-];
+const LEVELS: readonly Level[] = [levelOf("monthly"), levelOf("halfmonthly"), levelOf("daily"), levelOf("hourly")];
 
 /** The pieces of the inclusive period [start, end]. */
 export function bucketRanges(start: number, end: number): BucketRange[] {

@@ -1,6 +1,7 @@
 /** SQL for the leaderboard: totals per user of one affiliate over an inclusive period. */
 import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { BucketRange, Source } from "../leaderboard/period-buckets.js";
+import { ROLLUPS } from "./rollups.js";
 
 export interface RankedRow {
   readonly userExternalId: string;
@@ -12,16 +13,18 @@ export interface RankedRow {
 
 const ORDER = "ORDER BY t.total DESC, u.username, u.external_id";
 
-/** One SELECT per piece of the period; table and column names come only from this constant. */
-const PIECE: Record<Source, { readonly add: string; readonly subtract: string }> = {
-  raw: pieces("wagers", "amount", "placed_at"),
-  hourly: pieces("wager_hourly", "total", "bucket"),
-  daily: pieces("wager_daily", "total", "bucket"),
-  halfmonthly: pieces("wager_halfmonthly", "total", "bucket"),
-  monthly: pieces("wager_monthly", "total", "bucket"),
-};
+interface Piece {
+  readonly add: string;
+  readonly subtract: string;
+}
 
-function pieces(table: string, value: string, time: string) {
+/** One SELECT per piece of the period; table and column names come only from constants (./rollups.ts). */
+const PIECE = Object.fromEntries([
+  ["raw", pieces("wagers", "amount", "placed_at")],
+  ...ROLLUPS.map((rollup) => [rollup.level, pieces(rollup.table, "total", "bucket")]),
+]) as Readonly<Record<Source, Piece>>;
+
+function pieces(table: string, value: string, time: string): Piece {
   const select = (expression: string) =>
     `SELECT user_id, ${expression} AS v FROM ${table} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
   return { add: select(value), subtract: select(`-${value}`) };

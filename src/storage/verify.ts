@@ -17,7 +17,7 @@
  * finds is reported.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { ROLLUPS, type Rollup } from "./rollups.js";
+import { ROLLUPS, type Rollup, rollupTable } from "./rollups.js";
 
 export interface Mismatch {
   readonly level: Rollup["level"];
@@ -50,12 +50,9 @@ export interface VerifyOptions {
 const MAX_AFFILIATE_ID = 4_294_967_295;
 const TEMP_BYTES = 1024 * 1024 * 1024;
 /** Raw wagers grouped by hour for the current range, and the same grouped per day, half-month and month. */
-const EXPECTED: Readonly<Record<Rollup["level"], string>> = {
-  hourly: "verify_expected_hourly",
-  daily: "verify_expected_daily",
-  halfmonthly: "verify_expected_halfmonthly",
-  monthly: "verify_expected_monthly",
-};
+const EXPECTED = Object.fromEntries(ROLLUPS.map(({ level }) => [level, `verify_expected_${level}`])) as Readonly<
+  Record<Rollup["level"], string>
+>;
 
 export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Promise<VerifyReport> {
   const maxReported = options.maxReported ?? 100;
@@ -194,7 +191,7 @@ interface Range {
 async function planRanges(connection: PoolConnection, wagersPerRange: number): Promise<Range[]> {
   const [rows] = await connection.query<RowDataPacket[]>(
     `SELECT a.id, COALESCE(SUM(m.wagers), 0) AS n
-       FROM affiliates a LEFT JOIN wager_monthly m ON m.affiliate_id = a.id
+       FROM affiliates a LEFT JOIN ${rollupTable("monthly")} m ON m.affiliate_id = a.id
       GROUP BY a.id ORDER BY a.id`,
   );
   const ranges: Range[] = [];
