@@ -26,7 +26,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { sameAmount, type UserProfile } from "../storage/ingest.js";
+import { sameWagerContent, type UserProfile } from "../storage/ingest.js";
 import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
 import type { WagerIngest } from "./wager-ingest.js";
 
@@ -226,7 +226,7 @@ export async function importFile(
             pendingIds.set(parsed.wager.id, item);
             wagers.push(item);
             if (wagers.length === MAX_BATCH) await flushWagers();
-          } else if (sameWager(earlier.wager, parsed.wager)) {
+          } else if (sameWagerContent(earlier.wager, parsed.wager)) {
             repeats += 1;
           } else {
             bad(
@@ -255,10 +255,6 @@ export async function importFile(
     pendingVoids: voidCounts.pending,
     badLines,
   };
-}
-
-function sameWager(a: WagerInput, b: WagerInput): boolean {
-  return a.userId === b.userId && a.placedAt === b.placedAt && sameAmount(a.amount, b.amount);
 }
 
 // ---------------------------------------------------------------- JSON Lines

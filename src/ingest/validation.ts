@@ -1,11 +1,13 @@
 /**
- * The rules for ingested users and wagers (CONTRACT §4), shared by the RPC
+ * The rules for ingested users and wagers (docs/contract.md, "Ingest"), shared by the RPC
  * service, `import` and `seed`. Each check returns every problem of an item,
  * phrased for the caller; nothing here touches the database.
  *
  * Messages avoid ": ; , / ? @ & = + $ #" (grpc-js shows them escaped in
  * grpc-message).
  */
+import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../leaderboard/calendar.js";
+import { canonicalDecimal, parseDecimal } from "../leaderboard/decimal.js";
 import type { UserProfile, WagerRecord } from "../storage/ingest.js";
 
 export const MAX_BATCH = 1000;
@@ -17,8 +19,6 @@ export const MAX_AVATAR_LENGTH = 2048;
 /** Amounts must be below 10^12: at most 12 integer digits. */
 const MAX_INTEGER_DIGITS = 12;
 const MAX_FRACTION_DIGITS = 8;
-/** Above this a "Unix seconds" value is almost surely milliseconds. */
-const MILLISECONDS_HINT = 100_000_000_000n;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this rejects
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
@@ -78,17 +78,16 @@ export function amountProblems(value: string): string[] {
   if (/^[+-]/.test(value)) return ["amount must be a positive decimal without a sign"];
   if (/[eE]/.test(value)) return ["amount must not use exponent notation (write 1500 not 1.5e3)"];
   if (/[,_']/.test(value)) return ["amount must not contain thousands separators"];
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(value);
-  if (match === null) return ["amount must be a decimal number like 12.5 (digits and an optional point)"];
-  const whole = match[1] ?? "";
-  const fraction = match[2] ?? "";
+  const parts = parseDecimal(value);
+  if (parts === undefined) return ["amount must be a decimal number like 12.5 (digits and an optional point)"];
+  const { whole, fraction } = parts;
   const problems: string[] = [];
   if (whole.length > 1 && whole.startsWith("0")) problems.push("amount must not have leading zeros");
   if (fraction.length > MAX_FRACTION_DIGITS) {
     problems.push(`amount must have at most ${MAX_FRACTION_DIGITS} fraction digits`);
   }
   if (whole.replace(/^0+/, "").length > MAX_INTEGER_DIGITS) problems.push("amount must be below 10^12");
-  if (/^0*$/.test(whole) && /^0*$/.test(fraction)) problems.push("amount must be greater than 0");
+  if (canonicalDecimal(value) === "0") problems.push("amount must be greater than 0");
   return problems;
 }
 
@@ -96,7 +95,7 @@ export function amountProblems(value: string): string[] {
 export function placedAtProblems(value: bigint, nowSeconds: number): string[] {
   if (value < 0n) return ["placedAt must be Unix seconds (0 or more)"];
   if (value > BigInt(nowSeconds + MAX_FUTURE_SECONDS)) {
-    if (value > MILLISECONDS_HINT) return ["placedAt looks like milliseconds. Send Unix seconds"];
+    if (value > BigInt(MAX_PLAUSIBLE_UNIX_SECONDS)) return ["placedAt looks like milliseconds. Send Unix seconds"];
     return [`placedAt is more than ${MAX_FUTURE_SECONDS / 60} minutes in the future`];
   }
   return [];

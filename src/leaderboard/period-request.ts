@@ -3,11 +3,12 @@
  * problem at once, each naming its field, instead of stopping at the first.
  */
 import type { Violation } from "../errors.js";
+import { MAX_PLAUSIBLE_UNIX_SECONDS } from "./calendar.js";
 
 /** 2024-12-02T05:00:00Z: the earliest start the API accepts. */
 export const EARLIEST_START = 1_733_115_600;
-/** Above this a "Unix seconds" value is almost surely milliseconds (10^11 s is the year 5138). */
-export const MAX_TIMESTAMP = 100_000_000_000;
+/** Above this a "Unix seconds" value is almost surely milliseconds (see calendar.ts). */
+export const MAX_TIMESTAMP = MAX_PLAUSIBLE_UNIX_SECONDS;
 export const MAX_NUM_USERS = 100;
 
 /** A request as received, fields absent when the caller left them out. */

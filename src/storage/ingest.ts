@@ -26,6 +26,7 @@
  * the ones that still happen are retried (./transactions.ts).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { sameDecimal } from "../leaderboard/decimal.js";
 import { noteUserChanges, noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { ROLLUPS } from "./rollups.js";
@@ -62,20 +63,15 @@ export type RecordOutcome =
   /** Nothing written: these wager ids are already recorded (or repeated in the batch) with other content. */
   | { readonly kind: "conflict"; readonly wagerIds: readonly string[] };
 
-/** "12.50000000" and "12.5" are the same amount; compares decimal text without arithmetic. */
-export function sameAmount(a: string, b: string): boolean {
-  return canonical(a) === canonical(b);
-}
-
-function canonical(amount: string): string {
-  const [whole = "", fraction = ""] = amount.split(".", 2);
-  const w = whole.replace(/^0+(?=\d)/, "");
-  const f = fraction.replace(/0+$/, "");
-  return f === "" ? w : `${w}.${f}`;
-}
-
-function sameContent(a: WagerRecord, b: WagerRecord): boolean {
-  return a.userId === b.userId && a.placedAt === b.placedAt && sameAmount(a.amount, b.amount);
+/**
+ * Whether two sendings of one wager id carry the same wager: same user, time and amount
+ * ("12.50000000" and "12.5" are the same amount). Amounts must be decimal strings.
+ */
+export function sameWagerContent<T extends { userId: string; amount: string; placedAt: number | bigint }>(
+  a: T,
+  b: T,
+): boolean {
+  return a.userId === b.userId && a.placedAt === b.placedAt && sameDecimal(a.amount, b.amount);
 }
 
 /** Binary (code point) order, as the utf8mb4_bin index orders ids; every writer locks keys in this order. */
@@ -101,7 +97,7 @@ export async function recordWagerBatch(
   for (const wager of wagers) {
     const first = unique.get(wager.id);
     if (first === undefined) unique.set(wager.id, wager);
-    else if (!sameContent(first, wager)) conflicting.add(wager.id);
+    else if (!sameWagerContent(first, wager)) conflicting.add(wager.id);
   }
   if (conflicting.size > 0) return { kind: "conflict", wagerIds: [...conflicting] };
   const batch = [...unique.values()].sort((a, b) => byCodePoint(a.id, b.id));
@@ -123,7 +119,7 @@ export async function recordWagerBatch(
         const recorded = await recordedWagers(connection);
         const different = batch.filter((w) => {
           const existing = recorded.get(w.id);
-          return existing !== undefined && !sameContent(existing, w);
+          return existing !== undefined && !sameWagerContent(existing, w);
         });
         if (different.length > 0) return { kind: "conflict", wagerIds: different.map((w) => w.id) };
         fresh = batch.filter((w) => !recorded.has(w.id));
@@ -210,7 +206,7 @@ async function settleVoids(
     const same =
       Number(row.user_id) === users.get(wager.userId)?.id &&
       Number(row.placed_at) === wager.placedAt &&
-      sameAmount(String(row.amount), wager.amount);
+      sameDecimal(String(row.amount), wager.amount);
     (same ? resent : different).push(id);
   }
   if (different.length > 0) throw new VoidedConflict(different);
