@@ -1,9 +1,9 @@
 /**
- * Deterministic synthetic casino data for demos and benchmarks, shaped like
- * the research data set (research/mysql-aggregation.md §0):
+ * Deterministic synthetic casino data for demos and benchmarks, shaped like a
+ * casino affiliate programme's data (the data set docs/benchmarks.md measures on):
  *
  * - affiliates of Zipf-like size: users of the k-th ∝ 1 / k^1.1; with the
- *   default user count (the research formula max(3, round(100000 / k^1.1)))
+ *   default user count (max(3, round(100000 / k^1.1)) for the k-th)
  *   the largest has 100,000 users and 2,000 affiliates have 590,835;
  * - each user signs up at a uniform time from 90 days before the window to its
  *   end, stays active for an exponential lifetime (mean 120 days), and plays

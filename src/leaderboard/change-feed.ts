@@ -12,7 +12,7 @@
  * wakes the pollers at once after a commit elsewhere (lower latency); losing
  * it loses no change.
  *
- * The trap (research/mysql-aggregation.md §4): ids are allocated when a row is
+ * The trap: ids are allocated when a row is
  * inserted but become visible when its transaction commits, so a reader that
  * only asks for `id > last seen` skips a row whose transaction committed after
  * a later id's. Ids missing below the highest id seen are therefore remembered

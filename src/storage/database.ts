@@ -137,7 +137,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // Unreachable at start-up: try the next node; serve anyway (503 until one is back), assume MariaDB.
     }
   }
-  // Month buckets are computed with FROM_UNIXTIME / UNIX_TIMESTAMP: pin every session to UTC.
+  // No statement depends on the session time zone (buckets are whole-day arithmetic, ./rollups.ts;
+  // UNIX_TIMESTAMP() without an argument is zone-free). Sessions are pinned to UTC all the same, so a
+  // date function in a later statement or a diagnostic query reads UTC like the rest of the service.
   for (const pool of [...reads, ...writes, ...replicaPools])
     pool.pool.on("connection", (connection) => connection.query("SET time_zone = '+00:00'"));
   if (options.queryTimeoutMs !== undefined) {
