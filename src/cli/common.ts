@@ -3,7 +3,7 @@
  * works on. Kept apart from main.ts so command modules do not import the entry
  * point (and main.ts can import them without a cycle).
  */
-import { loadConfig } from "../config.js";
+import { type Config, loadConfig } from "../config.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migrations.js";
 
@@ -13,16 +13,28 @@ export class UsageError extends Error {}
 /** The command line is fine but the data says no (an unknown key id, …): exit 1, one line. */
 export class DataError extends Error {}
 
+export interface DatabaseUse {
+  /** The settings; default: read from the environment. */
+  readonly config?: Config;
+  /** Connections in the pool; default 2. */
+  readonly poolSize?: number;
+  /** Create the database when it does not exist yet; default: MIGRATE_ON_START. */
+  readonly create?: boolean;
+  /** Apply pending migrations before `work`; default: MIGRATE_ON_START. */
+  readonly migrate?: boolean;
+}
+
 /**
- * Runs `work` on the configured database, created and migrated first if needed (unless
- * MIGRATE_ON_START=false: then the schema must be migrated already, by `migrate`).
+ * Runs `work` on the configured database and closes it after. By default the database is
+ * created and migrated first if needed (unless MIGRATE_ON_START=false: then the schema must be
+ * migrated already, by `migrate`).
  */
-export async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  if (config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2, tlsCa: config.databaseTlsCa });
+export async function withDatabase<T>(work: (db: Database) => Promise<T>, use: DatabaseUse = {}): Promise<T> {
+  const config = use.config ?? loadConfig();
+  if (use.create ?? config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: use.poolSize ?? 2, tlsCa: config.databaseTlsCa });
   try {
-    if (config.migrateOnStart) await migrate(db.write);
+    if (use.migrate ?? config.migrateOnStart) await migrate(db.write);
     return await work(db);
   } finally {
     await db.close();

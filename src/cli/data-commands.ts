@@ -50,6 +50,21 @@ function wholeNumber(name: string, text: string | undefined, fallback: number, m
   return Number(cleaned);
 }
 
+/**
+ * Prints what a data command did: with `--json` one document with the elapsed `seconds` added,
+ * else the text made from the elapsed time as people read it.
+ */
+function printOutcome(json: boolean, started: number, document: object, text: (took: string) => string): void {
+  const seconds = (Date.now() - started) / 1000;
+  if (json) printJson({ ...document, seconds });
+  else process.stdout.write(text(formatDuration(seconds)));
+}
+
+/** The wager counts import and seed both report, under the same JSON names. */
+function wagerCounts(report: { recorded: number; duplicates: number; voided: number }) {
+  return { wagersRecorded: report.recorded, alreadyRecorded: report.duplicates, wagersVoided: report.voided };
+}
+
 // ---------------------------------------------------------------- import
 
 export async function importCommand(args: string[]): Promise<void> {
@@ -76,24 +91,21 @@ export async function importCommand(args: string[]): Promise<void> {
   );
   progress.finish();
   if (report.badLines > 0) process.exitCode = 1;
-  if (json) {
-    printJson({
+  printOutcome(
+    json,
+    started,
+    {
       file: path,
       format: report.format ?? null,
       lines: report.lines,
       usersUpserted: report.users,
-      wagersRecorded: report.recorded,
-      alreadyRecorded: report.duplicates,
-      wagersVoided: report.voided,
+      ...wagerCounts(report),
       alreadyVoided: report.alreadyVoided,
       pendingVoids: report.pendingVoids,
       badLines: report.badLines,
-      seconds: (Date.now() - started) / 1000,
-    });
-    return;
-  }
-  process.stdout.write(
-    `Imported ${path} (${report.format ?? "empty"}) in ${formatDuration((Date.now() - started) / 1000)}: ` +
+    },
+    (took) =>
+      `Imported ${path} (${report.format ?? "empty"}) in ${took}: ` +
       `${number.format(report.lines)} lines, ${number.format(report.users)} users upserted, ` +
       `${number.format(report.recorded)} wagers recorded, ${number.format(report.duplicates)} already recorded, ` +
       (report.voided + report.alreadyVoided + report.pendingVoids > 0
@@ -167,25 +179,22 @@ export async function seedCommand(args: string[]): Promise<void> {
       },
     }),
   );
-  if (json) {
-    printJson({
+  printOutcome(
+    json,
+    started,
+    {
       plan: { ...plan },
       method: report.method,
       affiliates: report.affiliates,
       users: report.users,
       wagers: report.wagers,
-      wagersRecorded: report.recorded,
-      alreadyRecorded: report.duplicates,
-      wagersVoided: report.voided,
-      seconds: (Date.now() - started) / 1000,
-    });
-    return;
-  }
-  process.stdout.write(
-    `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
+      ...wagerCounts(report),
+    },
+    (took) =>
+      `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
       `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
       `${number.format(report.duplicates)} already there${report.voided > 0 ? `, ${number.format(report.voided)} voided` : ""}) by ${report.method} in ` +
-      `${formatDuration((Date.now() - started) / 1000)}.\nSame data again: npm run cli -- seed ${reproduce}\n`,
+      `${took}.\nSame data again: npm run cli -- seed ${reproduce}\n`,
   );
 }
 
@@ -205,38 +214,33 @@ export async function verifyCommand(args: string[]): Promise<void> {
   );
   progress.finish();
   if (report.mismatchCount > 0) process.exitCode = 1;
-  if (json) {
-    printJson({
+  const what = (v: { total: string; wagers: number } | null) =>
+    v === null ? "no row" : `total ${v.total} in ${v.wagers} wagers`;
+  const rows = `${number.format(report.rows.hourly)} hourly, ${number.format(report.rows.daily)} daily, ${number.format(report.rows.halfmonthly)} half-month and ${number.format(report.rows.monthly)} monthly rows`;
+  const more = report.mismatchCount - report.mismatches.length;
+  printOutcome(
+    json,
+    started,
+    {
       ok: report.mismatchCount === 0,
       wagers: report.wagers,
       rows: report.rows,
       mismatchCount: report.mismatchCount,
       mismatches: report.mismatches,
-      seconds: (Date.now() - started) / 1000,
-    });
-    return;
-  }
-  for (const m of report.mismatches) {
-    const what = (v: { total: string; wagers: number } | null) =>
-      v === null ? "no row" : `total ${v.total} in ${v.wagers} wagers`;
-    process.stdout.write(
-      `MISMATCH ${m.level} affiliate ${JSON.stringify(m.affiliateId)} user ${JSON.stringify(m.userId)} ` +
-        `bucket ${m.bucket} (${new Date(m.bucket * 1000).toISOString()}): ` +
-        `raw wagers give ${what(m.expected)}, rollup has ${what(m.found)}\n`,
-    );
-  }
-  const seconds = formatDuration((Date.now() - started) / 1000);
-  const rows = `${number.format(report.rows.hourly)} hourly, ${number.format(report.rows.daily)} daily, ${number.format(report.rows.halfmonthly)} half-month and ${number.format(report.rows.monthly)} monthly rows`;
-  if (report.mismatchCount > 0) {
-    const more = report.mismatchCount - report.mismatches.length;
-    process.stdout.write(
-      `verify FAILED: ${number.format(report.mismatchCount)} rollup rows disagree with the raw wagers` +
-        `${more > 0 ? ` (first ${report.mismatches.length} shown)` : ""}; checked ${number.format(report.wagers)} wagers ` +
-        `against ${rows} in ${seconds}.\n`,
-    );
-    return;
-  }
-  process.stdout.write(
-    `verify OK: ${rows} all equal the totals of ${number.format(report.wagers)} raw wagers (checked in ${seconds}).\n`,
+    },
+    (took) =>
+      report.mismatches
+        .map(
+          (m) =>
+            `MISMATCH ${m.level} affiliate ${JSON.stringify(m.affiliateId)} user ${JSON.stringify(m.userId)} ` +
+            `bucket ${m.bucket} (${new Date(m.bucket * 1000).toISOString()}): ` +
+            `raw wagers give ${what(m.expected)}, rollup has ${what(m.found)}\n`,
+        )
+        .join("") +
+      (report.mismatchCount > 0
+        ? `verify FAILED: ${number.format(report.mismatchCount)} rollup rows disagree with the raw wagers` +
+          `${more > 0 ? ` (first ${report.mismatches.length} shown)` : ""}; checked ${number.format(report.wagers)} wagers ` +
+          `against ${rows} in ${took}.\n`
+        : `verify OK: ${rows} all equal the totals of ${number.format(report.wagers)} raw wagers (checked in ${took}).\n`),
   );
 }

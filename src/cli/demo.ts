@@ -12,20 +12,18 @@ import type { SeedPlan } from "../ingest/seed-data.js";
 import { halfMonthOf } from "../leaderboard/calendar.js";
 import { serve } from "../server.js";
 import { insertApiKey } from "../storage/api-keys.js";
-import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
-import { migrate } from "../storage/migrations.js";
-import { UsageError } from "./common.js";
+import { UsageError, withDatabase } from "./common.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
+
+/** The demo carries a few voided wagers, as a real casino's data does (1 in 1000). */
+const DEMO_VOIDS = 1;
 
 /**
  * The demo data set: `seed` at a small size (a few seconds), ending now, so the
  * current half-month has wagers. The largest of its affiliates is the one the
  * demo key reads.
  */
-/** The demo carries a few voided wagers, as a real casino's data does (1 in 1000). */
-const DEMO_VOIDS = 1;
-
 export function demoSeedPlan(nowSeconds: number): SeedPlan {
   return {
     seed: 20241202,
@@ -47,35 +45,34 @@ export async function runDemo(args: string[]): Promise<void> {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   const config = loadConfig(values.port === undefined ? process.env : { ...process.env, PORT: values.port });
-  await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 2, tlsCa: config.databaseTlsCa });
-  let key: ReturnType<typeof generateApiKey>;
-  try {
-    await migrate(db.write);
-    const [rows] = await db.read.query<RowDataPacket[]>(
-      "SELECT COUNT(*) AS n FROM users u JOIN affiliates a ON a.id = u.affiliate_id WHERE a.external_id = ?",
-      [DEMO_AFFILIATE],
-    );
-    if (Number(rows[0]?.n ?? 0) === 0) {
-      const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
-      process.stderr.write(
-        `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
-          `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
+  // The demo always prepares its database, whatever MIGRATE_ON_START says.
+  const key = await withDatabase(
+    async (db) => {
+      const [rows] = await db.read.query<RowDataPacket[]>(
+        "SELECT COUNT(*) AS n FROM users u JOIN affiliates a ON a.id = u.affiliate_id WHERE a.external_id = ?",
+        [DEMO_AFFILIATE],
       );
-      const report = await seedDatabase(db, plan, { method: "record", voidPerMille: DEMO_VOIDS });
-      process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
-    }
-    key = generateApiKey();
-    await insertApiKey(db.write, {
-      id: key.id,
-      hash: key.hash,
-      affiliateExternalId: DEMO_AFFILIATE,
-      label: "demo",
-      rateLimit: null,
-    });
-  } finally {
-    await db.close();
-  }
+      if (Number(rows[0]?.n ?? 0) === 0) {
+        const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
+        process.stderr.write(
+          `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
+            `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
+        );
+        const report = await seedDatabase(db, plan, { method: "record", voidPerMille: DEMO_VOIDS });
+        process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
+      }
+      const fresh = generateApiKey();
+      await insertApiKey(db.write, {
+        id: fresh.id,
+        hash: fresh.hash,
+        affiliateExternalId: DEMO_AFFILIATE,
+        label: "demo",
+        rateLimit: null,
+      });
+      return fresh;
+    },
+    { config, create: true, migrate: true },
+  );
   const running = await serve(config);
   const period = halfMonthOf(Math.floor(Date.now() / 1000));
   const body = JSON.stringify({ startTimestamp: period.start, endTimestamp: period.end, numUsers: 10 });

@@ -9,17 +9,15 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
-import { ConfigError, loadConfig } from "../config.js";
+import { ConfigError } from "../config.js";
 import { isEntryPoint } from "../entry.js";
 import { listApiKeys, revokeApiKey, setApiKeyRateLimit } from "../storage/api-keys.js";
-import { ensureDatabaseExists, openDatabase } from "../storage/database.js";
+import type { Database } from "../storage/database.js";
 import { LATEST_SCHEMA_VERSION, migrate, migrationStatus } from "../storage/migrations.js";
 import { DataError, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
 import { programUsage, usageFor, wantsHelp } from "./usage.js";
-
-export { DataError, UsageError, withDatabase };
 
 /** The version in package.json (dist/src/cli/main.js → ../../../package.json). */
 export function programVersion(): string {
@@ -226,56 +224,61 @@ async function migrateCommand(args: string[]): Promise<void> {
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
-  const config = loadConfig();
   if (values.status) {
-    const db = await openDatabase({ url: config.databaseUrl, poolSize: 1, tlsCa: config.databaseTlsCa });
-    try {
-      const status = await migrationStatus(db.write);
-      const current = Math.max(0, ...status.applied.map((m) => m.version));
-      if (values.json) {
-        printJson({
-          database: db.name,
-          databaseExists: status.databaseExists,
-          schemaVersion: current,
-          latestVersion: LATEST_SCHEMA_VERSION,
-          applied: status.applied,
-          pending: status.pending.map((m) => ({ version: m.version, name: m.name })),
-        });
-        return;
-      }
-      if (!status.databaseExists)
-        process.stdout.write(`Database ${db.name} does not exist yet (migrate creates it).\n`);
-      for (const m of status.applied) {
-        const at = new Date(m.appliedAt * 1000).toISOString().replace(/\.\d+Z$/, "Z");
-        process.stdout.write(`applied  ${String(m.version).padStart(3)}  ${m.name}  (${at})\n`);
-      }
-      for (const m of status.pending) process.stdout.write(`pending  ${String(m.version).padStart(3)}  ${m.name}\n`);
-      process.stdout.write(
-        `Schema is at version ${current}; ${status.pending.length === 0 ? "nothing pending" : `${status.pending.length} pending (apply with: ${"topwagers migrate"})`}.\n`,
-      );
-    } finally {
-      await db.close();
-    }
+    // Read only: one connection, and the database left exactly as it is.
+    await withDatabase((db) => printMigrationStatus(db, values.json), { poolSize: 1, create: false, migrate: false });
     return;
   }
-  await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: 1, tlsCa: config.databaseTlsCa });
-  try {
-    const report = await migrate(db.write);
-    if (values.json) {
-      printJson({
-        database: db.name,
-        schemaVersion: report.current,
-        applied: report.applied.map((m) => ({ version: m.version, name: m.name })),
-      });
-      return;
-    }
-    for (const m of report.applied) process.stdout.write(`Applied migration ${m.version}: ${m.name}\n`);
-    process.stdout.write(`Schema is at version ${report.current}.\n`);
-  } finally {
-    await db.close();
-  }
+  await withDatabase((db) => applyMigrations(db, values.json), { poolSize: 1, create: true, migrate: false });
 }
+
+async function printMigrationStatus(db: Database, json: boolean): Promise<void> {
+  const status = await migrationStatus(db.write);
+  const current = Math.max(0, ...status.applied.map((m) => m.version));
+  if (json) {
+    printJson({
+      database: db.name,
+      databaseExists: status.databaseExists,
+      schemaVersion: current,
+      latestVersion: LATEST_SCHEMA_VERSION,
+      applied: status.applied,
+      pending: status.pending.map((m) => ({ version: m.version, name: m.name })),
+    });
+    return;
+  }
+  if (!status.databaseExists) process.stdout.write(`Database ${db.name} does not exist yet (migrate creates it).\n`);
+  for (const m of status.applied) {
+    process.stdout.write(`applied  ${String(m.version).padStart(3)}  ${m.name}  (${isoSeconds(m.appliedAt)})\n`);
+  }
+  for (const m of status.pending) process.stdout.write(`pending  ${String(m.version).padStart(3)}  ${m.name}\n`);
+  process.stdout.write(
+    `Schema is at version ${current}; ${status.pending.length === 0 ? "nothing pending" : `${status.pending.length} pending (apply with: ${"topwagers migrate"})`}.\n`,
+  );
+}
+
+async function applyMigrations(db: Database, json: boolean): Promise<void> {
+  const report = await migrate(db.write);
+  if (json) {
+    printJson({
+      database: db.name,
+      schemaVersion: report.current,
+      applied: report.applied.map((m) => ({ version: m.version, name: m.name })),
+    });
+    return;
+  }
+  for (const m of report.applied) process.stdout.write(`Applied migration ${m.version}: ${m.name}\n`);
+  process.stdout.write(`Schema is at version ${report.current}.\n`);
+}
+
+/** The commands that take arguments, by name (their usage is in usage.ts). */
+const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
+  ["migrate", migrateCommand],
+  ["keys", keysCommand],
+  ["import", importCommand],
+  ["seed", seedCommand],
+  ["verify", verifyCommand],
+  ["demo", runDemo],
+]);
 
 export async function runCli(argv: string[]): Promise<void> {
   if (wantsHelp(argv)) {
@@ -283,19 +286,9 @@ export async function runCli(argv: string[]): Promise<void> {
     return;
   }
   const [command, ...args] = argv;
+  const run = command === undefined ? undefined : COMMANDS.get(command);
+  if (run !== undefined) return run(args);
   switch (command) {
-    case "migrate":
-      return migrateCommand(args);
-    case "keys":
-      return keysCommand(args);
-    case "import":
-      return importCommand(args);
-    case "seed":
-      return seedCommand(args);
-    case "verify":
-      return verifyCommand(args);
-    case "demo":
-      return runDemo(args);
     case "--version":
     case "-V":
     case "version":
