@@ -171,15 +171,23 @@ export function routedPool(pools: readonly Pool[], nodes: NodeSet): Pool {
   target.end = async () => {
     await Promise.allSettled(pools.map((pool) => pool.end()));
   };
-  return new Proxy(target, {
-    get(own, property) {
-      if (Object.hasOwn(own, property)) return own[property];
-      const pool = pools[nodes.current] as unknown as Record<PropertyKey, unknown>;
+  return poolOverlay(target, () => pools[nodes.current] as Pool);
+}
+
+/**
+ * A Pool made of `own` members (query, execute, …) over another pool: every other member (events,
+ * config, …) is read from `underlying()` at the moment it is used, methods bound to that pool.
+ */
+export function poolOverlay(own: Record<PropertyKey, unknown>, underlying: () => Pool): Pool {
+  return new Proxy(own, {
+    get(members, property) {
+      if (Object.hasOwn(members, property)) return members[property];
+      const pool = underlying() as unknown as Record<PropertyKey, unknown>;
       const value = pool[property];
       return typeof value === "function" ? value.bind(pool) : value;
     },
-    set(own, property, value) {
-      own[property] = value;
+    set(members, property, value) {
+      members[property] = value;
       return true;
     },
   }) as unknown as Pool;

@@ -15,6 +15,7 @@
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "./database-errors.js";
+import { poolOverlay } from "./node-set.js";
 
 export interface ReplicaReadsOptions {
   /** The primary side (its current node): where positions are read, and the fallback for reads. */
@@ -68,22 +69,11 @@ export class ReplicaReads {
   }
 
   private poolWith(route: (method: "query" | "execute", args: unknown[]) => Promise<unknown>): Pool {
-    const target: Record<PropertyKey, unknown> = {
+    const own = {
       query: (...args: unknown[]) => route("query", args),
       execute: (...args: unknown[]) => route("execute", args),
     };
-    const primary = this.options.primary as unknown as Record<PropertyKey, unknown>;
-    return new Proxy(target, {
-      get(own, property) {
-        if (Object.hasOwn(own, property)) return own[property];
-        const value = primary[property];
-        return typeof value === "function" ? value.bind(primary) : value;
-      },
-      set(own, property, value) {
-        own[property] = value;
-        return true;
-      },
-    }) as unknown as Pool;
+    return poolOverlay(own, () => this.options.primary);
   }
 
   /** Which replicas are in use now (false: skipped until it is tried again). */
