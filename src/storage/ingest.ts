@@ -274,24 +274,14 @@ interface InternalUser {
   readonly affiliateId: number;
 }
 
-async function usersByExternalId(
-  connection: PoolConnection,
-  externalIds: readonly string[],
-): Promise<Map<string, InternalUser>> {
-  const [rows] = await connection.query<RowDataPacket[]>(
-    "SELECT id, external_id, affiliate_id FROM users WHERE external_id IN (?)",
-    [externalIds],
-  );
-  return new Map(rows.map((r) => [String(r.external_id), { id: Number(r.id), affiliateId: Number(r.affiliate_id) }]));
-}
-
 interface StoredProfile extends InternalUser {
   readonly username: string;
   /** "" for none, as profiles are given. */
   readonly avatar: string;
 }
 
-async function profilesByExternalId(
+/** The stored users of these platform ids: internal keys (all a wager batch needs) and profile. */
+async function usersByExternalId(
   connection: PoolConnection,
   externalIds: readonly string[],
 ): Promise<Map<string, StoredProfile>> {
@@ -299,17 +289,17 @@ async function profilesByExternalId(
     "SELECT id, external_id, affiliate_id, username, avatar_url FROM users WHERE external_id IN (?)",
     [externalIds],
   );
-  return new Map(
-    rows.map((r) => [
-      String(r.external_id),
-      {
-        id: Number(r.id),
-        affiliateId: Number(r.affiliate_id),
-        username: String(r.username),
-        avatar: r.avatar_url === null ? "" : String(r.avatar_url),
-      },
-    ]),
-  );
+  return byExternalId(rows, (r) => ({
+    id: Number(r.id),
+    affiliateId: Number(r.affiliate_id),
+    username: String(r.username),
+    avatar: r.avatar_url === null ? "" : String(r.avatar_url),
+  }));
+}
+
+/** Rows keyed by their `external_id` column. */
+function byExternalId<T>(rows: readonly RowDataPacket[], value: (row: RowDataPacket) => T): Map<string, T> {
+  return new Map(rows.map((row) => [String(row.external_id), value(row)]));
 }
 
 /** Wagers of the staged batch that are already recorded, with their content as the platform sent it. */
@@ -320,17 +310,12 @@ async function recordedWagers(connection: PoolConnection): Promise<Map<string, W
        JOIN wagers w ON w.external_id = s.external_id
        JOIN users u ON u.id = w.user_id`,
   );
-  return new Map(
-    rows.map((r) => [
-      String(r.external_id),
-      {
-        id: String(r.external_id),
-        userId: String(r.user_external_id),
-        amount: String(r.amount),
-        placedAt: Number(r.placed_at),
-      },
-    ]),
-  );
+  return byExternalId(rows, (r) => ({
+    id: String(r.external_id),
+    userId: String(r.user_external_id),
+    amount: String(r.amount),
+    placedAt: Number(r.placed_at),
+  }));
 }
 
 /**
@@ -355,7 +340,7 @@ export async function upsertUserBatch(
     pool,
     async (connection) => {
       const affiliates = await ensureAffiliates(connection, [...new Set(profiles.map((u) => u.affiliateId))]);
-      const existing = await profilesByExternalId(
+      const existing = await usersByExternalId(
         connection,
         profiles.map((u) => u.id),
       );
