@@ -111,6 +111,21 @@ export async function importFile(
     usersUpserted += result.upserted;
   };
 
+  /** Reports each wager of the batch that `problem` finds fault with as a bad line; returns their indexes. */
+  const refuse = (
+    batch: readonly { line: number; wager: WagerInput }[],
+    problem: (wager: WagerInput) => string | undefined,
+  ): Set<number> => {
+    const indexes = new Set<number>();
+    for (const [i, w] of batch.entries()) {
+      const text = problem(w.wager);
+      if (text === undefined) continue;
+      bad(w.line, text);
+      indexes.add(i);
+    }
+    return indexes;
+  };
+
   const flushWagers = async () => {
     await flushUsers();
     let batch = wagers;
@@ -131,25 +146,20 @@ export async function importFile(
           break;
         case "unknown_users": {
           const unknown = new Set(result.userIds);
-          refused = new Set();
-          for (const [i, w] of batch.entries()) {
-            if (!unknown.has(w.wager.userId)) continue;
-            bad(
-              w.line,
-              `user ${JSON.stringify(w.wager.userId)} is unknown (not among the user lines so far, not stored)`,
-            );
-            refused.add(i);
-          }
+          refused = refuse(batch, ({ userId }) =>
+            unknown.has(userId)
+              ? `user ${JSON.stringify(userId)} is unknown (not among the user lines so far, not stored)`
+              : undefined,
+          );
           break;
         }
         case "conflict": {
           const conflicting = new Set(result.wagerIds);
-          refused = new Set();
-          for (const [i, w] of batch.entries()) {
-            if (!conflicting.has(w.wager.id)) continue;
-            bad(w.line, `wager ${JSON.stringify(w.wager.id)} was already recorded with another user, amount or time`);
-            refused.add(i);
-          }
+          refused = refuse(batch, ({ id }) =>
+            conflicting.has(id)
+              ? `wager ${JSON.stringify(id)} was already recorded with another user, amount or time`
+              : undefined,
+          );
           break;
         }
       }
