@@ -19,6 +19,11 @@ const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_exte
     k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.key_hash
   FROM api_keys k JOIN affiliates a ON a.id = k.affiliate_id`;
 
+/** A new key row: id, hash, affiliate, label, expiry and limit in this order; created now by the database's clock. */
+const INSERT_KEY = `INSERT INTO api_keys
+    (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s)
+  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?)`;
+
 function toStoredKey(row: RowDataPacket): StoredApiKey {
   return {
     id: String(row.id),
@@ -47,20 +52,15 @@ export async function insertApiKey(
   },
 ): Promise<StoredApiKey> {
   const affiliateId = await ensureAffiliate(pool, key.affiliateExternalId);
-  await pool.execute(
-    `INSERT INTO api_keys
-       (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s)
-     VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?)`,
-    [
-      key.id,
-      key.hash,
-      affiliateId,
-      key.label,
-      key.expiresAt ?? null,
-      key.rateLimit?.points ?? null,
-      key.rateLimit?.windowSeconds ?? null,
-    ],
-  );
+  await pool.execute(INSERT_KEY, [
+    key.id,
+    key.hash,
+    affiliateId,
+    key.label,
+    key.expiresAt ?? null,
+    key.rateLimit?.points ?? null,
+    key.rateLimit?.windowSeconds ?? null,
+  ]);
   const stored = await findApiKeyById(pool, key.id);
   if (stored === undefined) throw new Error(`key ${key.id} vanished right after insert`);
   return stored;
@@ -115,20 +115,15 @@ export async function rotateApiKey(
       oldExpiresAt,
       oldId,
     ]);
-    await connection.query(
-      `INSERT INTO api_keys
-         (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s)
-       VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?)`,
-      [
-        fresh.id,
-        fresh.hash,
-        old.affiliate_id,
-        old.label,
-        old.expires_at,
-        old.rate_limit_points,
-        old.rate_limit_window_s,
-      ],
-    );
+    await connection.query(INSERT_KEY, [
+      fresh.id,
+      fresh.hash,
+      old.affiliate_id,
+      old.label,
+      old.expires_at,
+      old.rate_limit_points,
+      old.rate_limit_window_s,
+    ]);
     return true;
   });
   if (!found) return undefined;
