@@ -57,32 +57,21 @@ export function nextMonthStart(t: number): number {
   return monthStartFrom(t, 1);
 }
 
+const BUCKETS: Readonly<Record<Granularity, { start(t: number): number; next(t: number): number }>> = {
+  hourly: { start: hourStart, next: (t) => hourStart(t) + HOUR },
+  daily: { start: dayStart, next: (t) => dayStart(t) + DAY },
+  halfmonthly: { start: halfMonthStart, next: nextHalfMonthStart },
+  monthly: { start: monthStart, next: nextMonthStart },
+};
+
 /** Start of the bucket of this granularity that holds `t`. */
 export function bucketStart(granularity: Granularity, t: number): number {
-  switch (granularity) {
-    case "hourly":
-      return hourStart(t);
-    case "daily":
-      return dayStart(t);
-    case "halfmonthly":
-      return halfMonthStart(t);
-    case "monthly":
-      return monthStart(t);
-  }
+  return BUCKETS[granularity].start(t);
 }
 
 /** Start of the bucket of this granularity after the one that holds `t`. */
 export function nextBucketStart(granularity: Granularity, t: number): number {
-  switch (granularity) {
-    case "hourly":
-      return hourStart(t) + HOUR;
-    case "daily":
-      return dayStart(t) + DAY;
-    case "halfmonthly":
-      return nextHalfMonthStart(t);
-    case "monthly":
-      return nextMonthStart(t);
-  }
+  return BUCKETS[granularity].next(t);
 }
 
 /** `t` when it starts a bucket of this granularity, else the start of the next bucket. */
