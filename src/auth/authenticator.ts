@@ -7,6 +7,7 @@
  */
 import type { Pool } from "mysql2/promise";
 import { fromDatabase, unauthenticated } from "../errors.js";
+import { type Expiring, ExpiringCache, SingleFlight } from "../expiring-cache.js";
 import { findApiKeyByHash } from "../storage/api-keys.js";
 import { bearerCredential, hashApiKey, looksLikeApiKey, sameHash } from "./api-key-secret.js";
 
@@ -18,9 +19,8 @@ export interface Caller {
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
 }
 
-interface CacheEntry {
+interface CacheEntry extends Expiring {
   readonly caller: Caller | null;
-  readonly expiresAt: number;
   /** When the key itself expires (ms), enforced on every use, cached or not. */
   readonly keyExpiresAt: number;
 }
@@ -33,10 +33,10 @@ export interface AuthenticatorOptions {
 }
 
 export class Authenticator {
-  private readonly cache = new Map<string, CacheEntry>();
-  private readonly inFlight = new Map<string, Promise<Caller | null>>();
+  /** By the key hash (base64); when full, the lookup made longest ago goes first. */
+  private readonly cache: ExpiringCache<CacheEntry>;
+  private readonly lookups = new SingleFlight<Caller | null>();
   private readonly ttlMs: number;
-  private readonly maxEntries: number;
   private readonly now: () => number;
 
   constructor(
@@ -44,8 +44,8 @@ export class Authenticator {
     options: AuthenticatorOptions = {},
   ) {
     this.ttlMs = options.cacheTtlMs ?? 2_000;
-    this.maxEntries = options.maxCachedKeys ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.cache = new ExpiringCache({ maxEntries: options.maxCachedKeys ?? 10_000, now: this.now });
   }
 
   /** Resolves the caller or throws `unauthenticated`; a database failure throws `unavailable`. */
@@ -54,18 +54,10 @@ export class Authenticator {
     if (secret === undefined || !looksLikeApiKey(secret)) throw unauthenticated();
     const hash = hashApiKey(secret);
     const cacheKey = hash.toString("base64");
-    const cached = this.cache.get(cacheKey);
+    const cached = this.cache.fresh(cacheKey);
     let caller: Caller | null;
-    if (cached !== undefined && cached.expiresAt > this.now()) {
-      caller = cached.keyExpiresAt > this.now() ? cached.caller : null;
-    } else {
-      let pending = this.inFlight.get(cacheKey);
-      if (pending === undefined) {
-        pending = this.lookUp(hash, cacheKey).finally(() => this.inFlight.delete(cacheKey));
-        this.inFlight.set(cacheKey, pending);
-      }
-      caller = await pending;
-    }
+    if (cached === undefined) caller = await this.lookups.run(cacheKey, () => this.lookUp(hash, cacheKey));
+    else caller = cached.keyExpiresAt > this.now() ? cached.caller : null;
     if (caller === null) throw unauthenticated();
     return caller;
   }
@@ -80,10 +72,11 @@ export class Authenticator {
   cached(authorization: string | null | undefined): { fresh: Caller | undefined; knownValid: boolean } {
     const secret = bearerCredential(authorization);
     if (secret === undefined || !looksLikeApiKey(secret)) return { fresh: undefined, knownValid: false };
-    const entry = this.cache.get(hashApiKey(secret).toString("base64"));
+    const cacheKey = hashApiKey(secret).toString("base64");
+    const entry = this.cache.last(cacheKey);
     const caller = entry !== undefined && entry.keyExpiresAt > this.now() ? (entry.caller ?? undefined) : undefined;
     return {
-      fresh: caller !== undefined && (entry?.expiresAt ?? 0) > this.now() ? caller : undefined,
+      fresh: caller !== undefined && this.cache.fresh(cacheKey) !== undefined ? caller : undefined,
       knownValid: caller !== undefined,
     };
   }
@@ -101,18 +94,12 @@ export class Authenticator {
       throw fromDatabase(error);
     }
     if (keyExpiresAt <= this.now()) caller = null;
-    if (this.cache.size >= this.maxEntries) {
-      // Map iterates in insertion order: drop the oldest entry.
-      const oldest = this.cache.keys().next();
-      if (oldest.done !== true) this.cache.delete(oldest.value);
-    }
-    this.cache.delete(cacheKey);
     this.cache.set(cacheKey, { caller, expiresAt: this.now() + this.ttlMs, keyExpiresAt });
     return caller;
   }
 
   /** Forgets the cached lookup of one key, by id (after a revocation or rotation; its hash is not known here). */
   forgetKey(keyId: string): void {
-    for (const [cacheKey, entry] of this.cache) if (entry.caller?.keyId === keyId) this.cache.delete(cacheKey);
+    this.cache.deleteWhere((_, entry) => entry.caller?.keyId === keyId);
   }
 }

@@ -9,6 +9,7 @@
  * dropped may have read the data from before the change: its result still
  * answers the requests that were waiting for it, but it is not stored.
  */
+import { ExpiringCache, SingleFlight } from "../expiring-cache.js";
 
 export interface CachedValue<T> {
   readonly value: T;
@@ -18,15 +19,10 @@ export interface CachedValue<T> {
   readonly serial: number;
 }
 
-interface Flight<T> {
-  readonly promise: Promise<CachedValue<T>>;
-  /** Set when the key was dropped while loading: the result must not be stored. */
-  dropped: boolean;
-}
-
 export class ResultCache<T> {
-  private readonly entries = new Map<string, CachedValue<T>>();
-  private readonly inFlight = new Map<string, Flight<T>>();
+  /** Least recently used first. */
+  private readonly entries: ExpiringCache<CachedValue<T>>;
+  private readonly loads = new SingleFlight<CachedValue<T>>();
   private serials = 0;
   hits = 0;
   misses = 0;
@@ -34,71 +30,48 @@ export class ResultCache<T> {
   invalidations = 0;
 
   constructor(
-    private readonly maxEntries: number,
+    maxEntries: number,
     private readonly nowMs: () => number = Date.now,
-  ) {}
+  ) {
+    this.entries = new ExpiringCache({ maxEntries, now: nowMs, refreshOnRead: true });
+  }
 
   /**
    * The cached value for `key`, or the result of `load` stored for `ttlMs(value)`
    * milliseconds. A `load` that throws caches nothing.
    */
   async get(key: string, load: () => Promise<T>, ttlMs: (value: T) => number): Promise<CachedValue<T>> {
-    const cached = this.entries.get(key);
-    if (cached !== undefined && cached.expiresAt > this.nowMs()) {
-      // Refresh recency: Map keeps insertion order, so re-insert.
-      this.entries.delete(key);
-      this.entries.set(key, cached);
+    const cached = this.entries.fresh(key);
+    if (cached !== undefined) {
       this.hits += 1;
       return cached;
     }
-    const pending = this.inFlight.get(key);
+    const pending = this.loads.current(key);
     if (pending !== undefined) {
       this.hits += 1;
-      return pending.promise;
+      return pending;
     }
     this.misses += 1;
-    const flight: Flight<T> = {
-      dropped: false,
-      promise: load().then((value) => {
+    const flight: Promise<CachedValue<T>> = this.loads.run(key, () =>
+      load().then((value) => {
         this.serials += 1;
         const entry = { value, expiresAt: this.nowMs() + ttlMs(value), serial: this.serials };
-        if (flight.dropped) return entry;
-        this.entries.delete(key);
-        this.entries.set(key, entry);
-        while (this.entries.size > this.maxEntries) {
-          const oldest = this.entries.keys().next();
-          if (oldest.done === true) break;
-          this.entries.delete(oldest.value);
-        }
+        // Dropped while loading (no longer the current load of its key): answer, but do not store.
+        if (this.loads.current(key) === flight) this.entries.set(key, entry);
         return entry;
       }),
-    };
-    const settled = () => {
-      if (this.inFlight.get(key) === flight) this.inFlight.delete(key);
-    };
-    flight.promise.then(settled, settled);
-    this.inFlight.set(key, flight);
-    return flight.promise;
+    );
+    return flight;
   }
 
   /**
-   * Drops every entry for which `affected(key, value)` holds, and marks running loads of keys for
-   * which `affected(key, undefined)` holds so their results are not stored (later requests start
-   * a new load).
+   * Drops every entry for which `affected(key, value)` holds, and lets go of running loads of keys
+   * for which `affected(key, undefined)` holds so their results are not stored (later requests
+   * start a new load).
    */
   drop(affected: (key: string, value: T | undefined) => boolean): void {
-    for (const [key, entry] of this.entries) {
-      if (affected(key, entry.value)) {
-        this.entries.delete(key);
-        this.invalidations += 1;
-      }
-    }
-    for (const [key, flight] of this.inFlight) {
-      if (affected(key, undefined)) {
-        flight.dropped = true;
-        this.inFlight.delete(key);
-      }
-    }
+    this.invalidations += this.entries.deleteWhere((key, entry) => affected(key, entry.value));
+    this.loads.forget((key) => affected(key, undefined));
   }
 
   get size(): number {
