@@ -5,6 +5,7 @@
  */
 
 import { readFileSync } from "node:fs";
+import { DAY } from "./leaderboard/calendar.js";
 
 export interface Config {
   /** One URL, or several separated by commas in order of preference (Galera nodes, a primary and its standbys). */
@@ -146,7 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheTtlMs: integer("CACHE_TTL_MS", 10_000, 0, 3_600_000),
     rateLimit: {
       points: integer("RATE_LIMIT_POINTS", 60, 1, 1_000_000_000),
-      windowSeconds: integer("RATE_LIMIT_WINDOW_S", 60, 1, 86_400),
+      windowSeconds: integer("RATE_LIMIT_WINDOW_S", 60, 1, DAY),
     },
     databasePoolSize: integer("DATABASE_POOL_SIZE", 4, 1, 64),
     queryTimeoutMs: integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),

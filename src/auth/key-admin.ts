@@ -19,9 +19,9 @@ import {
 import { generateApiKey } from "./api-key-secret.js";
 
 /** Longest rotation overlap: 30 days. */
-export const MAX_OVERLAP_SECONDS = 30 * 86_400;
+export const MAX_OVERLAP_SECONDS = 30 * DAY;
 /** Expiry at most this far ahead (10 years); further is surely a unit mistake. */
-const MAX_EXPIRY_AHEAD_SECONDS = 10 * 365 * 86_400;
+const MAX_EXPIRY_AHEAD_SECONDS = 10 * 365 * DAY;
 const MAX_LABEL_LENGTH = 200;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this rejects
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
@@ -165,8 +165,8 @@ function rateLimitProblems(limit: { points: number; windowSeconds: number } | nu
   if (!Number.isInteger(limit.points) || limit.points < 1 || limit.points > 1_000_000_000) {
     problems.push({ field: "rateLimit.points", message: "rateLimit.points must be 1 to 1000000000" });
   }
-  if (!Number.isInteger(limit.windowSeconds) || limit.windowSeconds < 1 || limit.windowSeconds > 86_400) {
-    problems.push({ field: "rateLimit.windowSeconds", message: "rateLimit.windowSeconds must be 1 to 86400" });
+  if (!Number.isInteger(limit.windowSeconds) || limit.windowSeconds < 1 || limit.windowSeconds > DAY) {
+    problems.push({ field: "rateLimit.windowSeconds", message: `rateLimit.windowSeconds must be 1 to ${DAY}` });
   }
   return problems;
 }

@@ -7,6 +7,7 @@ import type { Pool } from "mysql2/promise";
 import { fromDatabase } from "../errors.js";
 import type { DataChange } from "../storage/data-changes.js";
 import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
+import { DAY } from "./calendar.js";
 import { canonicalDecimal } from "./decimal.js";
 import { bucketRanges } from "./period-buckets.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
@@ -50,7 +51,7 @@ export interface LeaderboardOptions {
  * A period that ended this long ago changes only through late corrections and voids, and the
  * change feed drops its entry when one commits: cache it much longer.
  */
-const SETTLED_AFTER_SECONDS = 86_400;
+const SETTLED_AFTER_SECONDS = DAY;
 const SETTLED_TTL_FACTOR = 360;
 /**
  * How long a caller may reuse an answer (Cache-Control max-age): a change reaches every
