@@ -1,9 +1,10 @@
 /**
  * The two pieces every in-process cache here is made of: a bounded map whose
  * entries expire, and loads shared by concurrent callers (single flight). Used
- * by the API key lookup cache (auth/authenticator.ts) and the leaderboard
- * answer cache (leaderboard/result-cache.ts). Times are milliseconds on the
- * caller's clock.
+ * by the API key lookup cache (auth/authenticator.ts), the leaderboard answer
+ * cache (leaderboard/result-cache.ts), the skins' rendered answers
+ * (api/answer-memo.ts) and readiness probes (api/readiness.ts). Times are
+ * milliseconds on the caller's clock.
  */
 
 export interface Expiring {

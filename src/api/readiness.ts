@@ -6,6 +6,7 @@
  * it), but concurrent probes share one query, so probes cannot load it.
  */
 import type { Pool } from "mysql2/promise";
+import { SingleFlight } from "../expiring-cache.js";
 import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "../storage/migrations.js";
 
 export type ReadinessStatus =
@@ -16,7 +17,7 @@ export type ReadinessStatus =
 
 export class Readiness {
   private serving = true;
-  private pending: Promise<ReadinessStatus> | undefined;
+  private readonly probes = new SingleFlight<ReadinessStatus>();
 
   constructor(private readonly pool: Pool) {}
 
@@ -27,12 +28,7 @@ export class Readiness {
 
   async check(): Promise<ReadinessStatus> {
     if (!this.serving) return { status: "shutting_down" };
-    if (this.pending === undefined) {
-      this.pending = this.probe().finally(() => {
-        this.pending = undefined;
-      });
-    }
-    return this.pending;
+    return this.probes.run("database", () => this.probe());
   }
 
   /** Ready, as a boolean (gRPC health). */
