@@ -1,0 +1,218 @@
+/**
+ * The examples of docs/api.md, run as a reader would run them, against a
+ * running server: the code blocks are read from the document itself (so the
+ * page cannot drift from what works), with TOPWAGERS_URL and TOPWAGERS_KEY set
+ * as the page says. curl and buf curl run in bash, the fetch example in Node,
+ * the requests example in Debian's Python (skipped, saying what to install,
+ * without python3-requests).
+ */
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const API_MD = readFileSync(join(ROOT, "docs", "api.md"), "utf8");
+const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
+const PYTHON = "/usr/bin/python3";
+
+/** The fenced code blocks of the section under `heading`, in order, with their language. */
+function codeBlocks(heading: string, language: string): string[] {
+  const found: string[] = [];
+  let section = "";
+  let fence: { language: string; lines: string[] } | undefined;
+  for (const line of API_MD.split("\n")) {
+    if (fence !== undefined) {
+      if (line === "```") {
+        if (section === heading && fence.language === language) found.push(fence.lines.join("\n"));
+        fence = undefined;
+      } else {
+        fence.lines.push(line);
+      }
+    } else if (line.startsWith("```")) {
+      fence = { language: line.slice(3).trim(), lines: [] };
+    } else if (/^#{2,3} /.test(line)) {
+      section = line.replace(/^#+ /, "");
+    }
+  }
+  if (found.length === 0) throw new Error(`no ${language} block under "${heading}" in docs/api.md`);
+  return found;
+}
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function runProgram(file: string, args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      if (error !== null && typeof error.code !== "number") return reject(error);
+      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+    });
+  });
+}
+
+let server: TestServer;
+/** aff-examples: wagers in the second half of November 2026, the page's fixed period. */
+let key: string;
+/** aff-now: wagers in the current half-month, for the examples that compute it. */
+let nowKey: string;
+let work: string;
+const env = (apiKey = key) => ({ TOPWAGERS_URL: server.baseUrl, TOPWAGERS_KEY: apiKey });
+const BAD_KEY = `tw_${"A".repeat(32)}`;
+
+function currentHalfMonth(): [number, number] {
+  const now = new Date();
+  const firstHalf = now.getUTCDate() <= 15;
+  const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), firstHalf ? 1 : 16) / 1000;
+  const next = firstHalf
+    ? Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 16)
+    : Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+  return [start, next / 1000 - 1];
+}
+
+beforeAll(async () => {
+  // The demo's look: avatars on avatars.example.com, the default avatar for users without one.
+  server = await startTestServer("api_doc_examples");
+  const db = server.database.db;
+  key = (await createKey(db, "aff-examples")).secret;
+  nowKey = (await createKey(db, "aff-now")).secret;
+  await addUsers(db, [
+    {
+      id: "demo-user-1",
+      affiliateId: "aff-examples",
+      username: "blaze_1007",
+      avatar: "https://avatars.example.com/demo/1.png",
+    },
+    {
+      id: "demo-user-2",
+      affiliateId: "aff-examples",
+      username: "nova_1014",
+      avatar: "https://avatars.example.com/demo/2.png",
+    },
+    { id: "demo-user-3", affiliateId: "aff-examples", username: "rex_1021", avatar: "" },
+    { id: "now-1", affiliateId: "aff-now", username: "kai_1500", avatar: "" },
+    { id: "now-2", affiliateId: "aff-now", username: "luna_2000", avatar: "https://avatars.example.com/demo/9.png" },
+  ]);
+  const [currentStart] = currentHalfMonth();
+  await addWagers(db, [
+    wager("demo-user-1", "44559.4614105", NOV_16 + 3600),
+    wager("demo-user-2", "19330.5100052", NOV_16 + 7200),
+    wager("demo-user-3", "14199.99090758", NOV_16 + 10800),
+    // This half-month, whenever the test runs, and the second before it (which must not count).
+    wager("now-1", "1.25", currentStart),
+    wager("now-1", "1000000", currentStart - 1),
+    wager("now-2", "0.00000001", currentStart + 1),
+  ]);
+  work = mkdtempSync(join(tmpdir(), "topwagers-api-doc-"));
+});
+
+afterAll(async () => {
+  await server?.close();
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+describe("docs/api.md examples", () => {
+  it("your first call: the curl line answers the JSON the page shows", async () => {
+    const [script, shown] = [codeBlocks("Your first call", "sh")[0] ?? "", codeBlocks("Your first call", "json")[0]];
+    // The reader sets TOPWAGERS_URL and TOPWAGERS_KEY; the page's own export lines hold placeholders.
+    const call = script
+      .split("\n")
+      .filter((line) => !line.startsWith("export "))
+      .join("\n");
+    const result = await runProgram("bash", ["-c", call], env());
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual(JSON.parse(shown ?? ""));
+  });
+
+  it("curl: the half-month request answers the ranked list", async () => {
+    const result = await runProgram("bash", ["-c", codeBlocks("curl", "sh")[0] ?? ""], env());
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({
+      data: [
+        { username: "blaze_1007", avatar: "https://avatars.example.com/demo/1.png", totalWagered: 44559.4614105 },
+        { username: "nova_1014", avatar: "https://avatars.example.com/demo/2.png", totalWagered: 19330.5100052 },
+        { username: "rex_1021", avatar: "https://www.gravatar.com/avatar/?d=mp&s=256", totalWagered: 14199.99090758 },
+      ],
+      errors: null,
+    });
+  });
+
+  it("JavaScript fetch: prints the current half-month, and the error envelope for a bad key", async () => {
+    const file = join(work, "top-wagers.mjs");
+    writeFileSync(file, codeBlocks("JavaScript (`fetch`, Node.js 18+ or any server-side runtime)", "js")[0] ?? "");
+    const result = await runProgram(process.execPath, [file], env(nowKey));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe("1. kai_1500 1.25\n2. luna_2000 0.00000001\n");
+
+    const refused = await runProgram(process.execPath, [file], env(BAD_KEY));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      "HTTP 401 unauthenticated: missing or invalid API key (send Authorization Bearer with your key)\n",
+    );
+  });
+
+  const noRequests = (() => {
+    try {
+      execFileSync(PYTHON, ["-c", "import requests"], { stdio: "ignore" });
+      return undefined;
+    } catch {
+      return "SKIPPED: the Python requests example needs /usr/bin/python3 with requests (apt-get install -y python3-requests)";
+    }
+  })();
+
+  it.skipIf(noRequests !== undefined)(
+    noRequests ?? "Python requests: prints the current half-month with exact totals, and the error for a bad key",
+    async () => {
+      const file = join(work, "top_wagers.py");
+      writeFileSync(file, codeBlocks("Python (`requests`)", "python")[0] ?? "");
+      const result = await runProgram(PYTHON, [file], env(nowKey));
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      // Decimal keeps every digit of the total; ":f" writes it without an exponent.
+      expect(result.stdout).toBe("1. kai_1500 1.25\n2. luna_2000 0.00000001\n");
+
+      const refused = await runProgram(PYTHON, [file], env(BAD_KEY));
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe(
+        "HTTP 401 unauthenticated: missing or invalid API key (send Authorization Bearer with your key)\n",
+      );
+    },
+  );
+
+  it("gRPC: buf curl over gRPC and curl over Connect answer with the exact decimal, user id and rank", async () => {
+    const [bufCurl, connectCurl] = codeBlocks("gRPC with `buf curl`", "sh");
+    const expected = {
+      data: [
+        {
+          username: "blaze_1007",
+          avatar: "https://avatars.example.com/demo/1.png",
+          totalWagered: 44559.4614105,
+          totalWageredDecimal: "44559.4614105",
+          userId: "demo-user-1",
+          rank: 1,
+        },
+        {
+          username: "nova_1014",
+          avatar: "https://avatars.example.com/demo/2.png",
+          totalWagered: 19330.5100052,
+          totalWageredDecimal: "19330.5100052",
+          userId: "demo-user-2",
+          rank: 2,
+        },
+      ],
+    };
+    for (const script of [bufCurl, connectCurl]) {
+      const result = await runProgram("bash", ["-c", script ?? ""], env());
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout)).toEqual(expected);
+    }
+  }, 60_000);
+});

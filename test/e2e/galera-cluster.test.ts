@@ -1,0 +1,334 @@
+/**
+ * A three-node Galera cluster on loopback (started once for this file). Two
+ * server processes prefer different nodes (A: 1,2,3; B: 2,3,1) and start at
+ * the same moment: the migration lease makes each migration apply exactly
+ * once. Four ingest writers re-send overlapping batches through both servers
+ * while node 1 is killed with SIGKILL mid-way; every call answers or fails
+ * with unavailable / aborted (never a 500), writers retry, and the totals end
+ * exact against an independent sum, `verify` is clean, and reads answer again
+ * within 5 s. Node 1 then rejoins by IST and A moves back to it (its preferred
+ * node) once it is Synced. Last, with two of three nodes gone the survivor is non-Primary
+ * (errno 1047): it counts as down, so callers get unavailable, not 500.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/storage/migrations.js";
+import { runCli } from "../support/cli.js";
+import {
+  defineNode,
+  giveToMysql,
+  installDataDir,
+  makeRoot,
+  type NodeProcess,
+  queryOne,
+  removeRoot,
+  until,
+} from "../support/mariadb-topology.js";
+import { freePort, type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
+
+const TOKEN = "galera-ingest-token-0123456789abcdef";
+const DB = "tw_galera";
+const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999 };
+const FAST_FAILURE_DETECTION =
+  "evs.join_retrans_period=PT0.1S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;" +
+  "evs.suspect_timeout=PT2S;evs.inactive_timeout=PT3S;evs.install_timeout=PT3S";
+
+let root = "";
+const nodes: NodeProcess[] = [];
+const servers: ServerProcess[] = [];
+let a: ServerProcess;
+let b: ServerProcess;
+const internalPorts = new Map<ServerProcess, number>();
+let key = "";
+
+async function synced(node: NodeProcess, size: number): Promise<boolean> {
+  const rows = await queryOne(
+    node,
+    "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_local_state_comment') AS state, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_cluster_size') AS size",
+  );
+  return rows.state === "Synced" && Number(rows.size) === size;
+}
+
+async function startCluster(): Promise<void> {
+  root = makeRoot("galera");
+  const ports = await Promise.all(
+    [0, 1, 2].map(async () => ({ g: await freePort(), i: await freePort(), s: await freePort() })),
+  );
+  const address = `gcomm://${ports.map((p) => `127.0.0.1:${p.g}`).join(",")}`;
+  for (const [index, p] of ports.entries()) {
+    const dataDir = path.join(root, `node${index + 1}`);
+    if (index === 0) await installDataDir(dataDir);
+    else mkdirSync(dataDir, { recursive: true });
+    nodes.push(
+      await defineNode(`node${index + 1}`, dataDir, [
+        "--skip-log-bin",
+        "--binlog-format=ROW",
+        "--default-storage-engine=InnoDB",
+        "--innodb-autoinc-lock-mode=2",
+        "--wsrep-on=ON",
+        "--wsrep-provider=/usr/lib/galera/libgalera_smm.so",
+        "--wsrep-cluster-name=topwagers-test",
+        `--wsrep-cluster-address=${address}`,
+        `--wsrep-node-name=node${index + 1}`,
+        `--wsrep-node-address=127.0.0.1:${p.g}`,
+        `--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${p.g};ist.recv_addr=127.0.0.1:${p.i};gcache.size=32M;${FAST_FAILURE_DETECTION}`,
+        "--wsrep-sst-method=rsync",
+        `--wsrep-sst-receive-address=127.0.0.1:${p.s}`,
+      ]),
+    );
+  }
+  await giveToMysql(root);
+  const [first, second, third] = nodes as [NodeProcess, NodeProcess, NodeProcess];
+  await first.start(["--wsrep-new-cluster"]);
+  await until("node 1 synced", () => synced(first, 1));
+  const admin = await first.admin();
+  await admin.query("DROP USER IF EXISTS ''@'localhost'");
+  await admin.end();
+  await second.start();
+  await until("node 2 synced", () => synced(second, 2), 60_000);
+  await third.start();
+  await until("node 3 synced", () => synced(third, 3), 60_000);
+}
+
+/** `mariadbd --wsrep-recover` on a crashed node: the "uuid:seqno" it logs, to rejoin by IST. */
+async function recoveredPosition(node: NodeProcess): Promise<string> {
+  const log = path.join(node.dataDir, "error.log");
+  const before = existsSync(log) ? readFileSync(log, "utf8").length : 0;
+  const child = spawn("mariadbd", [...node.args, "--wsrep-recover"], { stdio: "ignore" });
+  await new Promise((resolve) => child.once("exit", resolve));
+  const match = /Recovered position: ([0-9a-f-]+:-?\d+)/.exec(readFileSync(log, "utf8").slice(before));
+  if (match?.[1] === undefined) throw new Error("no recovered position in the error log");
+  return match[1];
+}
+
+const urls = (order: readonly number[]) => order.map((i) => nodes[i]?.url("root", DB)).join(",");
+
+async function startInstance(order: readonly number[]): Promise<ServerProcess> {
+  const server = await startServerProcess({
+    DATABASE_URL: urls(order),
+    INGEST_TOKEN: TOKEN,
+    RATE_LIMIT_POINTS: "1000000",
+  });
+  servers.push(server);
+  const internal = await server.waitForLog((line) => line.msg.startsWith("internal listener"));
+  internalPorts.set(server, Number(internal.port));
+  return server;
+}
+
+function ingest(server: ServerProcess) {
+  return createClient(
+    WagerIngestService,
+    createConnectTransport({
+      baseUrl: `http://127.0.0.1:${internalPorts.get(server)}`,
+      httpVersion: "1.1",
+      interceptors: [
+        (next) => async (request) => {
+          request.header.set("authorization", `Bearer ${TOKEN}`);
+          return next(request);
+        },
+      ],
+    }),
+  );
+}
+
+async function board(server: ServerProcess): Promise<[number, string]> {
+  const response = await fetch(`${server.baseUrl}/top-affiliate-wagers-by-period`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ ...JAN, numUsers: 100 }),
+  });
+  // totalWagered is exact decimal text in the JSON: read it as text, never as a float.
+  const text = await response.text();
+  const pairs = [...text.matchAll(/"username":"([^"]*)","avatar":"[^"]*","totalWagered":([0-9.]+)/g)];
+  return [response.status, response.status === 200 ? JSON.stringify(pairs.map((m) => [m[1], m[2]])) : text];
+}
+
+beforeAll(async () => {
+  try {
+    await startCluster();
+    // Both servers at the same moment, against two different nodes.
+    [a, b] = await Promise.all([startInstance([0, 1, 2]), startInstance([1, 2, 0])]);
+  } catch (error) {
+    await Promise.all(servers.map((server) => server.stop("SIGKILL")));
+    await Promise.all(nodes.map((node) => node.kill()));
+    throw error;
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
+  await Promise.all(nodes.map((node) => node.kill()));
+  if (root !== "") removeRoot(root);
+}, 60_000);
+
+const USERS = 12;
+const WAGERS = 240;
+/** Wager i: user i % USERS, amount (i * 37 % 1000 + 1).(i % 100) with 2 decimals, placed in January 2025. */
+function wagerOf(i: number) {
+  const amount = `${((i * 37) % 1000) + 1}.${String(i % 100).padStart(2, "0")}`;
+  return { id: `w-${i}`, userId: `u-${i % USERS}`, amount, placedAt: BigInt(JAN.startTimestamp + i * 60) };
+}
+
+/** The expected board, summed here in integer cents (independent of the service and of SQL). */
+function expectedBoard(): string {
+  const cents = new Map<string, bigint>();
+  for (let i = 0; i < WAGERS; i++) {
+    const w = wagerOf(i);
+    const [whole = "0", fraction = "0"] = w.amount.split(".");
+    cents.set(w.userId, (cents.get(w.userId) ?? 0n) + BigInt(whole) * 100n + BigInt(fraction.padEnd(2, "0")));
+  }
+  const rows = [...cents.entries()].map(([user, c]) => ({
+    user: `user${user.slice(2).padStart(2, "0")}`,
+    c,
+    text: `${c / 100n}${
+      c % 100n === 0n
+        ? ""
+        : `.${String(c % 100n)
+            .padStart(2, "0")
+            .replace(/0$/, "")}`
+    }`,
+  }));
+  rows.sort((x, y) => (x.c === y.c ? (x.user < y.user ? -1 : 1) : x.c > y.c ? -1 : 1));
+  return JSON.stringify(rows.map((r) => [r.user, r.text]));
+}
+
+describe("three-node Galera cluster", () => {
+  it("two servers starting together on two nodes apply each migration exactly once", async () => {
+    const applied = [...a.logs, ...b.logs]
+      .filter((line) => line.msg.startsWith("applied migration "))
+      .map((line) => Number(line.version))
+      .sort((x, y) => x - y);
+    expect(applied).toEqual(Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1));
+    for (const node of nodes) {
+      const rows = await queryOne(node, `SELECT COUNT(*) AS n, MAX(version) AS v FROM ${DB}.schema_migrations`);
+      expect([Number(rows.n), Number(rows.v)]).toEqual([LATEST_SCHEMA_VERSION, LATEST_SCHEMA_VERSION]);
+    }
+  });
+
+  it("four writers re-sending overlapping batches while node 1 is killed: exact totals, no 500, reads back within 5 s", async () => {
+    const created = await runCli(["keys", "create", "--affiliate", "aff-g", "--json"], nodes[1]?.url("root", DB) ?? "");
+    expect(created.code).toBe(0);
+    key = String((JSON.parse(created.stdout) as { key: string }).key);
+    await ingest(a).upsertUsers({
+      users: Array.from({ length: USERS }, (_, u) => ({
+        id: `u-${u}`,
+        affiliateId: "aff-g",
+        username: `user${String(u).padStart(2, "0")}`,
+        avatar: "",
+      })),
+    });
+    const codes = new Map<string, number>();
+    let killedAt = 0;
+    let ingestBackAfter = -1;
+    const readStatuses: number[] = [];
+    let readsBackAfter = -1;
+    let reader: Promise<void> = Promise.resolve();
+    const readUntilBack = async () => {
+      for (;;) {
+        const [status] = await board(a);
+        readStatuses.push(status);
+        if (status === 200) {
+          readsBackAfter = Date.now() - killedAt;
+          return;
+        }
+        if (Date.now() - killedAt > 10_000) return;
+        await sleep(50);
+      }
+    };
+    const writer = async (w: number) => {
+      const server = w % 2 === 0 ? a : b;
+      // Batches of 30 stepping by 20: each wager sent by several writers, several times.
+      for (let start = (w * 10) % 40; start < WAGERS; start += 20) {
+        const batch = Array.from({ length: 30 }, (_, k) => start + k)
+          .filter((i) => i < WAGERS)
+          .map(wagerOf);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await ingest(server).recordWagers({ wagers: batch });
+            if (killedAt > 0 && server === a && ingestBackAfter < 0) ingestBackAfter = Date.now() - killedAt;
+            break;
+          } catch (error) {
+            const code = ConnectError.from(error).code;
+            codes.set(Code[code], (codes.get(Code[code]) ?? 0) + 1);
+            expect([Code.Unavailable, Code.Aborted]).toContain(code);
+            if (attempt > 200) throw error;
+            await sleep(50);
+          }
+        }
+        if (w === 0 && start >= WAGERS / 2 && killedAt === 0) {
+          await nodes[0]?.kill();
+          killedAt = Date.now();
+          reader = readUntilBack();
+        }
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(writer));
+    expect(killedAt).toBeGreaterThan(0);
+    console.log(`ingest errors while node 1 died (retried): ${JSON.stringify(Object.fromEntries(codes))}`);
+    await reader;
+    console.log(
+      `node 1 killed: reads on A answered 200 again after ${readsBackAfter} ms (statuses before: ${readStatuses.join(",")})`,
+    );
+    expect(readStatuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
+    console.log(`node 1 killed: first ingest committed through A ${ingestBackAfter} ms after the kill`);
+    expect(ingestBackAfter).toBeGreaterThanOrEqual(0);
+    expect(ingestBackAfter).toBeLessThan(5_000);
+    expect(readsBackAfter).toBeGreaterThanOrEqual(0);
+    expect(readsBackAfter).toBeLessThan(5_000);
+    // Every committed change is on every instance's answers within a second (change feed).
+    const lastWrite = Date.now();
+    for (const server of [a, b]) {
+      let answer = await board(server);
+      while (answer[1] !== expectedBoard() && Date.now() - lastWrite < 2_000) {
+        await sleep(50);
+        answer = await board(server);
+      }
+      expect(answer).toEqual([200, expectedBoard()]);
+    }
+    console.log(`both servers show the exact totals ${Date.now() - lastWrite} ms after the last write`);
+    const verify = await runCli(["verify"], nodes[1]?.url("root", DB) ?? "");
+    expect(verify.code).toBe(0);
+    expect(verify.stdout).toMatch(/^verify OK: /);
+  });
+
+  it("node 1 rejoins (IST) and A moves back to it, its preferred node, once it is Synced", async () => {
+    const first = nodes[0] as NodeProcess;
+    const position = await recoveredPosition(first);
+    const from = a.logs.length;
+    await first.start([`--wsrep-start-position=${position}`]);
+    await until("node 1 synced again", () => synced(first, 3), 60_000);
+    const syncedAt = Date.now();
+    const moved = await a.waitForLog((line) => line.msg === "database node changed" && line.to === 0, 5_000, from);
+    expect([moved.from, moved.to]).toEqual([1, 0]);
+    console.log(`node 1 Synced again: A moved back to it within ${Date.now() - syncedAt} ms`);
+    expect(await board(a)).toEqual([200, expectedBoard()]);
+  });
+
+  it("with two of three nodes gone the survivor is non-Primary (1047): unavailable, never 500", async () => {
+    // B uses node 2 (its first choice): kill the other two, so node 2 stays up but non-Primary.
+    const from = b.logs.length;
+    await Promise.all([nodes[0]?.kill(), nodes[2]?.kill()]);
+    const until5s = Date.now() + 5_000;
+    const statuses: number[] = [];
+    while (Date.now() < until5s) {
+      statuses.push((await board(b))[0]);
+      await sleep(100);
+    }
+    expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+    const code = await ingest(b)
+      .recordWagers({ wagers: [wagerOf(WAGERS + 1)] })
+      .then(
+        () => "ok",
+        (error: unknown) => Code[ConnectError.from(error).code],
+      );
+    expect(code).toBe("Unavailable");
+    // What B met was errno 1047 from the living, non-Primary node 2, not a refused connection.
+    const met = b.logs.slice(from).map((line) => JSON.stringify(line));
+    expect(met.some((line) => line.includes("WSREP has not yet prepared node for application use"))).toBe(true);
+  });
+});

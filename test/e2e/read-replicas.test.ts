@@ -1,0 +1,300 @@
+/**
+ * Read replicas: a GTID primary and a replica applying with MASTER_DELAY=2 s,
+ * two server processes with DATABASE_READ_URL (A waits 500 ms for the replica
+ * and so skips it after each write; B waits 3 s and so answers from the
+ * caught-up replica). Ingest goes through A. Each instance's answers reach
+ * the new totals and never go back; a new and a revoked key behave within 5 s
+ * whatever the lag; a killed replica is skipped with no 5xx and used again
+ * when back; with the primary killed, reads answer 200 and ingest answers
+ * unavailable.
+ */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { runCli } from "../support/cli.js";
+import {
+  defineNode,
+  giveToMysql,
+  installDataDir,
+  makeRoot,
+  type NodeProcess,
+  queryOne,
+  removeRoot,
+  until,
+} from "../support/mariadb-topology.js";
+import { type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
+
+const exec = promisify(execFile);
+const TOKEN = "replica-ingest-token-0123456789abcdef";
+const DB = "tw_replicas";
+const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999 };
+
+let root = "";
+let primary: NodeProcess;
+let replica: NodeProcess;
+const servers: ServerProcess[] = [];
+let a: ServerProcess;
+let b: ServerProcess;
+let key = "";
+
+const DROP_ANONYMOUS = "SET sql_log_bin = 0; DROP USER IF EXISTS ''@'localhost'; SET sql_log_bin = 1;";
+
+async function startReplication(): Promise<void> {
+  const connection = await replica.admin();
+  await connection.query(
+    `CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${primary.port}, MASTER_USER='repl',
+       MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_DELAY=2;
+     START SLAVE;`,
+  );
+  await connection.end();
+  await until("replication running", async () => {
+    const status = await queryOne(replica, "SHOW SLAVE STATUS");
+    return status.Slave_IO_Running === "Yes" && status.Slave_SQL_Running === "Yes";
+  });
+}
+
+async function startInstance(waitMs: number): Promise<ServerProcess> {
+  const server = await startServerProcess({
+    DATABASE_URL: primary.url("root", DB),
+    DATABASE_READ_URL: replica.url("root", DB),
+    DATABASE_REPLICA_WAIT_MS: String(waitMs),
+    INGEST_TOKEN: TOKEN,
+    RATE_LIMIT_POINTS: "1000000",
+  });
+  servers.push(server);
+  return server;
+}
+
+function ingest(server: ServerProcess, internalPort: number) {
+  void server;
+  return createClient(
+    WagerIngestService,
+    createConnectTransport({
+      baseUrl: `http://127.0.0.1:${internalPort}`,
+      httpVersion: "1.1",
+      interceptors: [
+        (next) => async (request) => {
+          request.header.set("authorization", `Bearer ${TOKEN}`);
+          return next(request);
+        },
+      ],
+    }),
+  );
+}
+
+let internalPortOfA = 0;
+
+async function board(server: ServerProcess, apiKey = key, period: object = JAN): Promise<[number, string]> {
+  const response = await fetch(`${server.baseUrl}/top-affiliate-wagers-by-period`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ ...period, numUsers: 10 }),
+  });
+  const body = (await response.json()) as { data?: { username: string; totalWagered: number }[] };
+  return [response.status, JSON.stringify(body.data?.map((e) => [e.username, e.totalWagered]) ?? body)];
+}
+
+beforeAll(async () => {
+  root = makeRoot("replicas");
+  await installDataDir(path.join(root, "primary"));
+  await exec("cp", ["-a", path.join(root, "primary"), path.join(root, "replica")]);
+  await giveToMysql(root);
+  primary = await defineNode("primary", path.join(root, "primary"), [
+    "--server-id=1",
+    "--log-bin=mysql-bin",
+    "--binlog-format=ROW",
+  ]);
+  replica = await defineNode("replica", path.join(root, "replica"), [
+    "--server-id=2",
+    "--skip-log-bin",
+    "--relay-log=relay-bin",
+    "--read-only=1",
+    "--skip-slave-start",
+  ]);
+  await Promise.all([primary.start(), replica.start()]);
+  const p = await primary.admin();
+  await p.query(
+    `${DROP_ANONYMOUS} SET sql_log_bin = 0; CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'repl';
+     GRANT REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'; SET sql_log_bin = 1;`,
+  );
+  await p.end();
+  const r = await replica.admin();
+  await r.query(DROP_ANONYMOUS.replaceAll("SET sql_log_bin = 0;", "").replaceAll("SET sql_log_bin = 1;", ""));
+  await r.end();
+  await startReplication();
+  a = await startInstance(500); // creates the database and migrates on the primary
+  b = await startInstance(3_000);
+  const internal = await a.waitForLog((line) => line.msg.startsWith("internal listener"));
+  internalPortOfA = Number(internal.port);
+  const created = await runCli(["keys", "create", "--affiliate", "aff-r", "--json"], primary.url("root", DB));
+  expect(created.code).toBe(0);
+  key = String((JSON.parse(created.stdout) as { key: string }).key);
+  await ingest(a, internalPortOfA).upsertUsers({
+    users: [
+      { id: "u-1", affiliateId: "aff-r", username: "alice", avatar: "" },
+      { id: "u-2", affiliateId: "aff-r", username: "bob", avatar: "" },
+    ],
+  });
+}, 90_000);
+
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
+  await Promise.all([primary?.kill(), replica?.kill()]);
+  if (root !== "") removeRoot(root);
+}, 60_000);
+
+describe("primary + replica with MASTER_DELAY=2", () => {
+  it("a new key works on both instances within 5 s although the replica lags", async () => {
+    const created = await runCli(["keys", "create", "--affiliate", "aff-r", "--json"], primary.url("root", DB));
+    const fresh = String((JSON.parse(created.stdout) as { key: string }).key);
+    const since = Date.now();
+    for (const server of [a, b]) {
+      await until("new key accepted", async () => (await board(server, fresh))[0] === 200, 5_000);
+    }
+    expect(Date.now() - since).toBeLessThan(5_000);
+  });
+
+  it("after each write, both instances reach the new totals and never go back", async () => {
+    const batches = [
+      [{ id: "w-1", userId: "u-1", amount: "10.10", placedAt: 1735689600n }],
+      [{ id: "w-2", userId: "u-2", amount: "12.00", placedAt: 1735689700n }],
+      [{ id: "w-3", userId: "u-1", amount: "5.25", placedAt: 1735689800n }],
+    ];
+    const expected = [
+      JSON.stringify([["alice", 10.1]]),
+      JSON.stringify([
+        ["bob", 12],
+        ["alice", 10.1],
+      ]),
+      JSON.stringify([
+        ["alice", 15.35],
+        ["bob", 12],
+      ]),
+    ];
+    const seen: Record<string, string[]> = { a: [], b: [] };
+    await caughtUp();
+    await sleep(2_100); // past the skip window of anything before
+    const skipsBefore = { a: skips(a), b: skips(b) };
+    for (const [step, batch] of batches.entries()) {
+      await ingest(a, internalPortOfA).recordWagers({ wagers: batch });
+      const since = Date.now();
+      const reached = await Promise.all(
+        [a, b].map(async (server, index) => {
+          const name = index === 0 ? "a" : "b";
+          for (;;) {
+            const [status, answer] = await board(server);
+            expect(status).toBe(200);
+            seen[name]?.push(answer);
+            if (answer === expected[step]) return Date.now() - since;
+            if (Date.now() - since > 6_000) throw new Error(`${name} stuck at ${answer}`);
+            await sleep(50);
+          }
+        }),
+      );
+      console.log(
+        `write ${step + 1}: visible on A (waits 500 ms) after ${reached[0]} ms, on B (waits 3 s) after ${reached[1]} ms`,
+      );
+    }
+    // A (waits 500 ms < 2 s lag) skipped the replica after each write and answered from the
+    // primary (then left it alone for 2 s); B (waits 3 s) waited for the replica and never skipped it.
+    expect(skips(a) - skipsBefore.a).toBeGreaterThanOrEqual(1);
+    expect(skips(b) - skipsBefore.b).toBe(0);
+    // Never back: every answer an instance gave is one of the expected states, in order.
+    for (const name of ["a", "b"]) {
+      const order = (seen[name] ?? []).map((answer) => [JSON.stringify([]), ...expected].indexOf(answer));
+      expect(order.every((index) => index >= 0)).toBe(true);
+      expect(order).toEqual([...order].sort((x, y) => x - y));
+    }
+  });
+
+  it("a key revoked on the primary is refused by both instances within 5 s", async () => {
+    const created = await runCli(["keys", "create", "--affiliate", "aff-r", "--json"], primary.url("root", DB));
+    const { id, key: doomed } = JSON.parse(created.stdout) as { id: string; key: string };
+    expect((await board(a, doomed))[0]).toBe(200);
+    expect((await board(b, doomed))[0]).toBe(200);
+    const revoked = await runCli(["keys", "revoke", id], primary.url("root", DB));
+    expect(revoked.code).toBe(0);
+    const since = Date.now();
+    for (const server of [a, b]) {
+      await until("revoked key refused", async () => (await board(server, doomed))[0] === 401, 5_000);
+    }
+    expect(Date.now() - since).toBeLessThan(5_000);
+  });
+
+  it("a killed replica is skipped with no 5xx, and used again once it is back", async () => {
+    await caughtUp();
+    await replica.kill();
+    const statuses: number[] = [];
+    const until5s = Date.now() + 5_000;
+    let period = 0;
+    while (Date.now() < until5s) {
+      for (const server of [a, b]) {
+        // A new period each time: a cache miss, so the database is asked.
+        statuses.push((await board(server, key, { ...JAN, endTimestamp: JAN.endTimestamp - ++period }))[0]);
+      }
+    }
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+    // The skips are counted for operators.
+    const metrics = await (await fetch(`http://127.0.0.1:${internalPortOfA}/metrics`)).text();
+    const skipped = Number(/^topwagers_db_events_total\{event="replica_skipped"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+    expect(skipped).toBeGreaterThan(0);
+    await replica.start();
+    const r = await replica.admin();
+    await r.query("START SLAVE");
+    await r.end();
+    const back = Date.now();
+    const selects = async () => Number((await queryOne(replica, "SHOW GLOBAL STATUS LIKE 'Com_select'")).Value);
+    const before = await selects();
+    await until(
+      "the replica answers leaderboard queries again",
+      async () => {
+        await board(b, key, { ...JAN, endTimestamp: JAN.endTimestamp - ++period });
+        return (await selects()) > before;
+      },
+      8_000,
+    );
+    console.log(`replica used again ${Date.now() - back} ms after it accepted logins`);
+  });
+
+  it("with the primary killed, reads answer 200 from the replica and ingest answers unavailable", async () => {
+    await caughtUp();
+    await primary.kill();
+    const since = Date.now();
+    let period = 1000;
+    for (const server of [a, b]) {
+      const [status, answer] = await board(server, key, { ...JAN, endTimestamp: JAN.endTimestamp - ++period });
+      expect([status, answer]).toEqual([200, expected3()]);
+    }
+    expect((await board(a))[0]).toBe(200);
+    const failure = await ingest(a, internalPortOfA)
+      .recordWagers({ wagers: [{ id: "w-9", userId: "u-1", amount: "1", placedAt: 1735689900n }] })
+      .then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error).code,
+      );
+    expect(failure).toBe(Code.Unavailable);
+    console.log(`primary down: reads answered 200 from the replica ${Date.now() - since} ms after the kill`);
+  });
+});
+
+function skips(server: ServerProcess): number {
+  return server.logs.filter((line) => line.msg === "read replica skipped").length;
+}
+
+/** Waits until the replica has applied everything the primary has committed so far. */
+async function caughtUp(): Promise<void> {
+  const position = String((await queryOne(primary, "SELECT @@global.gtid_binlog_pos AS p")).p);
+  const waited = await queryOne(replica, "SELECT MASTER_GTID_WAIT(?, 10) AS r", [position]);
+  expect(Number(waited.r)).toBe(0);
+}
+
+function expected3(): string {
+  return JSON.stringify([
+    ["alice", 15.35],
+    ["bob", 12],
+  ]);
+}

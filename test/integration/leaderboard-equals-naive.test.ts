@@ -1,0 +1,209 @@
+/**
+ * The bucketed read path must give exactly the answer of the naive GROUP BY over
+ * raw wagers: same users, same order, same decimal strings, for any period.
+ * Random data and random periods (aligned, misaligned, one second, spanning
+ * months and years, future ends), with many ties to exercise the tie-break at
+ * the cut.
+ */
+
+import type { RowDataPacket } from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mulberry32 } from "../../src/ingest/seed-data.js";
+import { canonicalDecimal } from "../../src/leaderboard/decimal.js";
+import { bucketRanges } from "../../src/leaderboard/period-buckets.js";
+import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
+import { topUsersFromRawWagers } from "../../src/storage/leaderboard-queries.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { addUsers, addWagers } from "../support/fixtures.js";
+
+const DATA_FROM = Date.UTC(2025, 10, 20) / 1000; // 2025-11-20
+const DATA_TO = Date.UTC(2026, 2, 10) / 1000; // 2026-03-10: spans a year boundary and February
+const NOW = Date.UTC(2026, 2, 1) / 1000; // data continues past "now" only within ingest's allowance in real life; here it is just data
+
+const TIES_DAY = Date.UTC(2026, 0, 10) / 1000;
+
+let database: TestDatabase;
+let affiliateIds: number[];
+const next = mulberry32(7);
+
+beforeAll(async () => {
+  database = await createTestDatabase("equals_naive");
+  const db = database.db;
+  const users = [];
+  // Usernames with shared prefixes, case differences and non-ASCII to exercise binary ordering.
+  const names = ["amy", "Amy", "amy", "zoë", "Zed", "émile", "bob", "bob_", "😀", "ｆｕｌｌ"];
+  for (let i = 0; i < 60; i++) {
+    users.push({
+      id: `u${i}`,
+      affiliateId: i < 50 ? "big" : "small",
+      username: names[i % names.length] ?? "x",
+      avatar: "",
+    });
+  }
+  await addUsers(db, users);
+  const wagers = [];
+  // Few distinct amounts: many equal totals, so ties cross the cut often.
+  const amounts = ["1", "2.5", "0.00000001", "10", "3.33333333", "100"];
+  for (let n = 0; n < 6000; n++) {
+    const user = Math.floor(next() ** 1.5 * 60);
+    wagers.push({
+      id: `w${n}`,
+      userId: `u${user}`,
+      amount: amounts[Math.floor(next() * amounts.length)] ?? "1",
+      placedAt: DATA_FROM + Math.floor(next() * (DATA_TO - DATA_FROM)),
+    });
+  }
+  // An affiliate where everybody ties: created in reverse name order, so any
+  // order but the username tie-break picks the wrong users at the cut.
+  const tied = Array.from({ length: 30 }, (_, i) => ({
+    id: `t${i}`,
+    affiliateId: "ties",
+    username: `player_${String(29 - i).padStart(2, "0")}`,
+    avatar: "",
+  }));
+  await addUsers(db, tied);
+  for (const [i, user] of tied.entries()) {
+    wagers.push({ id: `tw${i}a`, userId: user.id, amount: "5", placedAt: TIES_DAY + (i % 24) * 3600 + 17 });
+    wagers.push({ id: `tw${i}b`, userId: user.id, amount: i < 3 ? "0.5" : "0.25", placedAt: TIES_DAY + 86_400 + i });
+  }
+  await addWagers(db, wagers);
+  const [rows] = await db.read.query<RowDataPacket[]>(
+    "SELECT id FROM affiliates WHERE external_id IN ('big', 'small', 'ties') ORDER BY external_id",
+  );
+  affiliateIds = rows.map((r) => Number(r.id));
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+function randomPeriod(): [number, number] {
+  const kind = Math.floor(next() * 6);
+  const anyTime = () => DATA_FROM - 86_400 + Math.floor(next() * (DATA_TO - DATA_FROM + 2 * 86_400));
+  const start = anyTime();
+  switch (kind) {
+    case 0: // aligned to the hour
+      return [start - (start % 3600), start - (start % 3600) + 3600 * Math.floor(1 + next() * 200) - 1];
+    case 1: // aligned to days, whole days
+      return [start - (start % 86_400), start - (start % 86_400) + 86_400 * Math.floor(1 + next() * 60) - 1];
+    case 2: // one second
+      return [start, start];
+    case 3: // calendar months
+      {
+        const d = new Date(start * 1000);
+        const from = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / 1000;
+        const to = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1 + Math.floor(next() * 3), 1) / 1000 - 1;
+        return [from, to];
+      }
+    case 4: // future end
+      return [start, NOW + 86_400 * 400];
+    default: // anything
+      return [start, start + Math.floor(next() * 90 * 86_400)];
+  }
+}
+
+describe("bucketRanges", () => {
+  it("counts every second of the period exactly once and nothing outside it, with aligned pieces", () => {
+    for (let i = 0; i < 3000; i++) {
+      const [start, end] = randomPeriod();
+      const ranges = bucketRanges(start, end);
+      for (const r of ranges) {
+        expect(r.from).toBeLessThan(r.to);
+        if (r.source === "hourly") expect([r.from % 3600, r.to % 3600]).toEqual([0, 0]);
+        if (r.source === "daily") expect([r.from % 86_400, r.to % 86_400]).toEqual([0, 0]);
+        if (r.source === "halfmonthly") expect(new Date(r.from * 1000).getUTCDate()).toBeOneOf([1, 16]);
+        if (r.source === "monthly") {
+          expect(new Date(r.from * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
+          expect(new Date(r.to * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
+        }
+      }
+      // Sweep the elementary segments between all boundaries: the signed count
+      // must be 1 inside [start, end + 1) and 0 everywhere else.
+      const points = [...new Set([start, end + 1, ...ranges.flatMap((r) => [r.from, r.to])])].sort((a, b) => a - b);
+      for (let j = 0; j + 1 < points.length; j++) {
+        const at = points[j] as number;
+        const count = ranges.reduce((sum, r) => sum + (r.from <= at && at < r.to ? r.sign : 0), 0);
+        expect(count, `period [${start}, ${end}] at ${at}`).toBe(at >= start && at <= end ? 1 : 0);
+      }
+    }
+  });
+
+  it("answers a calendar month from one monthly row and a misaligned month as the month minus its edges", () => {
+    const oct = Date.UTC(2026, 9, 1) / 1000;
+    const nov = Date.UTC(2026, 10, 1) / 1000;
+    expect(bucketRanges(oct, nov - 1)).toEqual([{ source: "monthly", sign: 1, from: oct, to: nov }]);
+    // Starts 30m37s late, ends 15m11s early.
+    expect(bucketRanges(oct + 1837, nov - 912)).toEqual([
+      { source: "monthly", sign: 1, from: oct, to: nov },
+      { source: "raw", sign: -1, from: oct, to: oct + 1837 },
+      { source: "raw", sign: -1, from: nov - 911, to: nov },
+    ]);
+    // Calendar half-months from their own rollup: one row per user.
+    const oct16 = oct + 15 * 86_400;
+    expect(bucketRanges(oct, oct16 - 1)).toEqual([{ source: "halfmonthly", sign: 1, from: oct, to: oct16 }]);
+    expect(bucketRanges(oct16, nov - 1)).toEqual([{ source: "halfmonthly", sign: 1, from: oct16, to: nov }]);
+    // Three weeks and more of a month: the month minus the rest.
+    expect(bucketRanges(oct + 7 * 86_400, nov - 1)).toEqual([
+      { source: "monthly", sign: 1, from: oct, to: nov },
+      { source: "daily", sign: -1, from: oct, to: oct + 7 * 86_400 },
+    ]);
+  });
+});
+
+describe("bucketed answer equals the naive GROUP BY", () => {
+  it("breaks ties at the cut by username, whatever order the rows were written in", async () => {
+    const leaderboard = new Leaderboard({
+      pool: database.db.read,
+      defaultAvatarUrl: "https://d.example/a.png",
+      cacheTtlMs: 0,
+    });
+    const ties = affiliateIds[2] ?? 0;
+    const day = await leaderboard.topWagersForPeriod(ties, { start: TIES_DAY, end: TIES_DAY + 86_399, numUsers: 3 });
+    expect(day.ranked.map((u) => [u.username, u.totalWagered])).toEqual([
+      ["player_00", "5"],
+      ["player_01", "5"],
+      ["player_02", "5"],
+    ]);
+    // Two days: the first three users wrote 5.5, the rest 5.25; the cut at 4 falls inside the 5.25 tie.
+    const twoDays = await leaderboard.topWagersForPeriod(ties, {
+      start: TIES_DAY,
+      end: TIES_DAY + 2 * 86_400 - 1,
+      numUsers: 4,
+    });
+    expect(twoDays.ranked.map((u) => [u.username, u.totalWagered])).toEqual([
+      ["player_27", "5.5"],
+      ["player_28", "5.5"],
+      ["player_29", "5.5"],
+      ["player_00", "5.25"],
+    ]);
+  });
+
+  it("for 300 random periods, both affiliates, N from 1 to 100", async () => {
+    const leaderboard = new Leaderboard({
+      pool: database.db.read,
+      defaultAvatarUrl: "https://default.example/a.png",
+      cacheTtlMs: 0,
+      now: () => NOW,
+    });
+    let nonEmpty = 0;
+    for (let i = 0; i < 300; i++) {
+      const [start, end] = randomPeriod();
+      const numUsers = [1, 2, 3, 5, 10, 25, 100][Math.floor(next() * 7)] ?? 10;
+      const affiliateId = affiliateIds[i % 3] ?? 0;
+      if (start > NOW) continue;
+      const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, numUsers);
+      const standings = await leaderboard.topWagersForPeriod(affiliateId, { start, end, numUsers });
+      const expected = naive.map((row, index) => ({
+        rank: index + 1,
+        userId: row.userExternalId,
+        username: row.username,
+        avatar: "https://default.example/a.png",
+        totalWagered: canonicalDecimal(row.total),
+      }));
+      expect(standings.ranked, `period [${start}, ${end}] N=${numUsers} affiliate ${affiliateId}`).toEqual(expected);
+      if (expected.length > 0) nonEmpty += 1;
+    }
+    // The check is only meaningful if most periods had data.
+    expect(nonEmpty).toBeGreaterThan(100);
+  });
+});

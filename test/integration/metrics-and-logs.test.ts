@@ -1,0 +1,134 @@
+/**
+ * Observability: GET /metrics on the internal listener counts calls by
+ * procedure, protocol and code, ingest results, cache use and pool state; logs
+ * are JSON and never carry keys or tokens.
+ */
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.js";
+import { createKey } from "../support/fixtures.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+
+const OCT_1 = 1_790_812_800;
+let servers: IngestServers;
+let key: string;
+
+beforeAll(async () => {
+  servers = await startIngestServers("metrics");
+  key = (await createKey(servers.database.db, "aff-m")).secret;
+});
+
+afterAll(async () => {
+  await servers?.close();
+});
+
+async function metricsText(): Promise<string> {
+  const response = await fetch(`${servers.internalUrl}/metrics`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+  return response.text();
+}
+
+/** The value of one sample line, e.g. `name{a="b"} 3`. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe("GET /metrics", () => {
+  it("counts calls by procedure, protocol and code, and ingest results", async () => {
+    const ingest = servers.client("grpc");
+    await ingest.upsertUsers({ users: [{ id: "u1", affiliateId: "aff-m", username: "ann", avatar: "" }] });
+    const wagers = [{ id: "w1", userId: "u1", amount: "2.5", placedAt: BigInt(OCT_1) }];
+    await ingest.recordWagers({ wagers });
+    await ingest.recordWagers({ wagers }); // a re-send: one duplicate
+    const post = (authorization: string, body: object) =>
+      fetch(`${servers.publicUrl}/top-affiliate-wagers-by-period`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const period = { startTimestamp: OCT_1, endTimestamp: OCT_1 + 59, numUsers: 5 };
+    expect((await post(`Bearer ${key}`, period)).status).toBe(200);
+    expect((await post(`Bearer ${key}`, period)).status).toBe(200);
+    expect((await post(`Bearer ${key}`, { ...period, numUsers: 0 })).status).toBe(400);
+    expect((await post("Bearer tw_unknownunknownunknownunknown1234", period)).status).toBe(401);
+    const grpc = servers.publicClient(key);
+    await grpc.getTopAffiliateWagersByPeriod({
+      startTimestamp: BigInt(OCT_1),
+      endTimestamp: BigInt(OCT_1 + 59),
+      numUsers: 5,
+    });
+
+    const text = await metricsText();
+    const rest = 'procedure="topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod",protocol="rest"';
+    expect(sample(text, `topwagers_rpc_calls_total{${rest},code="ok"}`)).toBe(2);
+    expect(sample(text, `topwagers_rpc_calls_total{${rest},code="invalid_argument"}`)).toBe(1);
+    expect(sample(text, `topwagers_rpc_calls_total{${rest},code="unauthenticated"}`)).toBe(1);
+    expect(
+      sample(
+        text,
+        'topwagers_rpc_calls_total{procedure="topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod",protocol="grpc",code="ok"}',
+      ),
+    ).toBe(1);
+    expect(
+      sample(
+        text,
+        'topwagers_rpc_calls_total{procedure="topwagers.v1.WagerIngestService/RecordWagers",protocol="grpc",code="ok"}',
+      ),
+    ).toBe(2);
+    expect(sample(text, 'topwagers_ingest_wagers_total{result="recorded"}')).toBe(1);
+    expect(sample(text, 'topwagers_ingest_wagers_total{result="duplicate"}')).toBe(1);
+    expect(sample(text, "topwagers_ingest_users_upserted_total")).toBe(1);
+    expect(sample(text, `topwagers_rpc_call_duration_seconds_count{${rest}}`)).toBe(4);
+    expect(sample(text, 'topwagers_db_pool_connections{pool="read",state="open"}')).toBeGreaterThan(0);
+    expect(sample(text, "topwagers_result_cache_entries")).toBe(0); // CACHE_TTL_MS=0 in tests
+    expect(text).toContain("topwagers_process_resident_memory_bytes");
+    // No secret ever reaches the metrics.
+    expect(text).not.toContain(key);
+    expect(text).not.toContain(TEST_INGEST_TOKEN);
+  });
+
+  it("is only on the internal listener", async () => {
+    const response = await fetch(`${servers.publicUrl}/metrics`);
+    expect(response.status).toBe(404);
+  });
+});
+
+describe("logs", () => {
+  it("are JSON lines with credentials redacted wherever they appear", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(
+          ...chunk
+            .toString("utf8")
+            .split("\n")
+            .filter((l) => l !== ""),
+        );
+        done();
+      },
+    });
+    const logger = createLogger("info", sink);
+    const secret = "tw_abcdefghijklmnopqrstuvwxyz012345";
+    logger.info({ authorization: `Bearer ${secret}` }, "top-level header");
+    logger.info({ headers: { authorization: `Bearer ${secret}` } }, "nested header");
+    logger.info({ req: { headers: { authorization: `Bearer ${secret}` } } }, "request");
+    logger.info({ key: secret, token: TEST_INGEST_TOKEN, call: { secret } }, "named");
+    logger.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines).toHaveLength(4);
+    for (const line of lines) {
+      expect(line).not.toContain(secret);
+      expect(line).not.toContain(TEST_INGEST_TOKEN);
+      expect(line).toContain("[redacted]");
+    }
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(parsed.map((p) => [p.level, p.service, p.msg])).toEqual([
+      [30, "topwagers", "top-level header"],
+      [30, "topwagers", "nested header"],
+      [30, "topwagers", "request"],
+      [30, "topwagers", "named"],
+    ]);
+  });
+});

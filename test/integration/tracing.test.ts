@@ -1,0 +1,250 @@
+/**
+ * Opt-in OpenTelemetry tracing (issue 13): a request's W3C traceparent is
+ * continued on every protocol (REST, Connect, gRPC with @grpc/grpc-js,
+ * gRPC-Web), with a SERVER span for the call and CLIENT spans for its database
+ * queries, as an in-memory exporter receives them. Off by default, and then
+ * OpenTelemetry is not even loaded.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { createPublicApp } from "../../src/apps/public.js";
+import { loadConfig } from "../../src/config.js";
+import { createTracing, type Tracing, tracesExporterName } from "../../src/observability/tracing.js";
+import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+
+const JAN = 1735689600;
+const REQUEST = { startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 10 };
+const PROCEDURE = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
+const exporter = new InMemorySpanExporter();
+let tracing: Tracing;
+let database: TestDatabase;
+let server: OnePortServer;
+let base: string;
+let port: number;
+let key: string;
+
+/** A fresh caller context: 32 hex trace id, 16 hex parent span id, sampled. */
+function callerContext() {
+  const traceId = randomBytes(16).toString("hex");
+  const parentId = randomBytes(8).toString("hex");
+  return { traceId, parentId, traceparent: `00-${traceId}-${parentId}-01` };
+}
+
+function spansOf(traceId: string): ReadableSpan[] {
+  return exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+}
+
+/** Waits until the trace has its server span (it ends when the response closes, just after the client sees it). */
+async function serverSpanOf(traceId: string): Promise<ReadableSpan> {
+  for (let i = 0; i < 100; i += 1) {
+    const found = spansOf(traceId).find((s) => s.kind === 1); // SpanKind.SERVER
+    if (found !== undefined) return found;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`no server span for trace ${traceId}; spans: ${exporter.getFinishedSpans().map((s) => s.name)}`);
+}
+
+async function expectTraced(traceId: string, parentId: string, name: string, attributes: Record<string, unknown>) {
+  const serverSpan = await serverSpanOf(traceId);
+  expect(serverSpan.name).toBe(name);
+  expect(serverSpan.parentSpanContext?.spanId).toBe(parentId);
+  expect(serverSpan.attributes).toMatchObject(attributes);
+  // The key lookup and the leaderboard query (CACHE_TTL_MS=0, a fresh key): children of the call's span.
+  const queries = spansOf(traceId).filter((s) => s.kind === 2); // SpanKind.CLIENT
+  expect(queries.length).toBeGreaterThanOrEqual(2);
+  for (const q of queries) {
+    expect(q.parentSpanContext?.spanId).toBe(serverSpan.spanContext().spanId);
+    expect(q.attributes["db.system.name"]).toBe("mariadb");
+    expect(q.attributes["db.namespace"]).toBe(new URL(database.url).pathname.slice(1));
+    expect(String(q.attributes["db.query.text"])).toMatch(/^\s*SELECT /i);
+  }
+  // The query texts are parameterised: the key never appears in them.
+  expect(queries.some((q) => String(q.attributes["db.query.text"]).includes("wager"))).toBe(true);
+  for (const q of queries) expect(String(q.attributes["db.query.text"])).not.toContain(key);
+}
+
+async function connectCall(transport: Transport, traceparent: string) {
+  const client = createClient(TopWagersService, transport);
+  const response = await client.getTopAffiliateWagersByPeriod(
+    create(GetTopAffiliateWagersByPeriodRequestSchema, {
+      startTimestamp: BigInt(REQUEST.startTimestamp),
+      endTimestamp: BigInt(REQUEST.endTimestamp),
+      numUsers: REQUEST.numUsers,
+    }),
+    { headers: { authorization: `Bearer ${key}`, traceparent } },
+  );
+  return response.data.map((e) => [e.username, e.totalWageredDecimal]);
+}
+
+beforeAll(async () => {
+  tracing = await createTracing({ exporter, simple: true });
+  database = await createTestDatabase("tracing");
+  await addUsers(database.db, [{ id: "t-u1", affiliateId: "t-aff", username: "alice", avatar: "" }]);
+  await addWagers(database.db, [wager("t-u1", "3.5", JAN + 10)]);
+  tracing.traceDatabase(database.db);
+  const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", DATABASE_URL: database.url });
+  const app = createPublicApp(config, database.db, { tracing, keyCacheTtlMs: 0 });
+  server = createOnePortServer(app.handler);
+  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
+  const address = server.server.address();
+  port = typeof address === "object" && address !== null ? address.port : 0;
+  base = `http://127.0.0.1:${port}`;
+});
+
+afterAll(async () => {
+  await server?.close(5_000);
+  await tracing?.shutdown();
+  await database?.drop();
+});
+
+describe("a caller's traceparent is continued, with spans for the call and its queries", () => {
+  beforeAll(async () => {
+    key = (await createKey(database.db, "t-aff")).secret;
+  });
+
+  it("REST", async () => {
+    const { traceId, parentId, traceparent } = callerContext();
+    const response = await fetch(`${base}/top-affiliate-wagers-by-period`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", traceparent },
+      body: JSON.stringify(REQUEST),
+    });
+    expect(response.status).toBe(200);
+    await response.text();
+    await expectTraced(traceId, parentId, "POST /top-affiliate-wagers-by-period", {
+      "http.request.method": "POST",
+      "http.route": "/top-affiliate-wagers-by-period",
+      "http.response.status_code": 200,
+    });
+  });
+
+  it("Connect (JSON over HTTP/1.1)", async () => {
+    const { traceId, parentId, traceparent } = callerContext();
+    const transport = createConnectTransport({ baseUrl: base, httpVersion: "1.1" });
+    expect(await connectCall(transport, traceparent)).toEqual([["alice", "3.5"]]);
+    await expectTraced(traceId, parentId, PROCEDURE, {
+      "rpc.system": "connect_rpc",
+      "rpc.service": "topwagers.v1.TopWagersService",
+      "rpc.method": "GetTopAffiliateWagersByPeriod",
+      "http.response.status_code": 200,
+    });
+  });
+
+  it("gRPC-Web", async () => {
+    const { traceId, parentId, traceparent } = callerContext();
+    const transport = createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1" });
+    expect(await connectCall(transport, traceparent)).toEqual([["alice", "3.5"]]);
+    await expectTraced(traceId, parentId, PROCEDURE, { "rpc.system": "grpc", "rpc.grpc_web": true });
+  });
+
+  it("gRPC (@grpc/grpc-js, h2c)", async () => {
+    const { traceId, parentId, traceparent } = callerContext();
+    const definition = protoLoader.loadSync("proto/topwagers/v1/top_wagers.proto", { longs: String, defaults: true });
+    const method = (definition["topwagers.v1.TopWagersService"] as protoLoader.ServiceDefinition)
+      .GetTopAffiliateWagersByPeriod;
+    if (method === undefined) throw new Error("no method in the proto");
+    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set("authorization", `Bearer ${key}`);
+      metadata.set("traceparent", traceparent);
+      const response = await new Promise<{ data: { username: string; totalWageredDecimal: string }[] }>(
+        (resolve, reject) => {
+          client.makeUnaryRequest(
+            method.path,
+            method.requestSerialize,
+            method.responseDeserialize,
+            {
+              startTimestamp: String(REQUEST.startTimestamp),
+              endTimestamp: String(REQUEST.endTimestamp),
+              numUsers: 10,
+            },
+            metadata,
+            (error, value) => (error === null ? resolve(value as never) : reject(error)),
+          );
+        },
+      );
+      expect(response.data.map((e) => [e.username, e.totalWageredDecimal])).toEqual([["alice", "3.5"]]);
+    } finally {
+      client.close();
+    }
+    await expectTraced(traceId, parentId, PROCEDURE, {
+      "rpc.system": "grpc",
+      "network.protocol.version": "2.0",
+      "rpc.grpc.status_code": 0,
+    });
+  });
+
+  it("a request without traceparent starts its own trace", async () => {
+    const before = new Set(exporter.getFinishedSpans().map((s) => s.spanContext().traceId));
+    const response = await fetch(`${base}/readyz`);
+    expect(response.status).toBe(200);
+    await response.text();
+    let span: ReadableSpan | undefined;
+    for (let i = 0; i < 100 && span === undefined; i += 1) {
+      span = exporter.getFinishedSpans().find((s) => s.name === "GET /readyz" && !before.has(s.spanContext().traceId));
+      if (span === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(span?.parentSpanContext).toBeUndefined();
+    expect(span?.spanContext().traceId).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
+describe("off by default", () => {
+  it("OTEL_TRACES_EXPORTER unset or none is off; an unknown value is a settings error", () => {
+    expect(tracesExporterName({})).toBe("none");
+    expect(tracesExporterName({ OTEL_TRACES_EXPORTER: "none" })).toBe("none");
+    expect(tracesExporterName({ OTEL_TRACES_EXPORTER: "otlp", OTEL_SDK_DISABLED: "true" })).toBe("none");
+    expect(tracesExporterName({ OTEL_TRACES_EXPORTER: "otlp" })).toBe("otlp");
+    expect(() => tracesExporterName({ OTEL_TRACES_EXPORTER: "jaeger" })).toThrow(
+      'OTEL_TRACES_EXPORTER must be none, otlp or console, got "jaeger"',
+    );
+  });
+
+  /** Imports the built server module in a fresh Node and lists the @opentelemetry modules it resolved. */
+  function loadedOpenTelemetry(env: Record<string, string>): Promise<string[]> {
+    const script = `
+      import { registerHooks } from "node:module";
+      const seen = [];
+      registerHooks({ resolve(specifier, context, next) {
+        if (specifier.startsWith("@opentelemetry/")) seen.push(specifier);
+        return next(specifier, context);
+      } });
+      const { tracingFromEnv } = await import("./dist/src/observability/tracing.js");
+      await import("./dist/src/main.js");
+      const tracing = await tracingFromEnv(process.env);
+      await tracing?.shutdown();
+      process.stdout.write(JSON.stringify([...new Set(seen)].sort()));
+    `;
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+        env: { PATH: process.env.PATH ?? "", ...env },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let out = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => {
+        out += c;
+      });
+      child.once("close", (code) =>
+        code === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`exit ${code}`)),
+      );
+    });
+  }
+
+  it("when off, the server loads no OpenTelemetry SDK module; when on, it does", async () => {
+    // prom-client (the metrics) requires @opentelemetry/api itself, tracing or not; nothing else is loaded.
+    expect(await loadedOpenTelemetry({})).toEqual(["@opentelemetry/api"]);
+    const on = await loadedOpenTelemetry({ OTEL_TRACES_EXPORTER: "console" });
+    expect(on).toEqual(expect.arrayContaining(["@opentelemetry/api", "@opentelemetry/sdk-trace-base"]));
+  }, 20_000);
+});
