@@ -10,15 +10,11 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { canonicalDecimal } from "../../src/leaderboard/decimal.js";
-import { bucketRanges } from "../../src/leaderboard/period-buckets.js";
 import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
 import { topUsersFromRawWagers } from "../../src/storage/leaderboard-queries.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
-
-const DATA_FROM = Date.UTC(2025, 10, 20) / 1000; // 2025-11-20
-const DATA_TO = Date.UTC(2026, 2, 10) / 1000; // 2026-03-10: spans a year boundary and February
-const NOW = Date.UTC(2026, 2, 1) / 1000; // data continues past "now" only within ingest's allowance in real life; here it is just data
+import { DATA_FROM, DATA_TO, NOW, randomPeriod as randomPeriodFrom } from "../support/random-periods.js";
 
 const TIES_DAY = Date.UTC(2026, 0, 10) / 1000;
 
@@ -77,78 +73,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-function randomPeriod(): [number, number] {
-  const kind = Math.floor(next() * 6);
-  const anyTime = () => DATA_FROM - 86_400 + Math.floor(next() * (DATA_TO - DATA_FROM + 2 * 86_400));
-  const start = anyTime();
-  switch (kind) {
-    case 0: // aligned to the hour
-      return [start - (start % 3600), start - (start % 3600) + 3600 * Math.floor(1 + next() * 200) - 1];
-    case 1: // aligned to days, whole days
-      return [start - (start % 86_400), start - (start % 86_400) + 86_400 * Math.floor(1 + next() * 60) - 1];
-    case 2: // one second
-      return [start, start];
-    case 3: // calendar months
-      {
-        const d = new Date(start * 1000);
-        const from = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / 1000;
-        const to = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1 + Math.floor(next() * 3), 1) / 1000 - 1;
-        return [from, to];
-      }
-    case 4: // future end
-      return [start, NOW + 86_400 * 400];
-    default: // anything
-      return [start, start + Math.floor(next() * 90 * 86_400)];
-  }
-}
-
-describe("bucketRanges", () => {
-  it("counts every second of the period exactly once and nothing outside it, with aligned pieces", () => {
-    for (let i = 0; i < 3000; i++) {
-      const [start, end] = randomPeriod();
-      const ranges = bucketRanges(start, end);
-      for (const r of ranges) {
-        expect(r.from).toBeLessThan(r.to);
-        if (r.source === "hourly") expect([r.from % 3600, r.to % 3600]).toEqual([0, 0]);
-        if (r.source === "daily") expect([r.from % 86_400, r.to % 86_400]).toEqual([0, 0]);
-        if (r.source === "halfmonthly") expect(new Date(r.from * 1000).getUTCDate()).toBeOneOf([1, 16]);
-        if (r.source === "monthly") {
-          expect(new Date(r.from * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
-          expect(new Date(r.to * 1000).toISOString().slice(8)).toBe("01T00:00:00.000Z");
-        }
-      }
-      // Sweep the elementary segments between all boundaries: the signed count
-      // must be 1 inside [start, end + 1) and 0 everywhere else.
-      const points = [...new Set([start, end + 1, ...ranges.flatMap((r) => [r.from, r.to])])].sort((a, b) => a - b);
-      for (let j = 0; j + 1 < points.length; j++) {
-        const at = points[j] as number;
-        const count = ranges.reduce((sum, r) => sum + (r.from <= at && at < r.to ? r.sign : 0), 0);
-        expect(count, `period [${start}, ${end}] at ${at}`).toBe(at >= start && at <= end ? 1 : 0);
-      }
-    }
-  });
-
-  it("answers a calendar month from one monthly row and a misaligned month as the month minus its edges", () => {
-    const oct = Date.UTC(2026, 9, 1) / 1000;
-    const nov = Date.UTC(2026, 10, 1) / 1000;
-    expect(bucketRanges(oct, nov - 1)).toEqual([{ source: "monthly", sign: 1, from: oct, to: nov }]);
-    // Starts 30m37s late, ends 15m11s early.
-    expect(bucketRanges(oct + 1837, nov - 912)).toEqual([
-      { source: "monthly", sign: 1, from: oct, to: nov },
-      { source: "raw", sign: -1, from: oct, to: oct + 1837 },
-      { source: "raw", sign: -1, from: nov - 911, to: nov },
-    ]);
-    // Calendar half-months from their own rollup: one row per user.
-    const oct16 = oct + 15 * 86_400;
-    expect(bucketRanges(oct, oct16 - 1)).toEqual([{ source: "halfmonthly", sign: 1, from: oct, to: oct16 }]);
-    expect(bucketRanges(oct16, nov - 1)).toEqual([{ source: "halfmonthly", sign: 1, from: oct16, to: nov }]);
-    // Three weeks and more of a month: the month minus the rest.
-    expect(bucketRanges(oct + 7 * 86_400, nov - 1)).toEqual([
-      { source: "monthly", sign: 1, from: oct, to: nov },
-      { source: "daily", sign: -1, from: oct, to: oct + 7 * 86_400 },
-    ]);
-  });
-});
+const randomPeriod = () => randomPeriodFrom(next);
 
 describe("bucketed answer equals the naive GROUP BY", () => {
   it("breaks ties at the cut by username, whatever order the rows were written in", async () => {
