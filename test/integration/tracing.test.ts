@@ -2,10 +2,10 @@
  * Opt-in OpenTelemetry tracing (issue 13): a request's W3C traceparent is
  * continued on every protocol (REST, Connect, gRPC with @grpc/grpc-js,
  * gRPC-Web), with a SERVER span for the call and CLIENT spans for its database
- * queries, as an in-memory exporter receives them. Off by default, and then
- * OpenTelemetry is not even loaded.
+ * queries, as an in-memory exporter receives them. Off by default: the setting in
+ * test/unit/tracing-settings.test.ts, the modules not loaded in
+ * test/e2e/tracing-off-loads-nothing.test.ts.
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { createPublicApp } from "../../src/apps/public.js";
 import { loadConfig } from "../../src/config.js";
-import { createTracing, type Tracing, tracesExporterName } from "../../src/observability/tracing.js";
+import { createTracing, type Tracing } from "../../src/observability/tracing.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
@@ -198,53 +198,4 @@ describe("a caller's traceparent is continued, with spans for the call and its q
     expect(span?.parentSpanContext).toBeUndefined();
     expect(span?.spanContext().traceId).toMatch(/^[0-9a-f]{32}$/);
   });
-});
-
-describe("off by default", () => {
-  it("OTEL_TRACES_EXPORTER unset or none is off; an unknown value is a settings error", () => {
-    expect(tracesExporterName({})).toBe("none");
-    expect(tracesExporterName({ OTEL_TRACES_EXPORTER: "none" })).toBe("none");
-    expect(tracesExporterName({ OTEL_TRACES_EXPORTER: "otlp", OTEL_SDK_DISABLED: "true" })).toBe("none");
-    expect(tracesExporterName({ OTEL_TRACES_EXPORTER: "otlp" })).toBe("otlp");
-    expect(() => tracesExporterName({ OTEL_TRACES_EXPORTER: "jaeger" })).toThrow(
-      'OTEL_TRACES_EXPORTER must be none, otlp or console, got "jaeger"',
-    );
-  });
-
-  /** Imports the built server module in a fresh Node and lists the @opentelemetry modules it resolved. */
-  function loadedOpenTelemetry(env: Record<string, string>): Promise<string[]> {
-    const script = `
-      import { registerHooks } from "node:module";
-      const seen = [];
-      registerHooks({ resolve(specifier, context, next) {
-        if (specifier.startsWith("@opentelemetry/")) seen.push(specifier);
-        return next(specifier, context);
-      } });
-      const { tracingFromEnv } = await import("./dist/src/observability/tracing.js");
-      await import("./dist/src/main.js");
-      const tracing = await tracingFromEnv(process.env);
-      await tracing?.shutdown();
-      process.stdout.write(JSON.stringify([...new Set(seen)].sort()));
-    `;
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-        env: { PATH: process.env.PATH ?? "", ...env },
-        stdio: ["ignore", "pipe", "inherit"],
-      });
-      let out = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => {
-        out += c;
-      });
-      child.once("close", (code) =>
-        code === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`exit ${code}`)),
-      );
-    });
-  }
-
-  it("when off, the server loads no OpenTelemetry SDK module; when on, it does", async () => {
-    // prom-client (the metrics) requires @opentelemetry/api itself, tracing or not; nothing else is loaded.
-    expect(await loadedOpenTelemetry({})).toEqual(["@opentelemetry/api"]);
-    const on = await loadedOpenTelemetry({ OTEL_TRACES_EXPORTER: "console" });
-    expect(on).toEqual(expect.arrayContaining(["@opentelemetry/api", "@opentelemetry/sdk-trace-base"]));
-  }, 20_000);
 });
