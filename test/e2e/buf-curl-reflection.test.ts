@@ -1,0 +1,166 @@
+/**
+ * End to end with `buf curl` (a spawned binary from @bufbuild/buf): the public API discovered by
+ * server reflection alone, over gRPC, Connect and gRPC-Web, with our errors and their details.
+ * Moved from test/integration/health-and-reflection.test.ts, with the same server and data.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { badRequest, bufCurlDetails, errorInfo } from "../support/details.js";
+import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const run = promisify(execFile);
+
+const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
+const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
+
+const SERVICES = [
+  "topwagers.v1.TopWagersService",
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+];
+
+let server: TestServer;
+let key: string;
+let bufCacheDir: string;
+
+beforeAll(async () => {
+  server = await startTestServer("buf_curl_reflection");
+  const db = server.database.db;
+  key = (await createKey(db, "aff-hr")).secret;
+  await addUsers(db, [
+    { id: "u-1", affiliateId: "aff-hr", username: "alice", avatar: "https://img.example/alice.png" },
+    { id: "u-2", affiliateId: "aff-hr", username: "bob", avatar: "" },
+  ]);
+  await addWagers(db, [
+    wager("u-1", "1.00000001", JAN_1),
+    wager("u-1", "2.5", FEB_1 - 1),
+    wager("u-2", "15000.5", JAN_1 + 1),
+  ]);
+  bufCacheDir = await mkdtemp(join(tmpdir(), "tw-buf-cache-"));
+});
+
+afterAll(async () => {
+  await server?.close();
+  if (bufCacheDir !== undefined) await rm(bufCacheDir, { recursive: true, force: true });
+});
+
+describe("buf curl end to end, schema from reflection only", () => {
+  const procedure = () => `${server.baseUrl}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`;
+  const period = JSON.stringify({ startTimestamp: JAN_1, endTimestamp: FEB_1 - 1, numUsers: 10 });
+  const expected = {
+    data: [
+      {
+        username: "bob",
+        avatar: DEFAULT_AVATAR_URL,
+        totalWagered: 15000.5,
+        totalWageredDecimal: "15000.5",
+        userId: "u-2",
+        rank: 1,
+      },
+      {
+        username: "alice",
+        avatar: "https://img.example/alice.png",
+        totalWagered: 3.50000001,
+        totalWageredDecimal: "3.50000001",
+        userId: "u-1",
+        rank: 2,
+      },
+    ],
+  };
+
+  async function bufCurl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      // Run from a directory without buf.yaml: the schema must come from the server.
+      const { stdout, stderr } = await run(join(process.cwd(), "node_modules/.bin/buf"), ["curl", ...args], {
+        cwd: bufCacheDir,
+        env: { ...process.env, BUF_CACHE_DIR: join(bufCacheDir, "cache") },
+        timeout: 20_000,
+      });
+      return { code: 0, stdout, stderr };
+    } catch (reason) {
+      const failure = reason as { code?: number; stdout?: string; stderr?: string };
+      return { code: failure.code ?? -1, stdout: failure.stdout ?? "", stderr: failure.stderr ?? "" };
+    }
+  }
+
+  for (const protocol of ["grpc", "connect", "grpcweb"] as const) {
+    it(`--protocol ${protocol}: the exact JSON answer`, async () => {
+      const result = await bufCurl([
+        "--protocol",
+        protocol,
+        "--http2-prior-knowledge",
+        "-H",
+        `Authorization: Bearer ${key}`,
+        "-d",
+        period,
+        procedure(),
+      ]);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(result.stdout).toBe(`${JSON.stringify(expected, null, 2)}\n`);
+    });
+  }
+
+  it("works over reflection v1alpha too (older grpcurl, Postman)", async () => {
+    const result = await bufCurl([
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "--reflect-protocol",
+      "grpc-v1alpha",
+      "-H",
+      `Authorization: Bearer ${key}`,
+      "-d",
+      period,
+      procedure(),
+    ]);
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(result.stdout)).toEqual(expected);
+  });
+
+  it("reports our errors: unauthenticated without a key, invalid_argument naming the missing field", async () => {
+    const noKey = await bufCurl(["--protocol", "grpc", "--http2-prior-knowledge", "-d", period, procedure()]);
+    expect(noKey.code).not.toBe(0);
+    expect(noKey.stdout).toBe("");
+    expect(JSON.parse(noKey.stderr)).toEqual({
+      code: "unauthenticated",
+      message: "missing or invalid API key (send Authorization Bearer with your key)",
+      details: bufCurlDetails(errorInfo("UNAUTHENTICATED")),
+    });
+    const missing = await bufCurl([
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-H",
+      `Authorization: Bearer ${key}`,
+      "-d",
+      JSON.stringify({ startTimestamp: JAN_1, endTimestamp: FEB_1 - 1 }),
+      procedure(),
+    ]);
+    expect(missing.code).not.toBe(0);
+    expect(JSON.parse(missing.stderr)).toEqual({
+      code: "invalid_argument",
+      message: "numUsers is required",
+      details: bufCurlDetails(errorInfo("INVALID_ARGUMENT"), badRequest(["num_users", "numUsers is required"])),
+    });
+  });
+
+  it("--list-services and --list-methods show the public API", async () => {
+    const base = ["--protocol", "grpc", "--http2-prior-knowledge"];
+    const services = await bufCurl([...base, "--list-services", server.baseUrl]);
+    expect({ code: services.code, stderr: services.stderr }).toEqual({ code: 0, stderr: "" });
+    console.log(JSON.stringify(services.stdout));
+    expect(services.stdout.trim().split("\n").sort()).toEqual([...SERVICES].sort());
+    const methods = await bufCurl([...base, "--list-methods", server.baseUrl]);
+    expect({ code: methods.code, stderr: methods.stderr }).toEqual({ code: 0, stderr: "" });
+    console.log(JSON.stringify(methods.stdout));
+    expect(methods.stdout.trim().split("\n")).toContain("topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod");
+    expect(methods.stdout.trim().split("\n")).toContain("grpc.health.v1.Health/Check");
+  });
+});
