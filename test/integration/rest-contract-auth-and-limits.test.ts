@@ -1,0 +1,200 @@
+/**
+ * The REST contract (CONTRACT.md §1) on a real socket over a real database: the API key (401), the
+ * key's rate limit (429) and the order of the checks.
+ * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
+ * test/support/rest-contract.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { revokeApiKey } from "../../src/storage/api-keys.js";
+import { createKey } from "../support/fixtures.js";
+import {
+  call,
+  type ErrorItem,
+  expectUnauthenticated,
+  keys,
+  MAX_BODY,
+  OCTOBER,
+  OCTOBER_RANKING,
+  OP,
+  rawExchange,
+  refusal,
+  startRestContractServer,
+  TOO_LARGE_MESSAGE,
+  top,
+  UNAUTHENTICATED_MESSAGE,
+  WWW_AUTHENTICATE,
+} from "../support/rest-contract.js";
+import type { TestServer } from "../support/server.js";
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startRestContractServer();
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+describe("401: missing, unknown, malformed or revoked key", () => {
+  const body = { ...OCTOBER, numUsers: 3 };
+
+  it("refuses a call without Authorization", async () => {
+    expectUnauthenticated(await top(null, body));
+  });
+
+  it.each([
+    ["an unknown key of the right shape", `Bearer tw_${"A".repeat(32)}`],
+    ["a malformed key", "Bearer not-a-key"],
+    ["a key cut short", "Bearer tw_abc"],
+    ["the scheme alone", "Bearer"],
+    ["the scheme and spaces", "Bearer    "],
+    ["another scheme", "Basic dXNlcjpwYXNz"],
+    ["two credentials", `Bearer tw_${"A".repeat(32)} tw_${"B".repeat(32)}`],
+  ])("refuses %s", async (_name, authorization) => {
+    expectUnauthenticated(await top(null, body, { authorization }));
+  });
+
+  it("refuses a valid key sent without a scheme", async () => {
+    expectUnauthenticated(await top(null, body, { authorization: keys.rank }));
+  });
+
+  it("refuses a revoked key", async () => {
+    const db = server.database.db;
+    const never = await createKey(db, "aff-rank");
+    await revokeApiKey(db.write, never.id);
+    expectUnauthenticated(await top(never.secret, body));
+
+    // A key in use is refused once revoked (contract §2: within 5 seconds).
+    const used = await createKey(db, "aff-rank");
+    expect((await top(used.secret, body)).status).toBe(200);
+    await revokeApiKey(db.write, used.id);
+    const deadline = Date.now() + 5_000;
+    let reply = await top(used.secret, body);
+    while (reply.status === 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      reply = await top(used.secret, body);
+    }
+    expectUnauthenticated(reply);
+  });
+
+  it("reads the key only from Authorization: not from the query string, the body or other headers", async () => {
+    for (const query of [`key=${keys.rank}`, `api_key=${keys.rank}`, `access_token=${keys.rank}`]) {
+      expectUnauthenticated(await call(`${OP}?${query}`, { body }));
+    }
+    expectUnauthenticated(await top(null, { ...body, apiKey: keys.rank, key: keys.rank, authorization: keys.rank }));
+    expectUnauthenticated(await top(null, body, { "x-api-key": keys.rank }));
+  });
+
+  it("checks the key before the body: 401 wins over a malformed, mistyped or oversized body", async () => {
+    expectUnauthenticated(await top(null, "{not json"));
+    expectUnauthenticated(await top(null, { numUsers: 0 }));
+    expectUnauthenticated(await call(OP, { body: "x", headers: { "content-type": "text/plain" } }));
+    expectUnauthenticated(await call(OP, { body: "x".repeat(MAX_BODY + 1) }));
+    const bad = await call(OP, { body: "{not json", headers: { authorization: `Bearer tw_${"Z".repeat(32)}` } });
+    expectUnauthenticated(bad);
+  });
+});
+
+describe("429: the key's rate limit", () => {
+  const body = { ...OCTOBER, numUsers: 1 };
+
+  it("counts every authenticated call, valid or not, and then refuses with Retry-After and RateLimit headers", async () => {
+    const limited = await createKey(server.database.db, "aff-rank", { points: 4, windowSeconds: 60 });
+    const policy = '"key";q=4;w=60';
+
+    const first = await top(limited.secret, body);
+    expect(first.status).toBe(200);
+    expect(first.json).toEqual({ data: OCTOBER_RANKING.slice(0, 1), errors: null });
+    expect(first.headers["ratelimit-policy"]).toBe(policy);
+    expect(first.headers.ratelimit).toBe('"key";r=3;t=60');
+    expect(first.headers["retry-after"]).toBeUndefined();
+
+    const invalidCall = await top(limited.secret, { ...body, numUsers: 0 });
+    expect(invalidCall.status).toBe(400);
+    expect(invalidCall.headers["ratelimit-policy"]).toBe(policy);
+    expect(invalidCall.headers.ratelimit).toBe('"key";r=2;t=60');
+
+    const wrongType = await call(OP, { key: limited.secret, body: "{}", headers: { "content-type": "text/plain" } });
+    expect(wrongType.status).toBe(415);
+    expect(wrongType.headers.ratelimit).toBe('"key";r=1;t=60');
+
+    const tooLarge = await call(OP, { key: limited.secret, body: "x".repeat(MAX_BODY + 1) });
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.headers["ratelimit-policy"]).toBe(policy);
+    expect(tooLarge.headers.ratelimit).toBe('"key";r=0;t=60');
+
+    const refused = await top(limited.secret, body);
+    expect(refused.status).toBe(429);
+    expect(refused.json).toEqual(
+      refusal({
+        code: "resource_exhausted",
+        message: "rate limit exceeded for this API key (4 requests per 60 s). Retry in 60 s",
+      }),
+    );
+    expect(refused.headers["retry-after"]).toBe("60");
+    expect(refused.headers["ratelimit-policy"]).toBe(policy);
+    expect(refused.headers.ratelimit).toBe('"key";r=0;t=60');
+    expect(refused.headers["content-type"]).toBe("application/json; charset=utf-8");
+
+    // 429 comes before the body and media-type checks.
+    for (const reply of [
+      await top(limited.secret, "{not json"),
+      await top(limited.secret, { numUsers: 0 }),
+      await call(OP, { key: limited.secret, body: "x", headers: { "content-type": "text/plain" } }),
+      await call(OP, { key: limited.secret, body: "x".repeat(MAX_BODY + 1) }),
+    ]) {
+      expect(reply.status).toBe(429);
+      expect(reply.headers["retry-after"]).toBe("60");
+      expect((reply.json as { errors: ErrorItem[] }).errors[0]?.code).toBe("resource_exhausted");
+    }
+    // ...but after the path, the method and the key.
+    expect((await call(OP, { method: "GET", key: limited.secret })).status).toBe(405);
+    expect((await call("/elsewhere", { key: limited.secret, body })).status).toBe(404);
+    expectUnauthenticated(await top(null, body));
+
+    // The count is per key: another key with the same limit is untouched.
+    const other = await createKey(server.database.db, "aff-rank", { points: 4, windowSeconds: 60 });
+    const fresh = await top(other.secret, body);
+    expect(fresh.status).toBe(200);
+    expect(fresh.headers.ratelimit).toBe('"key";r=3;t=60');
+  });
+
+  it("reports the default policy on keys without their own limit", async () => {
+    const plain = await createKey(server.database.db, "aff-rank");
+    const first = await top(plain.secret, body);
+    expect(first.headers["ratelimit-policy"]).toBe('"default";q=100000;w=60');
+    expect(first.headers.ratelimit).toBe('"default";r=99999;t=60');
+    const second = await top(plain.secret, { numUsers: 0 });
+    expect(second.status).toBe(400);
+    expect(second.headers.ratelimit).toBe('"default";r=99998;t=60');
+  });
+});
+
+describe("check order", () => {
+  const body = { ...OCTOBER, numUsers: 3 };
+
+  it("path and method before the key", async () => {
+    expect((await call(OP, { method: "GET" })).status).toBe(405);
+    expect((await call("/nope", { body })).status).toBe(404);
+  });
+
+  it("key before body size, media type and body", async () => {
+    expectUnauthenticated(await call(OP, { body: "[", headers: { "content-type": "text/plain" } }));
+    const oversized = await rawExchange(
+      `POST ${OP} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n` +
+        "Content-Length: 1000000000\r\nConnection: close\r\n\r\n",
+    );
+    expect(oversized.status).toBe(401);
+    expect(oversized.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE);
+    expect(JSON.parse(oversized.body)).toEqual(refusal({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }));
+  });
+
+  it("body size and media type before the body", async () => {
+    const wrongType = await call(OP, { key: keys.rank, body: "{not json", headers: { "content-type": "text/plain" } });
+    expect(wrongType.status).toBe(415);
+    const oversized = await call(OP, { key: keys.rank, body: `{not json${" ".repeat(MAX_BODY)}` });
+    expect(oversized.status).toBe(413);
+    expect(oversized.json).toEqual(refusal({ code: "payload_too_large", message: TOO_LARGE_MESSAGE }));
+  });
+});

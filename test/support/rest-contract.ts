@@ -1,0 +1,432 @@
+/**
+ * Shared by the test/integration/rest-contract-*.test.ts files (the REST contract, CONTRACT.md §1,
+ * on a real socket over a real database): the constants, the ways of calling (fetch, node:http,
+ * raw sockets, HTTP/2 prior knowledge), the expected envelopes and the test data.
+ *
+ * Most calls go through `fetch`; `node:http`, `node:http2` and raw sockets are
+ * used where fetch cannot say it (no Content-Type, a chunked or lying body,
+ * header-name casing, gzip bytes, HTTP/2 prior knowledge).
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import { expect } from "vitest";
+import { addUsers, addWagers, createKey, wager } from "./fixtures.js";
+import { startTestServer, type TestServer } from "./server.js";
+
+export const OP = "/top-affiliate-wagers-by-period";
+export const EARLIEST_START = 1733115600; // 2024-12-02T05:00:00Z
+export const OCT_1 = 1790812800; // 2026-10-01T00:00:00Z
+export const OCT_16 = 1792108800; // 2026-10-16T00:00:00Z
+export const NOV_1 = 1793491200; // 2026-11-01T00:00:00Z
+/** The server's clock: noon on 1 November 2026 unless a test moves it. */
+export const NOW = NOV_1 + 12 * 3600;
+export const OCTOBER = { startTimestamp: OCT_1, endTimestamp: NOV_1 - 1 };
+export const DEFAULT_AVATAR = "https://cdn.example.test/avatars/default.png";
+export const MAX_BODY = 64 * 1024;
+
+export const UNAUTHENTICATED_MESSAGE = "missing or invalid API key (send Authorization Bearer with your key)";
+export const WWW_AUTHENTICATE = 'Bearer realm="topwagers"';
+export const NOT_FOUND_MESSAGE = `no such path. The operation is POST ${OP}`;
+export const TOO_LARGE_MESSAGE = "request body is larger than 65536 bytes";
+export const NOT_AN_OBJECT_MESSAGE =
+  "request body must be a JSON object with startTimestamp, endTimestamp and numUsers";
+export const EMPTY_BODY_MESSAGE =
+  "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers";
+export const END_BEFORE_START_MESSAGE =
+  "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)";
+
+/** The server of this test file, set by startRestContractServer; the calls below default to it. */
+let server: TestServer;
+/** The affiliates' keys, filled in by startRestContractServer. */
+export const keys = {
+  rank: "",
+  sum: "",
+  affA: "",
+  affB: "",
+  live: "",
+  empty: "",
+  pad: "",
+};
+
+export interface Entry {
+  readonly username: string;
+  readonly avatar: string;
+  readonly totalWagered: number;
+}
+
+export interface Reply {
+  readonly status: number;
+  /** Lower-case names; undefined when absent. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly text: string;
+  readonly json: unknown;
+}
+
+function parseOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** One call with fetch. `body` is sent as given when it is a string, else as JSON. */
+export async function call(
+  path: string,
+  options: {
+    method?: string;
+    key?: string | null;
+    body?: unknown;
+    headers?: Record<string, string>;
+    baseUrl?: string;
+  } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (options.key != null) headers.authorization = `Bearer ${options.key}`;
+  const method = options.method ?? "POST";
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+    headers["content-type"] = "application/json";
+  }
+  Object.assign(headers, options.headers ?? {});
+  const response = await fetch(`${options.baseUrl ?? server.baseUrl}${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: Object.fromEntries(response.headers),
+    text,
+    json: parseOrText(text),
+  };
+}
+
+/** POST to the operation with a key and a JSON body. */
+export function top(key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  return call(OP, { key, body, headers });
+}
+
+/** The data of a 200 answer, checking the envelope on the way. */
+export async function entries(key: string, body: unknown): Promise<Entry[]> {
+  const reply = await top(key, body);
+  expect(reply.status).toBe(200);
+  const json = reply.json as { data: Entry[]; errors: null };
+  expect(Object.keys(json)).toEqual(["data", "errors"]);
+  expect(json.errors).toBeNull();
+  for (const entry of json.data) expect(Object.keys(entry)).toEqual(["username", "avatar", "totalWagered"]);
+  return json.data;
+}
+
+export interface ErrorItem {
+  code: string;
+  message: string;
+  field?: string;
+}
+
+export function refusal(...items: ErrorItem[]): { data: null; errors: ErrorItem[] } {
+  return { data: null, errors: items };
+}
+
+export function invalid(message: string, field?: string): ErrorItem {
+  return field === undefined ? { code: "invalid_argument", message } : { code: "invalid_argument", message, field };
+}
+
+/** The answer to an unauthenticated call: exact body and headers, and no rate-limit headers. */
+export function expectUnauthenticated(reply: Reply): void {
+  expect(reply.status).toBe(401);
+  expect(reply.json).toEqual(refusal({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }));
+  expect(reply.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE);
+  expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
+  expect(reply.headers.ratelimit).toBeUndefined();
+  expect(reply.headers["ratelimit-policy"]).toBeUndefined();
+}
+
+export interface NodeReply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
+/**
+ * One call with node:http on its own connection: only the headers given are
+ * sent (plus Host and Connection), header names exactly as written, the body
+ * as one piece with a Content-Length or as chunks without one (chunked).
+ */
+export function nodeRequest(options: {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  chunks?: readonly Buffer[];
+  /** With `chunks`: never end the body, like a client still uploading; the connection is dropped after the response. */
+  unfinished?: boolean;
+  port?: number;
+}): Promise<NodeReply> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      {
+        host: "127.0.0.1",
+        port: options.port ?? server.port,
+        method: options.method ?? "POST",
+        path: options.path,
+        agent: false,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => {
+          if (options.unfinished === true) request.destroy();
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) });
+        });
+        response.on("error", reject);
+      },
+    );
+    request.on("error", reject);
+    for (const [name, value] of Object.entries(options.headers ?? {})) request.setHeader(name, value);
+    if (options.body !== undefined) {
+      request.setHeader("Content-Length", Buffer.byteLength(options.body));
+      request.end(options.body);
+    } else if (options.chunks !== undefined) {
+      for (const chunk of options.chunks) request.write(chunk);
+      if (options.unfinished !== true) request.end();
+    } else {
+      request.end();
+    }
+  });
+}
+
+export interface RawReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** Writes the bytes as given on a fresh socket and reads the response until the server closes it. */
+export function rawExchange(request: string, port = server.port): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1");
+    const chunks: Buffer[] = [];
+    socket.setTimeout(5_000, () => socket.destroy(new Error("no complete response within 5 s")));
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const raw = Buffer.concat(chunks).toString("utf8");
+      const headerEnd = raw.indexOf("\r\n\r\n");
+      if (headerEnd < 0) return reject(new Error(`no response head in ${JSON.stringify(raw)}`));
+      const [statusLine = "", ...lines] = raw.slice(0, headerEnd).split("\r\n");
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      resolve({ status: Number(statusLine.split(" ")[1]), headers, body: raw.slice(headerEnd + 4) });
+    });
+    socket.write(request);
+  });
+}
+
+/** One POST over HTTP/2 cleartext with prior knowledge (no upgrade), on its own session. */
+export async function h2Request(
+  headers: Record<string, string>,
+  body: string,
+  path = OP,
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+  const session = http2.connect(server.baseUrl);
+  try {
+    return await new Promise((resolve, reject) => {
+      session.on("error", reject);
+      const stream = session.request({ ":method": "POST", ":path": path, ...headers });
+      let head: http2.IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      stream.on("response", (h) => {
+        head = h;
+      });
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () =>
+        resolve({ status: Number(head[":status"]), headers: head, body: Buffer.concat(chunks).toString("utf8") }),
+      );
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  } finally {
+    await new Promise<void>((resolve) => session.close(() => resolve()));
+  }
+}
+
+/** What V8 says about text that is not JSON; the server quotes it in its message. */
+export function jsonParseMessage(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error(`${JSON.stringify(text)} is valid JSON`);
+}
+
+// ---- test data -------------------------------------------------------------
+
+export const img = (name: string) => `https://img.example.test/${name}.png`;
+
+/** aff-rank, October, in the contract's order. Ties at 100 are ordered by username code points, then user id. */
+export const OCTOBER_RANKING: Entry[] = [
+  { username: "big", avatar: img("big"), totalWagered: 1000.5 },
+  { username: "whale", avatar: img("whale"), totalWagered: 500 },
+  { username: "Zed", avatar: img("zed"), totalWagered: 100 },
+  { username: "alice", avatar: img("alice"), totalWagered: 100 },
+  { username: "twin", avatar: img("twin-B"), totalWagered: 100 }, // user id "rank-B"
+  { username: "twin", avatar: img("twin-a"), totalWagered: 100 }, // user id "rank-a"
+  { username: "zebra", avatar: DEFAULT_AVATAR, totalWagered: 100 },
+  { username: "éclair", avatar: img("eclair"), totalWagered: 100 }, // U+00E9
+  { username: "\uE000x", avatar: img("private-use"), totalWagered: 100 }, // U+E000
+  { username: "😀", avatar: img("emoji"), totalWagered: 100 }, // U+1F600, a surrogate pair in UTF-16
+  { username: "small", avatar: img("small"), totalWagered: 99.99999999 },
+];
+
+/** Deterministic amounts with 8 fraction digits, and their exact sum in units of 10^-8. */
+function manyAmounts(count: number): { amounts: string[]; totalUnits: bigint } {
+  let state = 20261122;
+  const next = (modulus: number) => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return state % modulus;
+  };
+  const amounts: string[] = [];
+  let totalUnits = 0n;
+  for (let i = 0; i < count; i += 1) {
+    const whole = next(1_000_000);
+    const fraction = 1 + next(99_999_999);
+    totalUnits += BigInt(whole) * 100_000_000n + BigInt(fraction);
+    amounts.push(`${whole}.${String(fraction).padStart(8, "0")}`);
+  }
+  return { amounts, totalUnits };
+}
+
+/** Canonical decimal text of a count of 10^-8 units: no trailing zeros, no trailing point. */
+export function renderUnits(units: bigint): string {
+  const whole = units / 100_000_000n;
+  const fraction = String(units % 100_000_000n)
+    .padStart(8, "0")
+    .replace(/0+$/, "");
+  return fraction === "" ? String(whole) : `${whole}.${fraction}`;
+}
+
+export const MANY = manyAmounts(2000);
+
+/**
+ * The contract's server and data: one throwaway database and server per test file, as the single
+ * file had. `now` is the server's clock (NOW unless a test moves it).
+ */
+export async function startRestContractServer(now: () => number = () => NOW): Promise<TestServer> {
+  server = await startTestServer(
+    "rest_contract",
+    { CACHE_TTL_MS: "0", DEFAULT_AVATAR_URL: DEFAULT_AVATAR },
+    // Many calls in the rest-contract files fail authentication on purpose; the per-address brake on bad keys
+    // (not part of §1) is set out of their way.
+    { now, failedAuthPolicy: { points: 10_000, windowSeconds: 60 } },
+  );
+  const db = server.database.db;
+  keys.rank = (await createKey(db, "aff-rank")).secret;
+  keys.sum = (await createKey(db, "aff-sum")).secret;
+  keys.affA = (await createKey(db, "aff-a")).secret;
+  keys.affB = (await createKey(db, "aff-b")).secret;
+  keys.live = (await createKey(db, "aff-live")).secret;
+  keys.empty = (await createKey(db, "aff-empty")).secret;
+  keys.pad = (await createKey(db, "aff-pad")).secret;
+
+  // Inserted in an order unlike the expected one, so insertion order or
+  // internal ids cannot produce the right answer by accident.
+  await addUsers(db, [
+    { id: "r-small", affiliateId: "aff-rank", username: "small", avatar: img("small") },
+    { id: "r-emoji", affiliateId: "aff-rank", username: "😀", avatar: img("emoji") },
+    { id: "r-private", affiliateId: "aff-rank", username: "\uE000x", avatar: img("private-use") },
+    { id: "r-eclair", affiliateId: "aff-rank", username: "éclair", avatar: img("eclair") },
+    { id: "r-zebra", affiliateId: "aff-rank", username: "zebra", avatar: "" },
+    { id: "rank-a", affiliateId: "aff-rank", username: "twin", avatar: img("twin-a") },
+    { id: "rank-B", affiliateId: "aff-rank", username: "twin", avatar: img("twin-B") },
+    { id: "r-alice", affiliateId: "aff-rank", username: "alice", avatar: img("alice") },
+    { id: "r-zed", affiliateId: "aff-rank", username: "Zed", avatar: img("zed") },
+    { id: "r-whale", affiliateId: "aff-rank", username: "whale", avatar: img("whale") },
+    { id: "r-big", affiliateId: "aff-rank", username: "big", avatar: img("big") },
+  ]);
+  await addWagers(db, [
+    wager("r-big", "1000", OCT_16),
+    wager("r-big", "0.5", OCT_16 + 1),
+    // 499 at the first second and 1 at the last second of October: 500 only if both bounds are inclusive.
+    wager("r-whale", "499", OCT_1),
+    wager("r-whale", "1", NOV_1 - 1),
+    wager("r-whale", "10000", OCT_1 - 1), // last second of September
+    wager("r-whale", "10000", NOV_1), // first second of November
+    wager("r-zed", "100", OCT_16),
+    wager("r-alice", "60", OCT_16),
+    wager("r-alice", "40.00000000", OCT_16 + 7200),
+    wager("rank-a", "100", OCT_16),
+    wager("rank-B", "100", OCT_16),
+    wager("r-zebra", "99.5", OCT_16),
+    wager("r-zebra", "0.5", OCT_16 + 60),
+    wager("r-eclair", "100", OCT_16),
+    wager("r-private", "100", OCT_16),
+    wager("r-emoji", "100", OCT_16),
+    wager("r-small", "99.99999999", OCT_16), // below 100 as a number, above it as text
+    wager("r-small", "1000", NOV_1),
+  ]);
+
+  await addUsers(db, [
+    { id: "s-many", affiliateId: "aff-sum", username: "summer", avatar: img("summer") },
+    { id: "s-whole", affiliateId: "aff-sum", username: "whole", avatar: img("whole") },
+    { id: "s-huge", affiliateId: "aff-sum", username: "huge", avatar: img("huge") },
+    { id: "s-tiny", affiliateId: "aff-sum", username: "tiny", avatar: img("tiny") },
+    { id: "s-half", affiliateId: "aff-sum", username: "half", avatar: img("half") },
+  ]);
+  await addWagers(db, [
+    ...MANY.amounts.map((amount, i) => wager("s-many", amount, OCT_1 + i * 600)),
+    wager("s-whole", "0.5", OCT_16),
+    wager("s-whole", "0.50000000", OCT_16),
+    wager("s-whole", "12999", OCT_16),
+    wager("s-huge", "999999999999.99999999", OCT_16),
+    wager("s-huge", "999999999999.99999999", OCT_16),
+    wager("s-huge", "999999999999.99999999", OCT_16),
+    wager("s-tiny", "0.00000001", OCT_16),
+    wager("s-half", "1.00000001", OCT_1),
+    wager("s-half", "2.5", OCT_16 - 1),
+  ]);
+
+  // Two affiliates; "mover" starts with aff-a and moves to aff-b after two wagers.
+  await addUsers(db, [
+    { id: "m-1", affiliateId: "aff-a", username: "mover", avatar: img("mover") },
+    { id: "a-1", affiliateId: "aff-a", username: "stays-a", avatar: img("stays-a") },
+    { id: "b-1", affiliateId: "aff-b", username: "stays-b", avatar: img("stays-b") },
+  ]);
+  await addWagers(db, [
+    wager("m-1", "10", OCT_1 + 100),
+    wager("m-1", "20", OCT_1 + 200),
+    wager("a-1", "1", OCT_1 + 100),
+    wager("b-1", "50", OCT_1 + 100),
+  ]);
+  await addUsers(db, [{ id: "m-1", affiliateId: "aff-b", username: "mover", avatar: img("mover") }]);
+  await addWagers(db, [wager("m-1", "4", OCT_1 + 300), wager("m-1", "0.5", OCT_1 + 400)]);
+
+  // A running period around the server clock, and a wager a minute ahead of it (ingest allows 5 minutes).
+  await addUsers(db, [
+    { id: "l-1", affiliateId: "aff-live", username: "live-now", avatar: img("live-now") },
+    { id: "l-2", affiliateId: "aff-live", username: "live-ahead", avatar: img("live-ahead") },
+  ]);
+  await addWagers(db, [wager("l-1", "5", NOV_1), wager("l-1", "7.25", NOW - 10), wager("l-2", "3", NOW + 60)]);
+
+  // Usernames equal but for trailing characters below U+0021.
+  await addUsers(db, [
+    { id: "pad-1", affiliateId: "aff-pad", username: "pad ", avatar: img("pad-space") },
+    { id: "pad-2", affiliateId: "aff-pad", username: "pad", avatar: img("pad") },
+    { id: "tab-1", affiliateId: "aff-pad", username: "a\t", avatar: img("a-tab") },
+    { id: "tab-2", affiliateId: "aff-pad", username: "a", avatar: img("a") },
+  ]);
+  await addWagers(db, [
+    wager("pad-1", "1", OCT_16),
+    wager("pad-2", "1", OCT_16),
+    wager("tab-1", "1", OCT_16),
+    wager("tab-2", "1", OCT_16),
+  ]);
+  return server;
+}
