@@ -10,16 +10,16 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
+import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import {
   CONNECT_PARSE_BINARY_PREFIX,
   connectionIdentity,
   poolUsage,
   reportUnparsableMessagesAsInvalid,
   responseStarted,
-} from "../src/compat.js";
-import { connectionOptions } from "../src/storage/database.js";
-import { createTestDatabase, type TestDatabase } from "./support/database.js";
+} from "../../src/compat.js";
+import { connectionOptions } from "../../src/storage/database.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 /** Serves `handler` on a loopback port for the duration of `use`. */
 async function withServer(handler: http.RequestListener, use: (url: string) => Promise<void>): Promise<void> {
