@@ -38,7 +38,8 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   },
   profile: {
     run: runProfileSummary,
-    usage: "profile <file.cpuprofile> [--top 25]   self time by function of a node --cpu-prof profile",
+    usage:
+      "profile <file.cpuprofile> [--top 25] [--own dist/src/]   self time by function, and our functions inclusive, of a node --cpu-prof profile",
   },
   http: {
     run: runHttpBench,
