@@ -34,7 +34,7 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   protocols: {
     run: runProtocolsBench,
     usage:
-      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR]   every protocol vs bare baselines (wrk, h2load)",
+      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--no-pin]   every protocol vs bare baselines (wrk, h2load)",
   },
   profile: {
     run: runProfileSummary,

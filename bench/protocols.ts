@@ -4,7 +4,7 @@
  * load generators (wrk for HTTP/1.1, h2load for HTTP/2 and gRPC), in
  * alternating rounds (baseline, topwagers, baseline, topwagers, ...).
  *
- *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest]
+ *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest] [--no-pin]
  *
  * Paths and their baselines:
  *   REST over HTTP/1.1 (wrk)         vs a bare node:http server doing the same key hash, limiter call and bytes
@@ -18,7 +18,7 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -33,6 +33,26 @@ import { OCT_1, prepareDatabase } from "./http.js";
 import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
 
 const run = promisify(execFile);
+
+/**
+ * With --pin (the default where taskset exists and there are two or more cores), every server runs on
+ * CPU 0 and the load generator on CPU 1: the two no longer compete for a core, which otherwise makes
+ * the ratios swing by ±15 % from round to round on two cores.
+ */
+let pinLoad: readonly string[] = [];
+
+/** Runs a load generator, on CPU 1 when pinning. */
+function runLoad(tool: string, args: readonly string[], maxBuffer: number) {
+  return pinLoad.length === 0
+    ? run(tool, [...args], { maxBuffer })
+    : run(pinLoad[0] as string, [...pinLoad.slice(1), tool, ...args], { maxBuffer });
+}
+
+/** Moves a running server (all its threads) to CPU 0. */
+async function pinServer(pid: number | undefined): Promise<void> {
+  if (pinLoad.length === 0 || pid === undefined) return;
+  await run("taskset", ["-a", "-p", "-c", "0", String(pid)]);
+}
 
 interface Load {
   readonly rps: number;
@@ -67,9 +87,11 @@ async function wrk(
     "function response(status, headers, body) if status ~= 200 then failed = (failed or 0) + 1 end end",
   ];
   writeFileSync(script, `${lines.join("\n")}\n`);
-  const { stdout } = await run("wrk", ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url], {
-    maxBuffer: 1 << 20,
-  });
+  const { stdout } = await runLoad(
+    "wrk",
+    ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url],
+    1 << 20,
+  );
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
   const ms = (label: string) => {
     const m = new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`).exec(stdout);
@@ -94,7 +116,7 @@ async function h2load(
   const log = join(dir, `h2load-${Date.now()}.log`);
   const args = ["-t1", `-c${connections}`, `-m${streams}`, "-D", String(seconds), "-d", bodyFile, `--log-file=${log}`];
   for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
-  const { stdout } = await run("h2load", [...args, url], { maxBuffer: 1 << 22 });
+  const { stdout } = await runLoad("h2load", [...args, url], 1 << 22);
   const rps = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(stdout)?.[1]);
   const statusLine = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(stdout);
   const failed =
@@ -119,7 +141,9 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       streams: { type: "string", default: "8" },
       profile: { type: "string" },
       only: { type: "string" },
+      pin: { type: "boolean", default: true },
     },
+    allowNegative: true,
   });
   const missing = [];
   if (!(await have("wrk"))) missing.push("wrk");
@@ -127,6 +151,8 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
   if (missing.length > 0) {
     throw new Error(`${missing.join(" and ")} not found: install with  apt-get install nghttp2-client wrk`);
   }
+  const pin = values.pin === true && os.cpus().length >= 2 && (await have("taskset"));
+  pinLoad = pin ? ["taskset", "-c", "1"] : [];
   const seconds = Number(values.duration);
   const rounds = Number(values.rounds);
   const connections = Number(values.connections);
@@ -197,6 +223,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
     GRPC_BODY_FILE: files.grpcAnswer,
   });
   const bareConnect = await startChild(join(distDir, "baseline-connect.js"), { PORT: "0", ANSWER_FILE: files.answer });
+  for (const server of [service, bareHttp, bareHttp2, bareConnect]) await pinServer(server.child.pid);
   const procedure = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
   const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
   const grpcHeaders = { ...auth, "content-type": "application/grpc+proto", te: "trailers" };
@@ -329,9 +356,9 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
   process.stdout.write(
     [
       "",
-      `command: npm run bench -- protocols --duration ${seconds} --rounds ${rounds} --connections ${connections} --streams ${streams}${values.profile === undefined ? "" : ` --profile ${values.profile}`}${only === undefined ? "" : ` --only ${only}`}`,
+      `command: npm run bench -- protocols --duration ${seconds} --rounds ${rounds} --connections ${connections} --streams ${streams}${values.profile === undefined ? "" : ` --profile ${values.profile}`}${only === undefined ? "" : ` --only ${only}`}${values.pin === true ? "" : " --no-pin"}`,
       `machine: ${await machineDescription(databaseUrl)}`,
-      `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process; warm cache, the same 10-entry answer`,
+      `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process${pin ? " (servers on CPU 0, load generator on CPU 1; --no-pin to share)" : ""}; warm cache, the same 10-entry answer`,
       "",
       table(["path", "server", "round", "req/s", "p50 ms", "p99 ms", "failed", "topwagers / baseline"], rows),
       "",
