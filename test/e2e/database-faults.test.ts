@@ -1,5 +1,5 @@
 /**
- * Database faults (CONTRACT §1, 503 row): a throwaway MariaDB (temporary data
+ * Database faults (docs/contract.md, the 503 row): a throwaway MariaDB (temporary data
  * directory, free port) behind a spawned server, with REST, Connect and gRPC
  * traffic running. Stopping the database turns every call into 503
  * `unavailable` with Retry-After (the envelope on REST, the code on RPC) and

@@ -1,5 +1,5 @@
 /**
- * Rate limits shared through Redis by three server processes (CONTRACT §3):
+ * Rate limits shared through Redis by three server processes (docs/contract.md "Rate limits"):
  * a key with limit N gets exactly N successes in total, whichever instance and
  * protocol (REST or Connect) each call goes to; then 429 with the exact
  * RateLimit-Policy, RateLimit and Retry-After fields and the REST envelope.

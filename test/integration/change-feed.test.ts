@@ -1,7 +1,7 @@
 /**
  * The change feed against a real database: a change whose transaction
- * commits after a later id's is still delivered (the watermark trap of
- * research/mysql-aggregation.md §4); the feed is "current" only while its
+ * commits after a later id's is still delivered (the watermark trap: a reader
+ * that only remembers the highest id seen loses rows that commit out of order); the feed is "current" only while its
  * polls succeed; and the leaderboard drops exactly the cached answers a change
  * touches (affiliate and overlapping period, or a listed user).
  */

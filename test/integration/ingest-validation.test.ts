@@ -1,5 +1,5 @@
 /**
- * Every rule of CONTRACT §4 refuses with its own message, names the item by
+ * Every rule of docs/contract.md "Ingest" refuses with its own message, names the item by
  * index and id, reports every problem of a call at once, and writes nothing:
  * not the valid wagers sent alongside, not a rollup row.
  */

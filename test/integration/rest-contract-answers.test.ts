@@ -1,5 +1,5 @@
 /**
- * The REST contract (CONTRACT.md §1) on a real socket over a real database: the success envelope, its
+ * The REST contract (docs/contract.md, "The one public operation") on a real socket over a real database: the success envelope, its
  * ordering and exact decimal totals.
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.

@@ -1,5 +1,5 @@
 /**
- * The REST contract (CONTRACT.md §1) on a real socket over a real database: the API key (401), the
+ * The REST contract (docs/contract.md, "The one public operation") on a real socket over a real database: the API key (401), the
  * key's rate limit (429) and the order of the checks.
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.

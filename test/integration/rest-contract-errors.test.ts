@@ -1,5 +1,5 @@
 /**
- * The REST contract (CONTRACT.md §1) on a real socket over a real database: path and method (404,
+ * The REST contract (docs/contract.md, "The one public operation") on a real socket over a real database: path and method (404,
  * 405), body size (413), media type (415) and an unreachable database (503).
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.

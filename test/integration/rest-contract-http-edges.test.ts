@@ -1,5 +1,5 @@
 /**
- * The REST contract (CONTRACT.md §1) on a real socket over a real database: routing and header
+ * The REST contract (docs/contract.md, "The one public operation") on a real socket over a real database: routing and header
  * tolerance, BASE_PATH, gzip, HTTP/2 with prior knowledge and the health endpoints.
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.

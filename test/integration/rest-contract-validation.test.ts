@@ -1,5 +1,5 @@
 /**
- * The REST contract (CONTRACT.md §1) on a real socket over a real database: every validation rule with
+ * The REST contract (docs/contract.md, "The one public operation") on a real socket over a real database: every validation rule with
  * its message and field, and bodies that are not a JSON object.
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.

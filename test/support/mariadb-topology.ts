@@ -4,7 +4,7 @@
  * three-node Galera cluster. Each lives in its own temporary folder that the
  * `mysql` user can enter (mariadbd runs as mysql: rsync SST breaks as root),
  * listens only on 127.0.0.1 at free ports, and is stopped by PID.
- * Flags follow ../../shared/research/data-tier.md (facts, not code).
+ * Each flag below is the minimum a throwaway replica or Galera node on loopback needs.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";

@@ -296,8 +296,8 @@ function run(command: string, args: readonly string[]): Promise<void> {
 }
 
 /**
- * A throwaway MariaDB on a temporary data directory and a free port (the
- * PITFALLS recipe): `mariadb-install-db` once, then `mariadbd`.
+ * A throwaway MariaDB on a temporary data directory and a free port:
+ * `mariadb-install-db` once, then `mariadbd`.
  */
 export async function startMariaDb(): Promise<MariaDbProcess> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "topwagers-mariadb-"));

@@ -1,5 +1,5 @@
 /**
- * Shared by the test/integration/rest-contract-*.test.ts files (the REST contract, CONTRACT.md §1,
+ * Shared by the test/integration/rest-contract-*.test.ts files (the REST contract, docs/contract.md "The one public operation",
  * on a real socket over a real database): the constants, the ways of calling (fetch, node:http,
  * raw sockets, HTTP/2 prior knowledge), the expected envelopes and the test data.
  *
