@@ -2,7 +2,7 @@
  * API key secrets: generated from 192 random bits with a recognisable prefix,
  * shown once, and stored only as their SHA-256 hash.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 
 export const KEY_PREFIX = "tw_";
 const KEY_PATTERN = /^tw_[A-Za-z0-9_-]{32}$/;
@@ -13,7 +13,12 @@ export function generateApiKey(): { id: string; secret: string; hash: Buffer } {
 }
 
 export function hashApiKey(secret: string): Buffer {
-  return createHash("sha256").update(secret, "utf8").digest();
+  return hash("sha256", secret, "buffer");
+}
+
+/** The same hash as base64 text (a lookup cache key), made in one call: no Buffer on a cache hit. */
+export function apiKeyHashText(secret: string): string {
+  return hash("sha256", secret, "base64");
 }
 
 /** True when the text has the shape of one of our keys; anything else is refused without a lookup. */

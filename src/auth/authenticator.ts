@@ -9,7 +9,7 @@ import type { Pool } from "mysql2/promise";
 import { fromDatabase, unauthenticated } from "../errors.js";
 import { type Expiring, ExpiringCache, SingleFlight } from "../expiring-cache.js";
 import { findApiKeyByHash } from "../storage/api-keys.js";
-import { bearerCredential, hashApiKey, looksLikeApiKey, sameHash } from "./api-key-secret.js";
+import { apiKeyHashText, bearerCredential, looksLikeApiKey, sameHash } from "./api-key-secret.js";
 
 export interface Caller {
   readonly keyId: string;
@@ -52,12 +52,14 @@ export class Authenticator {
   async authenticate(authorization: string | null | undefined): Promise<Caller> {
     const secret = bearerCredential(authorization);
     if (secret === undefined || !looksLikeApiKey(secret)) throw unauthenticated();
-    const hash = hashApiKey(secret);
-    const cacheKey = hash.toString("base64");
+    const cacheKey = apiKeyHashText(secret);
     const cached = this.cache.fresh(cacheKey);
-    let caller: Caller | null;
-    if (cached === undefined) caller = await this.lookups.run(cacheKey, () => this.lookUp(hash, cacheKey));
-    else caller = cached.keyExpiresAt > this.now() ? cached.caller : null;
+    const caller =
+      cached === undefined
+        ? await this.lookups.run(cacheKey, () => this.lookUp(Buffer.from(cacheKey, "base64"), cacheKey))
+        : cached.keyExpiresAt > this.now()
+          ? cached.caller
+          : null;
     if (caller === null) throw unauthenticated();
     return caller;
   }
@@ -72,7 +74,7 @@ export class Authenticator {
   cached(authorization: string | null | undefined): { fresh: Caller | undefined; knownValid: boolean } {
     const secret = bearerCredential(authorization);
     if (secret === undefined || !looksLikeApiKey(secret)) return { fresh: undefined, knownValid: false };
-    const cacheKey = hashApiKey(secret).toString("base64");
+    const cacheKey = apiKeyHashText(secret);
     const entry = this.cache.last(cacheKey);
     const caller = entry !== undefined && entry.keyExpiresAt > this.now() ? (entry.caller ?? undefined) : undefined;
     return {
