@@ -7,7 +7,7 @@
  *
  * Env: PORT, KEY_HASH (hex), REST_BODY_FILE, GRPC_BODY_FILE (a framed message).
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash as digest, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http2 from "node:http2";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -20,9 +20,7 @@ const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
 const server = http2.createServer({ settings: { maxConcurrentStreams: 256 } });
 server.on("stream", (stream, headers) => {
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(String(headers.authorization ?? ""));
-  const hash = createHash("sha256")
-    .update(match?.[1] ?? "")
-    .digest();
+  const hash = digest("sha256", match?.[1] ?? "", "buffer");
   if (match === null || !timingSafeEqual(hash, keyHash)) {
     stream.respond({ ":status": 401 });
     stream.end();

@@ -7,7 +7,7 @@
  *
  * Env: PORT, KEY_HASH (hex SHA-256 of the key), BODY_FILE (bytes to answer with).
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash as digest, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -18,9 +18,7 @@ const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
 
 const server = http.createServer((req, res) => {
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
-  const hash = createHash("sha256")
-    .update(match?.[1] ?? "")
-    .digest();
+  const hash = digest("sha256", match?.[1] ?? "", "buffer");
   if (match === null || !timingSafeEqual(hash, keyHash)) {
     res.writeHead(401).end();
     return;
