@@ -26,6 +26,8 @@ export interface ExpiringCacheOptions {
 export class ExpiringCache<E extends Expiring> {
   // A Map iterates in insertion order: the first key is the oldest.
   private readonly entries = new Map<string, E>();
+  /** The key stored or refreshed last: reading it again changes no order (a hot key is read again and again). */
+  private newest: string | undefined;
   private readonly now: () => number;
 
   constructor(private readonly options: ExpiringCacheOptions) {
@@ -36,9 +38,10 @@ export class ExpiringCache<E extends Expiring> {
   fresh(key: string): E | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined || entry.expiresAt <= this.now()) return undefined;
-    if (this.options.refreshOnRead === true) {
+    if (this.options.refreshOnRead === true && key !== this.newest) {
       this.entries.delete(key);
       this.entries.set(key, entry);
+      this.newest = key;
     }
     return entry;
   }
@@ -52,6 +55,7 @@ export class ExpiringCache<E extends Expiring> {
   set(key: string, entry: E): void {
     this.entries.delete(key);
     this.entries.set(key, entry);
+    this.newest = key;
     while (this.entries.size > this.options.maxEntries) {
       const oldest = this.entries.keys().next();
       if (oldest.done === true) break;

@@ -44,6 +44,28 @@ describe("ExpiringCache", () => {
     }
   });
 
+  it("keeps least-recently-used order through repeated reads, deletions and re-stores of the newest key", () => {
+    const cache = new ExpiringCache<Entry>({ maxEntries: 3, now: () => 0, refreshOnRead: true });
+    const store = (name: string) => cache.set(name, { name, expiresAt: 10 });
+    const kept = () => ["a", "b", "c", "d", "e"].filter((name) => cache.last(name) !== undefined);
+    store("a");
+    store("b");
+    store("c");
+    cache.fresh("c"); // already the newest
+    cache.fresh("c");
+    cache.fresh("a"); // order now b, c, a
+    cache.fresh("a");
+    store("d"); // drops b
+    expect(kept()).toEqual(["a", "c", "d"]);
+    cache.deleteWhere((key) => key === "d"); // the newest goes: c, a
+    cache.fresh("c"); // a, c
+    store("e"); // a, c, e
+    store("b"); // drops a
+    expect(kept()).toEqual(["b", "c", "e"]);
+    store("d"); // drops c
+    expect(kept()).toEqual(["b", "d", "e"]);
+  });
+
   it("deleteWhere drops the matching entries and counts them", () => {
     const cache = new ExpiringCache<Entry>({ maxEntries: 10, now: () => 0 });
     for (const name of ["a1", "b1", "a2"]) cache.set(name, { name, expiresAt: 10 });
