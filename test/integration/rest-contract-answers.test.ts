@@ -4,7 +4,7 @@
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   DEFAULT_AVATAR,
   entries,
@@ -18,21 +18,12 @@ import {
   OCTOBER,
   OCTOBER_RANKING,
   renderUnits,
-  startRestContractServer,
   top,
+  useRestContractServer,
 } from "../support/rest-contract.js";
-import type { TestServer } from "../support/server.js";
 
 let clock = NOW;
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startRestContractServer(() => clock);
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+useRestContractServer(() => clock);
 
 // ---- success ---------------------------------------------------------------
 

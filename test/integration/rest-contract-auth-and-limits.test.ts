@@ -4,7 +4,7 @@
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { revokeApiKey } from "../../src/storage/api-keys.js";
 import { createKey } from "../support/fixtures.js";
 import {
@@ -18,23 +18,14 @@ import {
   OP,
   rawExchange,
   refusal,
-  startRestContractServer,
   TOO_LARGE_MESSAGE,
   top,
   UNAUTHENTICATED_MESSAGE,
+  useRestContractServer,
   WWW_AUTHENTICATE,
 } from "../support/rest-contract.js";
-import type { TestServer } from "../support/server.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startRestContractServer();
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+const server = useRestContractServer();
 
 describe("401: missing, unknown, malformed or revoked key", () => {
   const body = { ...OCTOBER, numUsers: 3 };
@@ -60,7 +51,7 @@ describe("401: missing, unknown, malformed or revoked key", () => {
   });
 
   it("refuses a revoked key", async () => {
-    const db = server.database.db;
+    const db = server().database.db;
     const never = await createKey(db, "aff-rank");
     await revokeApiKey(db.write, never.id);
     expectUnauthenticated(await top(never.secret, body));
@@ -100,7 +91,7 @@ describe("429: the key's rate limit", () => {
   const body = { ...OCTOBER, numUsers: 1 };
 
   it("counts every authenticated call, valid or not, and then refuses with Retry-After and RateLimit headers", async () => {
-    const limited = await createKey(server.database.db, "aff-rank", { points: 4, windowSeconds: 60 });
+    const limited = await createKey(server().database.db, "aff-rank", { points: 4, windowSeconds: 60 });
     const policy = '"key";q=4;w=60';
 
     const first = await top(limited.secret, body);
@@ -154,14 +145,14 @@ describe("429: the key's rate limit", () => {
     expectUnauthenticated(await top(null, body));
 
     // The count is per key: another key with the same limit is untouched.
-    const other = await createKey(server.database.db, "aff-rank", { points: 4, windowSeconds: 60 });
+    const other = await createKey(server().database.db, "aff-rank", { points: 4, windowSeconds: 60 });
     const fresh = await top(other.secret, body);
     expect(fresh.status).toBe(200);
     expect(fresh.headers.ratelimit).toBe('"key";r=3;t=60');
   });
 
   it("reports the default policy on keys without their own limit", async () => {
-    const plain = await createKey(server.database.db, "aff-rank");
+    const plain = await createKey(server().database.db, "aff-rank");
     const first = await top(plain.secret, body);
     expect(first.headers["ratelimit-policy"]).toBe('"default";q=100000;w=60');
     expect(first.headers.ratelimit).toBe('"default";r=99999;t=60');

@@ -25,20 +25,11 @@ import {
   OP,
   rawExchange,
   refusal,
-  startRestContractServer,
   TOO_LARGE_MESSAGE,
+  useRestContractServer,
 } from "../support/rest-contract.js";
-import type { TestServer } from "../support/server.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startRestContractServer();
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+useRestContractServer();
 
 describe("404 and 405: path and method, checked first", () => {
   it.each([

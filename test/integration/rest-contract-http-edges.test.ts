@@ -22,23 +22,15 @@ import {
   OP,
   rawExchange,
   refusal,
-  startRestContractServer,
   TOO_LARGE_MESSAGE,
   top,
   UNAUTHENTICATED_MESSAGE,
+  useRestContractServer,
   WWW_AUTHENTICATE,
 } from "../support/rest-contract.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startRestContractServer();
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+useRestContractServer();
 
 // ---- routing and headers -----------------------------------------------------
 

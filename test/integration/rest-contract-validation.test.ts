@@ -4,7 +4,7 @@
  * One of the test/integration/rest-contract-*.test.ts files; the calls, constants and data are in
  * test/support/rest-contract.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   EARLIEST_START,
   EMPTY_BODY_MESSAGE,
@@ -21,20 +21,11 @@ import {
   OCTOBER,
   OCTOBER_RANKING,
   refusal,
-  startRestContractServer,
   top,
+  useRestContractServer,
 } from "../support/rest-contract.js";
-import type { TestServer } from "../support/server.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startRestContractServer();
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+useRestContractServer();
 
 // ---- validation ------------------------------------------------------------
 

@@ -10,7 +10,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { addUsers, addWagers, createKey, wager } from "./fixtures.js";
 import { startTestServer, type TestServer } from "./server.js";
 
@@ -316,6 +316,20 @@ export function renderUnits(units: bigint): string {
 export const MANY = manyAmounts(2000);
 
 /**
+ * Starts this test file's server and data before its tests and closes them after; returns the
+ * server (for tests that add keys of their own).
+ */
+export function useRestContractServer(now?: () => number): () => TestServer {
+  beforeAll(async () => {
+    await startRestContractServer(now);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return () => server;
+}
+
+/**
  * The contract's server and data: one throwaway database and server per test file, as the single
  * file had. `now` is the server's clock (NOW unless a test moves it).
  */
@@ -324,7 +338,7 @@ export async function startRestContractServer(now: () => number = () => NOW): Pr
     "rest_contract",
     { CACHE_TTL_MS: "0", DEFAULT_AVATAR_URL: DEFAULT_AVATAR },
     // Many calls in the rest-contract files fail authentication on purpose; the per-address brake on bad keys
-    // (not part of §1) is set out of their way.
+    // (not part of the REST contract) is set out of their way.
     { now, failedAuthPolicy: { points: 10_000, windowSeconds: 60 } },
   );
   const db = server.database.db;
