@@ -11,20 +11,10 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
 import { badRequest, bufCurlDetails, errorInfo } from "../support/details.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addReflectionData, FEB_1, JAN_1, SERVICES } from "../support/reflection-data.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const run = promisify(execFile);
-
-const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
-
-const SERVICES = [
-  "topwagers.v1.TopWagersService",
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-];
 
 let server: TestServer;
 let key: string;
@@ -32,17 +22,7 @@ let bufCacheDir: string;
 
 beforeAll(async () => {
   server = await startTestServer("buf_curl_reflection");
-  const db = server.database.db;
-  key = (await createKey(db, "aff-hr")).secret;
-  await addUsers(db, [
-    { id: "u-1", affiliateId: "aff-hr", username: "alice", avatar: "https://img.example/alice.png" },
-    { id: "u-2", affiliateId: "aff-hr", username: "bob", avatar: "" },
-  ]);
-  await addWagers(db, [
-    wager("u-1", "1.00000001", JAN_1),
-    wager("u-1", "2.5", FEB_1 - 1),
-    wager("u-2", "15000.5", JAN_1 + 1),
-  ]);
+  key = await addReflectionData(server.database.db);
   bufCacheDir = await mkdtemp(join(tmpdir(), "tw-buf-cache-"));
 });
 

@@ -18,18 +18,8 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addReflectionData, SERVICES } from "../support/reflection-data.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-
-const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
-
-const SERVICES = [
-  "topwagers.v1.TopWagersService",
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-];
 
 let server: TestServer;
 const sessions: Http2SessionManager[] = [];
@@ -60,17 +50,7 @@ function method(service: protoLoader.ServiceDefinition, name: string): protoLoad
 
 beforeAll(async () => {
   server = await startTestServer("health_reflection");
-  const db = server.database.db;
-  await createKey(db, "aff-hr");
-  await addUsers(db, [
-    { id: "u-1", affiliateId: "aff-hr", username: "alice", avatar: "https://img.example/alice.png" },
-    { id: "u-2", affiliateId: "aff-hr", username: "bob", avatar: "" },
-  ]);
-  await addWagers(db, [
-    wager("u-1", "1.00000001", JAN_1),
-    wager("u-1", "2.5", FEB_1 - 1),
-    wager("u-2", "15000.5", JAN_1 + 1),
-  ]);
+  await addReflectionData(server.database.db);
 });
 
 afterAll(async () => {
