@@ -39,6 +39,22 @@ export interface Config {
   /** Server-side limit for one read query (MariaDB max_statement_time / MySQL max_execution_time). */
   readonly queryTimeoutMs: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** OpenTelemetry tracing: "none" (off, the default), "otlp" or "console". */
+  readonly tracesExporter: TracesExporterName;
+}
+
+export type TracesExporterName = "none" | "otlp" | "console";
+
+/**
+ * The exporter OTEL_TRACES_EXPORTER asks for ("none" when unset or OTEL_SDK_DISABLED=true), or the
+ * problem with its value.
+ */
+export function readTracesExporter(env: Env): TracesExporterName | { readonly problem: string } {
+  if ((env.OTEL_SDK_DISABLED ?? "").toLowerCase() === "true") return "none";
+  const value = (env.OTEL_TRACES_EXPORTER ?? "").trim().toLowerCase();
+  if (value === "" || value === "none") return "none";
+  if (value === "otlp" || value === "console") return value;
+  return { problem: `OTEL_TRACES_EXPORTER must be none, otlp or console, got "${env.OTEL_TRACES_EXPORTER}"` };
 }
 
 export class ConfigError extends Error {
@@ -123,6 +139,8 @@ export function loadConfig(env: Env = process.env): Config {
       problems.push(`DATABASE_TLS_CA cannot be read: ${(error as Error).message}`);
     }
   }
+  const tracesExporter = readTracesExporter(env);
+  if (typeof tracesExporter !== "string") problems.push(tracesExporter.problem);
   const migrateOnStart = text("MIGRATE_ON_START", "true");
   if (migrateOnStart !== "true" && migrateOnStart !== "false") {
     problems.push(`MIGRATE_ON_START must be true or false, got "${migrateOnStart}"`);
@@ -152,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: integer("DATABASE_POOL_SIZE", 4, 1, 64),
     queryTimeoutMs: integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),
     logLevel: logLevel as Config["logLevel"],
+    tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

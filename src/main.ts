@@ -7,14 +7,12 @@
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { isEntryPoint } from "./entry.js";
 import { createLogger } from "./logger.js";
-import { tracesExporterName } from "./observability/tracing.js";
 import { serve } from "./server.js";
 
 async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
-    tracesExporterName(process.env); // a bad OTEL_TRACES_EXPORTER is a settings error too (exit 2)
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

@@ -10,7 +10,7 @@ import { type Config, redact } from "./config.js";
 import { createChangeWakeups } from "./leaderboard/change-wakeups.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
-import { tracesExporterName, tracingFromEnv } from "./observability/tracing.js";
+import { tracingFromEnv } from "./observability/tracing.js";
 import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
@@ -89,7 +89,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     },
     `topwagers listening on ${config.host}:${port}`,
   );
-  if (tracing !== undefined) logger.info({ exporter: tracesExporterName(process.env) }, "OpenTelemetry tracing is on");
+  if (tracing !== undefined) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
   return {
     port,
     internalPort,

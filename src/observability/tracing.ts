@@ -20,7 +20,7 @@
 import type * as Api from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { PoolConnection, Pool as PromisePool } from "mysql2/promise";
-import { ConfigError } from "../config.js";
+import { ConfigError, readTracesExporter, type TracesExporterName } from "../config.js";
 import type { Database } from "../storage/database.js";
 import type { RequestHandler } from "../transport/http.js";
 
@@ -33,15 +33,13 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-export type TracesExporterName = "none" | "otlp" | "console";
+export type { TracesExporterName };
 
-/** The exporter OTEL_TRACES_EXPORTER asks for ("none" when unset or OTEL_SDK_DISABLED=true). */
+/** The exporter OTEL_TRACES_EXPORTER asks for ("none" when unset or OTEL_SDK_DISABLED=true); a bad value throws. */
 export function tracesExporterName(env: NodeJS.ProcessEnv): TracesExporterName {
-  if ((env.OTEL_SDK_DISABLED ?? "").toLowerCase() === "true") return "none";
-  const value = (env.OTEL_TRACES_EXPORTER ?? "").trim().toLowerCase();
-  if (value === "" || value === "none") return "none";
-  if (value === "otlp" || value === "console") return value;
-  throw new ConfigError([`OTEL_TRACES_EXPORTER must be none, otlp or console, got "${env.OTEL_TRACES_EXPORTER}"`]);
+  const name = readTracesExporter(env);
+  if (typeof name !== "string") throw new ConfigError([name.problem]);
+  return name;
 }
 
 /** Tracing as the environment asks for it, or undefined (and nothing loaded) when it is off. */
