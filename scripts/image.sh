@@ -31,7 +31,12 @@ stage=$root/.image
 mkdir -p "$stage/app/dist" "$stage/app/docs" "$stage/deps"
 rm -rf "$stage/app/dist/src" "$stage/app/dist/gen"
 cp -R dist/src dist/gen "$stage/app/dist/"
+chmod 0755 "$stage/app/dist/src/cli/main.js" # run by its shebang, as npm's bin link runs it
 cp docs/openapi.yaml "$stage/app/docs/"
+# The `topwagers` command on PATH inside the image (its entrypoint), as `npm install` would link it.
+rm -rf "$stage/bin"
+mkdir -p "$stage/bin"
+ln -s /app/dist/src/cli/main.js "$stage/bin/topwagers"
 cp package.json "$stage/app/"
 lock_hash=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
 if [ "$(cat "$stage/deps/.lock-hash" 2>/dev/null)" != "$lock_hash" ]; then

@@ -6,24 +6,19 @@
  * Exit codes: 0 done, 1 the data said no (unknown key id, mismatch, bad
  * lines, unreachable database), 2 the command line or a setting is wrong.
  */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
 import { ConfigError } from "../config.js";
 import { isEntryPoint } from "../entry.js";
+import { packageInfo } from "../package-info.js";
 import { listApiKeys, revokeApiKey, setApiKeyRateLimit } from "../storage/api-keys.js";
 import type { Database } from "../storage/database.js";
 import { LATEST_SCHEMA_VERSION, migrate, migrationStatus } from "../storage/migrations.js";
 import { DataError, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
+import { serveCommand } from "./serve.js";
 import { programUsage, usageFor, wantsHelp } from "./usage.js";
-
-/** The version in package.json (dist/src/cli/main.js → ../../../package.json). */
-export function programVersion(): string {
-  const text = readFileSync(new URL("../../../package.json", import.meta.url), "utf8");
-  return String((JSON.parse(text) as { version?: unknown }).version);
-}
 
 /** "100/60s" → { points: 100, windowSeconds: 60 } */
 export function parseRateLimit(text: string): { points: number; windowSeconds: number } {
@@ -272,6 +267,7 @@ async function applyMigrations(db: Database, json: boolean): Promise<void> {
 
 /** The commands that take arguments, by name (their usage is in usage.ts). */
 const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
+  ["serve", serveCommand],
   ["migrate", migrateCommand],
   ["keys", keysCommand],
   ["import", importCommand],
@@ -292,7 +288,7 @@ export async function runCli(argv: string[]): Promise<void> {
     case "--version":
     case "-V":
     case "version":
-      process.stdout.write(`${programVersion()}\n`);
+      process.stdout.write(`${packageInfo().version}\n`);
       return;
     case undefined:
       process.stdout.write(`${programUsage()}\n`);

@@ -18,6 +18,16 @@ export interface CommandUsage {
 export const PROGRAM = "topwagers";
 
 export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
+  serve: {
+    synopsis: "",
+    summary: "run the server with the settings from the environment (the image's default command)",
+    details:
+      "  Listens on HOST:PORT (public: REST, Connect, gRPC, gRPC-Web) and INTERNAL_HOST:INTERNAL_PORT\n" +
+      "  (ingest, keys, /metrics), applies pending migrations first unless MIGRATE_ON_START=false, and\n" +
+      "  logs JSON lines on stderr. SIGTERM or SIGINT: finishes in-flight requests and exits 0.\n" +
+      "  Exit 2: a setting is wrong (every problem is listed); exit 1: it could not start.\n" +
+      "  `node dist/src/main.js` is the same command.",
+  },
   migrate: {
     synopsis: "[--status] [--json]",
     summary: "apply pending schema migrations (--status: list applied and pending ones, apply nothing)",
@@ -79,8 +89,13 @@ const FOOTER =
   "Settings come from the environment (DATABASE_URL, PORT, ...; see README).\n" +
   `From a checkout, \`npm run cli -- <command>\` is the same as \`${PROGRAM} <command>\`.`;
 
+/** `topwagers <path> <synopsis>`, without a trailing space when the command takes nothing. */
+function invocation(path: string, usage: CommandUsage): string {
+  return [PROGRAM, path, usage.synopsis].filter((part) => part !== "").join(" ");
+}
+
 function line(path: string, usage: CommandUsage): string {
-  return `  ${PROGRAM} ${path} ${usage.synopsis}\n      ${usage.summary}`;
+  return `  ${invocation(path, usage)}\n      ${usage.summary}`;
 }
 
 /** The whole program's usage. */
@@ -99,7 +114,7 @@ export function usageFor(args: readonly string[]): string {
     const path = words.slice(0, n).join(" ");
     const exact = COMMANDS[path];
     if (exact !== undefined) {
-      return `usage: ${PROGRAM} ${path} ${exact.synopsis}\n\n${exact.summary}\n${exact.details === undefined ? "" : `\n${exact.details}\n`}\n${FOOTER}`;
+      return `usage: ${invocation(path, exact)}\n\n${exact.summary}\n${exact.details === undefined ? "" : `\n${exact.details}\n`}\n${FOOTER}`;
     }
     const group = Object.entries(COMMANDS).filter(([p]) => p.startsWith(`${path} `));
     if (group.length > 0) {

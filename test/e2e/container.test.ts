@@ -8,6 +8,7 @@
  */
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
@@ -34,6 +35,7 @@ const tag = `localhost/topwagers:test-${suffix}`;
 const name = `topwagers-test-${suffix}`;
 const JAN = 1735689600;
 const AVATAR = "https://cdn.example.com/a.png";
+const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 
 function podman(...args: string[]) {
   return run("podman", args, { env, maxBuffer: 16 * 1024 * 1024 });
@@ -43,6 +45,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
   let database: TestDatabase;
   let port: number;
   let key: string;
+  let keyId: string;
   let built = false;
 
   beforeAll(async () => {
@@ -56,7 +59,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       wager("c-u1", "2.25", JAN + 7200),
       wager("c-u2", "5", JAN + 3600),
     ]);
-    key = (await createKey(database.db, "c-aff")).secret;
+    ({ secret: key, id: keyId } = await createKey(database.db, "c-aff"));
     await run("bash", ["scripts/image.sh"], {
       env: { ...env, IMAGE_TAG: tag, IMAGE_NO_COMPILE: "1" },
       maxBuffer: 64 * 1024 * 1024,
@@ -113,6 +116,28 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     );
     expect(stdout).toBe("10001:10001\n");
   });
+
+  it("its entrypoint is the topwagers command: --help prints the usage, and nothing listens", async () => {
+    const { stdout } = await podman("run", "--rm", "--network=host", tag, "--help");
+    expect(stdout.startsWith("usage: topwagers <command> [options]\n\n  topwagers serve\n")).toBe(true);
+    const version = await podman("run", "--rm", tag, "--version");
+    expect(version.stdout).toBe(`${VERSION}\n`);
+  }, 60_000);
+
+  it("runs CLI commands: keys list", async () => {
+    const { stdout } = await podman(
+      "run",
+      "--rm",
+      "--network=host",
+      "-e",
+      `DATABASE_URL=${database.url}`,
+      tag,
+      "keys",
+      "list",
+    );
+    expect(stdout).toContain(keyId);
+    expect(stdout).toContain("c-aff");
+  }, 60_000);
 
   it("answers REST", async () => {
     const response = await fetch(`http://127.0.0.1:${port}/top-affiliate-wagers-by-period`, {

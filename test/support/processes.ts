@@ -99,11 +99,16 @@ export async function startServerProcess(
     readonly startTimeoutMs?: number;
     /** The path Node is given (default: dist/src/main.js), e.g. one through a symlink. */
     readonly entry?: string;
+    /** The Node binary (default: the one running the tests). */
+    readonly node?: string;
+    /** Arguments after the entry, e.g. ["serve"] for the CLI. */
+    readonly args?: readonly string[];
   } = {},
 ): Promise<ServerProcess> {
   const startTimeoutMs = options.startTimeoutMs ?? 20_000;
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run npm run -s build first`);
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.entry ?? SERVER_ENTRY], {
+  const nodeArgs = [...(options.nodeArgs ?? []), options.entry ?? SERVER_ENTRY, ...(options.args ?? [])];
+  const child = spawn(options.node ?? process.execPath, nodeArgs, {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOST: "127.0.0.1",
