@@ -282,11 +282,13 @@ describe("refusals with structured details", () => {
   });
 
   it("an unknown id is not_found naming the field id", async () => {
+    // Each call starts when the loop reaches it: started together, the second could be refused
+    // before anything awaits it (an unhandled rejection that fails the run).
     for (const call of [
-      admin().revokeApiKey({ id: "key_doesnotexist" }),
-      admin().rotateApiKey({ id: "key_doesnotexist", overlapSeconds: 0 }),
+      () => admin().revokeApiKey({ id: "key_doesnotexist" }),
+      () => admin().rotateApiKey({ id: "key_doesnotexist", overlapSeconds: 0 }),
     ]) {
-      const error = await refusal(call);
+      const error = await refusal(call());
       expect([error.code, error.rawMessage]).toEqual([
         Code.NotFound,
         'no API key has the id "key_doesnotexist" (field id)',
