@@ -5,9 +5,9 @@
  */
 import type { Pool } from "mysql2/promise";
 import { fromDatabase } from "../errors.js";
-import type { DataChange } from "../storage/data-changes.js";
 import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
 import { DAY } from "./calendar.js";
+import { type BoardChange, ChangeSet } from "./change-set.js";
 import { canonicalDecimal } from "./decimal.js";
 import { bucketRanges } from "./period-buckets.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
@@ -114,24 +114,15 @@ export class Leaderboard {
    * Drops the cached answers that committed changes touch: an affiliate's periods overlapping
    * the changed wagers' times, and every answer that lists a user whose profile changed.
    */
-  applyChanges(changes: readonly DataChange[]): void {
-    const periods = new Map<number, { first: number; last: number }[]>();
-    const users = new Set<string>();
-    for (const change of changes) {
-      if (change.userExternalId !== undefined) users.add(change.userExternalId);
-      if (change.affiliateId === undefined) continue;
-      const list = periods.get(change.affiliateId) ?? [];
-      list.push({ first: change.firstAt, last: change.lastAt });
-      periods.set(change.affiliateId, list);
-    }
-    if (periods.size === 0 && users.size === 0) return;
+  applyChanges(changes: Iterable<BoardChange> | ChangeSet): void {
+    const changed = changes instanceof ChangeSet ? changes : new ChangeSet(changes);
+    if (changed.empty) return;
     this.cache.drop((key, value) => {
       const [affiliate = "", start = "", end = ""] = key.split(":");
-      const touched = periods.get(Number(affiliate));
-      if (touched?.some((t) => Number(start) <= t.last && Number(end) >= t.first)) return true;
-      if (users.size === 0) return false;
+      if (changed.touchesPeriod(Number(affiliate), Number(start), Number(end))) return true;
+      if (changed.users.size === 0) return false;
       // A running load may list a renamed user: it must not be stored.
-      return value === undefined || value.some((user) => users.has(user.userId));
+      return value === undefined || changed.touchesUsers(value);
     });
   }
 
