@@ -7,6 +7,11 @@
  * - connect-es: a request message that is not valid protobuf binary is
  *   reported as `internal` with a message starting "parse binary".
  * - node:http: a socket's response in progress is `socket._httpMessage`.
+ * - connect-es's protocol helpers for the watch procedure's own stream
+ *   framing (transport/rpc-stream-wire.ts): `setTrailerStatus` and
+ *   `createEndStreamSerialization`, exported for protocol implementations but
+ *   marked internal; test/integration/live-rpc.test.ts reads their output
+ *   with connect-es and grpc-js clients.
  * - mysql2: a pool's connection lists (`_allConnections`, `_freeConnections`,
  *   `_connectionQueue`), and a promise PoolConnection's core connection
  *   (`.connection`), which stays the same object across checkouts.

@@ -41,6 +41,13 @@ export interface Config {
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** OpenTelemetry tracing: "none" (off, the default), "otlp" or "console". */
   readonly tracesExporter: TracesExporterName;
+  /** Live-board streams: heartbeat interval and the limits of open streams. */
+  readonly streams: {
+    readonly heartbeatSeconds: number;
+    readonly perKey: number;
+    readonly perAddress: number;
+    readonly total: number;
+  };
 }
 
 export type TracesExporterName = "none" | "otlp" | "console";
@@ -171,6 +178,12 @@ export function loadConfig(env: Env = process.env): Config {
     queryTimeoutMs: integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),
     logLevel: logLevel as Config["logLevel"],
     tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
+    streams: {
+      heartbeatSeconds: integer("STREAM_HEARTBEAT_S", 15, 1, 3600),
+      perKey: integer("STREAM_LIMIT_PER_KEY", 10_000, 0, 10_000_000),
+      perAddress: integer("STREAM_LIMIT_PER_ADDRESS", 20, 0, 10_000_000),
+      total: integer("STREAM_LIMIT", 20_000, 0, 10_000_000),
+    },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -62,6 +62,14 @@ export const CATALOGUE = {
   CONTENTION: Code.Aborted,
   /** The database is unreachable or too slow right now. */
   DATABASE_UNAVAILABLE: Code.Unavailable,
+  /** The key or the client address has its maximum of open streams (RetryInfo says when to retry). */
+  TOO_MANY_STREAMS: Code.ResourceExhausted,
+  /** This instance has its maximum of open streams: connect to another one. */
+  INSTANCE_FULL: Code.Unavailable,
+  /** The server is stopping: streams end with this, and new ones are refused. */
+  SHUTTING_DOWN: Code.Unavailable,
+  /** A stream's deadline (grpc-timeout, connect-timeout-ms) passed. */
+  DEADLINE_EXCEEDED: Code.DeadlineExceeded,
   /** A bug or an unexpected failure on our side. */
   INTERNAL: Code.Internal,
 } as const satisfies Record<string, Code>;

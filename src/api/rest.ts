@@ -13,7 +13,7 @@ import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import type { Logger } from "../logger.js";
 import type { Protocol } from "../observability/metrics.js";
-import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/http.js";
+import { type NodeRequest, type NodeResponse, readBody, writeWhole } from "../transport/http.js";
 import { acceptsGzip } from "./accept-encoding.js";
 import type { Admission } from "./admission.js";
 import { AnswerMemo } from "./answer-memo.js";
@@ -101,12 +101,10 @@ export class RestApi {
 }
 
 async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown> {
+  const tooLarge = () =>
+    new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, { connection: "close" });
   const declared = req.headers["content-length"];
-  if (declared !== undefined && Number(declared) > maxBytes) {
-    throw new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, {
-      connection: "close",
-    });
-  }
+  if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge();
   const contentType = req.headers["content-type"] ?? "";
   const mediaType = contentType.split(";", 1)[0]?.trim().toLowerCase() ?? "";
   if (mediaType !== "application/json") {
@@ -117,7 +115,7 @@ async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown
         : `Content-Type ${contentType} is not supported. Send application/json`,
     );
   }
-  const text = await readText(req, maxBytes);
+  const text = (await readBody(req, maxBytes, tooLarge)).toString("utf8");
   if (text.trim() === "")
     throw invalidArgument([
       { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },
@@ -134,33 +132,6 @@ async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown
     ]);
   }
   return body;
-}
-
-/** The body as text, refusing it with 413 as soon as it grows past the limit. */
-function readText(req: NodeRequest, maxBytes: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        req.removeListener("data", onData);
-        req.removeListener("end", onEnd);
-        reject(
-          new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, {
-            connection: "close",
-          }),
-        );
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () =>
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"));
-    req.on("data", onData);
-    req.once("end", onEnd);
-    req.once("error", reject);
-  });
 }
 
 /**

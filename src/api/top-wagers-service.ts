@@ -5,16 +5,17 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { createContextKey } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import {
   GetTopAffiliateWagersByPeriodResponseSchema,
+  type TopWagerEntry,
   TopWagerEntrySchema,
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
 import { unauthenticated } from "../errors.js";
 import { topWagers } from "../leaderboard/operation.js";
-import type { Leaderboard } from "../leaderboard/top-wagers.js";
+import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import { AnswerMemo } from "./answer-memo.js";
 import { freshness } from "./freshness.js";
 
@@ -37,20 +38,30 @@ export function topWagersService(leaderboard: Leaderboard): ServiceImpl<typeof T
         ? buildAnswer(answer.ranked)
         : answers.get(answer.cacheKey, answer.numUsers, () => buildAnswer(answer.ranked));
     },
+    // Served by api/watch-rpc.ts on every protocol and codec; connect-es only sees what that skin does not take.
+    watchTopAffiliateWagersByPeriod() {
+      throw new ConnectError(
+        "WatchTopAffiliateWagersByPeriod is served over gRPC, gRPC-Web (binary or JSON) and Connect streaming",
+        Code.Unimplemented,
+      );
+    },
   };
 }
 
-function buildAnswer(ranked: Awaited<ReturnType<Leaderboard["topWagersForPeriod"]>>["ranked"]): Answer {
-  return create(GetTopAffiliateWagersByPeriodResponseSchema, {
-    data: ranked.map((user) =>
-      create(TopWagerEntrySchema, {
-        username: user.username,
-        avatar: user.avatar,
-        totalWagered: Number(user.totalWagered),
-        totalWageredDecimal: user.totalWagered,
-        userId: user.userId,
-        rank: user.rank,
-      }),
-    ),
-  });
+function buildAnswer(ranked: readonly RankedUser[]): Answer {
+  return create(GetTopAffiliateWagersByPeriodResponseSchema, { data: topWagerEntries(ranked) });
+}
+
+/** The ranked users as response entries (the unary answer and every board of the watch stream). */
+export function topWagerEntries(ranked: readonly RankedUser[]): TopWagerEntry[] {
+  return ranked.map((user) =>
+    create(TopWagerEntrySchema, {
+      username: user.username,
+      avatar: user.avatar,
+      totalWagered: Number(user.totalWagered),
+      totalWageredDecimal: user.totalWagered,
+      userId: user.userId,
+      rank: user.rank,
+    }),
+  );
 }

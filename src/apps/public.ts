@@ -13,15 +13,19 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "../api/admission.js";
+import { BoardEvents } from "../api/board-events.js";
 import { createDocsPage } from "../api/docs-page.js";
 import { registerHealth, registerReflection } from "../api/health-and-reflection.js";
 import { Readiness } from "../api/readiness.js";
 import { RestApi } from "../api/rest.js";
 import { callerKey, topWagersService } from "../api/top-wagers-service.js";
+import { WATCH_PATH, WatchRpc } from "../api/watch-rpc.js";
 import { Authenticator } from "../auth/authenticator.js";
 import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
+import { ChangeSet } from "../leaderboard/change-set.js";
+import { LiveBoards, type LiveObserver } from "../leaderboard/live-boards.js";
 import { Leaderboard } from "../leaderboard/top-wagers.js";
 import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
@@ -91,13 +95,21 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
     new FailedAuthLimiter(options.failedAuthPolicy),
   );
-  // With a result cache, every instance follows the change feed so that a committed change is
-  // on its answers within a second, whoever wrote it (see leaderboard/change-feed.ts).
+  // Every instance follows the change feed so that a committed change is on its cached answers and
+  // live boards within a second, whoever wrote it (see leaderboard/change-feed.ts). Without a result
+  // cache it starts with the first live board.
   let leaderboard: Leaderboard | undefined;
-  const feed =
-    config.cacheTtlMs > 0
-      ? new ChangeFeed(database.read, { logger, onChanges: (changes) => leaderboard?.applyChanges(changes) })
-      : undefined;
+  let live: LiveBoards | undefined;
+  const changeFeed = new ChangeFeed(database.read, {
+    logger,
+    onChanges(changes) {
+      const changed = new ChangeSet(changes);
+      // The cache first: a board recomputed now must not be answered from a dropped entry.
+      leaderboard?.applyChanges(changed);
+      live?.applyChanges(changed);
+    },
+  });
+  const feed = config.cacheTtlMs > 0 ? changeFeed : undefined;
   leaderboard = new Leaderboard({
     // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
     pool: database.leaderboard,
@@ -107,6 +119,25 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     ...(feed === undefined ? {} : { freshness: feed }),
   });
   feed?.start();
+  let feedReady: Promise<void> | undefined;
+  const liveObserver: LiveObserver = {
+    delivered: (protocol, n) => metrics.streamMessages.inc({ protocol }, n),
+    disconnected: (reason) => metrics.streamDisconnects.inc({ reason }),
+    recomputed: () => metrics.boardRecomputes.inc(),
+  };
+  live = new LiveBoards({
+    async load(board) {
+      // The first board after start waits for the feed's first poll, so no change committed after
+      // its load can be missed.
+      feedReady ??= startFeed(changeFeed, config.queryTimeoutMs);
+      await feedReady;
+      return (await leaderboard.topWagersForPeriod(board.affiliateId, board)).ranked;
+    },
+    heartbeatMs: config.streams.heartbeatSeconds * 1000,
+    limits: config.streams,
+    observer: liveObserver,
+  });
+  const boards = live;
   const metrics =
     options.metrics ??
     new Metrics({
@@ -121,6 +152,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
             }),
           }),
       pools: { read: database.read, write: database.write },
+      live: () => ({ streams: boards.streams(), boards: boards.boards }),
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });
   const calls = observeCalls({
@@ -141,6 +173,23 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     observe: calls.observe,
     logger,
   });
+  const clientAddress = (req: NodeRequest) => req.socket.remoteAddress ?? "unknown";
+  const watch = new WatchRpc({
+    admission,
+    live,
+    maxBodyBytes: MAX_BODY_BYTES,
+    clientAddress,
+    observe: calls.observe,
+    logger,
+  });
+  const boardEvents = new BoardEvents({
+    basePath: config.basePath,
+    admission,
+    live,
+    clientAddress,
+    refuse: (req, res, reason, headers) => rest.refuse(req, res, reason, headers),
+    observe: calls.observe,
+  });
   const docs = createDocsPage({ basePath: config.basePath });
 
   const routes = (router: ConnectRouter) => {
@@ -152,6 +201,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const fallback = (req: NodeRequest, res: NodeResponse) => {
     const path = normalizePath(req.url ?? "/");
     if (rest.matches(path)) return void rest.handle(req, res);
+    if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
       return void writeJson(res, 200, { status: "ok" });
     }
@@ -168,12 +218,18 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     readMaxBytes: MAX_BODY_BYTES,
     ...calls.adapterOptions,
   }) as RequestHandler;
+  // The watch procedure's streams are framed by WatchRpc (one encoding for every viewer); the rest is connect-es's.
+  const rpcHandler: RequestHandler = (req, res) => {
+    if (req.url === WATCH_PATH && watch.matches(req, WATCH_PATH)) return void watch.handle(req, res);
+    connectHandler(req, res);
+  };
   const handler =
     options.tracing === undefined
-      ? connectHandler
-      : options.tracing.wrapHandler(connectHandler, (path) => {
+      ? rpcHandler
+      : options.tracing.wrapHandler(rpcHandler, (path) => {
           const normal = normalizePath(path);
           if (rest.matches(normal)) return rest.path;
+          if (boardEvents.matches(normal)) return boardEvents.path;
           return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
         });
 
@@ -184,14 +240,31 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     readiness,
     authenticator,
     changesCommitted() {
-      feed?.pollSoon();
+      changeFeed.pollSoon();
     },
     async caughtUp() {
-      await feed?.caughtUp();
+      await changeFeed.caughtUp();
     },
     stopServing() {
       readiness.stopServing();
-      void feed?.stop();
+      boards.shutdown();
+      void changeFeed.stop();
     },
   };
+}
+
+/**
+ * Starts the change feed if it is not running and resolves after its first poll, or after
+ * `waitMs` when the database does not answer (the board's own load then reports the outage).
+ */
+function startFeed(feed: ChangeFeed, waitMs: number): Promise<void> {
+  feed.start();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, waitMs);
+    timer.unref();
+    void feed.caughtUp().then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

@@ -7,11 +7,13 @@
  */
 import type { Caller } from "../auth/authenticator.js";
 import { ServiceError, type Violation } from "../errors.js";
-import { type PeriodRequestFields, periodFromRequest } from "./period-request.js";
+import { type PeriodQuery, type PeriodRequestFields, periodFromRequest } from "./period-request.js";
 import type { Leaderboard, Standings } from "./top-wagers.js";
 
 /** The procedure's full name: the metric series and log lines of every protocol, REST included. */
 export const TOP_WAGERS_PROCEDURE = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
+/** The live form of the operation (SSE and the watch RPC), for metrics and logs. */
+export const WATCH_PROCEDURE = "topwagers.v1.TopWagersService/WatchTopAffiliateWagersByPeriod";
 
 export interface TopWagersAnswer extends Standings {
   /** The list length asked for (renderers key their cached output by it). */
@@ -28,11 +30,23 @@ export async function topWagers(
   request: PeriodRequestFields,
   decodingViolations: readonly Violation[] = [],
 ): Promise<TopWagersAnswer> {
+  const query = validPeriodQuery(request, decodingViolations);
+  const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, query);
+  return { ...standings, numUsers: query.numUsers };
+}
+
+/**
+ * The request's period and list length, or the operation's `invalid_argument` naming every
+ * field at fault (the watch procedure validates exactly as the unary call does).
+ */
+export function validPeriodQuery(
+  request: PeriodRequestFields,
+  decodingViolations: readonly Violation[] = [],
+): PeriodQuery {
   const validation = periodFromRequest(request);
   const violations = validation.ok ? decodingViolations : [...decodingViolations, ...validation.violations];
   if (violations.length > 0 || !validation.ok) throw invalidRequest(violations);
-  const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, validation.query);
-  return { ...standings, numUsers: validation.query.numUsers };
+  return validation.query;
 }
 
 const FIELD_ORDER = ["startTimestamp", "endTimestamp", "numUsers"];

@@ -8,12 +8,17 @@ import type { Pool } from "mysql2/promise";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { poolUsage } from "../compat.js";
 
-export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
+export type Protocol = "rest" | "sse" | "connect" | "grpc" | "grpc-web";
+
+/** The protocols a live board is streamed over. */
+export const STREAM_PROTOCOLS = ["sse", "connect", "grpc", "grpc-web"] as const;
 
 export interface MetricsSources {
   cacheStats?: () => { hits: number; misses: number; size: number };
   pools?: Readonly<Record<string, Pool>>;
   redisConnected?: () => boolean;
+  /** Open streams by protocol, and distinct boards with viewers. */
+  live?: () => { streams: Readonly<Record<string, number>>; boards: number };
   changeFeed?: () => {
     polls: number;
     failures: number;
@@ -33,6 +38,9 @@ export class Metrics {
   readonly voidedWagers: Counter<"result">;
   readonly apiKeyEvents: Counter<"action">;
   readonly dataTierEvents: Counter<"event">;
+  readonly streamMessages: Counter<"protocol">;
+  readonly streamDisconnects: Counter<"reason">;
+  readonly boardRecomputes: Counter;
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
@@ -90,7 +98,38 @@ export class Metrics {
       "Data tier events: node_changed (the database node in use changed), replica_skipped (a read replica was skipped: behind, failing or down).",
       ["event"],
     );
-    const { cacheStats, pools, redisConnected, changeFeed } = sources;
+    this.streamMessages = counter(
+      "topwagers_stream_messages_total",
+      "Messages written to live-board streams (boards and heartbeats), by protocol (sse, connect, grpc, grpc-web).",
+      ["protocol"],
+    );
+    this.streamDisconnects = counter(
+      "topwagers_stream_disconnects_total",
+      "Live-board streams ended or refused, by reason: client (went away, or its deadline passed), slow (did not " +
+        "read), limit (refused by a stream limit), shutdown (the server stopped).",
+      ["reason"],
+    );
+    // Every series from the start, so a rate over them is defined before the first event.
+    for (const protocol of STREAM_PROTOCOLS) this.streamMessages.inc({ protocol }, 0);
+    for (const reason of ["client", "slow", "limit", "shutdown"]) this.streamDisconnects.inc({ reason }, 0);
+    this.boardRecomputes = counter(
+      "topwagers_board_recomputes_total",
+      "Live boards computed: once when a board gets its first viewer and once per change that touches it, however " +
+        "many viewers it has.",
+    );
+    const { cacheStats, pools, redisConnected, changeFeed, live } = sources;
+    if (live !== undefined) {
+      gauge(
+        "topwagers_streams",
+        "Open live-board streams, by protocol (sse, connect, grpc, grpc-web).",
+        () => {
+          const open = live().streams;
+          return Object.fromEntries(STREAM_PROTOCOLS.map((protocol) => [protocol, open[protocol] ?? 0]));
+        },
+        "protocol",
+      );
+      gauge("topwagers_live_boards", "Distinct live boards with viewers on this instance.", () => live().boards);
+    }
     if (changeFeed !== undefined) {
       gauge(
         "topwagers_change_feed",

@@ -4,7 +4,7 @@
  * them), and the small HTTP helpers they share.
  */
 import type http from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { type Http2ServerRequest, Http2ServerResponse, constants as http2Constants } from "node:http2";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 
 type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
@@ -37,6 +37,11 @@ export function writeWhole(
   res.end(body);
 }
 
+/** Writes the status line and headers (both response types take the same call). */
+export function writeHead(res: NodeResponse, status: number, headers: Readonly<Record<string, string>>): void {
+  (res as http.ServerResponse).writeHead(status, headers);
+}
+
 /** A small JSON answer that is never cached (health and readiness). */
 export function writeJson(res: NodeResponse, status: number, body: object): void {
   const payload = JSON.stringify(body);
@@ -50,4 +55,41 @@ export function writeJson(res: NodeResponse, status: number, body: object): void
     },
     payload,
   );
+}
+
+/**
+ * The request body, refused with `tooLarge()` as soon as it grows past `maxBytes` (a declared
+ * Content-Length over the limit is refused unread).
+ */
+export function readBody(req: NodeRequest, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
+  const declared = req.headers["content-length"];
+  if (declared !== undefined && Number(declared) > maxBytes) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeListener("data", onData);
+        req.removeListener("end", onEnd);
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+    req.on("data", onData);
+    req.once("end", onEnd);
+    req.once("error", reject);
+  });
+}
+
+/**
+ * Cuts a response that must not finish (a viewer that does not read): an HTTP/2 stream is reset
+ * with ENHANCE_YOUR_CALM (gRPC and Connect clients report resource_exhausted) and its connection
+ * stays; an HTTP/1.1 connection is closed.
+ */
+export function cutResponse(res: NodeResponse): void {
+  if (res instanceof Http2ServerResponse) res.stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
+  else res.destroy();
 }

@@ -213,6 +213,8 @@ function expectTopWagersFile(file: FileDescriptorProto): void {
     "GetTopAffiliateWagersByPeriodRequest",
     "GetTopAffiliateWagersByPeriodResponse",
     "TopWagerEntry",
+    "WatchTopAffiliateWagersByPeriodRequest",
+    "WatchTopAffiliateWagersByPeriodResponse",
   ]);
   expect(
     file.service.map((service) => ({
@@ -237,6 +239,14 @@ function expectTopWagersFile(file: FileDescriptorProto): void {
           clientStreaming: false,
           serverStreaming: false,
           idempotency: MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
+        },
+        {
+          name: "WatchTopAffiliateWagersByPeriod",
+          inputType: ".topwagers.v1.WatchTopAffiliateWagersByPeriodRequest",
+          outputType: ".topwagers.v1.WatchTopAffiliateWagersByPeriodResponse",
+          clientStreaming: false,
+          serverStreaming: true,
+          idempotency: undefined,
         },
       ],
     },

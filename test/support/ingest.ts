@@ -15,6 +15,7 @@ import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/apps/internal.js";
 import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
 import { type Config, loadConfig } from "../../src/config.js";
+import type { Database } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
@@ -53,10 +54,12 @@ export async function startIngestServers(
   label: string,
   env: Record<string, string> = { INGEST_TOKEN: TEST_INGEST_TOKEN },
   options: InternalAppOptions = {},
+  /** The database as the public app sees it (a test may count its statements). */
+  publicDatabase: (db: Database) => Database = (db) => db,
 ): Promise<IngestServers> {
   const database = await createTestDatabase(label);
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
-  const app = createPublicApp(config, database.db);
+  const app = createPublicApp(config, publicDatabase(database.db));
   const internal = createInternalApp(config, database.db, {
     metrics: app.metrics,
     readiness: app.readiness,

@@ -24,6 +24,10 @@ const EXPECTED: Record<string, [string, number]> = {
   UNKNOWN_SERVICE: ["not_found", 404],
   CONTENTION: ["aborted", 409],
   DATABASE_UNAVAILABLE: ["unavailable", 503],
+  TOO_MANY_STREAMS: ["resource_exhausted", 429],
+  INSTANCE_FULL: ["unavailable", 503],
+  SHUTTING_DOWN: ["unavailable", 503],
+  DEADLINE_EXCEEDED: ["deadline_exceeded", 504],
   INTERNAL: ["internal", 500],
 };
 

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/top_wagers.proto.
  */
 export const file_topwagers_v1_top_wagers: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b3B3YWdlcnMvdjEvdG9wX3dhZ2Vycy5wcm90bxIMdG9wd2FnZXJzLnYxIqwBCiRHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QSHAoPc3RhcnRfdGltZXN0YW1wGAEgASgDSACIAQESGgoNZW5kX3RpbWVzdGFtcBgCIAEoA0gBiAEBEhYKCW51bV91c2VycxgDIAEoBUgCiAEBQhIKEF9zdGFydF90aW1lc3RhbXBCEAoOX2VuZF90aW1lc3RhbXBCDAoKX251bV91c2VycyJSCiVHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlEikKBGRhdGEYASADKAsyGy50b3B3YWdlcnMudjEuVG9wV2FnZXJFbnRyeSKGAQoNVG9wV2FnZXJFbnRyeRIQCgh1c2VybmFtZRgBIAEoCRIOCgZhdmF0YXIYAiABKAkSFQoNdG90YWxfd2FnZXJlZBgDIAEoARIdChV0b3RhbF93YWdlcmVkX2RlY2ltYWwYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIMCgRyYW5rGAYgASgNMqIBChBUb3BXYWdlcnNTZXJ2aWNlEo0BCh1HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZBIyLnRvcHdhZ2Vycy52MS5HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QaMy50b3B3YWdlcnMudjEuR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXNwb25zZSIDkAIBYgZwcm90bzM");
+  fileDesc("Ch10b3B3YWdlcnMvdjEvdG9wX3dhZ2Vycy5wcm90bxIMdG9wd2FnZXJzLnYxIqwBCiRHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QSHAoPc3RhcnRfdGltZXN0YW1wGAEgASgDSACIAQESGgoNZW5kX3RpbWVzdGFtcBgCIAEoA0gBiAEBEhYKCW51bV91c2VycxgDIAEoBUgCiAEBQhIKEF9zdGFydF90aW1lc3RhbXBCEAoOX2VuZF90aW1lc3RhbXBCDAoKX251bV91c2VycyJSCiVHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlEikKBGRhdGEYASADKAsyGy50b3B3YWdlcnMudjEuVG9wV2FnZXJFbnRyeSKGAQoNVG9wV2FnZXJFbnRyeRIQCgh1c2VybmFtZRgBIAEoCRIOCgZhdmF0YXIYAiABKAkSFQoNdG90YWxfd2FnZXJlZBgDIAEoARIdChV0b3RhbF93YWdlcmVkX2RlY2ltYWwYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIMCgRyYW5rGAYgASgNIt4BCiZXYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVxdWVzdBIcCg9zdGFydF90aW1lc3RhbXAYASABKANIAIgBARIaCg1lbmRfdGltZXN0YW1wGAIgASgDSAGIAQESFgoJbnVtX3VzZXJzGAMgASgFSAKIAQESGwoOcmVzdW1lX3ZlcnNpb24YBCABKAlIA4gBAUISChBfc3RhcnRfdGltZXN0YW1wQhAKDl9lbmRfdGltZXN0YW1wQgwKCl9udW1fdXNlcnNCEQoPX3Jlc3VtZV92ZXJzaW9uIocBCidXYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2USKQoEZGF0YRgBIAMoCzIbLnRvcHdhZ2Vycy52MS5Ub3BXYWdlckVudHJ5Eg8KB3ZlcnNpb24YAiABKAkSDQoFYXNfb2YYAyABKAMSEQoJaGVhcnRiZWF0GAQgASgIMrUCChBUb3BXYWdlcnNTZXJ2aWNlEo0BCh1HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZBIyLnRvcHdhZ2Vycy52MS5HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QaMy50b3B3YWdlcnMudjEuR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXNwb25zZSIDkAIBEpABCh9XYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kEjQudG9wd2FnZXJzLnYxLldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0GjUudG9wd2FnZXJzLnYxLldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXNwb25zZTABYgZwcm90bzM");
 
 /**
  * GetTopAffiliateWagersByPeriodRequest names the period and the list length.
@@ -142,6 +142,102 @@ export const TopWagerEntrySchema: GenMessage<TopWagerEntry> = /*@__PURE__*/
   messageDesc(file_topwagers_v1_top_wagers, 2);
 
 /**
+ * WatchTopAffiliateWagersByPeriodRequest names the board to watch: the same
+ * fields and rules as GetTopAffiliateWagersByPeriodRequest, and the version
+ * the client already shows.
+ *
+ * @generated from message topwagers.v1.WatchTopAffiliateWagersByPeriodRequest
+ */
+export type WatchTopAffiliateWagersByPeriodRequest = Message<"topwagers.v1.WatchTopAffiliateWagersByPeriodRequest"> & {
+  /**
+   * First second of the period, as in GetTopAffiliateWagersByPeriodRequest.
+   *
+   * @generated from field: optional int64 start_timestamp = 1;
+   */
+  startTimestamp?: bigint | undefined;
+
+  /**
+   * Last second of the period, as in GetTopAffiliateWagersByPeriodRequest.
+   *
+   * @generated from field: optional int64 end_timestamp = 2;
+   */
+  endTimestamp?: bigint | undefined;
+
+  /**
+   * How many users to return at most: 1 to 100.
+   *
+   * @generated from field: optional int32 num_users = 3;
+   */
+  numUsers?: number | undefined;
+
+  /**
+   * The `version` of the last message the client received (after a
+   * reconnect). When it equals the current version the stream sends nothing
+   * until the board changes; any other value (an old or unknown version) gets
+   * the current board at once.
+   *
+   * Field 5 is taken for the ranking choice (rank_by).
+   *
+   * @generated from field: optional string resume_version = 4;
+   */
+  resumeVersion?: string | undefined;
+};
+
+/**
+ * Describes the message topwagers.v1.WatchTopAffiliateWagersByPeriodRequest.
+ * Use `create(WatchTopAffiliateWagersByPeriodRequestSchema)` to create a new message.
+ */
+export const WatchTopAffiliateWagersByPeriodRequestSchema: GenMessage<WatchTopAffiliateWagersByPeriodRequest> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_top_wagers, 3);
+
+/**
+ * WatchTopAffiliateWagersByPeriodResponse is one message of the stream: a
+ * board, or a heartbeat.
+ *
+ * @generated from message topwagers.v1.WatchTopAffiliateWagersByPeriodResponse
+ */
+export type WatchTopAffiliateWagersByPeriodResponse = Message<"topwagers.v1.WatchTopAffiliateWagersByPeriodResponse"> & {
+  /**
+   * The ranked users, exactly what GetTopAffiliateWagersByPeriod answers at
+   * that moment. Empty in a heartbeat (and when nobody wagered).
+   *
+   * @generated from field: repeated topwagers.v1.TopWagerEntry data = 1;
+   */
+  data: TopWagerEntry[];
+
+  /**
+   * Opaque version of the board, derived from its content only: the same
+   * board gives the same version on every instance, so a client that
+   * reconnects to another instance resumes where it was. Compare for
+   * equality only.
+   *
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * When the board was computed, Unix seconds (UTC).
+   *
+   * @generated from field: int64 as_of = 3;
+   */
+  asOf: bigint;
+
+  /**
+   * True for a heartbeat: no entries, the board is still `version`.
+   *
+   * @generated from field: bool heartbeat = 4;
+   */
+  heartbeat: boolean;
+};
+
+/**
+ * Describes the message topwagers.v1.WatchTopAffiliateWagersByPeriodResponse.
+ * Use `create(WatchTopAffiliateWagersByPeriodResponseSchema)` to create a new message.
+ */
+export const WatchTopAffiliateWagersByPeriodResponseSchema: GenMessage<WatchTopAffiliateWagersByPeriodResponse> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_top_wagers, 4);
+
+/**
  * TopWagersService ranks the users of the calling affiliate by the total amount
  * they wagered in a period. The affiliate is taken from the API key sent as
  * `Authorization: Bearer <key>`; a key only ever sees its own affiliate's wagers.
@@ -168,6 +264,38 @@ export const TopWagersService: GenService<{
     methodKind: "unary";
     input: typeof GetTopAffiliateWagersByPeriodRequestSchema;
     output: typeof GetTopAffiliateWagersByPeriodResponseSchema;
+  },
+  /**
+   * WatchTopAffiliateWagersByPeriod streams the same answer as
+   * GetTopAffiliateWagersByPeriod each time it changes: one connection per
+   * viewer instead of polling. Admission, validation and error messages are
+   * those of the unary call (opening a stream costs one request of the key's
+   * rate limit).
+   *
+   * The first message is the current board, unless `resume_version` equals
+   * the current version (then nothing until the next change). After that one
+   * message each time the answer changes (a wager, a void, a renamed user);
+   * a change that leaves the answer identical sends nothing. When no board
+   * was sent for STREAM_HEARTBEAT_S seconds (default 15) a message with
+   * `heartbeat` true, the current `version` and no entries is sent (browsers
+   * have no HTTP/2 keepalive; proxies close quiet streams).
+   *
+   * Errors before the first message: those of the unary call, and
+   * RESOURCE_EXHAUSTED with RetryInfo when the key (STREAM_LIMIT_PER_KEY) or
+   * the client address (STREAM_LIMIT_PER_ADDRESS) has too many open streams;
+   * UNAVAILABLE when this instance holds its maximum (STREAM_LIMIT): connect
+   * to another instance. A stream ends with UNAVAILABLE "server is shutting
+   * down, reconnect" when the server stops, with DEADLINE_EXCEEDED when the
+   * call's deadline passes, and is reset (clients report RESOURCE_EXHAUSTED)
+   * when the client does not read its messages fast enough. Reconnect with
+   * the last `version` as `resume_version`.
+   *
+   * @generated from rpc topwagers.v1.TopWagersService.WatchTopAffiliateWagersByPeriod
+   */
+  watchTopAffiliateWagersByPeriod: {
+    methodKind: "server_streaming";
+    input: typeof WatchTopAffiliateWagersByPeriodRequestSchema;
+    output: typeof WatchTopAffiliateWagersByPeriodResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_topwagers_v1_top_wagers, 0);

@@ -1,0 +1,124 @@
+/**
+ * The REST side of live boards: `GET {BASE_PATH}/top-affiliate-wagers-by-period/stream`
+ * answers `text/event-stream` (Server-Sent Events) on HTTP/1.1 and h2c.
+ *
+ * The stream starts with `retry: 2000`; each board is `event: board`,
+ * `id: <version>`, `data: <the POST's success envelope on one line>`; a
+ * heartbeat is the comment `: heartbeat`. `Last-Event-ID` resumes as
+ * `resume_version` does. Refusals are the POST's JSON envelope with its
+ * statuses and messages (405, 401, 429, 400 naming the field, 503), never an
+ * event stream. Query values are strings: digit strings are whole numbers.
+ */
+
+import { HttpRefusal } from "../errors.js";
+import type { BoardSnapshot, LiveBoards } from "../leaderboard/live-boards.js";
+import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
+import type { Protocol } from "../observability/metrics.js";
+import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
+import type { Admission } from "./admission.js";
+import { type Frames, liveError, ResponseViewer } from "./live-streams.js";
+import { decodeRequestFields, OPERATION_PATH, renderEntries } from "./rest.js";
+
+export const STREAM_PATH = `${OPERATION_PATH}/stream`;
+
+/** How long EventSource waits before reconnecting, in ms (the stream's first line). */
+const RECONNECT_MS = 2000;
+const PREAMBLE = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, "utf8");
+const HEARTBEAT = Buffer.from(": heartbeat\n\n", "utf8");
+
+/** A board as one event; JSON never holds a raw line break, so `data` is one line. */
+const SSE_FRAMES: Frames = {
+  board: (snapshot: BoardSnapshot) =>
+    Buffer.from(`event: board\nid: ${snapshot.version}\ndata: ${renderEntries(snapshot.ranked)}\n\n`, "utf8"),
+  heartbeat: () => HEARTBEAT,
+};
+
+export interface BoardEventsOptions {
+  readonly basePath: string;
+  readonly admission: Admission;
+  readonly live: LiveBoards;
+  /** The client's address for the per-address stream limit. */
+  readonly clientAddress: (req: NodeRequest) => string;
+  /** Answers a refusal in the POST's JSON envelope (the REST skin's). */
+  readonly refuse: (
+    req: NodeRequest,
+    res: NodeResponse,
+    reason: unknown,
+    headers?: Readonly<Record<string, string>>,
+  ) => Promise<void>;
+  readonly observe?: (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => void;
+}
+
+export class BoardEvents {
+  readonly path: string;
+
+  constructor(private readonly options: BoardEventsOptions) {
+    this.path = `${options.basePath}${STREAM_PATH}`;
+  }
+
+  matches(path: string): boolean {
+    return path === this.path;
+  }
+
+  async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const startedAt = process.hrtime.bigint();
+    let rateHeaders: Readonly<Record<string, string>> = {};
+    let failure: unknown;
+    try {
+      if (req.method !== "GET") {
+        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.path}`, { allow: "GET" });
+      }
+      const address = this.options.clientAddress(req);
+      const admitted = await this.options.admission.admit(req.headers.authorization, address);
+      rateHeaders = admitted.headers;
+      const fields = decodeRequestFields(queryFields(req.url ?? ""));
+      const query = validPeriodQuery(fields.values, fields.violations);
+      const headers = {
+        ...rateHeaders,
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-accel-buffering": "no",
+      };
+      const viewer = new ResponseViewer(res, {
+        protocol: "sse",
+        frames: SSE_FRAMES,
+        begin: () => {
+          writeHead(res, 200, headers);
+          res.write(PREAMBLE);
+        },
+        // EventSource reconnects with Last-Event-ID (to another instance).
+        finish: () => res.end(),
+      });
+      const lastEventId = req.headers["last-event-id"];
+      const subscription = await this.options.live
+        .open(
+          { affiliateId: admitted.caller.affiliateId, ...query },
+          { keyId: admitted.caller.keyId, address },
+          viewer,
+          typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : undefined,
+        )
+        .catch((error: unknown) => {
+          throw liveError(error);
+        });
+      viewer.flush();
+      if (viewer.gone) subscription.close();
+      else res.once("close", () => subscription.close());
+    } catch (reason) {
+      failure = reason;
+      await this.options.refuse(req, res, reason, rateHeaders);
+    } finally {
+      this.options.observe?.(WATCH_PROCEDURE, "sse", startedAt, failure);
+    }
+  }
+}
+
+/** The three fields from the query string (the first of repeated names), as strings. */
+function queryFields(url: string): Record<string, string> {
+  const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
+  const out: Record<string, string> = {};
+  for (const name of ["startTimestamp", "endTimestamp", "numUsers"]) {
+    const value = params.get(name);
+    if (value !== null) out[name] = value;
+  }
+  return out;
+}

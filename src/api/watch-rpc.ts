@@ -1,0 +1,165 @@
+/**
+ * The watch procedure (WatchTopAffiliateWagersByPeriod) on gRPC, gRPC-Web and
+ * Connect, with stream framing written here rather than by connect-es: each
+ * board is encoded once per codec and the same bytes go to every viewer
+ * (connect-es serialises per stream: 13-19 times the CPU and about 8 times
+ * the memory per viewer, see docs/benchmarks.md). Requests it does not take
+ * (another method, an unknown content type, gRPC-Web text) go on to
+ * connect-es, which answers them as for any procedure.
+ *
+ * A call flows: admission (as the unary call: key, rate limit) → the one
+ * request message → validation (the unary call's rules and messages) → the
+ * live board (limits, first snapshot) → headers and frames until the client
+ * leaves, the deadline passes or the server stops.
+ */
+import { create, fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type WatchTopAffiliateWagersByPeriodRequest,
+  WatchTopAffiliateWagersByPeriodRequestSchema,
+  WatchTopAffiliateWagersByPeriodResponseSchema,
+} from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { asConnectError, malformedRequest, ServiceError } from "../errors.js";
+import type { BoardSnapshot, LiveBoards } from "../leaderboard/live-boards.js";
+import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
+import type { Logger } from "../logger.js";
+import type { Protocol } from "../observability/metrics.js";
+import { type NodeRequest, type NodeResponse, readBody, writeHead } from "../transport/http.js";
+import {
+  deadlineMs,
+  envelope,
+  requestMessageBytes,
+  type StreamWire,
+  streamEnd,
+  streamHeaders,
+  streamWireOf,
+} from "../transport/rpc-stream-wire.js";
+import type { Admission } from "./admission.js";
+import { type Frames, liveError, ResponseViewer, shuttingDown } from "./live-streams.js";
+import { topWagerEntries } from "./top-wagers-service.js";
+
+export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
+
+export interface WatchRpcOptions {
+  readonly admission: Admission;
+  readonly live: LiveBoards;
+  readonly maxBodyBytes: number;
+  /** The client's address for the per-address stream limit. */
+  readonly clientAddress: (req: NodeRequest) => string;
+  readonly observe?: (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => void;
+  readonly logger?: Logger;
+}
+
+function boardMessage(snapshot: BoardSnapshot, heartbeat: boolean) {
+  return create(WatchTopAffiliateWagersByPeriodResponseSchema, {
+    data: heartbeat ? [] : topWagerEntries(snapshot.ranked),
+    version: snapshot.version,
+    asOf: BigInt(snapshot.asOf),
+    heartbeat,
+  });
+}
+
+const binary = (heartbeat: boolean) => (snapshot: BoardSnapshot) =>
+  envelope(toBinary(WatchTopAffiliateWagersByPeriodResponseSchema, boardMessage(snapshot, heartbeat)));
+const json = (heartbeat: boolean) => (snapshot: BoardSnapshot) =>
+  envelope(
+    Buffer.from(toJsonString(WatchTopAffiliateWagersByPeriodResponseSchema, boardMessage(snapshot, heartbeat)), "utf8"),
+  );
+
+/** The enveloped messages are the same on the three protocols: one encoding per codec. */
+const BINARY_FRAMES: Frames = { board: binary(false), heartbeat: binary(true) };
+const JSON_FRAMES: Frames = { board: json(false), heartbeat: json(true) };
+
+export class WatchRpc {
+  constructor(private readonly options: WatchRpcOptions) {}
+
+  /** The watch procedure's path, a POST, in a content type of the three protocols. */
+  matches(req: NodeRequest, path: string): boolean {
+    return path === WATCH_PATH && req.method === "POST" && streamWireOf(req.headers["content-type"]) !== undefined;
+  }
+
+  async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const startedAt = process.hrtime.bigint();
+    const wire = streamWireOf(req.headers["content-type"]) as StreamWire;
+    let headers: Record<string, string> = streamHeaders(wire);
+    let failure: unknown;
+    try {
+      const deadline = deadlineMs(wire, req.headers);
+      const address = this.options.clientAddress(req);
+      const admitted = await this.options.admission.admit(req.headers.authorization, address);
+      headers = { ...headers, ...admitted.headers };
+      const request = await this.readRequest(wire, req);
+      const query = validPeriodQuery(request);
+      const frozenHeaders = headers;
+      const viewer = new ResponseViewer(res, {
+        protocol: wire.protocol,
+        frames: wire.binary ? BINARY_FRAMES : JSON_FRAMES,
+        begin: () => writeHead(res, 200, frozenHeaders),
+        finish: () => endStream(res, wire, shuttingDown()),
+      });
+      const subscription = await this.options.live
+        .open(
+          { affiliateId: admitted.caller.affiliateId, ...query },
+          { keyId: admitted.caller.keyId, address },
+          viewer,
+          request.resumeVersion,
+        )
+        .catch((error: unknown) => {
+          throw liveError(error);
+        });
+      viewer.flush();
+      let timer: NodeJS.Timeout | undefined;
+      if (deadline !== undefined) {
+        timer = setTimeout(() => {
+          subscription.close();
+          endStream(res, wire, new ServiceError("DEADLINE_EXCEEDED", "the stream's deadline passed"));
+        }, deadline);
+        timer.unref();
+      }
+      if (viewer.gone) subscription.close();
+      else
+        res.once("close", () => {
+          clearTimeout(timer);
+          subscription.close();
+        });
+    } catch (reason) {
+      failure = reason;
+      if (!res.headersSent) writeHead(res, 200, headers);
+      endStream(res, wire, asConnectError(reason));
+    } finally {
+      this.options.observe?.(WATCH_PROCEDURE, wire.protocol, startedAt, failure);
+    }
+  }
+
+  private async readRequest(wire: StreamWire, req: NodeRequest): Promise<WatchTopAffiliateWagersByPeriodRequest> {
+    const max = this.options.maxBodyBytes;
+    const body = await readBody(
+      req,
+      max,
+      () => new ConnectError(`request message is larger than ${max} bytes`, Code.ResourceExhausted),
+    );
+    const bytes = await requestMessageBytes(wire, req.headers, body);
+    try {
+      return wire.binary
+        ? fromBinary(WatchTopAffiliateWagersByPeriodRequestSchema, bytes)
+        : fromJsonString(WatchTopAffiliateWagersByPeriodRequestSchema, bytes.toString("utf8"), {
+            ignoreUnknownFields: true,
+          });
+    } catch {
+      throw malformedRequest(
+        wire.binary
+          ? "the request message is not valid protobuf binary"
+          : "the request message is not valid proto JSON",
+      );
+    }
+  }
+}
+
+/** Ends a stream (headers already written) with an error, or success without one. */
+function endStream(res: NodeResponse, wire: StreamWire, error: ConnectError | undefined): void {
+  if (res.writableEnded) return;
+  const end = streamEnd(wire, error);
+  if (end.trailers !== undefined) res.addTrailers(end.trailers);
+  if (end.body === undefined) res.end();
+  else res.end(end.body);
+}
