@@ -227,9 +227,11 @@ async function migrateCommand(args: string[]): Promise<void> {
   await withDatabase((db) => applyMigrations(db, values.json), { poolSize: 1, create: true, migrate: false });
 }
 
+/** `migrate --status`: exit 0 when the schema is current, 1 while migrations are pending (a deploy gate). */
 async function printMigrationStatus(db: Database, json: boolean): Promise<void> {
   const status = await migrationStatus(db.write);
   const current = Math.max(0, ...status.applied.map((m) => m.version));
+  if (status.pending.length > 0) process.exitCode = 1;
   if (json) {
     printJson({
       database: db.name,
@@ -301,8 +303,21 @@ export async function runCli(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * A reader that stops early (`topwagers keys list | head -1`) closes the pipe: that is not a failure
+ * of the command. The next write fails with EPIPE; stop there, quietly, with 0.
+ */
+function stopQuietlyWhenOutputCloses(stream: NodeJS.WriteStream): void {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    throw error;
+  });
+}
+
 /** Runs the CLI and exits with its code: 0 done, 1 data error or failure, 2 usage or settings error. */
 export function main(argv: string[]): void {
+  stopQuietlyWhenOutputCloses(process.stdout);
+  stopQuietlyWhenOutputCloses(process.stderr);
   runCli(argv).catch((error: unknown) => {
     if (error instanceof UsageError) {
       process.stderr.write(`error: ${error.message}\n\n${usageFor(argv)}\n`);

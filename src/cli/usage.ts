@@ -32,7 +32,8 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     synopsis: "[--status] [--json]",
     summary: "apply pending schema migrations (--status: list applied and pending ones, apply nothing)",
     details:
-      "  --status   list applied and pending migrations without applying any (nor creating the database)\n" +
+      "  --status   list applied and pending migrations without applying any (nor creating the database);\n" +
+      "             exit 1 while any is pending, 0 when the schema is current\n" +
       "  --json     print one JSON document on stdout instead of text",
   },
   "keys create": {

@@ -90,10 +90,14 @@ export async function importFile(
   let repeats = 0;
   let voids: { line: number; id: string }[] = [];
   const voidCounts = { voided: 0, alreadyVoided: 0, pending: 0 };
+  const reports = new LineOrderedReports(options.onBadLine);
   const bad = (line: number, problem: string) => {
     badLines += 1;
-    options.onBadLine?.(line, problem);
+    reports.add(line, problem);
   };
+  /** The first line still waiting in a batch: a refusal of it can only come at that batch's flush. */
+  const firstUnsettledLine = () =>
+    Math.min(users[0]?.line ?? Infinity, wagers[0]?.line ?? Infinity, voids[0]?.line ?? Infinity);
 
   const flushUsers = async () => {
     if (users.length === 0) return;
@@ -248,11 +252,13 @@ export async function importFile(
         break;
       }
     }
+    reports.releaseBefore(firstUnsettledLine());
     if (lineNumber % 1000 === 0) options.onProgress?.(stream.bytesRead, size, lineNumber);
   }
   await flushWagers();
   await flushUsers();
   await flushVoids();
+  reports.releaseBefore(Infinity);
   options.onProgress?.(size, size, lineNumber);
   return {
     format,
@@ -265,6 +271,35 @@ export async function importFile(
     pendingVoids: voidCounts.pending,
     badLines,
   };
+}
+
+/**
+ * Bad-line reports, passed on in line order: a line refused at its batch's flush (an unknown user, a
+ * conflict) was read before lines already refused on their own, so reports wait until every earlier
+ * line is settled.
+ */
+class LineOrderedReports {
+  private held: { line: number; problem: string }[] = [];
+  private sorted = true;
+
+  constructor(private readonly report: ((line: number, problem: string) => void) | undefined) {}
+
+  add(line: number, problem: string): void {
+    const last = this.held.at(-1);
+    if (last !== undefined && line < last.line) this.sorted = false;
+    this.held.push({ line, problem });
+  }
+
+  /** Passes on every held report of a line before `line`, in line order (the same line: in the order found). */
+  releaseBefore(line: number): void {
+    if (!this.sorted) {
+      this.held.sort((a, b) => a.line - b.line); // stable: one line's reports keep their order
+      this.sorted = true;
+    }
+    const count = this.held.findIndex((r) => r.line >= line);
+    const released = this.held.splice(0, count < 0 ? this.held.length : count);
+    for (const r of released) this.report?.(r.line, r.problem);
+  }
 }
 
 // ---------------------------------------------------------------- JSON Lines

@@ -202,7 +202,8 @@ describe("--json prints one JSON document on stdout", () => {
     const url = database.url.replace(/\/[^/]*$/, `/${name}`);
     try {
       const before = await runCli(["migrate", "--status", "--json"], url);
-      expect(before.code).toBe(0);
+      // Issue 20: --status exits 1 while migrations are pending (it was 0; the requirement changed).
+      expect(before.code).toBe(1);
       expect(json(before)).toEqual({
         database: name,
         databaseExists: false,
@@ -225,6 +226,8 @@ describe("--json prints one JSON document on stdout", () => {
       expect(json(await runCli(["migrate", "--json"], url))).toEqual({ database: name, schemaVersion: 5, applied: [] });
       const text = await runCli(["migrate", "--status"], url);
       expect(text.stdout).toContain("Schema is at version 5; nothing pending.\n");
+      expect(after.code).toBe(0);
+      expect(text.code).toBe(0);
     } finally {
       await database.db.write.query(`DROP DATABASE IF EXISTS ${name}`);
     }

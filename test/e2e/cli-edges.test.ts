@@ -1,0 +1,159 @@
+/**
+ * CLI edges (issue 20, item 5): output piped into a reader that stops early (`| head -1`) ends the
+ * command quietly with 0, whatever the command; `import` reports bad lines in line order, also the
+ * ones only its batch write can find (an unknown user, a conflicting wager).
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_ENTRY, runCli } from "../support/cli.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createKey } from "../support/fixtures.js";
+
+let database: TestDatabase;
+let work: string;
+
+beforeAll(async () => {
+  database = await createTestDatabase("cli_edges");
+  work = mkdtempSync(path.join(tmpdir(), "topwagers-cli-edges-"));
+});
+
+afterAll(async () => {
+  rmSync(work, { recursive: true, force: true });
+  await database?.drop();
+});
+
+/**
+ * `node dist/src/cli/main.js <args> <redirect> | head -1` in bash: the CLI's exit code (not head's), what head
+ * printed, and the CLI's stderr when it is not part of the pipe.
+ */
+function pipedIntoHead(
+  args: readonly string[],
+  redirect = "",
+): Promise<{ code: number; first: string; stderr: string }> {
+  const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+  const script = `"$NODE" "$CLI" ${quoted} ${redirect} | head -1; exit "\${PIPESTATUS[0]}"`;
+  const child = spawn("bash", ["-c", script], {
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      NODE: process.execPath,
+      CLI: CLI_ENTRY,
+      DATABASE_URL: database.url,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let first = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    first += c;
+  });
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
+  });
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code: code ?? -1, first, stderr })));
+}
+
+describe("| head -1 ends every command quietly with exit 0", () => {
+  beforeAll(async () => {
+    // Far more than a pipe holds (64 KiB): the CLI is still writing when head has gone.
+    const { id } = await createKey(database.db, "pipe-aff");
+    const [rows] = await database.db.read.query<import("mysql2/promise").RowDataPacket[]>(
+      "SELECT affiliate_id, created_at FROM api_keys WHERE id = ?",
+      [id],
+    );
+    const { affiliate_id: affiliateId, created_at: createdAt } = rows[0] as {
+      affiliate_id: number;
+      created_at: number;
+    };
+    for (let chunk = 0; chunk < 3; chunk++) {
+      const values: unknown[] = [];
+      for (let i = 0; i < 1000; i++) {
+        values.push(
+          `key_pipe${chunk}x${i}`,
+          randomBytes(32),
+          affiliateId,
+          "a label long enough to fill lines",
+          createdAt,
+        );
+      }
+      await database.db.write.query(
+        `INSERT INTO api_keys (id, key_hash, affiliate_id, label, created_at) VALUES ${Array(1000).fill("(?, ?, ?, ?, ?)").join(", ")}`,
+        values,
+      );
+    }
+  }, 60_000);
+
+  it("keys list (3001 keys) | head -1", async () => {
+    for (let run = 0; run < 3; run++) {
+      const result = await pipedIntoHead(["keys", "list"]);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(result.first.split("\n")).toHaveLength(2); // one line and its newline
+    }
+  }, 60_000);
+
+  it("keys list --json | head -1", async () => {
+    const result = await pipedIntoHead(["keys", "list", "--json"]);
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
+  }, 30_000);
+
+  it("import with 1000 bad lines 2>&1 | head -1 (stderr into the closed pipe)", async () => {
+    const file = path.join(work, "bad.jsonl");
+    writeFileSync(file, `${Array.from({ length: 1500 }, (_, i) => `not json ${i}`).join("\n")}\n`);
+    const result = await pipedIntoHead(["import", file], "2>&1");
+    expect(result.code).toBe(0);
+    expect(result.first).toBe(`${file}:1: not valid JSON (Unexpected token 'o', "not json 0" is not valid JSON)\n`);
+  }, 30_000);
+
+  it("--help, --version, migrate --status --json, verify | head -1", async () => {
+    for (const args of [["--help"], ["--version"], ["migrate", "--status", "--json"], ["verify"]]) {
+      const result = await pipedIntoHead(args);
+      expect({ args, code: result.code }).toEqual({ args, code: 0 });
+      expect(result.stderr).not.toMatch(/EPIPE|Error/); // verify's progress line is its own stderr
+    }
+  }, 60_000);
+});
+
+describe("import reports bad lines in line order", () => {
+  it("lines refused at the batch write (unknown user, conflict) come in order with the others", async () => {
+    const earlier = path.join(work, "earlier.jsonl");
+    writeFileSync(
+      earlier,
+      [
+        '{"type":"user","id":"ord-u1","affiliateId":"ord-aff","username":"alice"}',
+        '{"type":"wager","id":"ord-w0","userId":"ord-u1","amount":"5","placedAt":1733115600}',
+      ].join("\n"),
+    );
+    expect((await runCli(["import", earlier], database.url)).code).toBe(0);
+    const file = path.join(work, "order.jsonl");
+    writeFileSync(
+      file,
+      [
+        '{"type":"user","id":"ord-u2","affiliateId":"ord-aff","username":"bob"}', // 1
+        '{"type":"wager","id":"ord-w1","userId":"ord-u2","amount":"1","placedAt":1733115601}', // 2
+        '{"type":"wager","id":"ord-w2","userId":"ord-ghost","amount":"1","placedAt":1733115602}', // 3: unknown user
+        "not json", // 4
+        '{"type":"wager","id":"ord-w1","userId":"ord-u2","amount":"2","placedAt":1733115601}', // 5: repeats line 2
+        '{"type":"wager","id":"ord-w0","userId":"ord-u1","amount":"6","placedAt":1733115600}', // 6: conflicts
+        '{"type":"wager","id":"ord-w3","userId":"ord-u2","amount":"-1","placedAt":1733115603}', // 7
+        '{"type":"wager","id":"ord-w4","userId":"ord-ghost","amount":"1","placedAt":1733115604}', // 8: unknown user
+        '{"type":"other"}', // 9
+        "",
+      ].join("\n"),
+    );
+    const result = await runCli(["import", file], database.url);
+    expect(result.code).toBe(1);
+    expect(result.stderr.split("\n").filter((l) => l.startsWith(`${file}:`))).toEqual([
+      `${file}:3: user "ord-ghost" is unknown (not among the user lines so far, not stored)`,
+      `${file}:4: not valid JSON (Unexpected token 'o', "not json" is not valid JSON)`,
+      `${file}:5: wager "ord-w1" repeats the id of line 2 with another user, amount or time`,
+      `${file}:6: wager "ord-w0" was already recorded with another user, amount or time`,
+      `${file}:7: amount must be a positive decimal without a sign`,
+      `${file}:8: user "ord-ghost" is unknown (not among the user lines so far, not stored)`,
+      `${file}:9: "type" must be "user", "wager" or "void", got "other"`,
+    ]);
+  }, 30_000);
+});
