@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import { type ImportFormat, importFile } from "../ingest/import-file.js";
 import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
-import { MAX_FUTURE_SECONDS } from "../ingest/validation.js";
+import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { hourStart } from "../leaderboard/calendar.js";
 import { verifyRollups } from "../storage/verify.js";
@@ -142,6 +142,9 @@ export async function seedCommand(args: string[]): Promise<void> {
     end: wholeNumber("end", values.end, hourStart(now)),
     prefix: values.prefix ?? `s${seed}-`,
   };
+  if (plan.end <= EARLIEST_PLACED_AT) {
+    throw new UsageError(`--end must be after ${EARLIEST_PLACED_AT} (2 December 2024): ingest refuses earlier wagers`);
+  }
   if (plan.end > now + MAX_FUTURE_SECONDS) {
     throw new UsageError("--end must not lie more than 5 minutes in the future (ingest would refuse such wagers)");
   }

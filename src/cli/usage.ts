@@ -73,6 +73,8 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "[--end <unixSeconds>] [--prefix <text>] [--method auto|record|bulk] [--void-per-mille 0] [--json]",
     summary: "deterministic synthetic users and wagers (the same options give the same data)",
     details:
+      "  --months          the window's length in calendar months, ending at --end; it never starts before\n" +
+      "                    1733115600 (2 December 2024), the earliest time ingest accepts\n" +
       "  --void-per-mille  void this many wagers in a thousand (0-1000), chosen by seed, after writing them\n" +
       "  --json            print the report as one JSON document on stdout",
   },

@@ -22,6 +22,7 @@
  */
 
 import { DAY } from "../leaderboard/calendar.js";
+import { EARLIEST_START } from "../leaderboard/period-request.js";
 import type { UserProfile } from "../storage/ingest.js";
 
 const UNITS_PER_DOLLAR = 100_000_000;
@@ -122,8 +123,15 @@ export function affiliateSizes(affiliates: number, users?: number): number[] {
   return sizes;
 }
 
-/** Window start: `months` calendar months before `end`. */
+/**
+ * Window start: `months` calendar months before `end`, but never before the earliest time ingest
+ * accepts (EARLIEST_START), so every generated wager could also be sent through RecordWagers.
+ */
 export function windowStart(end: number, months: number): number {
+  return Math.max(EARLIEST_START, monthsBefore(end, months));
+}
+
+function monthsBefore(end: number, months: number): number {
   const d = new Date(end * 1000);
   return (
     Date.UTC(
@@ -165,6 +173,7 @@ export class SeedData {
   constructor(readonly plan: SeedPlan) {
     if (plan.affiliates < 1) throw new RangeError("--affiliates must be at least 1");
     if (plan.wagers < 0) throw new RangeError("--wagers must not be negative");
+    if (plan.end <= EARLIEST_START) throw new RangeError(`--end must be after ${EARLIEST_START} (2 December 2024)`);
     this.start = windowStart(plan.end, plan.months);
     this.sizes = affiliateSizes(plan.affiliates, plan.users);
     this.userCount = this.sizes.reduce((a, b) => a + b, 0);

@@ -8,11 +8,14 @@
  */
 import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../leaderboard/calendar.js";
 import { canonicalDecimal, parseDecimal } from "../leaderboard/decimal.js";
+import { EARLIEST_START } from "../leaderboard/period-request.js";
 import type { UserProfile, WagerRecord } from "../storage/ingest.js";
 
 export const MAX_BATCH = 1000;
 /** How far ahead of the server's clock a wager may be placed (clock skew allowance). */
 export const MAX_FUTURE_SECONDS = 300;
+/** The earliest placement time accepted: no period the API answers starts before it (2 December 2024). */
+export const EARLIEST_PLACED_AT = EARLIEST_START;
 export const MAX_ID_LENGTH = 64;
 export const MAX_USERNAME_LENGTH = 64;
 export const MAX_AVATAR_LENGTH = 2048;
@@ -91,9 +94,15 @@ export function amountProblems(value: string): string[] {
   return problems;
 }
 
-/** Problems of a placement time in Unix seconds, given the server's clock. */
+/**
+ * Problems of a placement time in Unix seconds, given the server's clock: from EARLIEST_PLACED_AT (a wager
+ * before it could never be shown) to MAX_FUTURE_SECONDS after now.
+ */
 export function placedAtProblems(value: bigint, nowSeconds: number): string[] {
   if (value < 0n) return ["placedAt must be Unix seconds (0 or more)"];
+  if (value < BigInt(EARLIEST_PLACED_AT)) {
+    return [`placedAt must be ${EARLIEST_PLACED_AT} (2 December 2024) or later since no period starts earlier`];
+  }
   if (value > BigInt(nowSeconds + MAX_FUTURE_SECONDS)) {
     if (value > BigInt(MAX_PLAUSIBLE_UNIX_SECONDS)) return ["placedAt looks like milliseconds. Send Unix seconds"];
     return [`placedAt is more than ${MAX_FUTURE_SECONDS / 60} minutes in the future`];

@@ -157,3 +157,32 @@ describe("import reports bad lines in line order", () => {
     ]);
   }, 30_000);
 });
+
+describe("import refuses placedAt outside the ingest bounds, naming the line, the field and the bound", () => {
+  it("placedAt 1000 and more than 5 minutes ahead are bad lines; the bounds themselves are fine", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const file = path.join(work, "bounds.csv");
+    writeFileSync(
+      file,
+      [
+        "type,id,affiliateId,username,userId,amount,placedAt",
+        "user,b-u1,b-aff,carol,,,",
+        "wager,b-w1,,,b-u1,1,1000",
+        "wager,b-w2,,,b-u1,1,1733115599",
+        "wager,b-w3,,,b-u1,1,1733115600",
+        `wager,b-w4,,,b-u1,1,${now + 3600}`,
+        `wager,b-w5,,,b-u1,1,${now}`,
+        "",
+      ].join("\n"),
+    );
+    const result = await runCli(["import", file, "--json"], database.url);
+    expect(result.code).toBe(1);
+    const early = "placedAt must be 1733115600 (2 December 2024) or later since no period starts earlier";
+    expect(result.stderr.split("\n").filter((l) => l.startsWith(`${file}:`))).toEqual([
+      `${file}:3: ${early}`,
+      `${file}:4: ${early}`,
+      `${file}:6: placedAt is more than 5 minutes in the future`,
+    ]);
+    expect(JSON.parse(result.stdout)).toMatchObject({ wagersRecorded: 2, badLines: 3 });
+  }, 30_000);
+});

@@ -3,9 +3,11 @@
  * index and id, reports every problem of a call at once, and writes nothing:
  * not the valid wagers sent alongside, not a rollup row.
  */
+import { readFileSync } from "node:fs";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 const NOW = 1_792_108_800; // 2026-10-16T00:00:00Z, the servers' clock
@@ -135,6 +137,17 @@ describe("RecordWagers ids, users and times", () => {
       { placedAt: BigInt(NOW) * 1000n },
       'wagers[1] (id "bad-1") placedAt looks like milliseconds. Send Unix seconds',
     ],
+    // Issue 20: before the earliest period start no leaderboard could ever show the wager.
+    [
+      "placedAt 1000 (1970)",
+      { placedAt: 1000n },
+      'wagers[1] (id "bad-1") placedAt must be 1733115600 (2 December 2024) or later since no period starts earlier',
+    ],
+    [
+      "placedAt one second before 1733115600",
+      { placedAt: 1_733_115_599n },
+      'wagers[1] (id "bad-1") placedAt must be 1733115600 (2 December 2024) or later since no period starts earlier',
+    ],
   ])("refuses %s", async (_label, bad, message) => {
     await expectRefused(bad, message);
   });
@@ -144,7 +157,8 @@ describe("RecordWagers ids, users and times", () => {
     const result = await servers.client("grpc").recordWagers({
       wagers: [
         { ...valid, id: emoji, placedAt: BigInt(NOW + 300) },
-        { ...valid, id: "epoch", placedAt: 0n },
+        // Issue 20 moved the lower bound from 0 (this wager was placedAt 0n) to the earliest period start.
+        { ...valid, id: "earliest", placedAt: 1_733_115_600n },
       ],
     });
     expect(result).toMatchObject({ recorded: 2, duplicates: 0 });
@@ -167,6 +181,22 @@ describe("RecordWagers ids, users and times", () => {
       message: "cannot decode field topwagers.v1.IngestWager.id from JSON: expected string: invalid UTF8",
     });
     expect(await counts()).toEqual(before);
+  });
+
+  it("the field violation names the index, and the README's example refusal is the service's own words", async () => {
+    const error = await refusal(
+      servers
+        .client("connect")
+        .recordWagers({ wagers: [valid, valid, valid, { ...valid, id: "w9", placedAt: 1000n }] }),
+    );
+    const message =
+      'wagers[3] (id "w9") placedAt must be 1733115600 (2 December 2024) or later since no period starts earlier';
+    expect([error.code, error.rawMessage]).toEqual([Code.InvalidArgument, message]);
+    expect(error.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description])).toEqual([
+      ["wagers[3]", message],
+    ]);
+    const readme = readFileSync("README.md", "utf8").replace(/\n\s*/g, " ");
+    expect(readme).toContain(`\`invalid_argument\`, e.g. \`${message}\``);
   });
 
   it("refuses a call naming unknown users, listing each once, and writes nothing", async () => {

@@ -225,8 +225,10 @@ export type IngestWager = Message<"topwagers.v1.IngestWager"> & {
   amount: string;
 
   /**
-   * When the wager was placed, Unix seconds (UTC). From 0 to at most 300
-   * seconds (5 minutes) after the server's clock.
+   * When the wager was placed, Unix seconds (UTC). From 1733115600
+   * (2 December 2024, the earliest period start) to at most 300 seconds
+   * (5 minutes) after the server's clock; outside that the call is
+   * invalid_argument naming the wager's index, placedAt and the bound.
    *
    * @generated from field: int64 placed_at = 4;
    */
