@@ -34,7 +34,13 @@ export function wagerIngestService(ingest: WagerIngest): ServiceImpl<typeof Wage
     async recordWagers(request) {
       const result = await guard(() =>
         ingest.recordWagers(
-          request.wagers.map((w) => ({ id: w.id, userId: w.userId, amount: w.amount, placedAt: w.placedAt })),
+          request.wagers.map((w) => ({
+            id: w.id,
+            userId: w.userId,
+            amount: w.amount,
+            placedAt: w.placedAt,
+            weightBps: w.weightBps,
+          })),
         ),
       );
       switch (result.kind) {

@@ -10,7 +10,8 @@ import type { SeedPlan } from "../ingest/seed-data.js";
 import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { hourStart } from "../leaderboard/calendar.js";
-import { verifyRollups } from "../storage/verify.js";
+import { sameDecimal } from "../leaderboard/decimal.js";
+import { type RollupContent, verifyRollups } from "../storage/verify.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
 import { formatDuration, Progress } from "./progress.js";
 
@@ -217,8 +218,11 @@ export async function verifyCommand(args: string[]): Promise<void> {
   );
   progress.finish();
   if (report.mismatchCount > 0) process.exitCode = 1;
-  const what = (v: { total: string; wagers: number } | null) =>
-    v === null ? "no row" : `total ${v.total} in ${v.wagers} wagers`;
+  // The weighted total is shown where weights change it.
+  const what = (v: RollupContent | null) =>
+    v === null
+      ? "no row"
+      : `total ${v.total}${sameDecimal(v.total, v.weightedTotal) ? "" : ` (weighted ${v.weightedTotal})`} in ${v.wagers} wagers`;
   const rows = `${number.format(report.rows.hourly)} hourly, ${number.format(report.rows.daily)} daily, ${number.format(report.rows.halfmonthly)} half-month and ${number.format(report.rows.monthly)} monthly rows`;
   const more = report.mismatchCount - report.mismatches.length;
   printOutcome(

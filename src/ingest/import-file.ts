@@ -10,16 +10,19 @@
  *
  * JSON Lines, one object per line:
  *   {"type":"user","id":"u1","affiliateId":"aff-1","username":"alice","avatar":"https://…"}
- *   {"type":"wager","id":"w1","userId":"u1","amount":"12.5","placedAt":1733115600}
+ *   {"type":"wager","id":"w1","userId":"u1","amount":"12.5","placedAt":1733115600,"weightBps":5000}
  *   {"type":"void","id":"w1"}
  * A void line takes the wager with that id out of the totals for good
  * (VoidWagers), whether its wager line comes before, after, or in another file.
  * `amount` must be a JSON string (a JSON number may already have lost digits);
- * snake_case keys (affiliate_id, user_id, placed_at) are accepted too.
+ * `weightBps` (basis points, 0 to 10000) is optional: absent, the wager counts
+ * fully. snake_case keys (affiliate_id, user_id, placed_at, weight_bps) are
+ * accepted too.
  *
  * CSV: a header line names the columns, in any order, in camelCase or
  * snake_case, quoted or not: users `id,affiliateId,username,avatar` (avatar
- * optional), wagers `id,userId,amount,placedAt`. A file may mix both with a
+ * optional), wagers `id,userId,amount,placedAt[,weightBps]` (an empty weight
+ * counts fully). A file may mix both with a
  * `type` column (user, wager or void: the wager id in `id`) and the union of the columns. Fields may be
  * quoted with "…" ("" inside for a quote); a record is one line.
  */
@@ -161,7 +164,7 @@ export async function importFile(
           const conflicting = new Set(result.wagerIds);
           refused = refuse(batch, ({ id }) =>
             conflicting.has(id)
-              ? `wager ${JSON.stringify(id)} was already recorded with another user, amount or time`
+              ? `wager ${JSON.stringify(id)} was already recorded with another user, amount, time or weight`
               : undefined,
           );
           break;
@@ -245,7 +248,7 @@ export async function importFile(
           } else {
             bad(
               lineNumber,
-              `wager ${JSON.stringify(parsed.wager.id)} repeats the id of line ${earlier.line} with another user, amount or time`,
+              `wager ${JSON.stringify(parsed.wager.id)} repeats the id of line ${earlier.line} with another user, amount, time or weight`,
             );
           }
         }
@@ -357,9 +360,19 @@ function fromRecord(record: Record<string, unknown>, source: "JSON" | "CSV"): Pa
     else if (typeof rawTime === "string" && /^-?\d{1,20}$/.test(rawTime)) placedAt = BigInt(rawTime);
     else if (rawTime === undefined || rawTime === null || rawTime === "") problems.push("placedAt is required");
     else problems.push(`placedAt must be whole Unix seconds, got ${JSON.stringify(rawTime)}`);
+    // Absent or empty: the wager counts fully. The range is checked with the other rules.
+    const rawWeight = field("weightBps", "weight_bps");
+    let weightBps: number | undefined;
+    if (typeof rawWeight === "number" && Number.isSafeInteger(rawWeight)) weightBps = rawWeight;
+    else if (typeof rawWeight === "string" && /^-?\d{1,9}$/.test(rawWeight)) weightBps = Number(rawWeight);
+    else if (rawWeight !== undefined && rawWeight !== null && rawWeight !== "") {
+      problems.push(
+        `weightBps must be a whole number of basis points from 0 to 10000, got ${JSON.stringify(rawWeight)}`,
+      );
+    }
     return problems.length > 0
       ? { kind: "bad", problem: problems.join("; ") }
-      : { kind: "wager", wager: { id, userId, amount, placedAt } };
+      : { kind: "wager", wager: { id, userId, amount, placedAt, ...(weightBps === undefined ? {} : { weightBps }) } };
   }
   if (type === "void") {
     const id = text("id", field("id"));
@@ -386,6 +399,7 @@ const CANONICAL: Record<string, string> = {
   userid: "userId",
   amount: "amount",
   placedat: "placedAt",
+  weightbps: "weightBps",
 };
 
 /** Parses the header line; a string is the problem with it. */

@@ -14,7 +14,11 @@
  *   per-user median bet (median $3) clamped to [0.01, 1,000,000], with 8
  *   decimals. An amount is an integer count of 10^-8 units and its text is
  *   built from that integer; no amount text ever comes from float formatting;
- * - 30 % of users have no avatar.
+ * - 30 % of users have no avatar;
+ * - weights (race rules) as a casino with Roobet-like rules would send them:
+ *   70 % of wagers count fully (10000 basis points), 20 % half (5000), 10 %
+ *   a tenth (1000), chosen by a hash of the seed and the wager's number, so
+ *   amounts, times and users are the same as without weights.
  *
  * The same seed and options always give the same data. Wagers are numbered in
  * affiliate order and, within an affiliate, in time order, so ids, the
@@ -252,6 +256,16 @@ export class SeedData {
 
   wagerId(number: number): string {
     return `${this.plan.prefix}w${String(number).padStart(10, "0")}`;
+  }
+
+  /** Weight in basis points of wager number `number`: 10000 (70 %), 5000 (20 %) or 1000 (10 %). */
+  weightBps(number: number): number {
+    let h = Math.imul(this.plan.seed ^ 0x27d4eb2f, 0x165667b1) ^ Math.imul(number, 0x9e3779b1);
+    h ^= h >>> 15;
+    h = Math.imul(h, 0x85ebca77);
+    h ^= h >>> 13;
+    const share = (h >>> 0) % 100;
+    return share < 70 ? 10_000 : share < 90 ? 5_000 : 1_000;
   }
 
   /** Rank (1 = largest) of the affiliate a user belongs to. */

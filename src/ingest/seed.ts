@@ -161,6 +161,7 @@ async function recordThroughIngest(ingest: WagerIngest, data: SeedData, progress
         userId: data.userId(wagers.userIndex[i] ?? 0),
         amount: amountText(wagers.units[i] ?? 0),
         placedAt: BigInt(wagers.placedAt[i] ?? 0),
+        weightBps: data.weightBps(wagers.first + i),
       });
       if (batch.length === MAX_BATCH) await flush();
     }
@@ -214,6 +215,7 @@ async function loadInBulk(
         key.affiliateId,
         amountText(wagers.units[i] ?? 0),
         wagers.placedAt[i] ?? 0,
+        data.weightBps(wagers.first + i),
       ]);
       if (rows.length === CHUNK_ROWS) {
         // Load this chunk while the next one is generated; one chunk in flight keeps ids in order.

@@ -9,6 +9,7 @@
 import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../leaderboard/calendar.js";
 import { canonicalDecimal, parseDecimal } from "../leaderboard/decimal.js";
 import { EARLIEST_START } from "../leaderboard/period-request.js";
+import { FULL_WEIGHT_BPS } from "../leaderboard/weights.js";
 import type { UserProfile, WagerRecord } from "../storage/ingest.js";
 
 export const MAX_BATCH = 1000;
@@ -110,12 +111,22 @@ export function placedAtProblems(value: bigint, nowSeconds: number): string[] {
   return [];
 }
 
+/** Problems of a weight in basis points: a whole number from 0 to 10000. */
+export function weightProblems(value: number): string[] {
+  if (!Number.isInteger(value) || value < 0 || value > FULL_WEIGHT_BPS) {
+    return [`weightBps must be a whole number from 0 to ${FULL_WEIGHT_BPS} basis points (got ${value})`];
+  }
+  return [];
+}
+
 /** A wager as received, before its time is known to fit a number. */
 export interface WagerInput {
   readonly id: string;
   readonly userId: string;
   readonly amount: string;
   readonly placedAt: bigint;
+  /** Basis points; absent counts fully. */
+  readonly weightBps?: number | undefined;
 }
 
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problems: string[] };
@@ -136,10 +147,17 @@ export function checkWager(wager: WagerInput, nowSeconds: number): Checked<Wager
     ...idProblems("userId", wager.userId),
     ...amountProblems(wager.amount),
     ...placedAtProblems(wager.placedAt, nowSeconds),
+    ...(wager.weightBps === undefined ? [] : weightProblems(wager.weightBps)),
   ];
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
-    value: { id: wager.id, userId: wager.userId, amount: wager.amount, placedAt: Number(wager.placedAt) },
+    value: {
+      id: wager.id,
+      userId: wager.userId,
+      amount: wager.amount,
+      placedAt: Number(wager.placedAt),
+      weightBps: wager.weightBps ?? FULL_WEIGHT_BPS,
+    },
   };
 }

@@ -18,11 +18,11 @@
 import { Readable } from "node:stream";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { noteWagerTimes } from "./data-changes.js";
-import { ROLLUPS } from "./rollups.js";
+import { ROLLUPS, upsertAdding, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
 import { inTransaction } from "./transactions.js";
 
-/** One wager row with internal keys: external id, user id, affiliate id, amount text, placed_at. */
-export type WagerRow = readonly [string, number, number, string, number];
+/** One wager row with internal keys: external id, user id, affiliate id, amount text, placed_at, weight_bps. */
+export type WagerRow = readonly [string, number, number, string, number, number];
 
 export interface WagerChunk {
   /** The chunk's rows, in external id order; replayable (a retried transaction sends them again). */
@@ -79,7 +79,7 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
     await connection.query(
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${CHUNK_HOURLY} (
         affiliate_id INT UNSIGNED NOT NULL, bucket INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
-        total DECIMAL(30,8) NOT NULL, wagers INT UNSIGNED NOT NULL,
+        total DECIMAL(30,8) NOT NULL, weight_discount DECIMAL(34,12) NOT NULL, wagers INT UNSIGNED NOT NULL,
         PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
     );
     await connection.query(`DELETE FROM ${CHUNK_HOURLY}`);
@@ -90,26 +90,24 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
     const [hourly, ...coarser] = ROLLUPS;
     if (hourly === undefined) throw new Error("no hourly rollup defined");
     await connection.query(
-      `INSERT INTO ${CHUNK_HOURLY} (affiliate_id, bucket, user_id, total, wagers)
-       SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), COUNT(*)
+      `INSERT INTO ${CHUNK_HOURLY} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
+       SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), COUNT(*)
          FROM wagers WHERE id > ? AND external_id BETWEEN ? AND ?
         GROUP BY affiliate_id, b, user_id`,
       [before, chunk.firstExternalId, chunk.lastExternalId],
     );
-    const upsert = (table: string) =>
-      `ON DUPLICATE KEY UPDATE total = ${table}.total + VALUES(total), wagers = ${table}.wagers + VALUES(wagers)`;
     await connection.query(
-      `INSERT INTO ${hourly.table} (affiliate_id, bucket, user_id, total, wagers)
-       SELECT affiliate_id, bucket, user_id, total, wagers FROM ${CHUNK_HOURLY}
-        ORDER BY affiliate_id, bucket, user_id ${upsert(hourly.table)}`,
+      `INSERT INTO ${hourly.table} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
+       SELECT affiliate_id, bucket, user_id, total, weight_discount, wagers FROM ${CHUNK_HOURLY}
+        ORDER BY affiliate_id, bucket, user_id ${upsertAdding(hourly.table)}`,
     );
     for (const { table, bucketOf } of coarser) {
       await connection.query(
-        `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
-         SELECT affiliate_id, ${bucketOf("bucket")} AS b, user_id, SUM(total), SUM(wagers)
+        `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
+         SELECT affiliate_id, ${bucketOf("bucket")} AS b, user_id, SUM(total), SUM(weight_discount), SUM(wagers)
            FROM ${CHUNK_HOURLY}
           GROUP BY affiliate_id, b, user_id
-          ORDER BY affiliate_id, b, user_id ${upsert(table)}`,
+          ORDER BY affiliate_id, b, user_id ${upsertAdding(table)}`,
       );
     }
     const [spans] = await connection.query<RowDataPacket[]>(
@@ -130,7 +128,7 @@ async function loadData(connection: PoolConnection, chunk: WagerChunk): Promise<
   const [result] = await connection.query<ResultSetHeader>({
     sql: `LOAD DATA LOCAL INFILE 'wagers.csv' IGNORE INTO TABLE wagers CHARACTER SET utf8mb4
           FIELDS TERMINATED BY ',' LINES TERMINATED BY '\\n'
-          (external_id, user_id, affiliate_id, amount, placed_at)`,
+          (external_id, user_id, affiliate_id, amount, placed_at, weight_bps)`,
     infileStreamFactory: () => Readable.from(csvPieces(chunk.rows)),
   });
   return result.affectedRows;
@@ -143,7 +141,7 @@ function* csvPieces(rows: readonly WagerRow[]): Generator<Buffer> {
     const end = Math.min(rows.length, i + 4096);
     for (let j = i; j < end; j++) {
       const r = rows[j] as WagerRow;
-      piece += `${r[0]},${r[1]},${r[2]},${r[3]},${r[4]}\n`;
+      piece += `${r[0]},${r[1]},${r[2]},${r[3]},${r[4]},${r[5]}\n`;
     }
     yield Buffer.from(piece, "utf8");
   }
@@ -153,7 +151,7 @@ async function insertRows(connection: PoolConnection, chunk: WagerChunk): Promis
   let inserted = 0;
   for (let i = 0; i < chunk.rows.length; i += 2000) {
     const [result] = await connection.query<ResultSetHeader>(
-      "INSERT IGNORE INTO wagers (external_id, user_id, affiliate_id, amount, placed_at) VALUES ?",
+      "INSERT IGNORE INTO wagers (external_id, user_id, affiliate_id, amount, placed_at, weight_bps) VALUES ?",
       [chunk.rows.slice(i, i + 2000)],
     );
     inserted += result.affectedRows;

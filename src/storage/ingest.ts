@@ -27,9 +27,10 @@
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { sameDecimal } from "../leaderboard/decimal.js";
+import { FULL_WEIGHT_BPS } from "../leaderboard/weights.js";
 import { noteUserChanges, noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
-import { ROLLUPS } from "./rollups.js";
+import { ROLLUPS, upsertAdding, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
   inTransaction,
@@ -53,6 +54,8 @@ export interface WagerRecord {
   readonly amount: string;
   /** Unix seconds. */
   readonly placedAt: number;
+  /** Weight in basis points, 0 to 10000; absent counts fully (10000). */
+  readonly weightBps?: number | undefined;
 }
 
 export type RecordOutcome =
@@ -64,14 +67,19 @@ export type RecordOutcome =
   | { readonly kind: "conflict"; readonly wagerIds: readonly string[] };
 
 /**
- * Whether two sendings of one wager id carry the same wager: same user, time and amount
- * ("12.50000000" and "12.5" are the same amount). Amounts must be decimal strings.
+ * Whether two sendings of one wager id carry the same wager: same user, time, amount and weight
+ * ("12.50000000" and "12.5" are the same amount; no weight is the same as 10000). Amounts must be
+ * decimal strings.
  */
-export function sameWagerContent<T extends { userId: string; amount: string; placedAt: number | bigint }>(
-  a: T,
-  b: T,
-): boolean {
-  return a.userId === b.userId && a.placedAt === b.placedAt && sameDecimal(a.amount, b.amount);
+export function sameWagerContent<
+  T extends { userId: string; amount: string; placedAt: number | bigint; weightBps?: number | undefined },
+>(a: T, b: T): boolean {
+  return (
+    a.userId === b.userId &&
+    a.placedAt === b.placedAt &&
+    (a.weightBps ?? FULL_WEIGHT_BPS) === (b.weightBps ?? FULL_WEIGHT_BPS) &&
+    sameDecimal(a.amount, b.amount)
+  );
 }
 
 /** Binary (code point) order, as the utf8mb4_bin index orders ids; every writer locks keys in this order. */
@@ -187,7 +195,7 @@ async function settleVoids(
   users: ReadonlyMap<string, InternalUser>,
 ): Promise<{ resent: number; removed: ReadonlySet<string> }> {
   const [rows] = await connection.query<RowDataPacket[]>(
-    `SELECT v.external_id, v.applied_at, v.user_id, v.amount, v.placed_at
+    `SELECT v.external_id, v.applied_at, v.user_id, v.amount, v.placed_at, v.weight_bps
        FROM ${STAGE} s JOIN wager_voids v ON v.external_id = s.external_id
       ORDER BY v.external_id FOR UPDATE`,
   );
@@ -203,9 +211,11 @@ async function settleVoids(
       pending.push(id);
       continue;
     }
+    // A void applied before weights existed holds no weight: its wager counted fully.
     const same =
       Number(row.user_id) === users.get(wager.userId)?.id &&
       Number(row.placed_at) === wager.placedAt &&
+      Number(row.weight_bps ?? FULL_WEIGHT_BPS) === (wager.weightBps ?? FULL_WEIGHT_BPS) &&
       sameDecimal(String(row.amount), wager.amount);
     (same ? resent : different).push(id);
   }
@@ -214,7 +224,7 @@ async function settleVoids(
     await connection.query(
       `UPDATE wager_voids v JOIN wagers w ON w.external_id = v.external_id
           SET v.applied_at = UNIX_TIMESTAMP(), v.user_id = w.user_id, v.affiliate_id = w.affiliate_id,
-              v.amount = w.amount, v.placed_at = w.placed_at
+              v.amount = w.amount, v.placed_at = w.placed_at, v.weight_bps = w.weight_bps
         WHERE v.external_id IN (?)`,
       [pending],
     );
@@ -232,7 +242,7 @@ async function settleVoids(
  * After the insert it holds exactly the rows this transaction added.
  */
 const STAGE = "ingest_stage";
-const COLUMNS = "external_id, user_id, affiliate_id, amount, placed_at";
+const COLUMNS = "external_id, user_id, affiliate_id, amount, placed_at, weight_bps";
 
 async function stage(
   connection: PoolConnection,
@@ -243,14 +253,15 @@ async function stage(
     connection.query(
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGE} (
         external_id VARBINARY(256) NOT NULL, user_id INT UNSIGNED NOT NULL, affiliate_id INT UNSIGNED NOT NULL,
-        amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL) ENGINE=MEMORY`,
+        amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL, weight_bps SMALLINT UNSIGNED NOT NULL
+      ) ENGINE=MEMORY`,
     ),
   );
   await connection.query(`DELETE FROM ${STAGE}`);
   await connection.query(`INSERT INTO ${STAGE} (${COLUMNS}) VALUES ?`, [
     batch.map((w) => {
       const user = users.get(w.userId) as InternalUser;
-      return [w.id, user.id, user.affiliateId, w.amount, w.placedAt];
+      return [w.id, user.id, user.affiliateId, w.amount, w.placedAt, w.weightBps ?? FULL_WEIGHT_BPS];
     }),
   ]);
 }
@@ -259,12 +270,12 @@ async function stage(
 async function addToRollups(connection: PoolConnection): Promise<void> {
   for (const { table, bucketOf } of ROLLUPS) {
     await connection.query(
-      `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers)
-       SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount), COUNT(*)
+      `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
+       SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), COUNT(*)
          FROM ${STAGE}
         GROUP BY affiliate_id, b, user_id
         ORDER BY affiliate_id, b, user_id
-       ON DUPLICATE KEY UPDATE total = ${table}.total + VALUES(total), wagers = ${table}.wagers + VALUES(wagers)`,
+       ${upsertAdding(table)}`,
     );
   }
 }
@@ -305,7 +316,7 @@ function byExternalId<T>(rows: readonly RowDataPacket[], value: (row: RowDataPac
 /** Wagers of the staged batch that are already recorded, with their content as the platform sent it. */
 async function recordedWagers(connection: PoolConnection): Promise<Map<string, WagerRecord>> {
   const [rows] = await connection.query<RowDataPacket[]>(
-    `SELECT w.external_id, u.external_id AS user_external_id, w.amount, w.placed_at
+    `SELECT w.external_id, u.external_id AS user_external_id, w.amount, w.placed_at, w.weight_bps
        FROM ${STAGE} s
        JOIN wagers w ON w.external_id = s.external_id
        JOIN users u ON u.id = w.user_id`,
@@ -315,6 +326,7 @@ async function recordedWagers(connection: PoolConnection): Promise<Map<string, W
     userId: String(r.user_external_id),
     amount: String(r.amount),
     placedAt: Number(r.placed_at),
+    weightBps: Number(r.weight_bps),
   }));
 }
 

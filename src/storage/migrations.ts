@@ -19,6 +19,12 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "./database-errors.js";
+import { addColumnsIfMissing, addIndexIfMissing, dropIndexIfPresent, type MigrationContext } from "./schema-steps.js";
+
+export type { MigrationContext };
+
+/** The rollup tables of migrations 2 and 3, by name (written out: a migration never follows a later rename). */
+const ROLLUP_TABLES = ["wager_hourly", "wager_daily", "wager_halfmonthly", "wager_monthly"];
 
 /**
  * A table of totals per affiliate, bucket and user, as migrations 2 and 3 created it. Part of
@@ -35,10 +41,13 @@ function createTotalsTable(table: string): string {
       ) ENGINE=InnoDB`;
 }
 
+/** One step: a statement, or code for a step that must check the schema first (./schema-steps.ts). */
+export type MigrationStep = string | ((context: MigrationContext) => Promise<void>);
+
 export interface Migration {
   readonly version: number;
   readonly name: string;
-  readonly statements: readonly string[];
+  readonly statements: readonly MigrationStep[];
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -148,6 +157,51 @@ export const MIGRATIONS: readonly Migration[] = [
     // A key is refused from expires_at on (NULL: never expires). Rotation sets it on the old key.
     statements: ["ALTER TABLE api_keys ADD COLUMN expires_at INT UNSIGNED NULL AFTER revoked_at"],
   },
+  {
+    version: 7,
+    name: "wager weights (basis points) and weighted totals",
+    // Metadata only (ALGORITHM=INSTANT: milliseconds at any size, no rows rewritten, no lock
+    // held for long; refused rather than copying a large table where a server cannot do it).
+    // Nothing to backfill: every wager recorded so far counts fully, which is what the defaults
+    // say. Rollups store what the weights take off the total (`weight_discount`, 0 for every
+    // existing row), and `weighted_total` is computed from it on read. An instance of the
+    // previous version still writing during a rolling deploy records full-weight wagers and
+    // leaves `weight_discount` alone, which is right for them. Weighted values have up to 12
+    // fraction digits (amount × weight_bps / 10000), so DECIMAL(34,12) holds every total exactly.
+    statements: [
+      addColumnsIfMissing("wagers", {
+        weight_bps: "SMALLINT UNSIGNED NOT NULL DEFAULT 10000",
+      }),
+      // A void's copy of its wager: NULL while pending, and for voids applied before weights (full weight).
+      addColumnsIfMissing("wager_voids", { weight_bps: "SMALLINT UNSIGNED NULL" }),
+      ...ROLLUP_TABLES.map((table) =>
+        addColumnsIfMissing(table, {
+          weight_discount: "DECIMAL(34,12) NOT NULL DEFAULT 0",
+          weighted_total: "DECIMAL(34,12) AS (total - weight_discount) VIRTUAL",
+        }),
+      ),
+      // 'wagered' or 'weighted': how this key's boards rank when a request does not say; NULL: wagered.
+      addColumnsIfMissing("api_keys", {
+        default_rank_by: "VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+    ],
+  },
+  {
+    version: 8,
+    name: "wager weights in the covering index of the raw edges",
+    // The read path sums raw wagers for partial hours from this index alone; it needs the
+    // weight too. Built online (ALGORITHM=INPLACE, LOCK=NONE): ingest and reads go on while it
+    // builds, and readers use the old index until it is there. Its time grows with the wagers
+    // (measured in docs/operations.md); the CLI's `migrate` prints a line while it runs.
+    statements: [
+      addIndexIfMissing(
+        "wagers",
+        "ix_wagers_affiliate_time_weight",
+        "affiliate_id, placed_at, user_id, amount, weight_bps",
+      ),
+      dropIndexIfPresent("wagers", "ix_wagers_affiliate_time"),
+    ],
+  },
 ];
 
 /** How long a migration lease lasts unless renewed; renewed every LEASE_SECONDS / 3 while migrating. */
@@ -164,6 +218,8 @@ export interface MigrateOptions {
   readonly waitMs?: number;
   /** Who holds the lease, for the table's readers; default host:pid:random. */
   readonly holder?: string;
+  /** Lines for the operator while a long step runs (the CLI prints them). */
+  readonly onProgress?: (text: string) => void;
 }
 
 /**
@@ -228,9 +284,14 @@ export async function migrate(
       if (lost !== undefined) throw new Error("lost the migration lease; stopping", { cause: lost });
       // DDL commits implicitly in MySQL, so a migration is made of idempotent-enough steps
       // and recorded only once all of them succeeded.
-      for (const statement of migration.statements) await connection.query(statement);
+      const context = { connection, progress: options.onProgress ?? (() => undefined) };
+      for (const statement of migration.statements) {
+        if (typeof statement === "string") await connection.query(statement);
+        else await statement(context);
+      }
+      // IGNORE: an instance that took over an expired lease mid-step may have recorded it too.
       await connection.query(
-        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
+        "INSERT IGNORE INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
         [migration.version, migration.name],
       );
       applied.push(migration);

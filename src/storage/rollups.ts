@@ -1,6 +1,6 @@
 /**
- * The rollup tables (migrations 2 and 3) and how a wager's bucket is computed for
- * each. One definition, used by every writer (ingest, seed's bulk path) and by
+ * The rollup tables (migrations 2 and 3; weights from migration 7) and how a
+ * wager's bucket and weighted amount are computed for each. One definition, used by every writer (ingest, seed's bulk path) and by
  * `verify`, so they can never disagree about which bucket a wager belongs to.
  *
  * bucket = the Unix second at which the wager's UTC hour, day, half-month (1st
@@ -41,6 +41,28 @@ const BUCKET_OF: Readonly<Record<Granularity, Rollup["bucketOf"]>> = {
   // order so the unsigned arithmetic never goes below zero.
   monthly: (t) => `(${t} DIV ${DAY} + 1 - DAYOFMONTH(DATE '1970-01-01' + INTERVAL ${t} DIV ${DAY} DAY)) * ${DAY}`,
 };
+
+/**
+ * Per wager (a row of `wagers` or a stage with its columns): the part of `amount` its weight leaves
+ * out, amount × (10000 − weight_bps) / 10000, and the weighted amount, amount × weight_bps / 10000.
+ * Multiplying by 0.0001 (not dividing by 10000) keeps them exact whatever div_precision_increment
+ * says: DECIMAL(20,8) × integer × 0.0001 has 12 fraction digits. Rollups store the sum of the first
+ * (`weight_discount`, so rows written before weights existed are right as they are) and read
+ * `weighted_total` = total − weight_discount.
+ */
+export const WEIGHT_DISCOUNT_OF_WAGER = "amount * (10000 - weight_bps) * 0.0001";
+export const WEIGHTED_AMOUNT_OF_WAGER = "amount * weight_bps * 0.0001";
+
+/**
+ * The tail of an INSERT … SELECT into a rollup (columns total, weight_discount, wagers): an existing
+ * row grows by the new rows' sums and count, by exact DECIMAL addition.
+ */
+export function upsertAdding(table: RollupTable): string {
+  return (
+    `ON DUPLICATE KEY UPDATE total = ${table}.total + VALUES(total), ` +
+    `weight_discount = ${table}.weight_discount + VALUES(weight_discount), wagers = ${table}.wagers + VALUES(wagers)`
+  );
+}
 
 /** Finest first: each level can be grouped from the one before it. */
 export const ROLLUPS: readonly Rollup[] = GRANULARITIES.map((level) => ({

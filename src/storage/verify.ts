@@ -1,6 +1,7 @@
 /**
- * `verify`: recomputes every rollup row from the raw wagers and reports each
- * row that differs, is missing, or should not exist.
+ * `verify`: recomputes every rollup row from the raw wagers (the total, what
+ * the weights take off it, and the count) and reports each row that differs,
+ * is missing, or should not exist.
  *
  * Work is split into ranges of affiliates of about a million wagers. Each
  * range is first screened cheaply: its raw wagers are grouped by hour once
@@ -17,7 +18,14 @@
  * finds is reported.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { ROLLUPS, type Rollup, rollupTable } from "./rollups.js";
+import { ROLLUPS, type Rollup, rollupTable, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
+
+/** A rollup row's content: the plain total, the weighted total and the number of wagers. */
+export interface RollupContent {
+  readonly total: string;
+  readonly weightedTotal: string;
+  readonly wagers: number;
+}
 
 export interface Mismatch {
   readonly level: Rollup["level"];
@@ -25,9 +33,9 @@ export interface Mismatch {
   readonly bucket: number;
   readonly userId: string;
   /** From the raw wagers; null when there are none for this key (the rollup row should not exist). */
-  readonly expected: { readonly total: string; readonly wagers: number } | null;
+  readonly expected: RollupContent | null;
   /** In the rollup table; null when the row is missing. */
-  readonly found: { readonly total: string; readonly wagers: number } | null;
+  readonly found: RollupContent | null;
 }
 
 export interface VerifyReport {
@@ -66,7 +74,7 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
       await connection.query(
         `CREATE TEMPORARY TABLE ${table} (
           affiliate_id INT UNSIGNED NOT NULL, bucket INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
-          total DECIMAL(30,8) NOT NULL, wagers INT UNSIGNED NOT NULL,
+          total DECIMAL(30,8) NOT NULL, weight_discount DECIMAL(34,12) NOT NULL, wagers INT UNSIGNED NOT NULL,
           PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
       );
     }
@@ -114,16 +122,16 @@ async function groupRawByHour(connection: PoolConnection, range: Range): Promise
   for (const table of Object.values(EXPECTED)) await connection.query(`DELETE FROM ${table}`);
   const [hourly, ...coarser] = ROLLUPS as [Rollup, ...Rollup[]];
   await connection.query(
-    `INSERT INTO ${EXPECTED.hourly} (affiliate_id, bucket, user_id, total, wagers)
-     SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), COUNT(*)
+    `INSERT INTO ${EXPECTED.hourly} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
+     SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), COUNT(*)
        FROM wagers WHERE affiliate_id BETWEEN ? AND ?
       GROUP BY affiliate_id, b, user_id`,
     [range.from, range.to],
   );
   for (const rollup of coarser) {
     await connection.query(
-      `INSERT INTO ${EXPECTED[rollup.level]} (affiliate_id, bucket, user_id, total, wagers)
-       SELECT affiliate_id, ${rollup.bucketOf("bucket")} AS b, user_id, SUM(total), SUM(wagers)
+      `INSERT INTO ${EXPECTED[rollup.level]} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
+       SELECT affiliate_id, ${rollup.bucketOf("bucket")} AS b, user_id, SUM(total), SUM(weight_discount), SUM(wagers)
          FROM ${EXPECTED.hourly} GROUP BY affiliate_id, b, user_id`,
     );
   }
@@ -139,7 +147,7 @@ async function screenLooksWrong(connection: PoolConnection, rollup: Rollup, rang
   const [wrong] = await connection.query<RowDataPacket[]>(
     `SELECT 1 FROM ${expected} e
        LEFT JOIN ${rollup.table} r ON r.affiliate_id = e.affiliate_id AND r.bucket = e.bucket AND r.user_id = e.user_id
-      WHERE r.user_id IS NULL OR r.total <> e.total OR r.wagers <> e.wagers
+      WHERE r.user_id IS NULL OR r.total <> e.total OR r.weight_discount <> e.weight_discount OR r.wagers <> e.wagers
       LIMIT 1`,
   );
   if (wrong.length > 0) return true;
@@ -157,20 +165,21 @@ async function screenLooksWrong(connection: PoolConnection, rollup: Rollup, rang
 async function exactMismatches(connection: PoolConnection, rollup: Rollup, range: Range): Promise<RowDataPacket[]> {
   const [found] = await connection.query<RowDataPacket[]>(
     `SELECT affiliate_id, bucket, user_id,
-            SUM(raw_total) AS expected_total, SUM(raw_wagers) AS expected_wagers,
-            SUM(rollup_total) AS found_total, SUM(rollup_wagers) AS found_wagers,
+            SUM(raw_total) AS expected_total, SUM(raw_discount) AS expected_discount, SUM(raw_wagers) AS expected_wagers,
+            SUM(rollup_total) AS found_total, SUM(rollup_discount) AS found_discount, SUM(rollup_wagers) AS found_wagers,
+            SUM(raw_total) - SUM(raw_discount) AS expected_weighted, SUM(rollup_total) - SUM(rollup_discount) AS found_weighted,
             MAX(in_rollup) AS in_rollup
        FROM (SELECT affiliate_id, ${rollup.bucketOf("placed_at")} AS bucket, user_id,
-                    SUM(amount) AS raw_total, COUNT(*) AS raw_wagers,
-                    0 AS rollup_total, 0 AS rollup_wagers, 0 AS in_rollup
+                    SUM(amount) AS raw_total, SUM(${WEIGHT_DISCOUNT_OF_WAGER}) AS raw_discount, COUNT(*) AS raw_wagers,
+                    0 AS rollup_total, 0 AS rollup_discount, 0 AS rollup_wagers, 0 AS in_rollup
                FROM wagers WHERE affiliate_id BETWEEN ? AND ?
               GROUP BY affiliate_id, bucket, user_id
              UNION ALL
-             SELECT affiliate_id, bucket, user_id, 0, 0, total, wagers, 1
+             SELECT affiliate_id, bucket, user_id, 0, 0, 0, total, weight_discount, wagers, 1
                FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ?) x
       GROUP BY affiliate_id, bucket, user_id
      HAVING in_rollup = 0 OR expected_wagers = 0
-         OR expected_total <> found_total OR expected_wagers <> found_wagers
+         OR expected_total <> found_total OR expected_discount <> found_discount OR expected_wagers <> found_wagers
       ORDER BY affiliate_id, bucket, user_id`,
     [range.from, range.to, range.from, range.to],
   );
@@ -227,7 +236,12 @@ async function describe(
     bucket: Number(r.bucket),
     userId: name("u", Number(r.user_id)),
     expected:
-      Number(r.expected_wagers) === 0 ? null : { total: String(r.expected_total), wagers: Number(r.expected_wagers) },
-    found: Number(r.in_rollup) === 0 ? null : { total: String(r.found_total), wagers: Number(r.found_wagers) },
+      Number(r.expected_wagers) === 0 ? null : content(r.expected_total, r.expected_weighted, r.expected_wagers),
+    found: Number(r.in_rollup) === 0 ? null : content(r.found_total, r.found_weighted, r.found_wagers),
   }));
+}
+
+/** As the database writes the sums (e.g. "12.50000000", "6.250000000000"). */
+function content(total: unknown, weighted: unknown, wagers: unknown): RollupContent {
+  return { total: String(total), weightedTotal: String(weighted), wagers: Number(wagers) };
 }

@@ -6,7 +6,8 @@
  *  1. every id gets a row in `wager_voids` (INSERT IGNORE; a void is final, so
  *     an existing row stays as it is);
  *  2. the ids that are recorded and still count are read from `wagers` with a
- *     lock, copied into a small in-memory stage, subtracted from every rollup
+ *     lock, copied into a small in-memory stage, subtracted from every rollup (the
+ *     total and what the weights took off it)
  *     (rows that reach zero wagers are deleted, as if never written), moved
  *     into their `wager_voids` row and deleted from `wagers`;
  *  3. one change-feed row per affiliate touched.
@@ -22,7 +23,7 @@
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { noteWagerTimes } from "./data-changes.js";
-import { ROLLUPS } from "./rollups.js";
+import { ROLLUPS, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
 import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
 
 export interface VoidOutcome {
@@ -51,7 +52,7 @@ export async function voidWagerBatch(
         ids.map((id) => [id, Math.floor(Date.now() / 1000)]),
       ]);
       const [counting] = await connection.query<RowDataPacket[]>(
-        `SELECT id, external_id, user_id, affiliate_id, amount, placed_at FROM wagers
+        `SELECT id, external_id, user_id, affiliate_id, amount, placed_at, weight_bps FROM wagers
           WHERE external_id IN (?) ORDER BY external_id FOR UPDATE`,
         [ids],
       );
@@ -76,22 +77,24 @@ async function takeOut(connection: PoolConnection, rows: readonly RowDataPacket[
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${VOID_STAGE} (
         id BIGINT UNSIGNED NOT NULL PRIMARY KEY, external_id VARBINARY(256) NOT NULL,
         user_id INT UNSIGNED NOT NULL, affiliate_id INT UNSIGNED NOT NULL,
-        amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL) ENGINE=MEMORY`,
+        amount DECIMAL(20,8) NOT NULL, placed_at INT UNSIGNED NOT NULL, weight_bps SMALLINT UNSIGNED NOT NULL
+      ) ENGINE=MEMORY`,
     ),
   );
   await connection.query(`DELETE FROM ${VOID_STAGE}`);
   await connection.query(
-    `INSERT INTO ${VOID_STAGE} (id, external_id, user_id, affiliate_id, amount, placed_at) VALUES ?`,
-    [rows.map((r) => [r.id, r.external_id, r.user_id, r.affiliate_id, String(r.amount), r.placed_at])],
+    `INSERT INTO ${VOID_STAGE} (id, external_id, user_id, affiliate_id, amount, placed_at, weight_bps) VALUES ?`,
+    [rows.map((r) => [r.id, r.external_id, r.user_id, r.affiliate_id, String(r.amount), r.placed_at, r.weight_bps])],
   );
   for (const { table, bucketOf } of ROLLUPS) {
-    // The rollup rows exist (the wagers were added to them when recorded); subtract exactly.
+    // The rollup rows exist (the wagers were added to them when recorded); subtract both sums exactly.
     await connection.query(
       `UPDATE ${table} t JOIN (
-          SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount) AS s, COUNT(*) AS c
+          SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount) AS s,
+                 SUM(${WEIGHT_DISCOUNT_OF_WAGER}) AS d, COUNT(*) AS c
             FROM ${VOID_STAGE} GROUP BY affiliate_id, b, user_id) d
          ON t.affiliate_id = d.affiliate_id AND t.bucket = d.b AND t.user_id = d.user_id
-        SET t.total = t.total - d.s, t.wagers = t.wagers - d.c`,
+        SET t.total = t.total - d.s, t.weight_discount = t.weight_discount - d.d, t.wagers = t.wagers - d.c`,
     );
     await connection.query(
       `DELETE t FROM ${table} t JOIN (
@@ -103,7 +106,7 @@ async function takeOut(connection: PoolConnection, rows: readonly RowDataPacket[
   await connection.query(
     `UPDATE wager_voids v JOIN ${VOID_STAGE} s ON s.external_id = v.external_id
         SET v.applied_at = UNIX_TIMESTAMP(), v.user_id = s.user_id, v.affiliate_id = s.affiliate_id,
-            v.amount = s.amount, v.placed_at = s.placed_at`,
+            v.amount = s.amount, v.placed_at = s.placed_at, v.weight_bps = s.weight_bps`,
   );
   await connection.query(`DELETE w FROM wagers w JOIN ${VOID_STAGE} s ON s.id = w.id`);
   await noteWagerTimes(

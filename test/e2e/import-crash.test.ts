@@ -150,7 +150,7 @@ describe("bad lines", () => {
       `${file}:5: amount must not use exponent notation (write 1500 not 1.5e3)`,
       `${file}:7: user "nobody" is unknown (not among the user lines so far, not stored)`,
       `${file}:8: "type" must be "user", "wager" or "void", got "bet"`,
-      `${file}:12: wager "w1" repeats the id of line 2 with another user, amount or time`,
+      `${file}:12: wager "w1" repeats the id of line 2 with another user, amount, time or weight`,
       `${file}:13: username is required`,
       `${file}:14: placedAt must be whole Unix seconds, got 1790812800.5`,
     ]);
@@ -169,7 +169,7 @@ describe("bad lines", () => {
     await writeFile(again, '{"type":"wager","id":"w1","userId":"u1","amount":"99","placedAt":1790812800}\n');
     const second = await runCli(["import", again], database.url);
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`${again}:1: wager "w1" was already recorded with another user, amount or time\n`);
+    expect(second.stderr).toContain(`${again}:1: wager "w1" was already recorded with another user, amount, time or weight\n`);
   });
 
   it("are reported for CSV too; headers name the columns in any order, quoted fields keep commas and quotes", async () => {

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/wager_ingest.proto.
  */
 export const file_topwagers_v1_wager_ingest: GenFile = /*@__PURE__*/
-  fileDesc("Ch90b3B3YWdlcnMvdjEvd2FnZXJfaW5nZXN0LnByb3RvEgx0b3B3YWdlcnMudjEiJgoRVm9pZFdhZ2Vyc1JlcXVlc3QSEQoJd2FnZXJfaWRzGAEgAygJIk0KElZvaWRXYWdlcnNSZXNwb25zZRIOCgZ2b2lkZWQYASABKA0SFgoOYWxyZWFkeV92b2lkZWQYAiABKA0SDwoHcGVuZGluZxgDIAEoDSI9ChJVcHNlcnRVc2Vyc1JlcXVlc3QSJwoFdXNlcnMYASADKAsyGC50b3B3YWdlcnMudjEuSW5nZXN0VXNlciJQCgpJbmdlc3RVc2VyEgoKAmlkGAEgASgJEhQKDGFmZmlsaWF0ZV9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkiJwoTVXBzZXJ0VXNlcnNSZXNwb25zZRIQCgh1cHNlcnRlZBgBIAEoDSJAChNSZWNvcmRXYWdlcnNSZXF1ZXN0EikKBndhZ2VycxgBIAMoCzIZLnRvcHdhZ2Vycy52MS5Jbmdlc3RXYWdlciJNCgtJbmdlc3RXYWdlchIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg4KBmFtb3VudBgDIAEoCRIRCglwbGFjZWRfYXQYBCABKAMiPAoUUmVjb3JkV2FnZXJzUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKA0SEgoKZHVwbGljYXRlcxgCIAEoDTKfAgoSV2FnZXJJbmdlc3RTZXJ2aWNlElcKC1Vwc2VydFVzZXJzEiAudG9wd2FnZXJzLnYxLlVwc2VydFVzZXJzUmVxdWVzdBohLnRvcHdhZ2Vycy52MS5VcHNlcnRVc2Vyc1Jlc3BvbnNlIgOQAgISWgoMUmVjb3JkV2FnZXJzEiEudG9wd2FnZXJzLnYxLlJlY29yZFdhZ2Vyc1JlcXVlc3QaIi50b3B3YWdlcnMudjEuUmVjb3JkV2FnZXJzUmVzcG9uc2UiA5ACAhJUCgpWb2lkV2FnZXJzEh8udG9wd2FnZXJzLnYxLlZvaWRXYWdlcnNSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLlZvaWRXYWdlcnNSZXNwb25zZSIDkAICYgZwcm90bzM");
+  fileDesc("Ch90b3B3YWdlcnMvdjEvd2FnZXJfaW5nZXN0LnByb3RvEgx0b3B3YWdlcnMudjEiJgoRVm9pZFdhZ2Vyc1JlcXVlc3QSEQoJd2FnZXJfaWRzGAEgAygJIk0KElZvaWRXYWdlcnNSZXNwb25zZRIOCgZ2b2lkZWQYASABKA0SFgoOYWxyZWFkeV92b2lkZWQYAiABKA0SDwoHcGVuZGluZxgDIAEoDSI9ChJVcHNlcnRVc2Vyc1JlcXVlc3QSJwoFdXNlcnMYASADKAsyGC50b3B3YWdlcnMudjEuSW5nZXN0VXNlciJQCgpJbmdlc3RVc2VyEgoKAmlkGAEgASgJEhQKDGFmZmlsaWF0ZV9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkiJwoTVXBzZXJ0VXNlcnNSZXNwb25zZRIQCgh1cHNlcnRlZBgBIAEoDSJAChNSZWNvcmRXYWdlcnNSZXF1ZXN0EikKBndhZ2VycxgBIAMoCzIZLnRvcHdhZ2Vycy52MS5Jbmdlc3RXYWdlciJ1CgtJbmdlc3RXYWdlchIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg4KBmFtb3VudBgDIAEoCRIRCglwbGFjZWRfYXQYBCABKAMSFwoKd2VpZ2h0X2JwcxgFIAEoDUgAiAEBQg0KC193ZWlnaHRfYnBzIjwKFFJlY29yZFdhZ2Vyc1Jlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0ynwIKEldhZ2VySW5nZXN0U2VydmljZRJXCgtVcHNlcnRVc2VycxIgLnRvcHdhZ2Vycy52MS5VcHNlcnRVc2Vyc1JlcXVlc3QaIS50b3B3YWdlcnMudjEuVXBzZXJ0VXNlcnNSZXNwb25zZSIDkAICEloKDFJlY29yZFdhZ2VycxIhLnRvcHdhZ2Vycy52MS5SZWNvcmRXYWdlcnNSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLlJlY29yZFdhZ2Vyc1Jlc3BvbnNlIgOQAgISVAoKVm9pZFdhZ2VycxIfLnRvcHdhZ2Vycy52MS5Wb2lkV2FnZXJzUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5Wb2lkV2FnZXJzUmVzcG9uc2UiA5ACAmIGcHJvdG8z");
 
 /**
  * VoidWagersRequest lists the wagers to void.
@@ -233,6 +233,19 @@ export type IngestWager = Message<"topwagers.v1.IngestWager"> & {
    * @generated from field: int64 placed_at = 4;
    */
   placedAt: bigint;
+
+  /**
+   * How much of the amount counts on weighted boards (race rules), in basis
+   * points: 0 to 10000. Absent means 10000 (the wager counts fully); 0 means
+   * it counts only in the plain total. The weighted amount is amount ×
+   * weight_bps / 10000, kept exact (up to 12 fraction digits). The casino
+   * decides the policy, e.g. by the game's house edge (docs/api.md, "Weighted
+   * wagering"). Part of the wager's content: re-sending a recorded wager
+   * with another weight is ALREADY_EXISTS, like another amount.
+   *
+   * @generated from field: optional uint32 weight_bps = 5;
+   */
+  weightBps?: number | undefined;
 };
 
 /**
@@ -308,7 +321,8 @@ export const WagerIngestService: GenService<{
    * FAILED_PRECONDITION when a wager names a user that was never upserted
    * (the message lists the unknown user ids; nothing is written), and
    * ALREADY_EXISTS when a wager id was already recorded with a different
-   * user, amount or time (the message lists those ids; nothing is written).
+   * user, amount, time or weight (the message lists those ids; nothing is
+   * written).
    *
    * @generated from rpc topwagers.v1.WagerIngestService.RecordWagers
    */
