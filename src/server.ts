@@ -43,7 +43,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     },
   });
   if (config.migrateOnStart) {
-    const report = await migrate(database.write);
+    const report = await migrate(database.write, undefined, { onProgress: (line) => logger.info(line) });
     for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
   }
   tracing?.traceDatabase(database);

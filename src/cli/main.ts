@@ -224,7 +224,8 @@ async function migrateCommand(args: string[]): Promise<void> {
     await withDatabase((db) => printMigrationStatus(db, values.json), { poolSize: 1, create: false, migrate: false });
     return;
   }
-  await withDatabase((db) => applyMigrations(db, values.json), { poolSize: 1, create: true, migrate: false });
+  // Two connections: one runs the migration, the other renews its lease while a long step (an index build) runs.
+  await withDatabase((db) => applyMigrations(db, values.json), { poolSize: 2, create: true, migrate: false });
 }
 
 /** `migrate --status`: exit 0 when the schema is current, 1 while migrations are pending (a deploy gate). */
@@ -254,7 +255,8 @@ async function printMigrationStatus(db: Database, json: boolean): Promise<void> 
 }
 
 async function applyMigrations(db: Database, json: boolean): Promise<void> {
-  const report = await migrate(db.write);
+  // Long steps say every few seconds that they are still running (stderr, so --json output stays one document).
+  const report = await migrate(db.write, undefined, { onProgress: (line) => process.stderr.write(`${line}\n`) });
   if (json) {
     printJson({
       database: db.name,

@@ -169,7 +169,9 @@ describe("bad lines", () => {
     await writeFile(again, '{"type":"wager","id":"w1","userId":"u1","amount":"99","placedAt":1790812800}\n');
     const second = await runCli(["import", again], database.url);
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`${again}:1: wager "w1" was already recorded with another user, amount, time or weight\n`);
+    expect(second.stderr).toContain(
+      `${again}:1: wager "w1" was already recorded with another user, amount, time or weight\n`,
+    );
   });
 
   it("are reported for CSV too; headers name the columns in any order, quoted fields keep commas and quotes", async () => {

@@ -168,10 +168,10 @@ describe("verify", () => {
       monthly.bucket,
       monthly.user_id,
     ]);
-    await write.query("INSERT INTO wager_hourly (affiliate_id, bucket, user_id, total, wagers) VALUES (?, 3600, ?, 5, 1)", [
-      daily.affiliate_id,
-      daily.user_id,
-    ]);
+    await write.query(
+      "INSERT INTO wager_hourly (affiliate_id, bucket, user_id, total, wagers) VALUES (?, 3600, ?, 5, 1)",
+      [daily.affiliate_id, daily.user_id],
+    );
 
     const result = await runCli(["verify"], record.url);
     expect(result.code).toBe(1);

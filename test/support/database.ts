@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
-import { migrate } from "../../src/storage/migrations.js";
+import { type Migration, migrate } from "../../src/storage/migrations.js";
 
 /** Server to create test databases on; the database part of the URL is replaced. */
 export const TEST_SERVER_URL = process.env.TEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_test";
@@ -16,7 +16,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(label: string): Promise<TestDatabase> {
+/** `migrations`: the ones to apply (default: all), e.g. only the older ones to test a later one on their data. */
+export async function createTestDatabase(label: string, migrations?: readonly Migration[]): Promise<TestDatabase> {
   const name = `tw_test_${label.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 30)}_${randomBytes(4).toString("hex")}`;
   const url = new URL(TEST_SERVER_URL);
   url.pathname = `/${name}`;
@@ -25,7 +26,7 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   await admin.query(`CREATE DATABASE ${mysql.escapeId(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await admin.end();
   const db = await openDatabase({ url: url.toString(), poolSize: 4, queryTimeoutMs: 10_000 });
-  await migrate(db.write);
+  await migrate(db.write, migrations);
   return {
     url: url.toString(),
     db,

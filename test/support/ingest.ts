@@ -50,14 +50,15 @@ async function listen(server: OnePortServer): Promise<string> {
   return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
 }
 
+/** `label`: of a new throwaway database, or a database already made (it is dropped on close all the same). */
 export async function startIngestServers(
-  label: string,
+  label: string | TestDatabase,
   env: Record<string, string> = { INGEST_TOKEN: TEST_INGEST_TOKEN },
   options: InternalAppOptions = {},
   /** The database as the public app sees it (a test may count its statements). */
   publicDatabase: (db: Database) => Database = (db) => db,
 ): Promise<IngestServers> {
-  const database = await createTestDatabase(label);
+  const database = typeof label === "string" ? await createTestDatabase(label) : label;
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
   const app = createPublicApp(config, publicDatabase(database.db));
   const internal = createInternalApp(config, database.db, {
