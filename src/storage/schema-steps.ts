@@ -67,8 +67,8 @@ export function addColumnsIfMissing(table: string, columns: Readonly<Record<stri
 
 /**
  * Builds an index online (ALGORITHM=INPLACE, LOCK=NONE: writes and reads go on meanwhile) unless it
- * exists. The build reports no progress of its own, so a line says every few seconds how long it
- * has run and how many rows the table holds.
+ * exists. InnoDB reports no progress for such a build, so while it runs a line says every few
+ * seconds how long it has taken and how many rows the table holds (nothing on a small table).
  */
 export function addIndexIfMissing(table: string, index: string, columns: string) {
   return async (context: MigrationContext): Promise<void> => {
@@ -77,14 +77,14 @@ export function addIndexIfMissing(table: string, index: string, columns: string)
       "SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
       [table],
     );
-    const rows = Number(size[0]?.n ?? 0);
-    const what = `building index ${index} on ${table} (about ${rows.toLocaleString("en-US")} rows, online)`;
+    const what = `building index ${index} on ${table} (about ${Number(size[0]?.n ?? 0).toLocaleString("en-US")} rows, online)`;
     const started = Date.now();
-    context.progress(what);
-    const ticker = setInterval(
-      () => context.progress(`${what}: ${Math.round((Date.now() - started) / 1000)} s so far`),
-      PROGRESS_INTERVAL_MS,
-    );
+    const seconds = () => Math.round((Date.now() - started) / 1000);
+    let reported = false;
+    const ticker = setInterval(() => {
+      reported = true;
+      context.progress(`${what}: ${seconds()} s so far`);
+    }, PROGRESS_INTERVAL_MS);
     try {
       await tolerating(context, `ALTER TABLE ${table} ADD INDEX ${index} (${columns}), ALGORITHM=INPLACE, LOCK=NONE`, [
         ER_DUP_KEYNAME,
@@ -92,7 +92,7 @@ export function addIndexIfMissing(table: string, index: string, columns: string)
     } finally {
       clearInterval(ticker);
     }
-    context.progress(`${what}: done in ${Math.round((Date.now() - started) / 1000)} s`);
+    if (reported) context.progress(`${what}: done in ${seconds()} s`);
   };
 }
 

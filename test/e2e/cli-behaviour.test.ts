@@ -195,6 +195,8 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 3, name: "half-month wager totals (1st-15th and 16th-end) per affiliate and user" },
     { version: 4, name: "wager voids and the change feed" },
     { version: 5, name: "api key expiry" },
+    { version: 7, name: "wager weights (basis points) and weighted totals" },
+    { version: 8, name: "wager weights in the covering index of the raw edges" },
   ];
 
   it("migrate --status lists pending migrations without applying them, then migrate applies them", async () => {
@@ -208,7 +210,7 @@ describe("--json prints one JSON document on stdout", () => {
         database: name,
         databaseExists: false,
         schemaVersion: 0,
-        latestVersion: 5,
+        latestVersion: 8,
         applied: [],
         pending: migrations,
       });
@@ -216,16 +218,16 @@ describe("--json prints one JSON document on stdout", () => {
       expect(json(await runCli(["migrate", "--status", "--json"], url))).toMatchObject({ databaseExists: false });
       const applied = await runCli(["migrate", "--json"], url);
       expect(applied.code).toBe(0);
-      expect(json(applied)).toEqual({ database: name, schemaVersion: 5, applied: migrations });
+      expect(json(applied)).toEqual({ database: name, schemaVersion: 8, applied: migrations });
       const after = await runCli(["migrate", "--status", "--json"], url);
       const status = json(after) as { applied: { version: number; name: string; appliedAt: number }[] };
-      expect(status).toMatchObject({ databaseExists: true, schemaVersion: 5, pending: [] });
+      expect(status).toMatchObject({ databaseExists: true, schemaVersion: 8, pending: [] });
       expect(status.applied.map(({ version, name }) => ({ version, name }))).toEqual(migrations);
       const now = Date.now() / 1000;
       for (const m of status.applied) expect(Math.abs(m.appliedAt - now)).toBeLessThan(120);
-      expect(json(await runCli(["migrate", "--json"], url))).toEqual({ database: name, schemaVersion: 5, applied: [] });
+      expect(json(await runCli(["migrate", "--json"], url))).toEqual({ database: name, schemaVersion: 8, applied: [] });
       const text = await runCli(["migrate", "--status"], url);
-      expect(text.stdout).toContain("Schema is at version 5; nothing pending.\n");
+      expect(text.stdout).toContain("Schema is at version 8; nothing pending.\n");
       expect(after.code).toBe(0);
       expect(text.code).toBe(0);
     } finally {

@@ -9,7 +9,7 @@ import { seedDatabase } from "../../src/ingest/seed.js";
 import { affiliateSizes } from "../../src/ingest/seed-data.js";
 import { runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { toUnits } from "../support/ingest.js";
+import { toPicoUnits, toUnits } from "../support/ingest.js";
 
 const END = Date.UTC(2026, 10, 1, 5) / 1000; // 2026-11-01T05:00:00Z
 const START = Date.UTC(2026, 8, 1, 5) / 1000; // two calendar months earlier
@@ -148,13 +148,15 @@ describe("verify", () => {
   it("reports a changed, a missing and a superfluous rollup row and exits 1", async () => {
     const daily = await one(
       record,
-      `SELECT r.affiliate_id, r.bucket, r.user_id, r.total, r.wagers, a.external_id AS affiliate, u.external_id AS user
+      `SELECT r.affiliate_id, r.bucket, r.user_id, r.total, r.weighted_total, r.wagers, a.external_id AS affiliate,
+              u.external_id AS user
          FROM wager_daily r JOIN affiliates a ON a.id = r.affiliate_id JOIN users u ON u.id = r.user_id
         ORDER BY r.affiliate_id, r.bucket, r.user_id LIMIT 1`,
     );
     const monthly = await one(
       record,
-      `SELECT r.affiliate_id, r.bucket, r.user_id, r.total, r.wagers, a.external_id AS affiliate, u.external_id AS user
+      `SELECT r.affiliate_id, r.bucket, r.user_id, r.total, r.weighted_total, r.wagers, a.external_id AS affiliate,
+              u.external_id AS user
          FROM wager_monthly r JOIN affiliates a ON a.id = r.affiliate_id JOIN users u ON u.id = r.user_id
         ORDER BY r.affiliate_id DESC, r.bucket DESC, r.user_id DESC LIMIT 1`,
     );
@@ -178,10 +180,18 @@ describe("verify", () => {
     const iso = (bucket: unknown) => new Date(Number(bucket) * 1000).toISOString();
     const units = toUnits(String(daily.total)) + 1n;
     const bumped = `${units / 100_000_000n}.${(units % 100_000_000n).toString().padStart(8, "0")}`;
+    // The weighted total is shown where the seed's weights make it differ; a bumped total bumps it too.
+    const weighted = (row: Record<string, unknown>) =>
+      toPicoUnits(String(row.weighted_total)) === toUnits(String(row.total)) * 10_000n
+        ? ""
+        : ` (weighted ${row.weighted_total})`;
+    const pico = toPicoUnits(String(daily.weighted_total)) + 10_000n;
+    const bumpedWeighted = `${pico / 10n ** 12n}.${(pico % 10n ** 12n).toString().padStart(12, "0")}`;
+    expect(weighted(daily)).not.toBe("");
     expect(result.stdout.split("\n").filter((line) => line.startsWith("MISMATCH"))).toEqual([
       `MISMATCH hourly affiliate "${daily.affiliate}" user "${daily.user}" bucket 3600 (1970-01-01T01:00:00.000Z): raw wagers give no row, rollup has total 5.00000000 in 1 wagers`,
-      `MISMATCH daily affiliate "${daily.affiliate}" user "${daily.user}" bucket ${daily.bucket} (${iso(daily.bucket)}): raw wagers give total ${daily.total} in ${daily.wagers} wagers, rollup has total ${bumped} in ${daily.wagers} wagers`,
-      `MISMATCH monthly affiliate "${monthly.affiliate}" user "${monthly.user}" bucket ${monthly.bucket} (${iso(monthly.bucket)}): raw wagers give total ${monthly.total} in ${monthly.wagers} wagers, rollup has no row`,
+      `MISMATCH daily affiliate "${daily.affiliate}" user "${daily.user}" bucket ${daily.bucket} (${iso(daily.bucket)}): raw wagers give total ${daily.total}${weighted(daily)} in ${daily.wagers} wagers, rollup has total ${bumped} (weighted ${bumpedWeighted}) in ${daily.wagers} wagers`,
+      `MISMATCH monthly affiliate "${monthly.affiliate}" user "${monthly.user}" bucket ${monthly.bucket} (${iso(monthly.bucket)}): raw wagers give total ${monthly.total}${weighted(monthly)} in ${monthly.wagers} wagers, rollup has no row`,
     ]);
     expect(result.stdout).toMatch(
       /\nverify FAILED: 3 rollup rows disagree with the raw wagers; checked 20,000 wagers against /,

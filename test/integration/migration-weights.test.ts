@@ -129,14 +129,12 @@ function message(id: string, userId: string, amount: string, placedAt: number, w
 }
 
 describe("migrating a database that holds data from before weights", () => {
-  it("applies 7 and 8 and reports the index build", async () => {
+  it("applies 7 and 8 and swaps the raw-edge index for one with the weight, quietly on a small table", async () => {
     const applied = await rows("SELECT version FROM schema_migrations WHERE version >= 7 ORDER BY version");
     expect(applied.map((r) => Number(r.version))).toEqual([7, 8]);
     expect(LATEST_SCHEMA_VERSION).toBeGreaterThanOrEqual(8);
-    expect(migrationLines[0]).toMatch(
-      /^building index ix_wagers_affiliate_time_weight on wagers \(about \d+ rows, online\)$/,
-    );
-    expect(migrationLines.at(-1)).toMatch(/: done in \d+ s$/);
+    // Progress lines come only while a build runs longer than a few seconds (measured at 50M: docs/operations.md).
+    expect(migrationLines).toEqual([]);
     const indexes = await rows(
       `SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) AS columns FROM information_schema.STATISTICS
         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'wagers' AND INDEX_NAME LIKE 'ix_%' GROUP BY INDEX_NAME`,
