@@ -11,6 +11,7 @@ import { HttpRefusal, invalidArgument, renderRestError, type Violation } from ".
 import { TOP_WAGERS_PROCEDURE, topWagers } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
+import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
 import type { Protocol } from "../observability/metrics.js";
 import { type NodeRequest, type NodeResponse, readBody, writeWhole } from "../transport/http.js";
@@ -69,10 +70,14 @@ export class RestApi {
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(await readJsonBody(req, this.options.maxBodyBytes));
       const answer = await topWagers(this.options.leaderboard, admitted.caller, fields.values, fields.violations);
+      // A request that names rankBy, or a board ranked by weight (a key's default), shows the weighted total too;
+      // any other answer is exactly the three fields it always was.
+      const weighted = answer.rankByAsked || answer.rankBy === "weighted";
+      const render = () => bodyOf(renderEntries(answer.ranked, weighted));
       const body =
         answer.cacheKey === undefined
-          ? bodyOf(renderEntries(answer.ranked))
-          : this.renderedBodies.get(answer.cacheKey, answer.numUsers, () => bodyOf(renderEntries(answer.ranked)));
+          ? render()
+          : this.renderedBodies.get(`${answer.cacheKey}:${weighted ? "w" : "p"}`, answer.numUsers, render);
       await send(req, res, 200, body, { ...rateHeaders, "cache-control": freshness(answer.maxAgeSeconds) });
     } catch (reason) {
       failure = reason;
@@ -135,9 +140,9 @@ async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown
 }
 
 /**
- * Reads the three fields from the JSON object. Whole numbers and strings of
- * digits are accepted (as proto JSON does); anything else names the field.
- * Unknown fields are ignored.
+ * Reads the fields from the JSON object. Whole numbers and strings of digits
+ * are accepted for the three numbers (as proto JSON does); rankBy is "wagered"
+ * or "weighted"; anything else names the field. Unknown fields are ignored.
  */
 export function decodeRequestFields(body: unknown): { values: PeriodRequestFields; violations: Violation[] } {
   const record = body as Record<string, unknown>;
@@ -150,24 +155,36 @@ export function decodeRequestFields(body: unknown): { values: PeriodRequestField
     violations.push({ field, message: `${field} must be a whole number, got ${JSON.stringify(value)}` });
     return undefined;
   };
+  let rankBy: RankBy | undefined;
+  if (Object.hasOwn(record, "rankBy")) {
+    if (isRankBy(record.rankBy)) rankBy = record.rankBy;
+    else {
+      violations.push({
+        field: "rankBy",
+        message: `rankBy must be "wagered" or "weighted", got ${JSON.stringify(record.rankBy)}`,
+      });
+    }
+  }
   return {
     values: {
       startTimestamp: wholeNumber("startTimestamp"),
       endTimestamp: wholeNumber("endTimestamp"),
       numUsers: wholeNumber("numUsers"),
+      rankBy,
     },
     violations,
   };
 }
 
 /**
- * The success body. `totalWagered` is written as the exact decimal text from the
- * database, so the JSON number carries every digit; no float arithmetic happens.
+ * The success body. `totalWagered` (and `weightedWagered` when asked for) are written as the
+ * exact decimal text from the database, so the JSON number carries every digit; no float
+ * arithmetic happens.
  */
-export function renderEntries(ranked: readonly RankedUser[]): string {
+export function renderEntries(ranked: readonly RankedUser[], weighted = false): string {
   const entries = ranked.map(
     (user) =>
-      `{"username":${JSON.stringify(user.username)},"avatar":${JSON.stringify(user.avatar)},"totalWagered":${user.totalWagered}}`,
+      `{"username":${JSON.stringify(user.username)},"avatar":${JSON.stringify(user.avatar)},"totalWagered":${user.totalWagered}${weighted ? `,"weightedWagered":${user.weightedWagered}` : ""}}`,
   );
   return `{"data":[${entries.join(",")}],"errors":null}`;
 }

@@ -7,15 +7,19 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import {
+  type GetTopAffiliateWagersByPeriodRequest,
   GetTopAffiliateWagersByPeriodResponseSchema,
+  RankBy as RankByMessage,
   type TopWagerEntry,
   TopWagerEntrySchema,
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
-import { unauthenticated } from "../errors.js";
+import { unauthenticated, type Violation } from "../errors.js";
 import { topWagers } from "../leaderboard/operation.js";
+import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
+import type { RankBy } from "../leaderboard/weights.js";
 import { AnswerMemo } from "./answer-memo.js";
 import { freshness } from "./freshness.js";
 
@@ -32,7 +36,8 @@ export function topWagersService(leaderboard: Leaderboard): ServiceImpl<typeof T
     async getTopAffiliateWagersByPeriod(request, context: HandlerContext) {
       const caller = context.values.get(callerKey);
       if (caller === undefined) throw unauthenticated();
-      const answer = await topWagers(leaderboard, caller, request);
+      const fields = requestFields(request);
+      const answer = await topWagers(leaderboard, caller, fields.values, fields.violations);
       context.responseHeader.set("cache-control", freshness(answer.maxAgeSeconds));
       return answer.cacheKey === undefined
         ? buildAnswer(answer.ranked)
@@ -62,6 +67,51 @@ export function topWagerEntries(ranked: readonly RankedUser[]): TopWagerEntry[] 
       totalWageredDecimal: user.totalWagered,
       userId: user.userId,
       rank: user.rank,
+      weightedWagered: Number(user.weightedWagered),
+      weightedWageredDecimal: user.weightedWagered,
     }),
   );
+}
+
+/**
+ * A request message's fields as the operation takes them (`rank_by` as a name), for the unary and
+ * the watch procedure; a ranking this build does not know is a violation naming `rankBy`.
+ */
+export function requestFields(request: Pick<GetTopAffiliateWagersByPeriodRequest, keyof PeriodRequestFields>): {
+  values: PeriodRequestFields;
+  violations: Violation[];
+} {
+  const violations: Violation[] = [];
+  const rankBy = rankByOf(request.rankBy, violations);
+  return {
+    values: {
+      startTimestamp: request.startTimestamp,
+      endTimestamp: request.endTimestamp,
+      numUsers: request.numUsers,
+      rankBy,
+    },
+    violations,
+  };
+}
+
+/**
+ * `rank_by` of a request: absent or RANK_BY_UNSPECIFIED leave the choice to the caller's default;
+ * a number this build does not know is reported against `rankBy`.
+ */
+export function rankByOf(value: RankByMessage | undefined, violations: Violation[]): RankBy | undefined {
+  switch (value) {
+    case undefined:
+    case RankByMessage.UNSPECIFIED:
+      return undefined;
+    case RankByMessage.WAGERED:
+      return "wagered";
+    case RankByMessage.WEIGHTED:
+      return "weighted";
+    default:
+      violations.push({
+        field: "rankBy",
+        message: `rankBy must be RANK_BY_WAGERED or RANK_BY_WEIGHTED (got ${value})`,
+      });
+      return undefined;
+  }
 }

@@ -9,6 +9,7 @@ import type { Caller } from "../auth/authenticator.js";
 import { ServiceError, type Violation } from "../errors.js";
 import { type PeriodQuery, type PeriodRequestFields, periodFromRequest } from "./period-request.js";
 import type { Leaderboard, Standings } from "./top-wagers.js";
+import type { RankBy } from "./weights.js";
 
 /** The procedure's full name: the metric series and log lines of every protocol, REST included. */
 export const TOP_WAGERS_PROCEDURE = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
@@ -18,6 +19,10 @@ export const WATCH_PROCEDURE = "topwagers.v1.TopWagersService/WatchTopAffiliateW
 export interface TopWagersAnswer extends Standings {
   /** The list length asked for (renderers key their cached output by it). */
   readonly numUsers: number;
+  /** What the board is ranked by: the request's choice, else the caller's default, else "wagered". */
+  readonly rankBy: RankBy;
+  /** Whether the request named rankBy itself (REST then shows the weighted total, whichever ranks). */
+  readonly rankByAsked: boolean;
 }
 
 /**
@@ -32,12 +37,17 @@ export async function topWagers(
 ): Promise<TopWagersAnswer> {
   const query = validPeriodQuery(request, decodingViolations);
   const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, query);
-  return { ...standings, numUsers: query.numUsers };
+  return {
+    ...standings,
+    numUsers: query.numUsers,
+    rankBy: query.rankBy ?? "wagered",
+    rankByAsked: request.rankBy !== undefined,
+  };
 }
 
 /**
- * The request's period and list length, or the operation's `invalid_argument` naming every
- * field at fault (the watch procedure validates exactly as the unary call does).
+ * The request's period, list length and ranking, or the operation's `invalid_argument` naming
+ * every field at fault (the watch procedure validates exactly as the unary call does).
  */
 export function validPeriodQuery(
   request: PeriodRequestFields,
@@ -49,7 +59,7 @@ export function validPeriodQuery(
   return validation.query;
 }
 
-const FIELD_ORDER = ["startTimestamp", "endTimestamp", "numUsers"];
+const FIELD_ORDER = ["startTimestamp", "endTimestamp", "numUsers", "rankBy"];
 
 /**
  * One problem per field, in field order: a field of the wrong type is reported by the decoder,

@@ -4,6 +4,7 @@
  */
 import type { Violation } from "../errors.js";
 import { MAX_PLAUSIBLE_UNIX_SECONDS } from "./calendar.js";
+import type { RankBy } from "./weights.js";
 
 /** 2024-12-02T05:00:00Z: the earliest start the API accepts. */
 export const EARLIEST_START = 1_733_115_600;
@@ -16,20 +17,25 @@ export interface PeriodRequestFields {
   readonly startTimestamp?: bigint | undefined;
   readonly endTimestamp?: bigint | undefined;
   readonly numUsers?: bigint | number | undefined;
+  /** Absent: the caller's default. A value the skin could not read is its decoding violation. */
+  readonly rankBy?: RankBy | undefined;
 }
 
-/** A valid request: an inclusive period [start, end] in Unix seconds and a list length. */
+/** A valid request: an inclusive period [start, end] in Unix seconds, a list length and the ranking. */
 export interface PeriodQuery {
   readonly start: number;
   readonly end: number;
   readonly numUsers: number;
+  /** Default "wagered". */
+  readonly rankBy?: RankBy;
 }
 
 export type PeriodValidation =
   | { readonly ok: true; readonly query: PeriodQuery }
   | { readonly ok: false; readonly violations: Violation[] };
 
-export function periodFromRequest(request: PeriodRequestFields): PeriodValidation {
+/** `defaultRankBy`: what the board ranks by when the request does not say (the caller's key default). */
+export function periodFromRequest(request: PeriodRequestFields, defaultRankBy: RankBy = "wagered"): PeriodValidation {
   const violations: Violation[] = [];
   const start = checkTimestamp("startTimestamp", request.startTimestamp, violations);
   if (start !== undefined && start < EARLIEST_START) {
@@ -56,7 +62,7 @@ export function periodFromRequest(request: PeriodRequestFields): PeriodValidatio
   if (violations.length > 0 || start === undefined || end === undefined || numUsers === undefined) {
     return { ok: false, violations };
   }
-  return { ok: true, query: { start, end, numUsers } };
+  return { ok: true, query: { start, end, numUsers, rankBy: request.rankBy ?? defaultRankBy } };
 }
 
 function checkTimestamp(field: string, value: bigint | undefined, violations: Violation[]): number | undefined {

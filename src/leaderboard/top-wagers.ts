@@ -1,7 +1,8 @@
 /**
  * The answer to the one question: who are the top wagering users of this
  * affiliate in this period. Periods are answered from rollups (see
- * period-buckets) and cached briefly per affiliate and period.
+ * period-buckets) and cached briefly per affiliate, period and ranking (plain
+ * or weighted total).
  */
 import type { Pool } from "mysql2/promise";
 import { fromDatabase } from "../errors.js";
@@ -21,6 +22,8 @@ export interface RankedUser {
   readonly avatar: string;
   /** Exact canonical decimal string, e.g. "15000.5". */
   readonly totalWagered: string;
+  /** The weighted total (race rules), exact canonical decimal, up to 12 fraction digits. */
+  readonly weightedWagered: string;
 }
 
 export interface Standings {
@@ -98,7 +101,7 @@ export class Leaderboard {
       this.bypassed += 1;
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
     }
-    const key = `${affiliateId}:${query.start}:${query.end}`;
+    const key = `${affiliateId}:${query.start}:${query.end}:${query.rankBy ?? "wagered"}`;
     const ttlMs = this.ttlFor(query);
     const entry = await this.cache.get(
       key,
@@ -134,7 +137,13 @@ export class Leaderboard {
   private async load(affiliateId: number, query: PeriodQuery, limit: number): Promise<RankedUser[]> {
     let rows: Awaited<ReturnType<typeof topUsersFromBuckets>>;
     try {
-      rows = await topUsersFromBuckets(this.options.pool, affiliateId, bucketRanges(query.start, query.end), limit);
+      rows = await topUsersFromBuckets(
+        this.options.pool,
+        affiliateId,
+        bucketRanges(query.start, query.end),
+        limit,
+        query.rankBy,
+      );
     } catch (error) {
       throw fromDatabase(error);
     }
@@ -144,6 +153,7 @@ export class Leaderboard {
       username: row.username,
       avatar: row.avatarUrl === null || row.avatarUrl === "" ? this.options.defaultAvatarUrl : row.avatarUrl,
       totalWagered: canonicalDecimal(row.total),
+      weightedWagered: canonicalDecimal(row.weightedTotal),
     }));
   }
 }

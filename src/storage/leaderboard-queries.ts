@@ -1,7 +1,8 @@
-/** SQL for the leaderboard: totals per user of one affiliate over an inclusive period. */
+/** SQL for the leaderboard: plain and weighted totals per user of one affiliate over an inclusive period. */
 import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { BucketRange, Source } from "../leaderboard/period-buckets.js";
-import { ROLLUPS } from "./rollups.js";
+import type { RankBy } from "../leaderboard/weights.js";
+import { ROLLUPS, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 
 export interface RankedRow {
   readonly userExternalId: string;
@@ -9,9 +10,14 @@ export interface RankedRow {
   readonly avatarUrl: string | null;
   /** Exact DECIMAL sum as returned by the database, e.g. "15000.50000000". */
   readonly total: string;
+  /** Exact weighted sum (amount × weight_bps / 10000 per wager), e.g. "7500.250000000000". */
+  readonly weightedTotal: string;
 }
 
-const ORDER = "ORDER BY t.total DESC, u.username, u.external_id";
+/** The column a board is ordered by; a constant, never input. */
+const RANK_COLUMN: Readonly<Record<RankBy, "total" | "weighted">> = { wagered: "total", weighted: "weighted" };
+
+const order = (rankBy: RankBy) => `ORDER BY t.${RANK_COLUMN[rankBy]} DESC, u.username, u.external_id`;
 
 interface Piece {
   readonly add: string;
@@ -20,14 +26,14 @@ interface Piece {
 
 /** One SELECT per piece of the period; table and column names come only from constants (./rollups.ts). */
 const PIECE = Object.fromEntries([
-  ["raw", pieces("wagers", "amount", "placed_at")],
-  ...ROLLUPS.map((rollup) => [rollup.level, pieces(rollup.table, "total", "bucket")]),
+  ["raw", pieces("wagers", "amount", WEIGHTED_AMOUNT_OF_WAGER, "placed_at")],
+  ...ROLLUPS.map((rollup) => [rollup.level, pieces(rollup.table, "total", "weighted_total", "bucket")]),
 ]) as Readonly<Record<Source, Piece>>;
 
-function pieces(table: string, value: string, time: string): Piece {
-  const select = (expression: string) =>
-    `SELECT user_id, ${expression} AS v FROM ${table} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
-  return { add: select(value), subtract: select(`-${value}`) };
+function pieces(table: string, plain: string, weighted: string, time: string): Piece {
+  const select = (sign: string) =>
+    `SELECT user_id, ${sign}${plain} AS v, ${sign}(${weighted}) AS w FROM ${table} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
+  return { add: select(""), subtract: select("-") };
 }
 
 function toRows(rows: RowDataPacket[]): RankedRow[] {
@@ -36,12 +42,14 @@ function toRows(rows: RowDataPacket[]): RankedRow[] {
     username: String(row.username),
     avatarUrl: row.avatar_url === null ? null : String(row.avatar_url),
     total: String(row.total),
+    weightedTotal: String(row.weighted),
   }));
 }
 
 /**
- * The top `limit` users from the rollups plus raw edges, ordered by total
- * descending, then username and user id in binary (code point) order.
+ * The top `limit` users from the rollups plus raw edges, ordered by the plain or the weighted
+ * total descending, then username and user id in binary (code point) order. Both totals are
+ * summed in the same pass over the same rows, whichever orders the board.
  *
  * Only the leading `limit + 1` totals are joined with users; the extra row
  * shows whether a tie crosses the cut. When it does (rare), a second query
@@ -53,28 +61,32 @@ export async function topUsersFromBuckets(
   affiliateId: number,
   ranges: readonly BucketRange[],
   limit: number,
+  rankBy: RankBy = "wagered",
 ): Promise<RankedRow[]> {
   if (ranges.length === 0) return [];
+  const rank = RANK_COLUMN[rankBy];
   const union = ranges.map((r) => (r.sign === 1 ? PIECE[r.source].add : PIECE[r.source].subtract)).join(" UNION ALL ");
   const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
-  // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the period.
-  const aggregate = `SELECT user_id, SUM(v) AS total FROM (${union}) x GROUP BY user_id HAVING total > 0`;
+  // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
+  // period. A user whose wagers all had weight 0 did wager: listed, with a weighted total of 0.
+  const aggregate = `SELECT user_id, SUM(v) AS total, SUM(w) AS weighted FROM (${union}) x GROUP BY user_id HAVING total > 0`;
   const [rows] = await pool.execute<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total
-       FROM (${aggregate} ORDER BY total DESC LIMIT ?) t
+    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+       FROM (${aggregate} ORDER BY ${rank} DESC LIMIT ?) t
        JOIN users u ON u.id = t.user_id
-      ${ORDER}`,
+      ${order(rankBy)}`,
     [...params, String(limit + 1)],
   );
   const leading = toRows(rows);
   if (leading.length <= limit) return leading;
-  const cut = leading[limit]?.total ?? "0";
-  if (leading[limit - 1]?.total !== cut) return leading.slice(0, limit);
+  const value = (row: RankedRow | undefined) => (rankBy === "weighted" ? row?.weightedTotal : row?.total);
+  const cut = value(leading[limit]) ?? "0";
+  if (value(leading[limit - 1]) !== cut) return leading.slice(0, limit);
   const [tied] = await pool.execute<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total
-       FROM (${aggregate} AND total >= CAST(? AS DECIMAL(65,8))) t
+    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+       FROM (${aggregate} AND ${rank} >= CAST(? AS DECIMAL(65,12))) t
        JOIN users u ON u.id = t.user_id
-      ${ORDER}
+      ${order(rankBy)}
       LIMIT ?`,
     [...params, cut, String(limit)],
   );
@@ -82,8 +94,8 @@ export async function topUsersFromBuckets(
 }
 
 /**
- * The same answer straight from raw wagers with one GROUP BY: the naive
- * baseline for benchmarks and the reference the property test compares with.
+ * The same answer straight from raw wagers with one GROUP BY (the weight applied to each wager):
+ * the naive baseline for benchmarks and the reference the property test compares with.
  */
 export async function topUsersFromRawWagers(
   pool: Pool,
@@ -91,15 +103,16 @@ export async function topUsersFromRawWagers(
   start: number,
   end: number,
   limit: number,
+  rankBy: RankBy = "wagered",
 ): Promise<RankedRow[]> {
   const [rows] = await pool.execute<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total
-       FROM (SELECT user_id, SUM(amount) AS total
+    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+       FROM (SELECT user_id, SUM(amount) AS total, SUM(${WEIGHTED_AMOUNT_OF_WAGER}) AS weighted
                FROM wagers
               WHERE affiliate_id = ? AND placed_at BETWEEN ? AND ?
               GROUP BY user_id) t
        JOIN users u ON u.id = t.user_id
-      ${ORDER}
+      ${order(rankBy)}
       LIMIT ?`,
     [affiliateId, start, end, String(limit)],
   );

@@ -19,7 +19,7 @@ const ER_DUP_KEYNAME = 1061;
 const ER_CANT_DROP_FIELD_OR_KEY = 1091;
 
 /** How often a long step reports that it is still running. */
-const PROGRESS_INTERVAL_MS = 5_000;
+const PROGRESS_INTERVAL_MS = 15_000;
 
 async function columnNames(context: MigrationContext, table: string): Promise<Set<string>> {
   const [rows] = await context.connection.query<RowDataPacket[]>(

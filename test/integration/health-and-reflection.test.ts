@@ -283,6 +283,13 @@ function expectTopWagersFile(file: FileDescriptorProto): void {
       label: FieldDescriptorProto_Label.OPTIONAL,
       opt: true,
     },
+    {
+      name: "rank_by",
+      number: 4,
+      type: FieldDescriptorProto_Type.ENUM,
+      label: FieldDescriptorProto_Label.OPTIONAL,
+      opt: true,
+    },
   ]);
   expect(file.messageType[2]?.field.map((f) => [f.name, f.number, f.type])).toEqual([
     ["username", 1, FieldDescriptorProto_Type.STRING],
@@ -291,6 +298,8 @@ function expectTopWagersFile(file: FileDescriptorProto): void {
     ["total_wagered_decimal", 4, FieldDescriptorProto_Type.STRING],
     ["user_id", 5, FieldDescriptorProto_Type.STRING],
     ["rank", 6, FieldDescriptorProto_Type.UINT32],
+    ["weighted_wagered", 7, FieldDescriptorProto_Type.DOUBLE],
+    ["weighted_wagered_decimal", 8, FieldDescriptorProto_Type.STRING],
   ]);
 }
 

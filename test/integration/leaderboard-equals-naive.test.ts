@@ -1,6 +1,7 @@
 /**
  * The bucketed read path must give exactly the answer of the naive GROUP BY over
- * raw wagers: same users, same order, same decimal strings, for any period.
+ * raw wagers: same users, same order, same decimal strings (plain and
+ * weighted), for any period, ranked by either total.
  * Random data and random periods (aligned, misaligned, one second, spanning
  * months and years, future ends), with many ties to exercise the tie-break at
  * the cut.
@@ -38,8 +39,9 @@ beforeAll(async () => {
   }
   await addUsers(db, users);
   const wagers = [];
-  // Few distinct amounts: many equal totals, so ties cross the cut often.
+  // Few distinct amounts and weights: many equal totals (plain and weighted), so ties cross the cut often.
   const amounts = ["1", "2.5", "0.00000001", "10", "3.33333333", "100"];
+  const weights = [10_000, 10_000, 5000, 1000, 0, 3333];
   for (let n = 0; n < 6000; n++) {
     const user = Math.floor(next() ** 1.5 * 60);
     wagers.push({
@@ -47,6 +49,7 @@ beforeAll(async () => {
       userId: `u${user}`,
       amount: amounts[Math.floor(next() * amounts.length)] ?? "1",
       placedAt: DATA_FROM + Math.floor(next() * (DATA_TO - DATA_FROM)),
+      weightBps: weights[Math.floor(next() * weights.length)] ?? 10_000,
     });
   }
   // An affiliate where everybody ties: created in reverse name order, so any
@@ -103,7 +106,7 @@ describe("bucketed answer equals the naive GROUP BY", () => {
     ]);
   });
 
-  it("for 300 random periods, both affiliates, N from 1 to 100", async () => {
+  it("for 300 random periods, both affiliates, N from 1 to 100, ranked by either total", async () => {
     const leaderboard = new Leaderboard({
       pool: database.db.read,
       defaultAvatarUrl: "https://default.example/a.png",
@@ -115,17 +118,21 @@ describe("bucketed answer equals the naive GROUP BY", () => {
       const [start, end] = randomPeriod();
       const numUsers = [1, 2, 3, 5, 10, 25, 100][Math.floor(next() * 7)] ?? 10;
       const affiliateId = affiliateIds[i % 3] ?? 0;
+      const rankBy = i % 2 === 0 ? "wagered" : "weighted";
       if (start > NOW) continue;
-      const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, numUsers);
-      const standings = await leaderboard.topWagersForPeriod(affiliateId, { start, end, numUsers });
+      const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, numUsers, rankBy);
+      const standings = await leaderboard.topWagersForPeriod(affiliateId, { start, end, numUsers, rankBy });
       const expected = naive.map((row, index) => ({
         rank: index + 1,
         userId: row.userExternalId,
         username: row.username,
         avatar: "https://default.example/a.png",
         totalWagered: canonicalDecimal(row.total),
+        weightedWagered: canonicalDecimal(row.weightedTotal),
       }));
-      expect(standings.ranked, `period [${start}, ${end}] N=${numUsers} affiliate ${affiliateId}`).toEqual(expected);
+      expect(standings.ranked, `period [${start}, ${end}] N=${numUsers} affiliate ${affiliateId} by ${rankBy}`).toEqual(
+        expected,
+      );
       if (expected.length > 0) nonEmpty += 1;
     }
     // The check is only meaningful if most periods had data.

@@ -10,6 +10,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { upsertUserBatch } from "../../src/storage/ingest.js";
@@ -17,6 +18,7 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from "../../src/storage/mi
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createKey } from "../support/fixtures.js";
 import {
   type IngestServers,
   startIngestServers,
@@ -171,6 +173,43 @@ describe("migrating a database that holds data from before weights", () => {
       monthly.map((r) => toUnits(String(r.total)) * 10_000n),
     );
     expect((await verifyRollups(database.db.read)).mismatchCount).toBe(0);
+  });
+
+  it("answers over REST and Connect as before: plain totals exact, and the weighted board the same board", async () => {
+    const key = (await createKey(database.db, "aff-m1")).secret;
+    const totals = new Map<number, bigint>();
+    for (const w of oldWagers.slice(1))
+      if (w.user < 4) totals.set(w.user, (totals.get(w.user) ?? 0n) + toUnits(w.amount));
+    const board = [...totals.entries()]
+      .sort(([a, x], [b, y]) => (x === y ? a - b : x > y ? -1 : 1))
+      .map(([user, units]) => ({ user, total: unitsToDecimal(units) }));
+    expect(board.length).toBe(4);
+    const entry = (e: { user: number; total: string }) =>
+      `{"username":"migrated ${e.user}","avatar":${JSON.stringify(servers.config.defaultAvatarUrl)},"totalWagered":${e.total}`;
+    const rest = async (extra: Record<string, unknown>) => {
+      const response = await fetch(`${servers.publicUrl}/top-affiliate-wagers-by-period`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ startTimestamp: OCT_1, endTimestamp: NOV_1 - 1, numUsers: 10, ...extra }),
+      });
+      return [response.status, await response.text()];
+    };
+    expect(await rest({})).toEqual([200, `{"data":[${board.map((e) => `${entry(e)}}`).join(",")}],"errors":null}`]);
+    expect(await rest({ rankBy: "weighted" })).toEqual([
+      200,
+      `{"data":[${board.map((e) => `${entry(e)},"weightedWagered":${e.total}}`).join(",")}],"errors":null}`,
+    ]);
+    for (const rankBy of [RankBy.WAGERED, RankBy.WEIGHTED]) {
+      const answer = await servers.publicClient(key).getTopAffiliateWagersByPeriod({
+        startTimestamp: BigInt(OCT_1),
+        endTimestamp: BigInt(NOV_1 - 1),
+        numUsers: 10,
+        rankBy,
+      });
+      expect(answer.data.map((e) => [e.userId, e.totalWageredDecimal, e.weightedWageredDecimal])).toEqual(
+        board.map((e) => [`m-u${e.user}`, e.total, e.total]),
+      );
+    }
   });
 
   it("treats a void applied before weights as a full-weight wager, and applies a pending one with its weight", async () => {

@@ -173,6 +173,7 @@ describe("single flight", () => {
       username: "user000",
       avatar: "https://d.example/a.png",
       totalWagered: "1001",
+      weightedWagered: "1001",
     });
   });
 });

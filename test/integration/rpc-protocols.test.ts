@@ -34,7 +34,7 @@ const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
 const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
 const VALID = { startTimestamp: JAN_1, endTimestamp: FEB_1 - 1, numUsers: 10 } as const;
 
-/** The full answer for VALID, in proto JSON names: every field, exact values, ranks from 1. */
+/** The full answer for VALID, in proto JSON names: every field, exact values, ranks from 1 (no weights sent: weighted = plain). */
 const EXPECTED = {
   data: [
     {
@@ -44,6 +44,8 @@ const EXPECTED = {
       totalWageredDecimal: "15000.5",
       userId: "u-bob",
       rank: 1,
+      weightedWagered: 15000.5,
+      weightedWageredDecimal: "15000.5",
     },
     {
       username: "dave",
@@ -52,6 +54,8 @@ const EXPECTED = {
       totalWageredDecimal: "50",
       userId: "u-dave",
       rank: 2,
+      weightedWagered: 50,
+      weightedWageredDecimal: "50",
     },
     {
       username: "alice",
@@ -60,6 +64,8 @@ const EXPECTED = {
       totalWageredDecimal: "3.50000001",
       userId: "u-alice",
       rank: 3,
+      weightedWagered: 3.50000001,
+      weightedWageredDecimal: "3.50000001",
     },
     {
       username: "carl",
@@ -68,6 +74,8 @@ const EXPECTED = {
       totalWageredDecimal: "3.50000001",
       userId: "u-carl",
       rank: 4,
+      weightedWagered: 3.50000001,
+      weightedWageredDecimal: "3.50000001",
     },
   ],
 };

@@ -67,7 +67,10 @@ describe("the document", () => {
   it("states the path, the limits and the field names the code and the proto use", () => {
     expect(OPERATION_PATH).toBe(OP);
     const request = checker.operation(OP, "post").requestBody.content["application/json"].schema;
-    expect(request.required).toEqual(GetTopAffiliateWagersByPeriodRequestSchema.fields.map((f) => f.jsonName));
+    const requestFields = GetTopAffiliateWagersByPeriodRequestSchema.fields.map((f) => f.jsonName);
+    expect(Object.keys(request.properties)).toEqual(requestFields);
+    expect(request.required).toEqual(requestFields.filter((name) => name !== "rankBy"));
+    expect(request.properties.rankBy.enum).toEqual(["wagered", "weighted"]);
     const { startTimestamp, endTimestamp, numUsers } = request.properties;
     expect([startTimestamp.type, startTimestamp.minimum, startTimestamp.maximum]).toEqual([
       "integer",
@@ -83,7 +86,8 @@ describe("the document", () => {
     const success = checker.operation(OP, "post").responses["200"].content["application/json"].schema;
     expect(success.properties.data.maxItems).toBe(MAX_NUM_USERS);
     const entryFields = Object.keys(success.properties.data.items.properties);
-    expect(entryFields).toEqual(["username", "avatar", "totalWagered"]);
+    expect(entryFields).toEqual(["username", "avatar", "totalWagered", "weightedWagered"]);
+    expect(success.properties.data.items.required).toEqual(["username", "avatar", "totalWagered"]);
     const protoNames = TopWagerEntrySchema.fields.map((f) => f.jsonName);
     for (const field of entryFields) expect(protoNames).toContain(field);
     expect(checker.operation(OP, "post").requestBody.description).toContain(`at most ${MAX_BODY_BYTES} bytes`);

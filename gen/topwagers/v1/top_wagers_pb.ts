@@ -6,15 +6,15 @@
 // affiliate in a period. Served on the public port over REST, Connect, gRPC
 // and gRPC-Web from one implementation.
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file topwagers/v1/top_wagers.proto.
  */
 export const file_topwagers_v1_top_wagers: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b3B3YWdlcnMvdjEvdG9wX3dhZ2Vycy5wcm90bxIMdG9wd2FnZXJzLnYxIqwBCiRHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QSHAoPc3RhcnRfdGltZXN0YW1wGAEgASgDSACIAQESGgoNZW5kX3RpbWVzdGFtcBgCIAEoA0gBiAEBEhYKCW51bV91c2VycxgDIAEoBUgCiAEBQhIKEF9zdGFydF90aW1lc3RhbXBCEAoOX2VuZF90aW1lc3RhbXBCDAoKX251bV91c2VycyJSCiVHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlEikKBGRhdGEYASADKAsyGy50b3B3YWdlcnMudjEuVG9wV2FnZXJFbnRyeSKGAQoNVG9wV2FnZXJFbnRyeRIQCgh1c2VybmFtZRgBIAEoCRIOCgZhdmF0YXIYAiABKAkSFQoNdG90YWxfd2FnZXJlZBgDIAEoARIdChV0b3RhbF93YWdlcmVkX2RlY2ltYWwYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIMCgRyYW5rGAYgASgNIt4BCiZXYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVxdWVzdBIcCg9zdGFydF90aW1lc3RhbXAYASABKANIAIgBARIaCg1lbmRfdGltZXN0YW1wGAIgASgDSAGIAQESFgoJbnVtX3VzZXJzGAMgASgFSAKIAQESGwoOcmVzdW1lX3ZlcnNpb24YBCABKAlIA4gBAUISChBfc3RhcnRfdGltZXN0YW1wQhAKDl9lbmRfdGltZXN0YW1wQgwKCl9udW1fdXNlcnNCEQoPX3Jlc3VtZV92ZXJzaW9uIocBCidXYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2USKQoEZGF0YRgBIAMoCzIbLnRvcHdhZ2Vycy52MS5Ub3BXYWdlckVudHJ5Eg8KB3ZlcnNpb24YAiABKAkSDQoFYXNfb2YYAyABKAMSEQoJaGVhcnRiZWF0GAQgASgIMrUCChBUb3BXYWdlcnNTZXJ2aWNlEo0BCh1HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZBIyLnRvcHdhZ2Vycy52MS5HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QaMy50b3B3YWdlcnMudjEuR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXNwb25zZSIDkAIBEpABCh9XYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kEjQudG9wd2FnZXJzLnYxLldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0GjUudG9wd2FnZXJzLnYxLldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXNwb25zZTABYgZwcm90bzM");
+  fileDesc("Ch10b3B3YWdlcnMvdjEvdG9wX3dhZ2Vycy5wcm90bxIMdG9wd2FnZXJzLnYxIuQBCiRHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QSHAoPc3RhcnRfdGltZXN0YW1wGAEgASgDSACIAQESGgoNZW5kX3RpbWVzdGFtcBgCIAEoA0gBiAEBEhYKCW51bV91c2VycxgDIAEoBUgCiAEBEioKB3JhbmtfYnkYBCABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SAOIAQFCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEIMCgpfbnVtX3VzZXJzQgoKCF9yYW5rX2J5IlIKJUdldFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2USKQoEZGF0YRgBIAMoCzIbLnRvcHdhZ2Vycy52MS5Ub3BXYWdlckVudHJ5IsIBCg1Ub3BXYWdlckVudHJ5EhAKCHVzZXJuYW1lGAEgASgJEg4KBmF2YXRhchgCIAEoCRIVCg10b3RhbF93YWdlcmVkGAMgASgBEh0KFXRvdGFsX3dhZ2VyZWRfZGVjaW1hbBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEgwKBHJhbmsYBiABKA0SGAoQd2VpZ2h0ZWRfd2FnZXJlZBgHIAEoARIgChh3ZWlnaHRlZF93YWdlcmVkX2RlY2ltYWwYCCABKAkilgIKJldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0EhwKD3N0YXJ0X3RpbWVzdGFtcBgBIAEoA0gAiAEBEhoKDWVuZF90aW1lc3RhbXAYAiABKANIAYgBARIWCgludW1fdXNlcnMYAyABKAVIAogBARIbCg5yZXN1bWVfdmVyc2lvbhgEIAEoCUgDiAEBEioKB3JhbmtfYnkYBSABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SASIAQFCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEIMCgpfbnVtX3VzZXJzQhEKD19yZXN1bWVfdmVyc2lvbkIKCghfcmFua19ieSKHAQonV2F0Y2hUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlEikKBGRhdGEYASADKAsyGy50b3B3YWdlcnMudjEuVG9wV2FnZXJFbnRyeRIPCgd2ZXJzaW9uGAIgASgJEg0KBWFzX29mGAMgASgDEhEKCWhlYXJ0YmVhdBgEIAEoCCpMCgZSYW5rQnkSFwoTUkFOS19CWV9VTlNQRUNJRklFRBAAEhMKD1JBTktfQllfV0FHRVJFRBABEhQKEFJBTktfQllfV0VJR0hURUQQAjK1AgoQVG9wV2FnZXJzU2VydmljZRKNAQodR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2QSMi50b3B3YWdlcnMudjEuR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0GjMudG9wd2FnZXJzLnYxLkdldFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2UiA5ACARKQAQofV2F0Y2hUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZBI0LnRvcHdhZ2Vycy52MS5XYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVxdWVzdBo1LnRvcHdhZ2Vycy52MS5XYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2UwAWIGcHJvdG8z");
 
 /**
  * GetTopAffiliateWagersByPeriodRequest names the period and the list length.
@@ -50,6 +50,15 @@ export type GetTopAffiliateWagersByPeriodRequest = Message<"topwagers.v1.GetTopA
    * @generated from field: optional int32 num_users = 3;
    */
   numUsers?: number | undefined;
+
+  /**
+   * What to rank by. Absent or RANK_BY_UNSPECIFIED: the API key's default
+   * (set when the key is created), else RANK_BY_WAGERED. Another value is
+   * INVALID_ARGUMENT naming `rankBy`.
+   *
+   * @generated from field: optional topwagers.v1.RankBy rank_by = 4;
+   */
+  rankBy?: RankBy | undefined;
 };
 
 /**
@@ -132,6 +141,25 @@ export type TopWagerEntry = Message<"topwagers.v1.TopWagerEntry"> & {
    * @generated from field: uint32 rank = 6;
    */
   rank: number;
+
+  /**
+   * Weighted total in the period as a double, for display (always filled,
+   * whatever the board is ranked by). Converted once from
+   * `weighted_wagered_decimal`.
+   *
+   * @generated from field: double weighted_wagered = 7;
+   */
+  weightedWagered: number;
+
+  /**
+   * Weighted total in the period as an exact decimal string: the sum of
+   * amount × weight_bps / 10000 over the user's wagers, at most 12 fraction
+   * digits, no trailing zeros, e.g. "7500.25". Equal to
+   * `total_wagered_decimal` when every wager counted fully.
+   *
+   * @generated from field: string weighted_wagered_decimal = 8;
+   */
+  weightedWageredDecimal: string;
 };
 
 /**
@@ -176,11 +204,17 @@ export type WatchTopAffiliateWagersByPeriodRequest = Message<"topwagers.v1.Watch
    * until the board changes; any other value (an old or unknown version) gets
    * the current board at once.
    *
-   * Field 5 is taken for the ranking choice (rank_by).
-   *
    * @generated from field: optional string resume_version = 4;
    */
   resumeVersion?: string | undefined;
+
+  /**
+   * What to rank by, as in GetTopAffiliateWagersByPeriodRequest: absent or
+   * RANK_BY_UNSPECIFIED is the API key's default, else RANK_BY_WAGERED.
+   *
+   * @generated from field: optional topwagers.v1.RankBy rank_by = 5;
+   */
+  rankBy?: RankBy | undefined;
 };
 
 /**
@@ -238,6 +272,42 @@ export const WatchTopAffiliateWagersByPeriodResponseSchema: GenMessage<WatchTopA
   messageDesc(file_topwagers_v1_top_wagers, 4);
 
 /**
+ * RankBy is what a board is ordered by.
+ *
+ * @generated from enum topwagers.v1.RankBy
+ */
+export enum RankBy {
+  /**
+   * Not given: the API key's default, else RANK_BY_WAGERED.
+   *
+   * @generated from enum value: RANK_BY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The plain total wagered.
+   *
+   * @generated from enum value: RANK_BY_WAGERED = 1;
+   */
+  WAGERED = 1,
+
+  /**
+   * The weighted total: each wager counts amount × weight_bps / 10000, the
+   * weight the casino sent with it (race rules; docs/api.md, "Weighted
+   * wagering"). Users who wagered only at weight 0 are listed last, with 0.
+   *
+   * @generated from enum value: RANK_BY_WEIGHTED = 2;
+   */
+  WEIGHTED = 2,
+}
+
+/**
+ * Describes the enum topwagers.v1.RankBy.
+ */
+export const RankBySchema: GenEnum<RankBy> = /*@__PURE__*/
+  enumDesc(file_topwagers_v1_top_wagers, 0);
+
+/**
  * TopWagersService ranks the users of the calling affiliate by the total amount
  * they wagered in a period. The affiliate is taken from the API key sent as
  * `Authorization: Bearer <key>`; a key only ever sees its own affiliate's wagers.
@@ -247,8 +317,9 @@ export const WatchTopAffiliateWagersByPeriodResponseSchema: GenMessage<WatchTopA
 export const TopWagersService: GenService<{
   /**
    * GetTopAffiliateWagersByPeriod returns at most `num_users` users ordered by
-   * total wagered in the inclusive period [start_timestamp, end_timestamp],
-   * largest first; ties by username (code point order), then user id.
+   * total wagered in the inclusive period [start_timestamp, end_timestamp]
+   * (or by weighted total: `rank_by`), largest first; ties by username (code
+   * point order), then user id.
    * Voided wagers never count. Every recorded change (a wager, a void, a
    * renamed user) is in the answer within about a second, on every instance;
    * the `cache-control` response header says how long the caller may reuse
