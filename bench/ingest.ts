@@ -5,11 +5,12 @@
  * maintained in the same transaction (they always are). Afterwards every
  * rollup is verified against the raw wagers.
  *
- *   npm run bench -- ingest [--wagers 400000] [--clients 2] [--batch 1000] [--protocol grpc|connect|grpc-web]
+ *   npm run bench -- ingest [--wagers 400000] [--clients 2] [--batch 1000] [--protocol grpc|connect|grpc-web] [--no-weights]
  *
  * Data: 20,000 users in 100 affiliates (Zipf-like); wagers as a live feed
  * would deliver them: two days of activity in time order with increasing ids,
- * skewed user activity and log-normal 8-decimal amounts built from integers. Uses topwagers_bench_ingest (dropped and
+ * skewed user activity and log-normal 8-decimal amounts built from integers, and weights as a casino with race
+ * rules sends them (70 % at 10000, 20 % at 5000, 10 % at 1000; --no-weights sends none). Uses topwagers_bench_ingest (dropped and
  * created again) or BENCH_INGEST_DATABASE_URL.
  */
 
@@ -58,8 +59,10 @@ export function users(): IngestUser[] {
   });
 }
 
-export function wagerBatches(count: number, batch: number, runTag: string): IngestWager[][] {
+export function wagerBatches(count: number, batch: number, runTag: string, weights = true): IngestWager[][] {
   const next = mulberry32(29);
+  // A stream of its own, so the amounts, users and times are the same with or without weights.
+  const nextWeight = mulberry32(31);
   const now = Math.floor(Date.now() / 1000);
   const batches: IngestWager[][] = [];
   for (let start = 0; start < count; start += batch) {
@@ -80,11 +83,17 @@ export function wagerBatches(count: number, batch: number, runTag: string): Inge
         amount: `${whole}.${String(units - whole * 1e8).padStart(8, "0")}`,
         // A live feed replayed: two days of wagers in time order, each a few seconds out of order.
         placedAt: BigInt(now - 2 * 86_400 + Math.floor((n / count) * 2 * 86_400) - Math.floor(next() * 5)),
+        ...(weights ? { weightBps: weightOf(nextWeight()) } : {}),
       });
     }
     batches.push(wagers);
   }
   return batches;
+}
+
+/** 70 % count fully, 20 % half, 10 % a tenth. */
+function weightOf(u: number): number {
+  return u < 0.7 ? 10_000 : u < 0.9 ? 5000 : 1000;
 }
 
 export function client(
@@ -174,8 +183,10 @@ export async function runIngestBench(args: string[]): Promise<void> {
       clients: { type: "string", default: "2" },
       batch: { type: "string", default: "1000" },
       protocol: { type: "string", default: "grpc" },
+      "no-weights": { type: "boolean", default: false },
     },
   });
+  const weights = values["no-weights"] !== true;
   const count = Number(values.wagers);
   const clients = Number(values.clients);
   const batchSize = Number(values.batch);
@@ -197,8 +208,8 @@ export async function runIngestBench(args: string[]): Promise<void> {
     const usersSeconds = (performance.now() - usersStarted) / 1000;
     setup.close();
     // Warm-up: JIT, pools, prepared paths; its wagers stay in the tables like earlier traffic would.
-    await run(protocol, baseUrl, wagerBatches(20_000, batchSize, "warm"), clients);
-    const result = await run(protocol, baseUrl, wagerBatches(count, batchSize, "run"), clients);
+    await run(protocol, baseUrl, wagerBatches(20_000, batchSize, "warm", weights), clients);
+    const result = await run(protocol, baseUrl, wagerBatches(count, batchSize, "run", weights), clients);
     const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
     const check = await verifyRollups(db.read);
     await db.close();
@@ -206,7 +217,7 @@ export async function runIngestBench(args: string[]): Promise<void> {
     process.stdout.write(
       [
         "",
-        `command: npm run bench -- ingest --wagers ${count} --clients ${clients} --batch ${batchSize} --protocol ${protocol}`,
+        `command: npm run bench -- ingest --wagers ${count} --clients ${clients} --batch ${batchSize} --protocol ${protocol}${weights ? "" : " --no-weights"}`,
         `machine: ${await machineDescription(databaseUrl)}`,
         `load: ${clients} concurrent ${protocol} clients in the bench process, each sending the next batch of ${batchSize} as soon as its previous answer arrives; server and MariaDB on the same cores`,
         "",
@@ -223,7 +234,7 @@ export async function runIngestBench(args: string[]): Promise<void> {
               "",
             ],
             [
-              `RecordWagers (${batchSize} per call, ${clients} clients)`,
+              `RecordWagers (${batchSize} per call, ${clients} clients, ${weights ? "weights 70/20/10 %" : "no weights"})`,
               result.wagers,
               fmt(result.seconds, 1),
               fmt(rate, 0),

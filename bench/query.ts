@@ -1,8 +1,9 @@
 /**
- * Query scenario: cold (cache off) latency of the bucketed read path against
- * the naive GROUP BY over raw wagers, on the research-sized data set, in the
- * same run; and the same period at two data sizes to show cost follows active
- * users, not wagers.
+ * Query scenario: cold (cache off) latency of the bucketed read path, ranked
+ * by the plain and by the weighted total, against the naive GROUP BY over raw
+ * wagers with each wager's weight applied, on the research-sized data set, in
+ * the same run; and the same period at two data sizes to show cost follows
+ * active users, not wagers.
  *
  *   npm run bench -- query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]
  *
@@ -10,6 +11,7 @@
  * databases, once; later runs reuse them.
  */
 import { spawn } from "node:child_process";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
@@ -149,6 +151,10 @@ export async function runQueryBench(args: string[]): Promise<void> {
   });
   const rows: (string | number)[][] = [];
   const summary: Record<string, number> = {};
+  // The machine is shared: the load around the run says how quiet it was.
+  const loadBefore = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(", ");
   try {
     for (const affiliate of data.affiliates) {
       for (const shape of shapes(data.month)) {
@@ -156,23 +162,27 @@ export async function runQueryBench(args: string[]): Promise<void> {
         let naiveP95 = Number.NaN;
         for (const numUsers of [10, 100]) {
           const query = { start: shape.start, end: shape.end, numUsers };
-          const ours = await timeIt(runs, () => leaderboard.topWagersForPeriod(affiliate.id, query));
+          const plain = await timeIt(runs, () => leaderboard.topWagersForPeriod(affiliate.id, query));
+          const weighted = await timeIt(runs, () =>
+            leaderboard.topWagersForPeriod(affiliate.id, { ...query, rankBy: "weighted" }),
+          );
           if (numUsers === 10) {
             const naive = await timeIt(naiveRuns, () =>
-              topUsersFromRawWagers(data.db.read, affiliate.id, shape.start, shape.end, numUsers),
+              topUsersFromRawWagers(data.db.read, affiliate.id, shape.start, shape.end, numUsers, "weighted"),
             );
             naiveP50 = percentile(naive, 50);
             naiveP95 = percentile(naive, 95);
           }
-          const p50 = percentile(ours, 50);
-          const p95 = percentile(ours, 95);
-          summary[`${affiliate.name}:${shape.name}:${numUsers}`] = p95;
+          const p50 = percentile(weighted, 50);
+          summary[`${affiliate.name}:${shape.name}:${numUsers}`] = percentile(weighted, 95);
           rows.push([
             `${affiliate.name} (${affiliate.users} users)`,
             shape.name,
             numUsers,
+            fmt(percentile(plain, 50)),
+            fmt(percentile(plain, 95)),
             fmt(p50),
-            fmt(p95),
+            fmt(percentile(weighted, 95)),
             numUsers === 10 ? fmt(naiveP50) : "",
             numUsers === 10 ? fmt(naiveP95) : "",
             numUsers === 10 ? `${fmt(naiveP50 / p50, 1)}x` : "",
@@ -226,9 +236,27 @@ export async function runQueryBench(args: string[]): Promise<void> {
         `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns}`,
         `machine: ${await machineDescription(mainUrl)}`,
         `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000 --end 1795323600); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
-        "latency in ms, cache off, client and server on the same 2 cores; naive = one GROUP BY over raw wagers (N=10)",
+        "latency in ms, cache off, client and server on the same 2 cores; plain / weighted = ranked by the plain / weighted total",
+        "(both sums are computed either way); naive = one GROUP BY over raw wagers with the weight applied, ranked by weight (N=10)",
+        `load average before the run: ${loadBefore}; after: ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(", ")}`,
         "",
-        table(["affiliate", "period", "N", "ours p50", "ours p95", "naive p50", "naive p95", "speed-up (p50)"], rows),
+        table(
+          [
+            "affiliate",
+            "period",
+            "N",
+            "plain p50",
+            "plain p95",
+            "weighted p50",
+            "weighted p95",
+            "naive p50",
+            "naive p95",
+            "speed-up (weighted p50)",
+          ],
+          rows,
+        ),
         "",
         ...(scaleRows.length > 0
           ? [
