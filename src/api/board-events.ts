@@ -7,7 +7,8 @@
  * heartbeat is the comment `: heartbeat`. `Last-Event-ID` resumes as
  * `resume_version` does. Refusals are the POST's JSON envelope with its
  * statuses and messages (405, 401, 429, 400 naming the field, 503), never an
- * event stream. Query values are strings: digit strings are whole numbers.
+ * event stream. Query values are strings: digit strings are whole numbers;
+ * `rankBy=wagered|weighted` as in the POST body.
  */
 
 import { HttpRefusal } from "../errors.js";
@@ -26,12 +27,17 @@ const RECONNECT_MS = 2000;
 const PREAMBLE = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, "utf8");
 const HEARTBEAT = Buffer.from(": heartbeat\n\n", "utf8");
 
-/** A board as one event; JSON never holds a raw line break, so `data` is one line. */
-const SSE_FRAMES: Frames = {
+/**
+ * A board as one event; JSON never holds a raw line break, so `data` is one line. With the weighted
+ * total when the POST would show it (rankBy named, or ranked by weight).
+ */
+const sseFrames = (weighted: boolean): Frames => ({
   board: (snapshot: BoardSnapshot) =>
-    Buffer.from(`event: board\nid: ${snapshot.version}\ndata: ${renderEntries(snapshot.ranked)}\n\n`, "utf8"),
+    Buffer.from(`event: board\nid: ${snapshot.version}\ndata: ${renderEntries(snapshot.ranked, weighted)}\n\n`, "utf8"),
   heartbeat: () => HEARTBEAT,
-};
+});
+const SSE_FRAMES = sseFrames(false);
+const SSE_FRAMES_WEIGHTED = sseFrames(true);
 
 export interface BoardEventsOptions {
   readonly basePath: string;
@@ -73,6 +79,7 @@ export class BoardEvents {
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(queryFields(req.url ?? ""));
       const query = validPeriodQuery(fields.values, fields.violations);
+      const weighted = fields.values.rankBy !== undefined || query.rankBy === "weighted";
       const headers = {
         ...rateHeaders,
         "content-type": "text/event-stream; charset=utf-8",
@@ -81,7 +88,7 @@ export class BoardEvents {
       };
       const viewer = new ResponseViewer(res, {
         protocol: "sse",
-        frames: SSE_FRAMES,
+        frames: weighted ? SSE_FRAMES_WEIGHTED : SSE_FRAMES,
         begin: () => {
           writeHead(res, 200, headers);
           res.write(PREAMBLE);
@@ -112,11 +119,11 @@ export class BoardEvents {
   }
 }
 
-/** The three fields from the query string (the first of repeated names), as strings. */
+/** The request's fields from the query string (the first of repeated names), as strings. */
 function queryFields(url: string): Record<string, string> {
   const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
   const out: Record<string, string> = {};
-  for (const name of ["startTimestamp", "endTimestamp", "numUsers"]) {
+  for (const name of ["startTimestamp", "endTimestamp", "numUsers", "rankBy"]) {
     const value = params.get(name);
     if (value !== null) out[name] = value;
   }

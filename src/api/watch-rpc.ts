@@ -36,7 +36,7 @@ import {
 } from "../transport/rpc-stream-wire.js";
 import type { Admission } from "./admission.js";
 import { type Frames, liveError, ResponseViewer, shuttingDown } from "./live-streams.js";
-import { topWagerEntries } from "./top-wagers-service.js";
+import { requestFields, topWagerEntries } from "./top-wagers-service.js";
 
 export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
 
@@ -89,7 +89,8 @@ export class WatchRpc {
       const admitted = await this.options.admission.admit(req.headers.authorization, address);
       headers = { ...headers, ...admitted.headers };
       const request = await this.readRequest(wire, req);
-      const query = validPeriodQuery(request);
+      const fields = requestFields(request);
+      const query = validPeriodQuery(fields.values, fields.violations);
       const frozenHeaders = headers;
       const viewer = new ResponseViewer(res, {
         protocol: wire.protocol,

@@ -9,13 +9,15 @@
 import { hash } from "node:crypto";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import type { RankedUser } from "./top-wagers.js";
+import type { RankBy } from "./weights.js";
 
-/** One distinct board: whose, which period, how many users. */
+/** One distinct board: whose, which period, how many users, ranked by what (default "wagered"). */
 export interface BoardQuery {
   readonly affiliateId: number;
   readonly start: number;
   readonly end: number;
   readonly numUsers: number;
+  readonly rankBy?: RankBy;
 }
 
 /** One computed answer of a board, shared by all its viewers. */
@@ -41,10 +43,13 @@ export class BoardSnapshot {
 
 /**
  * The version of an answer: a hash of its canonical content (rank, user id, username, avatar,
- * exact total of each entry), so two instances holding the same board give the same version.
+ * exact plain and weighted totals of each entry), so two instances holding the same board give the
+ * same version.
  */
 export function boardVersion(ranked: readonly RankedUser[]): string {
-  const canonical = JSON.stringify(ranked.map((u) => [u.rank, u.userId, u.username, u.avatar, u.totalWagered]));
+  const canonical = JSON.stringify(
+    ranked.map((u) => [u.rank, u.userId, u.username, u.avatar, u.totalWagered, u.weightedWagered]),
+  );
   return hash("sha256", canonical, "base64url").slice(0, 22);
 }
 
@@ -269,7 +274,7 @@ export class LiveBoards {
   }
 
   private entryFor(board: BoardQuery): Entry {
-    const id = `${board.affiliateId}:${board.start}:${board.end}:${board.numUsers}`;
+    const id = `${board.affiliateId}:${board.start}:${board.end}:${board.numUsers}:${board.rankBy ?? "wagered"}`;
     const existing = this.entries.get(id);
     if (existing !== undefined) return existing;
     let settleFirst: Entry["settleFirst"];

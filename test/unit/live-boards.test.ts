@@ -21,7 +21,7 @@ const BOARD: BoardQuery = { affiliateId: 7, start: 1_000, end: 2_000, numUsers: 
 const NOW_MS = 5_000_000;
 
 function user(userId: string, total: string, rank = 1, username = userId): RankedUser {
-  return { rank, userId, username, avatar: "https://a.example/x.png", totalWagered: total };
+  return { rank, userId, username, avatar: "https://a.example/x.png", totalWagered: total, weightedWagered: total };
 }
 
 /** A load port the test answers by hand, one call at a time. */
@@ -143,6 +143,7 @@ describe("boardVersion", () => {
       [user("u1", "10.50000001", 1, "ann"), user("u2", "3", 2, "ben")],
       [user("u1", "10.5", 1, "Ann"), user("u2", "3", 2, "ben")],
       [{ ...user("u1", "10.5", 1, "ann"), avatar: "https://a.example/y.png" }, user("u2", "3", 2, "ben")],
+      [{ ...user("u1", "10.5", 1, "ann"), weightedWagered: "5.25" }, user("u2", "3", 2, "ben")],
       [user("u1", "10.5", 1, "ann"), user("u3", "3", 2, "ben")],
       [user("u1", "10.5", 1, "ann")],
       [],
