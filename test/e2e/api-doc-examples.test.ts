@@ -198,6 +198,8 @@ describe("docs/api.md examples", () => {
           totalWageredDecimal: "44559.4614105",
           userId: "demo-user-1",
           rank: 1,
+          weightedWagered: 44559.4614105,
+          weightedWageredDecimal: "44559.4614105",
         },
         {
           username: "nova_1014",
@@ -206,6 +208,8 @@ describe("docs/api.md examples", () => {
           totalWageredDecimal: "19330.5100052",
           userId: "demo-user-2",
           rank: 2,
+          weightedWagered: 19330.5100052,
+          weightedWageredDecimal: "19330.5100052",
         },
       ],
     };

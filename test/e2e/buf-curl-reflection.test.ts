@@ -43,6 +43,8 @@ describe("buf curl end to end, schema from reflection only", () => {
         totalWageredDecimal: "15000.5",
         userId: "u-2",
         rank: 1,
+        weightedWagered: 15000.5,
+        weightedWageredDecimal: "15000.5",
       },
       {
         username: "alice",
@@ -51,6 +53,8 @@ describe("buf curl end to end, schema from reflection only", () => {
         totalWageredDecimal: "3.50000001",
         userId: "u-1",
         rank: 2,
+        weightedWagered: 3.50000001,
+        weightedWageredDecimal: "3.50000001",
       },
     ],
   };
