@@ -149,8 +149,8 @@ describe("import reports bad lines in line order", () => {
     expect(result.stderr.split("\n").filter((l) => l.startsWith(`${file}:`))).toEqual([
       `${file}:3: user "ord-ghost" is unknown (not among the user lines so far, not stored)`,
       `${file}:4: not valid JSON (Unexpected token 'o', "not json" is not valid JSON)`,
-      `${file}:5: wager "ord-w1" repeats the id of line 2 with another user, amount or time`,
-      `${file}:6: wager "ord-w0" was already recorded with another user, amount or time`,
+      `${file}:5: wager "ord-w1" repeats the id of line 2 with another user, amount, time or weight`,
+      `${file}:6: wager "ord-w0" was already recorded with another user, amount, time or weight`,
       `${file}:7: amount must be a positive decimal without a sign`,
       `${file}:8: user "ord-ghost" is unknown (not among the user lines so far, not stored)`,
       `${file}:9: "type" must be "user", "wager" or "void", got "other"`,

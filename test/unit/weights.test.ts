@@ -17,11 +17,12 @@ describe("weightProblems", () => {
   });
 
   it("makes an absent weight 10000 and keeps a given one", () => {
-    const base = { id: "w", userId: "u", amount: "1", placedAt: 100n };
-    expect(checkWager(base, 1000)).toEqual({ ok: true, value: { ...base, placedAt: 100, weightBps: 10_000 } });
-    expect(checkWager({ ...base, weightBps: 0 }, 1000)).toEqual({
+    const at = 1_790_812_800;
+    const base = { id: "w", userId: "u", amount: "1", placedAt: BigInt(at) };
+    expect(checkWager(base, at)).toEqual({ ok: true, value: { ...base, placedAt: at, weightBps: 10_000 } });
+    expect(checkWager({ ...base, weightBps: 0 }, at)).toEqual({
       ok: true,
-      value: { ...base, placedAt: 100, weightBps: 0 },
+      value: { ...base, placedAt: at, weightBps: 0 },
     });
   });
 });
