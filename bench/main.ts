@@ -7,6 +7,8 @@
 import { runHttpBench } from "./http.js";
 import { runIngestBench } from "./ingest.js";
 import { runVisibilityBench, runVoidsBench } from "./lifecycle.js";
+import { runLiveBench } from "./live.js";
+import { runLiveFramingBench } from "./live-framing.js";
 import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
@@ -40,6 +42,16 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runProfileSummary,
     usage:
       "profile <file.cpuprofile> [--top 25] [--own dist/src/]   self time by function, and our functions inclusive, of a node --cpu-prof profile",
+  },
+  live: {
+    run: runLiveBench,
+    usage:
+      "live [--viewers 10000] [--boards 100] [--wagers 50] [--seconds 30] [--mix 40,30,30] [--num-users 10] [--modes both|polling|redis]   push latency, messages/s, RSS per viewer, CPU",
+  },
+  "live-framing": {
+    run: runLiveFramingBench,
+    usage:
+      "live-framing [--viewers 2000,5000] [--entries 10,100] [--messages 20]   server CPU and RSS per stream: connect-es streaming vs the watch procedure's own framing",
   },
   http: {
     run: runHttpBench,

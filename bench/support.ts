@@ -88,9 +88,15 @@ export interface ServerInstance {
   stop(): Promise<void>;
 }
 
-export function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<ServerInstance> {
+export function startServerProcess(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  /** A command that runs node, e.g. ["prlimit", "--nofile=20000:20000"]. */
+  prefix: readonly string[] = [],
+): Promise<ServerInstance> {
   const script = new URL("../src/main.js", import.meta.url).pathname;
-  const child = spawn(process.execPath, [script], {
+  const [command, ...args] = [...prefix, process.execPath, script];
+  const child = spawn(command as string, args, {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -6,7 +6,8 @@
  * /readyz into 503: no crash, never a 500. Starting it again on the same data
  * directory and port brings 200s back within 5 s, with no restart of the
  * service. A statement that waits too long is cut by the statement timeout and
- * answered the same way.
+ * answered the same way. Live streams opened before the outage stay open
+ * through it (heartbeats go on) and get the next change after it.
  */
 import { Code, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -15,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { JAN_1_2025, restTop, rpcTop } from "../support/calls.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { boardEvents, connectEsWatch, type OpenStream, RawHttp1Stream } from "../support/live.js";
 import {
   type MariaDbProcess,
   mariaDbAvailable,
@@ -61,6 +63,10 @@ const sessions: Http2SessionManager[] = [];
 let connect: Transport;
 let grpc: Transport;
 let trafficRunning = false;
+/** The day after the traffic's period: the live streams' board, changed without touching the traffic's answers. */
+const DAY_2 = { startTimestamp: JAN_1_2025 + 86_400, endTimestamp: JAN_1_2025 + 2 * 86_400 - 1, numUsers: 5 };
+let liveGrpc: OpenStream | undefined;
+let liveSse: RawHttp1Stream | undefined;
 let traffic: Promise<void> = Promise.resolve();
 
 async function withFixtures<T>(work: (db: Database) => Promise<T>): Promise<T> {
@@ -171,10 +177,15 @@ beforeAll(async () => {
     CACHE_TTL_MS: "0",
     QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
     RATE_LIMIT_POINTS: "1000000",
+    STREAM_HEARTBEAT_S: "1",
   });
   key = await withFixtures(async (db) => {
     await addUsers(db, [{ id: "u-ann", affiliateId: "aff-f", username: "ann", avatar: "https://img.example/ann.png" }]);
-    await addWagers(db, [wager("u-ann", "10.25", JAN_1_2025 + 60), wager("u-ann", "20", JAN_1_2025 + 120)]);
+    await addWagers(db, [
+      wager("u-ann", "10.25", JAN_1_2025 + 60),
+      wager("u-ann", "20", JAN_1_2025 + 120),
+      wager("u-ann", "1", DAY_2.startTimestamp + 60),
+    ]);
     return (await createKey(db, "aff-f")).secret;
   });
   const h2 = new Http2SessionManager(server.baseUrl);
@@ -184,6 +195,8 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  liveGrpc?.close();
+  liveSse?.close();
   await stopTraffic();
   for (const manager of sessions) manager.abort();
   await server?.stop("SIGTERM");
@@ -200,6 +213,24 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
       expect(up.filter((s) => s.protocol === protocol).length).toBeGreaterThan(5);
     }
     for (const s of up) expectServing(s);
+  });
+
+  it("opens live streams (gRPC and SSE) on another day's board before the outage", async () => {
+    const h2 = new Http2SessionManager(server?.baseUrl ?? "");
+    sessions.push(h2);
+    liveGrpc = connectEsWatch(
+      "gRPC",
+      createGrpcTransport({ baseUrl: server?.baseUrl ?? "", sessionManager: h2 }),
+      key,
+      DAY_2,
+    );
+    liveSse = new RawHttp1Stream(
+      server?.port ?? 0,
+      `/top-affiliate-wagers-by-period/stream?startTimestamp=${DAY_2.startTimestamp}&endTimestamp=${DAY_2.endTimestamp}&numUsers=5`,
+      { authorization: `Bearer ${key}` },
+    );
+    expect((await liveGrpc.collected.board(1)).data.map((e) => e.totalWageredDecimal)).toEqual(["1"]);
+    await liveSse.until((r) => (boardEvents(r).length === 1 ? true : undefined));
   });
 
   it("answers 503 unavailable with Retry-After on every protocol while it is down, never 500, no crash", async () => {
@@ -251,6 +282,33 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
     expect(server?.child.exitCode).toBeNull();
     expect(server?.otherOutput).toEqual([]);
   }, 60_000);
+
+  it("kept the live streams open through the outage with heartbeats, and delivers the next change after it", async () => {
+    const outage = samples.filter((s) => s.result === 503 || s.result === "Unavailable");
+    const from = Math.min(...outage.map((s) => s.startedAt));
+    const to = Math.max(...outage.map((s) => s.endedAt));
+    expect(to - from).toBeGreaterThan(3_000);
+    const beats = (liveGrpc?.collected.heartbeats ?? []).filter((h) => {
+      const at = performance.timeOrigin + h.at;
+      return at >= from && at <= to;
+    });
+    expect(beats.length).toBeGreaterThanOrEqual(2);
+    expect(liveGrpc?.collected.ended).toBeUndefined();
+    expect(liveSse?.reply?.ended).toBe(false);
+    expect(liveSse?.reply?.events.filter((e) => e.comment === "heartbeat").length).toBeGreaterThanOrEqual(2);
+    const since = performance.now();
+    await withFixtures((db) => addWagers(db, [wager("u-ann", "2.5", DAY_2.startTimestamp + 30)]));
+    const board = await liveGrpc?.collected.board(2, 3_000);
+    expect(board?.data.map((e) => e.totalWageredDecimal)).toEqual(["3.5"]);
+    expect((board?.at ?? Number.POSITIVE_INFINITY) - since).toBeLessThan(1_500);
+    const events = await liveSse?.until((r) => (boardEvents(r).length === 2 ? boardEvents(r) : undefined), 3_000);
+    expect(events?.[1]?.data).toEqual({
+      data: [{ username: "ann", avatar: "https://img.example/ann.png", totalWagered: 3.5 }],
+      errors: null,
+    });
+    liveGrpc?.close();
+    liveSse?.close();
+  });
 
   it("cuts a statement that waits past QUERY_TIMEOUT_MS and answers 503 unavailable, then serves again", async () => {
     // A key the service has never looked up, so the call must read api_keys.
