@@ -78,7 +78,10 @@ class Viewer {
     if (this.last >= 0) {
       const byBoard = arrivals[this.kind];
       let byCount = byBoard.get(this.board);
-      if (byCount === undefined) byBoard.set(this.board, (byCount = new Map()));
+      if (byCount === undefined) {
+        byCount = new Map();
+        byBoard.set(this.board, byCount);
+      }
       for (let k = this.last + 1; k <= count; k++) {
         const list = byCount.get(k);
         if (list === undefined) byCount.set(k, [at]);

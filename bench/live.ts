@@ -310,7 +310,7 @@ function latenciesOf(commits: Map<number, number[]>, report: ViewersReport, boar
   }
   for (const kind of KINDS) {
     latenciesByKind[kind].sort((x, y) => x - y);
-    latencies.push(...latenciesByKind[kind]);
+    for (const latency of latenciesByKind[kind]) latencies.push(latency);
   }
   latencies.sort((x, y) => x - y);
   return { latencies, latenciesByKind, deliveries: latencies.length, expected };

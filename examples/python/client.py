@@ -13,6 +13,9 @@ the one method is called with ``channel.unary_unary``. See docs/clients.md.
 
     # then (the current half-month unless --start/--end are given)
     TOPWAGERS_KEY=tw_... /usr/bin/python3 examples/python/client.py --target localhost:8080
+
+    # or live: the board again each time it changes (WatchTopAffiliateWagersByPeriod), until Ctrl-C
+    TOPWAGERS_KEY=tw_... /usr/bin/python3 examples/python/client.py --target localhost:8080 --watch
 """
 
 import argparse
@@ -31,6 +34,7 @@ import grpc  # noqa: E402
 from topwagers.v1 import top_wagers_pb2  # noqa: E402
 
 METHOD = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod"
+WATCH_METHOD = "/topwagers.v1.TopWagersService/WatchTopAffiliateWagersByPeriod"
 
 
 def current_half_month(now: int) -> tuple[int, int]:
@@ -61,6 +65,48 @@ def top_wagers(channel: grpc.Channel, api_key: str, start: int, end: int, num_us
     return call(request, metadata=[("authorization", f"Bearer {api_key}")], timeout=timeout)
 
 
+def watch_top_wagers(channel: grpc.Channel, api_key: str, start: int, end: int, num_users: int):
+    """Yields the board now and each time it changes (heartbeats are skipped). A stream that ends with
+    UNAVAILABLE (the server restarts) is opened again after a second with the last version seen, so an
+    unchanged board is not sent twice; other errors raise grpc.RpcError."""
+    call = channel.unary_stream(
+        WATCH_METHOD,
+        request_serializer=top_wagers_pb2.WatchTopAffiliateWagersByPeriodRequest.SerializeToString,
+        response_deserializer=top_wagers_pb2.WatchTopAffiliateWagersByPeriodResponse.FromString,
+    )
+    version = ""
+    while True:
+        request = top_wagers_pb2.WatchTopAffiliateWagersByPeriodRequest(
+            start_timestamp=start, end_timestamp=end, num_users=num_users, resume_version=version
+        )
+        try:
+            for message in call(request, metadata=[("authorization", f"Bearer {api_key}")]):
+                version = message.version
+                if not message.heartbeat:
+                    yield message
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            time.sleep(1)
+
+
+def print_entries(entries, as_json: bool) -> None:
+    for entry in entries:
+        if as_json:
+            print(json.dumps({
+                "rank": entry.rank,
+                "username": entry.username,
+                "avatar": entry.avatar,
+                # The exact decimal: use it for arithmetic; total_wagered is a double for display.
+                "totalWageredDecimal": entry.total_wagered_decimal,
+                "userId": entry.user_id,
+            }, ensure_ascii=False))
+        else:
+            print(f"{entry.rank:>3}  {entry.username:<24} {entry.total_wagered_decimal:>22}")
+    if not as_json and len(entries) == 0:
+        print("nobody wagered in this period")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default=os.environ.get("TOPWAGERS_TARGET", "localhost:8080"),
@@ -72,6 +118,8 @@ def main() -> int:
     parser.add_argument("--num-users", type=int, default=10, help="1 to 100 (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per entry")
     parser.add_argument("--tls", action="store_true", help="connect with TLS (behind a TLS load balancer)")
+    parser.add_argument("--watch", action="store_true",
+                        help="print the board again each time it changes, until Ctrl-C")
     args = parser.parse_args()
     if not args.key:
         parser.error("an API key is needed: --key or TOPWAGERS_KEY")
@@ -83,26 +131,24 @@ def main() -> int:
                else grpc.insecure_channel(args.target))
     with channel:
         try:
+            if args.watch:
+                for board in watch_top_wagers(channel, args.key, start, end, args.num_users):
+                    if args.json:
+                        print(json.dumps({"board": board.version, "asOf": board.as_of}))
+                    else:
+                        print(f"board {board.version} as of {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(board.as_of))}")
+                    print_entries(board.data, args.json)
+                    sys.stdout.flush()
+                return 0
             response = top_wagers(channel, args.key, start, end, args.num_users)
         except grpc.RpcError as error:
             # The code is the stable part (UNAUTHENTICATED, INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE).
             print(f"{error.code().name}: {error.details()}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            return 0
 
-    for entry in response.data:
-        if args.json:
-            print(json.dumps({
-                "rank": entry.rank,
-                "username": entry.username,
-                "avatar": entry.avatar,
-                # The exact decimal: use it for arithmetic; total_wagered is a double for display.
-                "totalWageredDecimal": entry.total_wagered_decimal,
-                "userId": entry.user_id,
-            }, ensure_ascii=False))
-        else:
-            print(f"{entry.rank:>3}  {entry.username:<24} {entry.total_wagered_decimal:>22}")
-    if not args.json and len(response.data) == 0:
-        print("nobody wagered in this period")
+    print_entries(response.data, args.json)
     return 0
 
 

@@ -7,7 +7,10 @@
  * @connectrpc/connect-web instead; the rest is the same.
  *
  *   npm run -s build
- *   TOPWAGERS_KEY=tw_... node dist/examples/typescript/client.js [http://localhost:8080] [connect|grpc]
+ *   TOPWAGERS_KEY=tw_... node dist/examples/typescript/client.js [http://localhost:8080] [connect|grpc] [watch]
+ *
+ * With `watch`, the board is printed again each time it changes (the server
+ * streams it: WatchTopAffiliateWagersByPeriod), until Ctrl-C.
  *
  * In your own project: npm install @connectrpc/connect @connectrpc/connect-node
  * @bufbuild/protobuf, generate from our proto with protoc-gen-es, and change
@@ -15,7 +18,11 @@
  */
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { type TopWagerEntry, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import {
+  type TopWagerEntry,
+  TopWagersService,
+  type WatchTopAffiliateWagersByPeriodResponse,
+} from "../../gen/topwagers/v1/top_wagers_pb.js";
 
 export type Protocol = "connect" | "grpc";
 
@@ -56,8 +63,50 @@ export async function topWagers(
   return response.data;
 }
 
+/**
+ * Calls `onBoard` with the board now and again each time it changes, until `signal` aborts. A stream
+ * that ends with UNAVAILABLE (the server restarts, or sends this client to another instance) is opened
+ * again after a second with the last version seen, so an unchanged board is not sent twice.
+ */
+export async function watchTopWagers(
+  client: ReturnType<typeof topWagersClient>,
+  period: { startTimestamp: bigint; endTimestamp: bigint },
+  numUsers: number,
+  onBoard: (board: WatchTopAffiliateWagersByPeriodResponse) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  let resumeVersion = "";
+  while (!signal.aborted) {
+    try {
+      for await (const message of client.watchTopAffiliateWagersByPeriod(
+        { ...period, numUsers, resumeVersion },
+        { signal },
+      )) {
+        resumeVersion = message.version;
+        // A heartbeat (every 15 s without a change) only says the board is still `version`.
+        if (!message.heartbeat) onBoard(message);
+      }
+    } catch (reason) {
+      const error = ConnectError.from(reason);
+      if (signal.aborted) return;
+      if (error.code !== Code.Unavailable) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
+function printEntries(entries: readonly TopWagerEntry[]): void {
+  for (const entry of entries) {
+    // totalWageredDecimal is exact; totalWagered is a double for display.
+    process.stdout.write(
+      `${String(entry.rank).padStart(3)}  ${entry.username.padEnd(24)} ${entry.totalWageredDecimal}\n`,
+    );
+  }
+  if (entries.length === 0) process.stdout.write("nobody wagered in this period\n");
+}
+
 async function main(): Promise<number> {
-  const [baseUrl = "http://localhost:8080", protocol = "connect"] = process.argv.slice(2);
+  const [baseUrl = "http://localhost:8080", protocol = "connect", mode = "once"] = process.argv.slice(2);
   const apiKey = process.env.TOPWAGERS_KEY;
   if (apiKey === undefined || apiKey === "") {
     process.stderr.write("set TOPWAGERS_KEY to your API key\n");
@@ -68,15 +117,24 @@ async function main(): Promise<number> {
     return 2;
   }
   const client = topWagersClient(baseUrl, apiKey, protocol);
+  const period = currentHalfMonth(Math.floor(Date.now() / 1000));
   try {
-    const entries = await topWagers(client, currentHalfMonth(Math.floor(Date.now() / 1000)), 10);
-    for (const entry of entries) {
-      // totalWageredDecimal is exact; totalWagered is a double for display.
-      process.stdout.write(
-        `${String(entry.rank).padStart(3)}  ${entry.username.padEnd(24)} ${entry.totalWageredDecimal}\n`,
+    if (mode === "watch") {
+      const stop = new AbortController();
+      process.once("SIGINT", () => stop.abort());
+      await watchTopWagers(
+        client,
+        period,
+        10,
+        (board) => {
+          process.stdout.write(`board ${board.version} as of ${new Date(Number(board.asOf) * 1000).toISOString()}\n`);
+          printEntries(board.data);
+        },
+        stop.signal,
       );
+      return 0;
     }
-    if (entries.length === 0) process.stdout.write("nobody wagered in this period\n");
+    printEntries(await topWagers(client, period, 10));
     return 0;
   } catch (reason) {
     const error = ConnectError.from(reason);

@@ -6,7 +6,7 @@
  * the requests example in Debian's Python (skipped, saying what to install,
  * without python3-requests).
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -118,6 +118,49 @@ afterAll(async () => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 
+/**
+ * Runs a shell example that streams until stopped: resolves with its output once `done(stdout)` holds, then
+ * stops it (its whole process group: bash and the curl or buf it started).
+ */
+function streamProgram(script: string, environment: Record<string, string>, done: (stdout: string) => boolean) {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn("bash", ["-c", script], {
+      cwd: ROOT,
+      env: { ...process.env, ...environment },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    const stop = () => {
+      clearTimeout(timer);
+      try {
+        process.kill(-(child.pid as number), "SIGTERM");
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error(`no complete output within 30 s: ${stdout}\n${stderr}`));
+    }, 30_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+      if (done(stdout)) {
+        stop();
+        resolve(stdout);
+      }
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      if (!done(stdout)) reject(new Error(`exited ${code} before its output was complete: ${stdout}\n${stderr}`));
+    });
+  });
+}
+
 describe("docs/api.md examples", () => {
   it("your first call: the curl line answers the JSON the page shows", async () => {
     const [script, shown] = [codeBlocks("Your first call", "sh")[0] ?? "", codeBlocks("Your first call", "json")[0]];
@@ -218,5 +261,27 @@ describe("docs/api.md examples", () => {
       expect(result.code, result.stderr).toBe(0);
       expect(JSON.parse(result.stdout)).toEqual(expected);
     }
+  }, 60_000);
+
+  it("live boards: curl -N prints the stream's start exactly as the page shows it", async () => {
+    const [script] = codeBlocks("Watching with curl", "sh");
+    const [shown] = codeBlocks("Watching with curl", "text");
+    const output = await streamProgram(script ?? "", env(), (out) => out.includes("\n\n", out.indexOf("data:")));
+    expect(output).toBe(`${shown}\n`);
+  });
+
+  it("live boards: buf curl prints the first message as the page shows it", async () => {
+    const [script] = codeBlocks("Watching with `buf curl`", "sh");
+    const [shown] = codeBlocks("Watching with `buf curl`", "json");
+    const output = await streamProgram(
+      script ?? "",
+      env(),
+      (out) => out.trimEnd().endsWith("}") && out.includes('"asOf"'),
+    );
+    const message = JSON.parse(output) as { asOf: string };
+    const page = JSON.parse(shown ?? "") as { asOf: string };
+    // as_of is when the board was computed: the page shows one moment, the run another.
+    expect(Math.abs(Number(message.asOf) - Date.now() / 1000)).toBeLessThan(60);
+    expect({ ...message, asOf: page.asOf }).toEqual(page);
   }, 60_000);
 });

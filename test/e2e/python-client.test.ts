@@ -5,7 +5,7 @@
  * Debian's python3-grpcio and python3-protobuf. Skipped, saying what to
  * install, when those packages are absent.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -141,6 +141,63 @@ describe.skipIf(missing !== undefined)("the Python gRPC client example", () => {
     ]);
     const table = await client(["--key", nowKey]);
     expect(table.stdout).toBe(`  1  now${" ".repeat(21)} ${"7".padStart(22)}\n`);
+  });
+
+  it("watches with --watch: prints the board, again after a wager, and stops on Ctrl-C", async () => {
+    const db = server.database.db;
+    const watchKey = (await createKey(db, "aff-py-watch")).secret;
+    await addUsers(db, [{ id: "py-w", affiliateId: "aff-py-watch", username: "watched", avatar: "" }]);
+    await addWagers(db, [wager("py-w", "0.5", NOV_16 + 5)]);
+    const child = spawn(
+      PYTHON,
+      [
+        CLIENT,
+        "--target",
+        `127.0.0.1:${server.port}`,
+        "--start",
+        String(NOV_16),
+        "--end",
+        String(DEC_1 - 1),
+        "--watch",
+        "--json",
+      ],
+      { env: { ...process.env, PYTHONPATH: gen, TOPWAGERS_KEY: watchKey }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+    });
+    const until = async (boards: number) => {
+      for (let i = 0; i < 400 && (stdout.match(/"board"/g) ?? []).length < boards; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    };
+    try {
+      await until(1);
+      await addWagers(db, [wager("py-w", "0.25", NOV_16 + 6)]);
+      await until(2);
+    } finally {
+      child.kill("SIGINT");
+    }
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const lines = jsonLines(stdout);
+    expect(lines.length).toBe(4);
+    expect(lines[0].board).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(lines[2].board).not.toBe(lines[0].board);
+    const entry = (total: string) => ({
+      rank: 1,
+      username: "watched",
+      avatar: "https://cdn.example.test/default.png",
+      totalWageredDecimal: total,
+      userId: "py-w",
+    });
+    expect([lines[1], lines[3]]).toEqual([entry("0.5"), entry("0.75")]);
   });
 
   it("reports the gRPC status code and message of a refusal, and exits 1", async () => {

@@ -3,7 +3,7 @@
  * (HTTP/1.1) and gRPC (HTTP/2): the same answer both ways, refusals as
  * ConnectError codes, and the half-month arithmetic at month and year ends.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -12,6 +12,7 @@ import { currentHalfMonth, topWagers, topWagersClient } from "../../examples/typ
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
 const DEC_1 = 1796083200; // 2026-12-01T00:00:00Z
 const SECOND_HALF_OF_NOVEMBER = { startTimestamp: BigInt(NOV_16), endTimestamp: BigInt(DEC_1 - 1) };
@@ -119,4 +120,52 @@ describe("the connect-es client example", () => {
       expect(stdout).toBe(`  1  today${" ".repeat(19)} 7.5\n`);
     }
   });
+
+  it.each([["connect"], ["grpc"]] as const)(
+    "watches with `for await` over %s: prints the board, again after a wager, and stops on SIGINT",
+    async (protocol) => {
+      const db = server.database.db;
+      const watchKey = (await createKey(db, `aff-ts-watch-${protocol}`)).secret;
+      await addUsers(db, [
+        { id: `ts-w-${protocol}`, affiliateId: `aff-ts-watch-${protocol}`, username: "watched", avatar: "" },
+      ]);
+      // The first second of the current half-month: in the program's period, and never in the future.
+      const start = Number(currentHalfMonth(Math.floor(Date.now() / 1000)).startTimestamp);
+      await addWagers(db, [wager(`ts-w-${protocol}`, "1.5", start)]);
+      const built = fileURLToPath(new URL("../../dist/examples/typescript/client.js", import.meta.url));
+      const child = spawn(process.execPath, [built, server.baseUrl, protocol, "watch"], {
+        env: { ...process.env, TOPWAGERS_KEY: watchKey },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString("utf8");
+      });
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString("utf8");
+      });
+      const until = async (boards: number) => {
+        for (let i = 0; i < 200 && (stdout.match(/^board /gm) ?? []).length < boards; i++) await sleep(25);
+      };
+      try {
+        await until(1);
+        await addWagers(db, [wager(`ts-w-${protocol}`, "2", start)]);
+        await until(2);
+      } finally {
+        child.kill("SIGINT");
+      }
+      const code = await new Promise((resolve) => child.once("exit", resolve));
+      expect(stderr).toBe("");
+      expect(code).toBe(0);
+      const board = /^board [A-Za-z0-9_-]{22} as of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/;
+      const lines = stdout.trimEnd().split("\n");
+      expect(lines.length).toBe(4);
+      expect(lines[0]).toMatch(board);
+      expect(lines[1]).toBe(`  1  watched${" ".repeat(17)} 1.5`);
+      expect(lines[2]).toMatch(board);
+      expect(lines[2]).not.toBe(lines[0]);
+      expect(lines[3]).toBe(`  1  watched${" ".repeat(17)} 3.5`);
+    },
+  );
 });

@@ -13,6 +13,7 @@ import { JAN_1_2025, JANUARY, OPERATION, restTop } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { boardEvents, metricSample, RawHttp1Stream, RawHttp2Stream, type RawReply } from "../support/live.js";
+import { OpenApiChecker } from "../support/openapi.js";
 
 const STREAM = `${OPERATION}/stream`;
 const QUERY = `startTimestamp=${JANUARY.startTimestamp}&endTimestamp=${JANUARY.endTimestamp}&numUsers=10`;
@@ -44,6 +45,10 @@ async function record(userId: string, amount: string): Promise<void> {
 }
 
 const boardCount = (reply: RawReply) => boardEvents(reply).length;
+let checker: OpenApiChecker;
+/** Problems of a reply as an answer of the stream path in docs/openapi.yaml. */
+const documented = (reply: RawReply) =>
+  checker.check(STREAM, "get", { status: reply.status, headers: reply.headers, text: reply.body });
 
 beforeAll(async () => {
   servers = await startIngestServers("live_sse", {
@@ -52,6 +57,7 @@ beforeAll(async () => {
     STREAM_LIMIT_PER_ADDRESS: "1000",
   });
   port = Number(new URL(servers.publicUrl).port);
+  checker = await OpenApiChecker.load();
   session = http2.connect(servers.publicUrl);
   key = (await createKey(servers.database.db, "aff-sse")).secret;
   await servers.client("grpc").upsertUsers({
@@ -88,6 +94,7 @@ describe("SSE stream", () => {
       const [board] = boardEvents(reply);
       expect(board?.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
       expect(reply.body).toBe(`retry: 2000\n\nevent: board\nid: ${board?.id}\ndata: ${posted.text}\n\n`);
+      expect(documented(reply)).toEqual([]);
     }
     expect(posted.json).toEqual({
       data: [
@@ -173,6 +180,7 @@ describe("SSE stream", () => {
         expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
         expect(reply.headers["cache-control"]).toBe("no-store");
         expect(reply.body).toBe(posted.text);
+        expect(documented(reply)).toEqual([]);
       }
     }
     const wrongMethod = await fetch(`${servers.publicUrl}${STREAM}?${QUERY}`, {

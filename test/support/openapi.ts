@@ -76,6 +76,12 @@ export class OpenApiChecker {
       problems.push(`content type ${JSON.stringify(mediaType)} is not documented for ${response.status}`);
       return problems;
     }
+    if (mediaType !== "application/json") {
+      // A text body (the event stream) is checked as a string against its schema.
+      const validate = this.validator(this.bodies, content.schema);
+      if (!validate(response.text)) problems.push(`body ${describe(validate)}`);
+      return problems;
+    }
     let body: unknown;
     try {
       body = JSON.parse(response.text);

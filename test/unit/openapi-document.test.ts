@@ -9,6 +9,7 @@ import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   TopWagerEntrySchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { STREAM_PATH } from "../../src/api/board-events.js";
 import { OPERATION_PATH } from "../../src/api/rest.js";
 import { MAX_BODY_BYTES } from "../../src/apps/public.js";
 import { EARLIEST_START, MAX_NUM_USERS, MAX_TIMESTAMP } from "../../src/leaderboard/period-request.js";
@@ -27,7 +28,7 @@ describe("the document", () => {
     const raw = readOpenApiDocument();
     expect(raw.openapi).toMatch(/^3\.1\.\d+$/);
     const validated = await SwaggerParser.validate(structuredClone(raw));
-    expect(Object.keys(validated.paths ?? {})).toEqual([OP]);
+    expect(Object.keys(validated.paths ?? {})).toEqual([OP, `${OP}/stream`]);
   });
 
   it("has schemas and header schemas that compile as strict JSON Schema 2020-12", () => {
@@ -62,6 +63,35 @@ describe("the document", () => {
     }
     expect(checked).toContain("secondHalfOfNovember2026");
     expect(checked.length).toBeGreaterThan(20);
+  });
+
+  it("documents the stream with the POST's fields as query parameters, and examples that match their schemas", () => {
+    const stream = checker.operation(`${OP}/stream`, "get");
+    const post = checker.operation(OP, "post").requestBody.content["application/json"].schema;
+    const query = stream.parameters.filter((p: Json) => p.in === "query");
+    expect(query.map((p: Json) => [p.name, p.required, p.schema.minimum, p.schema.maximum])).toEqual(
+      post.required.map((name: string) => [name, true, post.properties[name].minimum, post.properties[name].maximum]),
+    );
+    expect(STREAM_PATH).toBe(`${OP}/stream`);
+    const checked: string[] = [];
+    for (const [status, response] of Object.entries<Json>(stream.responses)) {
+      for (const [mediaType, content] of Object.entries<Json>(response.content)) {
+        const examples =
+          content.example === undefined
+            ? Object.values<Json>(content.examples ?? {}).map((e) => e.value)
+            : [content.example];
+        for (const example of examples) {
+          expect(checker.checkValue(content.schema, example), `${status} ${mediaType}`).toEqual([]);
+          checked.push(`${status} ${mediaType}`);
+        }
+      }
+    }
+    expect(checked).toEqual([
+      "200 text/event-stream",
+      "400 application/json",
+      "429 application/json",
+      "503 application/json",
+    ]);
   });
 
   it("states the path, the limits and the field names the code and the proto use", () => {
