@@ -68,7 +68,9 @@ describe("the document", () => {
   it("documents the stream with the POST's fields as query parameters, and examples that match their schemas", () => {
     const stream = checker.operation(`${OP}/stream`, "get");
     const post = checker.operation(OP, "post").requestBody.content["application/json"].schema;
-    const query = stream.parameters.filter((p: Json) => p.in === "query");
+    const query = stream.parameters.filter((p: Json) => p.in === "query" && p.required === true);
+    const rankBy = stream.parameters.find((p: Json) => p.name === "rankBy");
+    expect([rankBy.in, rankBy.required, rankBy.schema.enum]).toEqual(["query", false, post.properties.rankBy.enum]);
     expect(query.map((p: Json) => [p.name, p.required, p.schema.minimum, p.schema.maximum])).toEqual(
       post.required.map((name: string) => [name, true, post.properties[name].minimum, post.properties[name].maximum]),
     );
