@@ -6,6 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import { DAY } from "./leaderboard/calendar.js";
+import { parseTrustedProxies } from "./transport/client-address.js";
 
 export interface Config {
   /** One URL, or several separated by commas in order of preference (Galera nodes, a primary and its standbys). */
@@ -34,6 +35,10 @@ export interface Config {
   readonly defaultAvatarUrl: string;
   readonly cacheTtlMs: number;
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
+  /** Calls per RATE_LIMIT_WINDOW_S of a publishable key from one client address (default 30). */
+  readonly publishableRatePoints: number;
+  /** Proxies whose X-Forwarded-For / Forwarded is believed (addresses, CIDRs); empty: the TCP peer is the client. */
+  readonly trustedProxies: readonly string[];
   /** Size of the MySQL connection pool; 2–4 measured best on 2 cores. */
   readonly databasePoolSize: number;
   /** Server-side limit for one read query (MariaDB max_statement_time / MySQL max_execution_time). */
@@ -148,6 +153,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const tracesExporter = readTracesExporter(env);
   if (typeof tracesExporter !== "string") problems.push(tracesExporter.problem);
+  const trustedProxiesText = text("TRUSTED_PROXIES", "");
+  problems.push(...parseTrustedProxies(trustedProxiesText).problems);
   const migrateOnStart = text("MIGRATE_ON_START", "true");
   if (migrateOnStart !== "true" && migrateOnStart !== "false") {
     problems.push(`MIGRATE_ON_START must be true or false, got "${migrateOnStart}"`);
@@ -174,6 +181,11 @@ export function loadConfig(env: Env = process.env): Config {
       points: integer("RATE_LIMIT_POINTS", 60, 1, 1_000_000_000),
       windowSeconds: integer("RATE_LIMIT_WINDOW_S", 60, 1, DAY),
     },
+    publishableRatePoints: integer("PUBLISHABLE_RATE_LIMIT_POINTS", 30, 1, 1_000_000_000),
+    trustedProxies: trustedProxiesText
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== ""),
     databasePoolSize: integer("DATABASE_POOL_SIZE", 4, 1, 64),
     queryTimeoutMs: integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),
     logLevel: logLevel as Config["logLevel"],

@@ -40,6 +40,8 @@ export const CATALOGUE = {
   MALFORMED_REQUEST: Code.InvalidArgument,
   /** No, unknown, revoked or expired API key. */
   UNAUTHENTICATED: Code.Unauthenticated,
+  /** A secret API key sent in a URL (`?key=`): refused whatever the key, since URLs get logged. */
+  SECRET_KEY_IN_URL: Code.Unauthenticated,
   /** No or wrong INGEST_TOKEN / ADMIN_TOKEN, or an affiliate key on an internal service. */
   BAD_SERVICE_TOKEN: Code.Unauthenticated,
   /** The key's rate limit is used up (RetryInfo says when to retry). */
@@ -159,6 +161,14 @@ export function unauthenticated(): ServiceError {
 
 const UNAVAILABLE_MESSAGE = "the leaderboard database is unavailable right now. Retry shortly";
 
+/** The database's trouble of the moment, as callers see it: `unavailable` with Retry-After 1. */
+export function databaseUnavailable(cause?: unknown): ServiceError {
+  return new ServiceError("DATABASE_UNAVAILABLE", UNAVAILABLE_MESSAGE, {
+    retryAfterSeconds: 1,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
 /**
  * A failed database call as the caller sees it. The database's trouble of the moment (a node
  * down, a timeout, contention, no connection to be had) is `unavailable` with Retry-After;
@@ -229,6 +239,8 @@ export const HTTP_REFUSALS = {
   PAYLOAD_TOO_LARGE: { status: 413, code: "payload_too_large" },
   /** The body is not application/json. */
   UNSUPPORTED_MEDIA_TYPE: { status: 415, code: "unsupported_media_type" },
+  /** A CORS preflight from an origin that no usable publishable key allows. */
+  CORS_REFUSED: { status: 403, code: "permission_denied" },
   /** The request headers are larger than the limit. */
   HEADERS_TOO_LARGE: { status: 431, code: "request_header_fields_too_large" },
   /** Node's HTTP parser refused the request line or headers. */

@@ -15,6 +15,9 @@ import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
 
+/** How long the start waits for the API keys before listening anyway. */
+const KEY_LOAD_WAIT_MS = 3_000;
+
 export interface Running {
   readonly port: number;
   /** The internal listener's port (ingest). */
@@ -58,13 +61,20 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     app.metrics.dataTierEvents.inc({ event: event === "database node changed" ? "node_changed" : "replica_skipped" });
   const wakeups =
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
+  // Keys first, so the first calls are not refused; a database that does not answer yet does not hold
+  // the start up for long (readiness says loading_keys until they are in).
+  const loaded = await Promise.race([
+    app.keysLoaded.then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), KEY_LOAD_WAIT_MS).unref()),
+  ]);
+  if (!loaded) logger.warn({ waitedMs: KEY_LOAD_WAIT_MS }, "API keys not loaded yet; listening anyway (not ready)");
   const publicServer = createOnePortServer(app.handler);
   const port = await listen(publicServer, config.port, config.host);
   const internalApp = createInternalApp(config, database, {
     logger,
     metrics: app.metrics,
     readiness: app.readiness,
-    keyCache: app.authenticator,
+    keys: app.keys,
     onCommitted() {
       app.changesCommitted();
       wakeups?.announce();

@@ -31,6 +31,8 @@ export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService
               ? null
               : { points: request.rateLimit.points, windowSeconds: request.rateLimit.windowSeconds },
           expiresAt: request.expiresAt === undefined ? null : Number(request.expiresAt),
+          publishable: request.publishable,
+          allowedOrigins: request.allowedOrigins,
         }),
       );
       if (result.kind !== "issued") throw refusal(result);
@@ -72,6 +74,8 @@ function message(key: StoredApiKey): ApiKey {
             windowSeconds: key.rateLimit.windowSeconds,
           }),
         }),
+    publishable: key.publishable,
+    allowedOrigins: [...key.allowedOrigins],
   });
 }
 

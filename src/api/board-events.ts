@@ -75,9 +75,16 @@ export class BoardEvents {
         throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.path}`, { allow: "GET" });
       }
       const address = this.options.clientAddress(req);
-      const admitted = await this.options.admission.admit(req.headers.authorization, address);
+      const params = queryParams(req.url ?? "");
+      // EventSource cannot set headers: a publishable key may come as ?key= (a secret one is refused there).
+      const admitted = await this.options.admission.admitRequest({
+        authorization: req.headers.authorization,
+        urlKey: params.get("key") ?? undefined,
+        clientAddress: address,
+        origin: req.headers.origin,
+      });
       rateHeaders = admitted.headers;
-      const fields = decodeRequestFields(queryFields(req.url ?? ""));
+      const fields = decodeRequestFields(queryFields(params));
       const query = validPeriodQuery(fields.values, fields.violations);
       const weighted = fields.values.rankBy !== undefined || query.rankBy === "weighted";
       const headers = {
@@ -119,9 +126,13 @@ export class BoardEvents {
   }
 }
 
+/** The query string's parameters. */
+function queryParams(url: string): URLSearchParams {
+  return new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
+}
+
 /** The request's fields from the query string (the first of repeated names), as strings. */
-function queryFields(url: string): Record<string, string> {
-  const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
+function queryFields(params: URLSearchParams): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of ["startTimestamp", "endTimestamp", "numUsers", "rankBy"]) {
     const value = params.get(name);

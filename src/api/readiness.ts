@@ -1,7 +1,8 @@
 /**
  * Readiness, one answer for every probe: `GET /readyz` and grpc.health.v1 on
- * both listeners. Ready means: not shutting down, the database answers, and
- * its schema is at the version this build expects. Every probe asks the
+ * both listeners. Ready means: not shutting down, the database answers, its
+ * schema is at the version this build expects, and the API keys are loaded
+ * (before that every key would be refused). Every probe asks the
  * database (a result is never reused: a probe right after an outage must see
  * it), but concurrent probes share one query, so probes cannot load it.
  */
@@ -12,12 +13,16 @@ import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "../storage/migratio
 export type ReadinessStatus =
   | { readonly status: "ready"; readonly schemaVersion: number }
   | { readonly status: "shutting_down" }
+  | { readonly status: "loading_keys" }
   | { readonly status: "database_unavailable" }
   | { readonly status: "migrations_pending"; readonly schemaVersion: number; readonly expected: number };
 
 export class Readiness {
   private serving = true;
   private readonly probes = new SingleFlight<ReadinessStatus>();
+
+  /** Whether the API keys are loaded; absent on a listener that takes no keys. */
+  keysLoaded: (() => boolean) | undefined;
 
   constructor(private readonly pool: Pool) {}
 
@@ -42,6 +47,7 @@ export class Readiness {
       if (version < LATEST_SCHEMA_VERSION) {
         return { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION };
       }
+      if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
       return { status: "ready", schemaVersion: version };
     } catch {
       // An empty schema is version 0 already (currentSchemaVersion): any error here is the database.

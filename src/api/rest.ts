@@ -14,6 +14,7 @@ import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
 import type { Protocol } from "../observability/metrics.js";
+import { clientAddressOf } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, readBody, writeWhole } from "../transport/http.js";
 import { acceptsGzip } from "./accept-encoding.js";
 import type { Admission } from "./admission.js";
@@ -66,7 +67,12 @@ export class RestApi {
       if (req.method !== "POST") {
         throw new HttpRefusal("METHOD_NOT_ALLOWED", `use POST for ${this.path}`, { allow: "POST" });
       }
-      const admitted = await this.options.admission.admit(req.headers.authorization, req.socket.remoteAddress);
+      // The key is read from Authorization only: ?key= is for the GET paths a browser opens without headers.
+      const admitted = await this.options.admission.admitRequest({
+        authorization: req.headers.authorization,
+        clientAddress: clientAddressOf(req),
+        origin: req.headers.origin,
+      });
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(await readJsonBody(req, this.options.maxBodyBytes));
       const answer = await topWagers(this.options.leaderboard, admitted.caller, fields.values, fields.violations);
@@ -85,6 +91,28 @@ export class RestApi {
     } finally {
       this.options.observe?.(TOP_WAGERS_PROCEDURE, "rest", startedAt, failure);
     }
+  }
+
+  /**
+   * A CORS preflight (OPTIONS) of the POST or the live stream: 204 with the CORS headers when some
+   * usable publishable key allows the Origin, else 403 without them.
+   */
+  async preflight(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const answer = this.options.admission.preflight(req.headers.origin);
+    if (!answer.allowed) {
+      const origin = req.headers.origin;
+      return this.refuse(
+        req,
+        res,
+        new HttpRefusal(
+          "CORS_REFUSED",
+          origin === undefined
+            ? "a CORS preflight needs an Origin header"
+            : `origin ${origin} is not allowed by any publishable key`,
+        ),
+      );
+    }
+    writeWhole(res, 204, { ...answer.headers, "cache-control": "no-store" }, "");
   }
 
   /** Answers a refusal or an error in the envelope (404 for unknown paths comes through here too). */
@@ -200,7 +228,7 @@ async function send(
   const out: Record<string, string> = {
     ...headers,
     "content-type": "application/json; charset=utf-8",
-    vary: "Accept-Encoding",
+    vary: headers.vary === undefined ? "Accept-Encoding" : `Accept-Encoding, ${headers.vary}`,
   };
   if (acceptsGzip(req.headers["accept-encoding"])) {
     body.gzipped ??= await gzipAsync(body.plain);

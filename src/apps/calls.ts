@@ -11,6 +11,7 @@ import { reportUnparsableMessagesAsInvalid } from "../compat.js";
 import { asConnectError, codeName, HttpRefusal } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics, Protocol } from "../observability/metrics.js";
+import { clientAddressOf } from "../transport/client-address.js";
 import type { NodeRequest } from "../transport/http.js";
 
 /** Services open to every caller on both listeners: health checks and reflection need no credential. */
@@ -106,7 +107,7 @@ export function observeCalls(hooks: CallHooks): CallObservation {
       interceptors: [interceptor],
       contextValues: (req) =>
         createContextValues().set(callFactsKey, {
-          clientAddress: req.socket.remoteAddress,
+          clientAddress: clientAddressOf(req),
           startedAt: process.hrtime.bigint(),
           protocol: "connect",
         }),

@@ -25,6 +25,7 @@ import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Database } from "../storage/database.js";
+import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import {
   type NodeRequest,
   type NodeResponse,
@@ -47,8 +48,8 @@ export interface InternalAppOptions {
   readonly onCommitted?: () => void;
   /** The process's readiness (shared with the public listener); a new one on this database when absent. */
   readonly readiness?: Readiness;
-  /** The public listener's API key lookups, dropped when a key changes here so it takes effect at once. */
-  readonly keyCache?: { forgetKey(keyId: string): void };
+  /** The public listener's key set: a key changed here is read again before the call answers. */
+  readonly keys?: { refresh(keyIds: readonly string[]): Promise<void> };
 }
 
 export interface InternalApp {
@@ -72,10 +73,9 @@ export function createInternalApp(config: Config, database: Database, options: I
   };
   const readiness = options.readiness ?? new Readiness(database.read);
   const keys = new KeyAdmin(database.write, {
+    // This instance holds the change at once; the others within a change-feed poll.
+    ...(options.keys === undefined ? {} : { afterChange: (ids) => options.keys?.refresh(ids) ?? Promise.resolve() }),
     onEvent(event) {
-      // A new key cannot be cached yet; a revoked or replaced one must be looked up again here at once.
-      if (event.action === "revoked") options.keyCache?.forgetKey(event.keyId);
-      if (event.replacedKeyId !== undefined) options.keyCache?.forgetKey(event.replacedKeyId);
       metrics?.apiKeyEvents.inc({ action: event.action });
       // Never the secret: ids and the affiliate only.
       logger.info(
@@ -84,6 +84,7 @@ export function createInternalApp(config: Config, database: Database, options: I
           affiliateId: event.affiliateId,
           action: event.action,
           ...(event.replacedKeyId === undefined ? {} : { replacedKeyId: event.replacedKeyId }),
+          ...(event.expiresAt === undefined ? {} : { expiresAt: event.expiresAt }),
         },
         `api key ${event.action}`,
       );
@@ -152,12 +153,17 @@ export function createInternalApp(config: Config, database: Database, options: I
     );
   };
 
-  const handler = connectNodeAdapter({
+  const connectHandler = connectNodeAdapter({
     routes,
     fallback,
     readMaxBytes: INTERNAL_MAX_BODY_BYTES,
     ...calls.adapterOptions,
   }) as RequestHandler;
+  const clientAddress = clientAddressResolver(config.trustedProxies);
+  const handler: RequestHandler = (req, res) => {
+    stampClientAddress(req, clientAddress);
+    connectHandler(req, res);
+  };
 
   return {
     handler,

@@ -20,7 +20,7 @@ import { Readiness } from "../api/readiness.js";
 import { RestApi } from "../api/rest.js";
 import { callerKey, topWagersService } from "../api/top-wagers-service.js";
 import { WATCH_PATH, WatchRpc } from "../api/watch-rpc.js";
-import { Authenticator } from "../auth/authenticator.js";
+import { KeySet } from "../auth/key-set.js";
 import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
@@ -32,7 +32,9 @@ import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/r
 import { type Logger, silentLogger } from "../logger.js";
 import { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
+import { findApiKeysByIds, listUsableApiKeys } from "../storage/api-keys.js";
 import type { Database } from "../storage/database.js";
+import { clientAddressOf, clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import {
   type NodeRequest,
   type NodeResponse,
@@ -46,8 +48,6 @@ export interface PublicAppOptions {
   readonly limiterFactory?: LimiterFactory;
   /** Current Unix time in seconds; tests move the clock. */
   readonly now?: () => number;
-  /** How long an API key lookup is trusted (revocation takes effect within this time). */
-  readonly keyCacheTtlMs?: number;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   /** Failed authentications per client address and window; more than that get 429. Default 30 per 60 s. */
@@ -64,14 +64,18 @@ export interface PublicApp {
   readonly leaderboard: Leaderboard;
   /** What /readyz and gRPC health answer; shared with the internal listener. */
   readonly readiness: Readiness;
-  /** The API key lookups; the internal listener drops them when it changes keys. */
-  readonly authenticator: Authenticator;
+  /** Every usable API key, in memory; the internal listener has it read a key again when it changes one. */
+  readonly keys: KeySet;
+  /** Key, rate limit and CORS of every public call (the skins call it; api/admission.ts). */
+  readonly admission: Admission;
+  /** Resolves once the keys are loaded (until then calls with a key get 503 and readiness says loading_keys). */
+  readonly keysLoaded: Promise<void>;
   /**
    * A change was committed (by this instance, or another one said so through Redis): read the
    * change feed now instead of at the next poll.
    */
   changesCommitted(): void;
-  /** Resolves once every change committed before the call is applied to this app's caches. */
+  /** Resolves once every change committed before the call is applied to this app's caches and key set. */
   caughtUp(): Promise<void>;
   /** Marks the app as shutting down: readiness and gRPC health turn to not serving; stops the change feed. */
   stopServing(): void;
@@ -86,39 +90,51 @@ export const PUBLIC_SERVICES = [TopWagersService.typeName, ...OPEN_SERVICES] as 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
   const readiness = new Readiness(database.read);
   const logger = options.logger ?? silentLogger;
-  const authenticator = new Authenticator(
-    database.read,
-    options.keyCacheTtlMs === undefined ? {} : { cacheTtlMs: options.keyCacheTtlMs },
+  // Every usable key in memory (no database work per call), kept current by the change feed.
+  const keys = new KeySet(
+    {
+      usable: (now) => listUsableApiKeys(database.read, now),
+      byIds: (ids) => findApiKeysByIds(database.read, ids),
+    },
+    { logger },
   );
+  readiness.keysLoaded = () => keys.loaded;
   const admission = new Admission(
-    authenticator,
-    new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters),
-    new FailedAuthLimiter(options.failedAuthPolicy),
+    keys,
+    new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters, {
+      points: config.publishableRatePoints,
+      windowSeconds: config.rateLimit.windowSeconds,
+    }),
+    new FailedAuthLimiter(options.failedAuthPolicy, logger),
   );
-  // Every instance follows the change feed so that a committed change is on its cached answers and
-  // live boards within a second, whoever wrote it (see leaderboard/change-feed.ts). Without a result
-  // cache it starts with the first live board.
+  const clientAddress = clientAddressResolver(config.trustedProxies);
+  // Every instance follows the change feed, from the start: key changes reach the in-memory key set
+  // through it, and committed data changes reach the cached answers and live boards within a second,
+  // whoever wrote them (see leaderboard/change-feed.ts).
   let leaderboard: Leaderboard | undefined;
   let live: LiveBoards | undefined;
   const changeFeed = new ChangeFeed(database.read, {
     logger,
     onChanges(changes) {
+      const keyIds = changes.flatMap((change) => (change.apiKeyId === undefined ? [] : [change.apiKeyId]));
+      if (keyIds.length > 0) keys.changed(keyIds);
       const changed = new ChangeSet(changes);
       // The cache first: a board recomputed now must not be answered from a dropped entry.
       leaderboard?.applyChanges(changed);
       live?.applyChanges(changed);
     },
   });
-  const feed = config.cacheTtlMs > 0 ? changeFeed : undefined;
   leaderboard = new Leaderboard({
     // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
     pool: database.leaderboard,
     defaultAvatarUrl: config.defaultAvatarUrl,
     cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),
-    ...(feed === undefined ? {} : { freshness: feed }),
+    ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
   });
-  feed?.start();
+  changeFeed.start();
+  // The keys are loaded once the feed knows where it starts, so no change falls between the two.
+  const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
   let feedReady: Promise<void> | undefined;
   const liveObserver: LiveObserver = {
     delivered: (protocol, n) => metrics.streamMessages.inc({ protocol }, n),
@@ -142,15 +158,11 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     options.metrics ??
     new Metrics({
       cacheStats: () => leaderboard.cacheStats,
-      ...(feed === undefined
-        ? {}
-        : {
-            changeFeed: () => ({
-              ...feed.stats,
-              invalidations: leaderboard?.invalidations ?? 0,
-              lag_seconds: feed.lagMs() / 1000,
-            }),
-          }),
+      changeFeed: () => ({
+        ...changeFeed.stats,
+        invalidations: leaderboard?.invalidations ?? 0,
+        lag_seconds: changeFeed.lagMs() / 1000,
+      }),
       pools: { read: database.read, write: database.write },
       live: () => ({ streams: boards.streams(), boards: boards.boards }),
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
@@ -173,12 +185,11 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     observe: calls.observe,
     logger,
   });
-  const clientAddress = (req: NodeRequest) => req.socket.remoteAddress ?? "unknown";
   const watch = new WatchRpc({
     admission,
     live,
     maxBodyBytes: MAX_BODY_BYTES,
-    clientAddress,
+    clientAddress: clientAddressOf,
     observe: calls.observe,
     logger,
   });
@@ -186,7 +197,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     basePath: config.basePath,
     admission,
     live,
-    clientAddress,
+    clientAddress: clientAddressOf,
     refuse: (req, res, reason, headers) => rest.refuse(req, res, reason, headers),
     observe: calls.observe,
   });
@@ -198,8 +209,11 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     registerReflection(router, PUBLIC_SERVICES);
   };
 
+  // CORS preflights of the paths a browser page calls with a publishable key.
+  const corsPaths = new Set([rest.path, `${rest.path}/stream`]);
   const fallback = (req: NodeRequest, res: NodeResponse) => {
     const path = normalizePath(req.url ?? "/");
+    if (req.method === "OPTIONS" && corsPaths.has(path)) return void rest.preflight(req, res);
     if (rest.matches(path)) return void rest.handle(req, res);
     if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
@@ -218,8 +232,10 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     readMaxBytes: MAX_BODY_BYTES,
     ...calls.adapterOptions,
   }) as RequestHandler;
-  // The watch procedure's streams are framed by WatchRpc (one encoding for every viewer); the rest is connect-es's.
+  // The client address is found once per request, before anything else reads it. The watch procedure's
+  // streams are framed by WatchRpc (one encoding for every viewer); the rest is connect-es's.
   const rpcHandler: RequestHandler = (req, res) => {
+    stampClientAddress(req, clientAddress);
     if (req.url === WATCH_PATH && watch.matches(req, WATCH_PATH)) return void watch.handle(req, res);
     connectHandler(req, res);
   };
@@ -238,16 +254,21 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     metrics,
     leaderboard,
     readiness,
-    authenticator,
+    keys,
+    admission,
+    keysLoaded,
     changesCommitted() {
       changeFeed.pollSoon();
     },
     async caughtUp() {
+      await keysLoaded;
       await changeFeed.caughtUp();
+      await keys.settled();
     },
     stopServing() {
       readiness.stopServing();
       boards.shutdown();
+      keys.stop();
       void changeFeed.stop();
     },
   };

@@ -1,29 +1,81 @@
 /**
- * API key secrets: generated from 192 random bits with a recognisable prefix,
- * shown once, and stored only as their SHA-256 hash.
+ * API key secrets: shown once, stored only as their SHA-256 hash.
+ *
+ * The format, like GitHub's tokens: a prefix naming the kind, 32 random base62
+ * characters (190 bits) and a 6-character base62 CRC32 of everything before it.
+ * The prefix lets people and secret scanners recognise a key; the checksum lets
+ * them (and this service) reject a random or mistyped string without a lookup.
+ *
+ *   secret       tw_sk_<32 random><6 checksum>    server side only
+ *   publishable  tw_pub_<32 random><6 checksum>   browser-safe (allowed origins)
+ *   legacy       tw_<32 base64url>                issued before; secret, accepted forever
  */
 import { hash, randomBytes, timingSafeEqual } from "node:crypto";
+import { crc32 } from "node:zlib";
 
-export const KEY_PREFIX = "tw_";
-const KEY_PATTERN = /^tw_[A-Za-z0-9_-]{32}$/;
+export type KeyKind = "secret" | "publishable";
 
-export function generateApiKey(): { id: string; secret: string; hash: Buffer } {
-  const secret = `${KEY_PREFIX}${randomBytes(24).toString("base64url")}`;
+export const SECRET_PREFIX = "tw_sk_";
+export const PUBLISHABLE_PREFIX = "tw_pub_";
+const RANDOM_LENGTH = 32;
+const CHECKSUM_LENGTH = 6;
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const NEW_PATTERN = /^(tw_sk_|tw_pub_)[0-9A-Za-z]{38}$/;
+const LEGACY_PATTERN = /^tw_[A-Za-z0-9_-]{32}$/;
+
+/** `count` uniformly random base62 characters (bytes of 248 and above are dropped, so no character is favoured). */
+function randomBase62(count: number): string {
+  let out = "";
+  while (out.length < count) {
+    for (const byte of randomBytes(count + 8)) {
+      if (byte < 248 && out.length < count) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** CRC32 of the text as 6 base62 characters, most significant first. */
+export function base62Checksum(text: string): string {
+  let value = crc32(text);
+  let out = "";
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = BASE62[value % 62] + out;
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
+
+export function generateApiKey(kind: KeyKind = "secret"): { id: string; secret: string; hash: Buffer } {
+  const body = `${kind === "publishable" ? PUBLISHABLE_PREFIX : SECRET_PREFIX}${randomBase62(RANDOM_LENGTH)}`;
+  const secret = `${body}${base62Checksum(body)}`;
   return { id: `key_${randomBytes(8).toString("hex")}`, secret, hash: hashApiKey(secret) };
+}
+
+/**
+ * What the text is by its shape alone: a key of either kind (legacy keys are secret), or undefined
+ * when it cannot be one of our keys (wrong shape or checksum), so it is refused without a lookup.
+ */
+export function keyKindOf(text: string): KeyKind | undefined {
+  if (NEW_PATTERN.test(text)) {
+    const body = text.slice(0, -CHECKSUM_LENGTH);
+    if (base62Checksum(body) !== text.slice(-CHECKSUM_LENGTH)) return undefined;
+    return text.startsWith(PUBLISHABLE_PREFIX) ? "publishable" : "secret";
+  }
+  return LEGACY_PATTERN.test(text) ? "secret" : undefined;
+}
+
+/** True when the text has the shape of one of our keys; anything else is refused without a lookup. */
+export function looksLikeApiKey(text: string): boolean {
+  return keyKindOf(text) !== undefined;
 }
 
 export function hashApiKey(secret: string): Buffer {
   return hash("sha256", secret, "buffer");
 }
 
-/** The same hash as base64 text (a lookup cache key), made in one call: no Buffer on a cache hit. */
+/** The same hash as base64 text (the in-memory key set's map key), made in one call. */
 export function apiKeyHashText(secret: string): string {
   return hash("sha256", secret, "base64");
-}
-
-/** True when the text has the shape of one of our keys; anything else is refused without a lookup. */
-export function looksLikeApiKey(secret: string): boolean {
-  return KEY_PATTERN.test(secret);
 }
 
 /** Constant-time comparison of two hashes. */

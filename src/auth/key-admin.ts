@@ -9,12 +9,14 @@ import type { Violation } from "../errors.js";
 import { idProblems } from "../ingest/validation.js";
 import { DAY, HOUR } from "../leaderboard/calendar.js";
 import {
+  affiliateHasUsers,
   findApiKeyById,
   insertApiKey,
   listApiKeys,
   revokeApiKey,
   rotateApiKey,
   type StoredApiKey,
+  setApiKeyRateLimit,
 } from "../storage/api-keys.js";
 import { generateApiKey } from "./api-key-secret.js";
 
@@ -23,10 +25,17 @@ export const MAX_OVERLAP_SECONDS = 30 * DAY;
 /** Expiry at most this far ahead (10 years); further is surely a unit mistake. */
 const MAX_EXPIRY_AHEAD_SECONDS = 10 * 365 * DAY;
 const MAX_LABEL_LENGTH = 200;
+/** A publishable key's allowed origins: at most this many, each at most MAX_ORIGIN_LENGTH characters. */
+export const MAX_ORIGINS = 20;
+const MAX_ORIGIN_LENGTH = 255;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this rejects
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 
-export type KeyAction = "created" | "revoked" | "rotated" | "expiry_set";
+/**
+ * What happened to a key: created; revoked; rotated (the new key, with the key it replaces);
+ * expiry_set (the replaced key of a rotation now expires at the end of the overlap); rate_limit_set.
+ */
+export type KeyAction = "created" | "revoked" | "rotated" | "expiry_set" | "rate_limit_set";
 
 export interface KeyEvent {
   readonly action: KeyAction;
@@ -34,6 +43,8 @@ export interface KeyEvent {
   readonly affiliateId: string;
   /** For a rotation: the key that was replaced. */
   readonly replacedKeyId?: string;
+  /** For expiry_set: when the key stops working (Unix seconds). */
+  readonly expiresAt?: number;
 }
 
 export type Refused =
@@ -45,6 +56,8 @@ export interface Issued {
   readonly key: StoredApiKey;
   /** The key itself: shown once, never stored. */
   readonly secret: string;
+  /** False when no user of the key's affiliate is known yet (a mistyped affiliate id reads nothing). */
+  readonly affiliateHasUsers: boolean;
 }
 
 /** A rotation: the new key, and the replaced one as it now stands (its expiry is the end of the overlap). */
@@ -57,6 +70,11 @@ export interface KeyAdminOptions {
   readonly now?: () => number;
   /** Called after every committed change (logs and metrics). */
   readonly onEvent?: (event: KeyEvent) => void;
+  /**
+   * Awaited after every committed change, with the ids of the keys it changed, before the change is
+   * answered: this instance's key set reads them at once, so a new key works here immediately.
+   */
+  readonly afterChange?: (keyIds: readonly string[]) => Promise<void>;
 }
 
 export interface NewKey {
@@ -65,6 +83,10 @@ export interface NewKey {
   readonly rateLimit?: { readonly points: number; readonly windowSeconds: number } | null;
   /** Unix seconds; must lie in the future. */
   readonly expiresAt?: number | null;
+  /** A browser-safe key (tw_pub_…), usable from `allowedOrigins` only (at least one). */
+  readonly publishable?: boolean;
+  /** Exact origins such as https://board.example.com; only for a publishable key. */
+  readonly allowedOrigins?: readonly string[];
 }
 
 export class KeyAdmin {
@@ -83,9 +105,11 @@ export class KeyAdmin {
       ...labelProblems(input.label ?? ""),
       ...rateLimitProblems(input.rateLimit ?? null),
       ...(input.expiresAt === undefined || input.expiresAt === null ? [] : this.expiryProblems(input.expiresAt)),
+      ...originProblems(input.publishable === true, input.allowedOrigins ?? []),
     ];
     if (violations.length > 0) return { kind: "invalid", violations };
-    const generated = generateApiKey();
+    const publishable = input.publishable === true;
+    const generated = generateApiKey(publishable ? "publishable" : "secret");
     const key = await insertApiKey(this.pool, {
       id: generated.id,
       hash: generated.hash,
@@ -93,9 +117,12 @@ export class KeyAdmin {
       label: input.label ?? "",
       rateLimit: input.rateLimit ?? null,
       expiresAt: input.expiresAt ?? null,
+      publishable,
+      allowedOrigins: publishable ? [...new Set(input.allowedOrigins)] : [],
     });
-    this.options.onEvent?.({ action: "created", keyId: key.id, affiliateId: key.affiliateExternalId });
-    return { kind: "issued", key, secret: generated.secret };
+    await this.changed([key.id], [{ action: "created", keyId: key.id, affiliateId: key.affiliateExternalId }]);
+    const hasUsers = await affiliateHasUsers(this.pool, input.affiliateId);
+    return { kind: "issued", key, secret: generated.secret, affiliateHasUsers: hasUsers };
   }
 
   list(affiliateId?: string): Promise<StoredApiKey[]> {
@@ -108,12 +135,35 @@ export class KeyAdmin {
     if (!(await revokeApiKey(this.pool, id))) return { kind: "not_found", id };
     const key = await findApiKeyById(this.pool, id);
     if (key === undefined) return { kind: "not_found", id };
-    this.options.onEvent?.({ action: "revoked", keyId: key.id, affiliateId: key.affiliateExternalId });
+    await this.changed([id], [{ action: "revoked", keyId: key.id, affiliateId: key.affiliateExternalId }]);
     return { kind: "revoked", key };
   }
 
+  /** Gives a key its own rate limit, or (null) the service default again. */
+  async setRateLimit(
+    id: string,
+    rateLimit: { readonly points: number; readonly windowSeconds: number } | null,
+  ): Promise<{ kind: "updated"; key: StoredApiKey } | Refused> {
+    const violations: Violation[] = [
+      ...(id === "" ? [{ field: "id", message: "id is required" }] : []),
+      ...rateLimitProblems(rateLimit),
+    ];
+    if (violations.length > 0) return { kind: "invalid", violations };
+    if (!(await setApiKeyRateLimit(this.pool, id, rateLimit))) return { kind: "not_found", id };
+    const key = await findApiKeyById(this.pool, id);
+    if (key === undefined) return { kind: "not_found", id };
+    await this.changed([id], [{ action: "rate_limit_set", keyId: id, affiliateId: key.affiliateExternalId }]);
+    return { kind: "updated", key };
+  }
+
+  /** After a commit: this instance's key set first (so the answer holds here at once), then the events. */
+  private async changed(keyIds: readonly string[], events: readonly KeyEvent[]): Promise<void> {
+    await this.options.afterChange?.(keyIds);
+    for (const event of events) this.options.onEvent?.(event);
+  }
+
   /**
-   * A new key of the same affiliate, label and limit; the old one keeps working for
+   * A new key of the same affiliate, label, limit, kind and origins; the old one keeps working for
    * `overlapSeconds` (0 to 30 days) and is refused from then on.
    */
   async rotate(id: string, overlapSeconds: number): Promise<Rotated | Refused> {
@@ -126,16 +176,29 @@ export class KeyAdmin {
       });
     }
     if (violations.length > 0) return { kind: "invalid", violations };
-    const generated = generateApiKey();
+    const old = await findApiKeyById(this.pool, id);
+    if (old === undefined) return { kind: "not_found", id };
+    const generated = generateApiKey(old.publishable ? "publishable" : "secret");
     const rotated = await rotateApiKey(this.pool, id, generated, this.now() + overlapSeconds);
     if (rotated === undefined) return { kind: "not_found", id };
-    this.options.onEvent?.({
-      action: "rotated",
-      keyId: rotated.created.id,
-      affiliateId: rotated.created.affiliateExternalId,
-      replacedKeyId: id,
-    });
-    return { kind: "issued", key: rotated.created, secret: generated.secret, replaced: rotated.old };
+    const affiliateId = rotated.created.affiliateExternalId;
+    await this.changed(
+      [id, rotated.created.id],
+      [
+        { action: "rotated", keyId: rotated.created.id, affiliateId, replacedKeyId: id },
+        ...(rotated.old.expiresAt === null || rotated.old.revokedAt !== null
+          ? []
+          : [{ action: "expiry_set" as const, keyId: id, affiliateId, expiresAt: rotated.old.expiresAt }]),
+      ],
+    );
+    const hasUsers = await affiliateHasUsers(this.pool, affiliateId);
+    return {
+      kind: "issued",
+      key: rotated.created,
+      secret: generated.secret,
+      replaced: rotated.old,
+      affiliateHasUsers: hasUsers,
+    };
   }
 
   private expiryProblems(expiresAt: number): Violation[] {
@@ -157,6 +220,51 @@ function labelProblems(label: string): Violation[] {
   }
   if (CONTROL.test(label)) problems.push({ field: "label", message: "label must not contain control characters" });
   return problems;
+}
+
+/**
+ * A publishable key needs 1 to MAX_ORIGINS exact origins (scheme http or https, host, optional port,
+ * nothing else); a secret key takes none (it never goes to a browser).
+ */
+export function originProblems(publishable: boolean, origins: readonly string[]): Violation[] {
+  if (!publishable) {
+    return origins.length === 0
+      ? []
+      : [{ field: "allowedOrigins", message: "allowedOrigins are only for a publishable key (set publishable)" }];
+  }
+  if (origins.length === 0) {
+    return [
+      {
+        field: "allowedOrigins",
+        message: "a publishable key needs at least one allowed origin, e.g. https://board.example.com",
+      },
+    ];
+  }
+  if (origins.length > MAX_ORIGINS) {
+    return [{ field: "allowedOrigins", message: `at most ${MAX_ORIGINS} allowed origins per key` }];
+  }
+  const problems: Violation[] = [];
+  origins.forEach((origin, index) => {
+    const problem = originProblem(origin);
+    if (problem !== undefined) problems.push({ field: `allowedOrigins[${index}]`, message: problem });
+  });
+  return problems;
+}
+
+function originProblem(origin: string): string | undefined {
+  const shape = "an origin is scheme, host and optional port, e.g. https://board.example.com";
+  if (origin.length > MAX_ORIGIN_LENGTH) return `origin must be at most ${MAX_ORIGIN_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return `"${origin}" is not an origin (${shape})`;
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return `"${origin}" must use http or https (${shape})`;
+  if (url.origin !== origin) {
+    return `"${origin}" is not an exact origin; write it as ${url.origin} (no path, query, user or default port, host in lower case)`;
+  }
+  return undefined;
 }
 
 function rateLimitProblems(limit: { points: number; windowSeconds: number } | null): Violation[] {

@@ -45,3 +45,8 @@ export async function withDatabase<T>(work: (db: Database) => Promise<T>, use: D
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
+
+/** Unix seconds as ISO 8601 UTC without fractions, e.g. 2025-01-01T00:00:00Z. */
+export function isoSeconds(unixSeconds: number): string {
+  return new Date(unixSeconds * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+}

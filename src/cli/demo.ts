@@ -5,13 +5,12 @@
  */
 import { parseArgs } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
-import { generateApiKey } from "../auth/api-key-secret.js";
+import { KeyAdmin } from "../auth/key-admin.js";
 import { loadConfig } from "../config.js";
 import { seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { halfMonthOf } from "../leaderboard/calendar.js";
 import { serve } from "../server.js";
-import { insertApiKey } from "../storage/api-keys.js";
 import { UsageError, withDatabase } from "./common.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
@@ -61,15 +60,10 @@ export async function runDemo(args: string[]): Promise<void> {
         const report = await seedDatabase(db, plan, { method: "record", voidPerMille: DEMO_VOIDS });
         process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
       }
-      const fresh = generateApiKey();
-      await insertApiKey(db.write, {
-        id: fresh.id,
-        hash: fresh.hash,
-        affiliateExternalId: DEMO_AFFILIATE,
-        label: "demo",
-        rateLimit: null,
-      });
-      return fresh;
+      // Through KeyAdmin, as every key change: the same rules, the change row, the event.
+      const issued = await new KeyAdmin(db.write).create({ affiliateId: DEMO_AFFILIATE, label: "demo" });
+      if (issued.kind !== "issued") throw new Error(`the demo key was refused: ${JSON.stringify(issued)}`);
+      return issued;
     },
     { config, create: true, migrate: true },
   );

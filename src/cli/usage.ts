@@ -38,22 +38,35 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   },
   "keys create": {
     synopsis:
-      "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] [--json]",
+      "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] " +
+      "[--publishable --origin <origin>...] [--json]",
     summary: "create an API key for an affiliate; the key is printed once, only its hash is stored",
-    details: "  --expires-in  the key stops working after this long: a number with s, m, h, d or w (e.g. 90d)",
+    details:
+      "  --affiliate    the platform's affiliate id whose wagers the key reads (required; 1 to 64 characters)\n" +
+      "  --label        a note for people, e.g. the affiliate's site (up to 200 characters)\n" +
+      "  --rate-limit   the key's own limit, e.g. 120/60s (default: RATE_LIMIT_POINTS per RATE_LIMIT_WINDOW_S)\n" +
+      "  --expires-in   the key stops working after this long: a number with s, m, h, d or w (e.g. 90d)\n" +
+      "  --publishable  a browser-safe key (tw_pub_...) for a public page: usable only from its origins, may go\n" +
+      "                 in ?key= on the GET paths, counted per key and client address\n" +
+      "  --origin       an origin the publishable key may be used from, e.g. https://board.example.com\n" +
+      "                 (scheme, host, optional port; repeat for several; required with --publishable)\n" +
+      "  --json         print one JSON document {id, key, affiliateId, ...} on stdout\n" +
+      "Warns on stderr when no user of the affiliate is known yet (the key is still created).",
   },
   "keys rotate": {
     synopsis: "<keyId> [--overlap <duration>] [--json]",
-    summary: "a new key for the same affiliate, label and limit; the old one works for --overlap more (default 0s)",
+    summary:
+      "a new key for the same affiliate, label, limit and kind; the old one works for --overlap more (default 0s)",
     details: "  --overlap  how long the old key keeps working: a number with s, m, h, d or w, at most 30d",
   },
   "keys list": {
     synopsis: "[--json]",
-    summary: "list keys (ids, affiliates, status, rate limits, expiry); never prints a key",
+    summary: "list keys (ids, affiliates, kind, status, rate limits, expiry, origins); never prints a key",
+    details: "  --json  print one JSON document (an array of keys) on stdout",
   },
   "keys revoke": {
     synopsis: "<keyId>",
-    summary: "revoke a key; running servers refuse it within 5 seconds",
+    summary: "revoke a key; running servers refuse it within 1 second",
   },
   "keys set-rate-limit": {
     synopsis: "<keyId> <points>/<seconds>s|default",

@@ -1,7 +1,9 @@
 /**
  * Per-key rate limits with rate-limiter-flexible. Every authenticated call
  * costs one point, whatever the protocol and whether or not it then passes
- * validation. The result is reported in the IETF draft RateLimit-Policy and
+ * validation. A publishable key is shared by every viewer of a streamer's
+ * board, so it is counted per key and client address (each viewer has a
+ * budget of its own; one viewer's reloads cannot use up the streamer's key). The result is reported in the IETF draft RateLimit-Policy and
  * RateLimit fields on every response, and in Retry-After when refused.
  */
 import type { RateLimiterAbstract } from "rate-limiter-flexible";
@@ -30,21 +32,27 @@ export class KeyRateLimiter {
   constructor(
     private readonly defaultPolicy: RatePolicy,
     private readonly createLimiter: LimiterFactory = memoryLimiters,
+    /** The default of publishable keys, per key and client address. */
+    private readonly publishablePolicy: RatePolicy = defaultPolicy,
   ) {}
 
-  /** Counts one call for the key; throws `resource_exhausted` with Retry-After when over the limit. */
-  async consume(keyId: string, ownPolicy: RatePolicy | null): Promise<RateDecision> {
-    const policy = ownPolicy ?? this.defaultPolicy;
-    const policyName = ownPolicy === null ? "default" : "key";
+  /**
+   * Counts one call for the key (and, for a publishable key, `perAddress`: its client address);
+   * throws `resource_exhausted` with Retry-After when over the limit.
+   */
+  async consume(keyId: string, ownPolicy: RatePolicy | null, perAddress?: string): Promise<RateDecision> {
+    const policy = ownPolicy ?? (perAddress === undefined ? this.defaultPolicy : this.publishablePolicy);
+    const policyName = ownPolicy !== null ? "key" : perAddress === undefined ? "default" : "publishable";
+    const counter = perAddress === undefined ? keyId : `${keyId}@${perAddress}`;
     try {
-      const result = await this.limiterFor(policy).consume(keyId, 1);
+      const result = await this.limiterFor(policy).consume(counter, 1);
       return { headers: rateHeaders(policyName, policy, result) };
     } catch (reason) {
       if (!(reason instanceof RateLimiterRes)) throw reason;
       const retryAfter = Math.max(1, Math.ceil(reason.msBeforeNext / 1000));
       throw new ServiceError(
         "RATE_LIMITED",
-        `rate limit exceeded for this API key (${policy.points} requests per ${policy.windowSeconds} s). Retry in ${retryAfter} s`,
+        `rate limit exceeded for this API key${perAddress === undefined ? "" : " from this address"} (${policy.points} requests per ${policy.windowSeconds} s). Retry in ${retryAfter} s`,
         { headers: rateHeaders(policyName, policy, reason), retryAfterSeconds: retryAfter },
       );
     }

@@ -1,6 +1,11 @@
-/** SQL for API keys. Keys are stored only as SHA-256 hashes; this module never sees a secret. */
-import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+/**
+ * SQL for API keys. Keys are stored only as SHA-256 hashes; this module never sees a secret.
+ * Every change of a key writes a change row with the key's id in the same transaction
+ * (data-changes.ts), so every instance's in-memory key set follows it within a poll.
+ */
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { ensureAffiliate } from "./affiliates.js";
+import { noteKeyChanges } from "./data-changes.js";
 import { inTransaction } from "./transactions.js";
 
 export interface StoredApiKey {
@@ -13,16 +18,33 @@ export interface StoredApiKey {
   /** Unix seconds from which the key is refused; null: never expires. */
   readonly expiresAt: number | null;
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
+  /** A browser-safe key, usable only from its allowed origins. */
+  readonly publishable: boolean;
+  /** Exact origins ("https://board.example.com") of a publishable key; empty for a secret key. */
+  readonly allowedOrigins: readonly string[];
+}
+
+/** A key as the in-memory key set holds it: with its hash. */
+export interface StoredKeyWithHash extends StoredApiKey {
+  readonly hash: Buffer;
 }
 
 const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_external_id, k.label, k.created_at,
-    k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.key_hash
+    k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.publishable, k.allowed_origins,
+    k.key_hash
   FROM api_keys k JOIN affiliates a ON a.id = k.affiliate_id`;
 
-/** A new key row: id, hash, affiliate, label, expiry and limit in this order; created now by the database's clock. */
+/** A new key row; created now by the database's clock. */
 const INSERT_KEY = `INSERT INTO api_keys
-    (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s)
-  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?)`;
+    (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s,
+     publishable, allowed_origins)
+  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?, ?, ?)`;
+
+function origins(text: unknown): string[] {
+  if (text === null || text === undefined) return [];
+  const parsed: unknown = JSON.parse(String(text));
+  return Array.isArray(parsed) ? parsed.map(String) : [];
+}
 
 function toStoredKey(row: RowDataPacket): StoredApiKey {
   return {
@@ -37,47 +59,66 @@ function toStoredKey(row: RowDataPacket): StoredApiKey {
       row.rate_limit_points === null || row.rate_limit_window_s === null
         ? null
         : { points: Number(row.rate_limit_points), windowSeconds: Number(row.rate_limit_window_s) },
+    publishable: Number(row.publishable) === 1,
+    allowedOrigins: origins(row.allowed_origins),
   };
 }
 
-export async function insertApiKey(
-  pool: Pool,
-  key: {
-    id: string;
-    hash: Buffer;
-    affiliateExternalId: string;
-    label: string;
-    rateLimit: { points: number; windowSeconds: number } | null;
-    expiresAt?: number | null;
-  },
-): Promise<StoredApiKey> {
-  const affiliateId = await ensureAffiliate(pool, key.affiliateExternalId);
-  await pool.execute(INSERT_KEY, [
-    key.id,
-    key.hash,
-    affiliateId,
-    key.label,
-    key.expiresAt ?? null,
-    key.rateLimit?.points ?? null,
-    key.rateLimit?.windowSeconds ?? null,
-  ]);
+function withHash(row: RowDataPacket): StoredKeyWithHash {
+  return { ...toStoredKey(row), hash: row.key_hash as Buffer };
+}
+
+export interface NewStoredKey {
+  readonly id: string;
+  readonly hash: Buffer;
+  readonly affiliateExternalId: string;
+  readonly label: string;
+  readonly rateLimit: { points: number; windowSeconds: number } | null;
+  readonly expiresAt?: number | null;
+  readonly publishable?: boolean;
+  readonly allowedOrigins?: readonly string[];
+}
+
+export async function insertApiKey(pool: Pool, key: NewStoredKey): Promise<StoredApiKey> {
+  await inTransaction(pool, async (connection) => {
+    const affiliateId = await ensureAffiliate(connection, key.affiliateExternalId);
+    await connection.execute(INSERT_KEY, [
+      key.id,
+      key.hash,
+      affiliateId,
+      key.label,
+      key.expiresAt ?? null,
+      key.rateLimit?.points ?? null,
+      key.rateLimit?.windowSeconds ?? null,
+      key.publishable === true ? 1 : 0,
+      key.publishable === true ? JSON.stringify(key.allowedOrigins ?? []) : null,
+    ]);
+    await noteKeyChanges(connection, [key.id]);
+  });
   const stored = await findApiKeyById(pool, key.id);
   if (stored === undefined) throw new Error(`key ${key.id} vanished right after insert`);
   return stored;
 }
 
-export async function findApiKeyByHash(
-  pool: Pool,
-  hash: Buffer,
-): Promise<(StoredApiKey & { hash: Buffer }) | undefined> {
-  const [rows] = await pool.execute<RowDataPacket[]>(`${SELECT_KEY} WHERE k.key_hash = ?`, [hash]);
-  const row = rows[0];
-  return row === undefined ? undefined : { ...toStoredKey(row), hash: row.key_hash as Buffer };
-}
-
 export async function findApiKeyById(pool: Pool, id: string): Promise<StoredApiKey | undefined> {
   const [rows] = await pool.execute<RowDataPacket[]>(`${SELECT_KEY} WHERE k.id = ?`, [id]);
   return rows[0] === undefined ? undefined : toStoredKey(rows[0]);
+}
+
+/** Keys by id, with their hashes (the key set reloading the keys a change named); unknown ids are left out. */
+export async function findApiKeysByIds(pool: Pool, ids: readonly string[]): Promise<StoredKeyWithHash[]> {
+  if (ids.length === 0) return [];
+  const [rows] = await pool.query<RowDataPacket[]>(`${SELECT_KEY} WHERE k.id IN (?)`, [ids]);
+  return rows.map(withHash);
+}
+
+/** Every key that is neither revoked nor expired at `now` (Unix seconds), with its hash: the key set's start. */
+export async function listUsableApiKeys(pool: Pool, now: number): Promise<StoredKeyWithHash[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `${SELECT_KEY} WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`,
+    [now],
+  );
+  return rows.map(withHash);
 }
 
 /** Every key, or only those of one affiliate (by the platform's id), oldest first. */
@@ -92,9 +133,9 @@ export async function listApiKeys(pool: Pool, affiliateExternalId?: string): Pro
 }
 
 /**
- * Rotation: a new key for the same affiliate, label and limit, and the old key expiring at
- * `oldExpiresAt` (never later than it already would), in one transaction. Returns undefined when
- * the old key does not exist; a revoked old key stays revoked.
+ * Rotation: a new key for the same affiliate, label, limit, kind and origins, and the old key
+ * expiring at `oldExpiresAt` (never later than it already would), in one transaction. Returns
+ * undefined when the old key does not exist; a revoked old key stays revoked.
  */
 export async function rotateApiKey(
   pool: Pool,
@@ -105,7 +146,9 @@ export async function rotateApiKey(
   // One transaction, retried on deadlock or a cluster's certification conflict like every write.
   const found = await inTransaction(pool, async (connection) => {
     const [rows] = await connection.query<RowDataPacket[]>(
-      "SELECT id, affiliate_id, label, expires_at, rate_limit_points, rate_limit_window_s FROM api_keys WHERE id = ? FOR UPDATE",
+      `SELECT id, affiliate_id, label, expires_at, rate_limit_points, rate_limit_window_s, publishable,
+          allowed_origins
+        FROM api_keys WHERE id = ? FOR UPDATE`,
       [oldId],
     );
     const old = rows[0];
@@ -123,7 +166,10 @@ export async function rotateApiKey(
       old.expires_at,
       old.rate_limit_points,
       old.rate_limit_window_s,
+      old.publishable,
+      old.allowed_origins,
     ]);
+    await noteKeyChanges(connection, [oldId, fresh.id]);
     return true;
   });
   if (!found) return undefined;
@@ -132,23 +178,41 @@ export async function rotateApiKey(
   return { old, created };
 }
 
-/** Marks a key revoked; returns false when no such key exists. Revoking twice keeps the first time. */
-export async function revokeApiKey(pool: Pool, id: string): Promise<boolean> {
-  const [result] = await pool.execute<ResultSetHeader>(
-    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, UNIX_TIMESTAMP()) WHERE id = ?",
-    [id],
-  );
-  return result.affectedRows > 0;
+/** Runs one UPDATE of a key and notes the change; false when no such key exists. */
+async function updateKey(pool: Pool, id: string, sql: string, params: unknown[]): Promise<boolean> {
+  return inTransaction(pool, async (connection: PoolConnection) => {
+    const [rows] = await connection.query<RowDataPacket[]>("SELECT id FROM api_keys WHERE id = ? FOR UPDATE", [id]);
+    if (rows.length === 0) return false;
+    await connection.query(sql, params);
+    await noteKeyChanges(connection, [id]);
+    return true;
+  });
 }
 
-export async function setApiKeyRateLimit(
+/** Marks a key revoked; returns false when no such key exists. Revoking twice keeps the first time. */
+export function revokeApiKey(pool: Pool, id: string): Promise<boolean> {
+  return updateKey(pool, id, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, UNIX_TIMESTAMP()) WHERE id = ?", [
+    id,
+  ]);
+}
+
+export function setApiKeyRateLimit(
   pool: Pool,
   id: string,
   rateLimit: { points: number; windowSeconds: number } | null,
 ): Promise<boolean> {
-  const [result] = await pool.execute<ResultSetHeader>(
-    "UPDATE api_keys SET rate_limit_points = ?, rate_limit_window_s = ? WHERE id = ?",
-    [rateLimit?.points ?? null, rateLimit?.windowSeconds ?? null, id],
+  return updateKey(pool, id, "UPDATE api_keys SET rate_limit_points = ?, rate_limit_window_s = ? WHERE id = ?", [
+    rateLimit?.points ?? null,
+    rateLimit?.windowSeconds ?? null,
+    id,
+  ]);
+}
+
+/** Whether the platform has sent any user of this affiliate yet (a key for an unknown affiliate reads nothing). */
+export async function affiliateHasUsers(pool: Pool, affiliateExternalId: string): Promise<boolean> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    "SELECT 1 FROM users u JOIN affiliates a ON a.id = u.affiliate_id WHERE a.external_id = ? LIMIT 1",
+    [affiliateExternalId],
   );
-  return result.affectedRows > 0;
+  return rows.length > 0;
 }

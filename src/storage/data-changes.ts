@@ -6,8 +6,9 @@
  * change touches.
  *
  * A row says either "wagers of affiliates A, B, … placed in these spans of
- * time changed" or "the profile of user U changed" (a new username or avatar,
- * a move), which alters every answer that lists U.
+ * time changed", "the profile of user U changed" (a new username or avatar,
+ * a move), which alters every answer that lists U, or "API key K changed"
+ * (created, revoked, rotated, a new limit), which the in-memory key sets reload.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 
@@ -19,6 +20,8 @@ export interface DataChange {
   readonly lastAt: number;
   /** The platform's user id of a profile change. */
   readonly userExternalId: string | undefined;
+  /** The id of an API key that changed (absent on the other changes). */
+  readonly apiKeyId?: string;
 }
 
 /**
@@ -65,6 +68,14 @@ export async function noteUserChanges(connection: PoolConnection, userExternalId
   ]);
 }
 
+/** One change row per API key that changed, in the transaction that changed it. */
+export async function noteKeyChanges(connection: PoolConnection, keyIds: readonly string[]) {
+  if (keyIds.length === 0) return;
+  await connection.query("INSERT INTO data_changes (api_key_id, created_at) VALUES ?", [
+    keyIds.map((id) => [id, Math.floor(Date.now() / 1000)]),
+  ]);
+}
+
 /** The highest change id so far (0 when none). */
 export async function latestChangeId(pool: Pool): Promise<number> {
   const [rows] = await pool.query<RowDataPacket[]>("SELECT COALESCE(MAX(id), 0) AS id FROM data_changes");
@@ -88,7 +99,7 @@ export async function readChanges(
   limit: number,
 ): Promise<{ rows: number; changes: DataChange[] }> {
   const sql =
-    "SELECT id, wager_spans, user_external_id FROM data_changes WHERE id > ?" +
+    "SELECT id, wager_spans, user_external_id, api_key_id FROM data_changes WHERE id > ?" +
     (missingIds.length > 0 ? " OR id IN (?)" : "") +
     " ORDER BY id LIMIT ?";
   const params: unknown[] = missingIds.length > 0 ? [afterId, missingIds, limit] : [afterId, limit];
@@ -98,6 +109,16 @@ export async function readChanges(
     const id = Number(r.id);
     if (r.user_external_id !== null) {
       changes.push({ id, affiliateId: undefined, firstAt: 0, lastAt: 0, userExternalId: String(r.user_external_id) });
+    }
+    if (r.api_key_id !== null && r.api_key_id !== undefined) {
+      changes.push({
+        id,
+        affiliateId: undefined,
+        firstAt: 0,
+        lastAt: 0,
+        userExternalId: undefined,
+        apiKeyId: String(r.api_key_id),
+      });
     }
     if (r.wager_spans !== null) {
       for (const span of parseWagerSpans(String(r.wager_spans))) {

@@ -158,6 +158,24 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: ["ALTER TABLE api_keys ADD COLUMN expires_at INT UNSIGNED NULL AFTER revoked_at"],
   },
   {
+    version: 6,
+    name: "publishable api keys, and api key changes in the change feed",
+    // Metadata only (ALGORITHM=INSTANT), and each column added only when missing.
+    statements: [
+      // A publishable key (browser-safe) may be used only from its allowed origins: a JSON array of
+      // exact origins ("https://board.example.com"); NULL for a secret key.
+      addColumnsIfMissing("api_keys", {
+        publishable: "TINYINT(1) NOT NULL DEFAULT 0",
+        allowed_origins: "TEXT CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+      // Every key change (create, revoke, rotate, new rate limit) adds a row with the key's id in
+      // its own transaction, so each instance's in-memory key set follows it within a poll.
+      addColumnsIfMissing("data_changes", {
+        api_key_id: "VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+    ],
+  },
+  {
     version: 7,
     name: "wager weights (basis points) and weighted totals",
     // Metadata only (ALGORITHM=INSTANT: milliseconds at any size, no rows rewritten, no lock

@@ -2,7 +2,8 @@
  * API keys as an operator manages them: the keys CLI run as a separate
  * process (`node dist/src/cli/main.js keys ...`, what `npm run cli` runs)
  * against the test database, and a running server that honours what it did:
- * new keys work, revoked keys are refused within 5 seconds, per-key limits
+ * new keys work and revoked keys are refused within 1 second (the change feed
+ * carries each change to the server's in-memory key set), per-key limits
  * apply, and each key sees only its own affiliate.
  *
  * Needs a build (`npm test` builds first); when dist/ is older than src/, the
@@ -16,7 +17,7 @@ import { promisify } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { addUsers, addWagers, wager } from "../support/fixtures.js";
+import { addUsers, addWagers, keysFollowed, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const run = promisify(execFile);
@@ -25,7 +26,7 @@ const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
 const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
 const PERIOD = { startTimestamp: JAN_1, endTimestamp: FEB_1 - 1, numUsers: 10 };
 const CLI = "dist/src/cli/main.js";
-const KEY_PATTERN = /^tw_[A-Za-z0-9_-]{32}$/;
+const KEY_PATTERN = /^tw_sk_[0-9A-Za-z]{38}$/;
 const UNAUTHENTICATED_BODY = {
   data: null,
   errors: [
@@ -64,10 +65,31 @@ interface CreatedKey {
   readonly affiliateId: string;
 }
 
-/** `keys create ... --json`, asserting the output is exactly one JSON line with exactly id, key, affiliateId. */
+/**
+ * `keys create ... --json`, asserting the output is exactly one JSON line with exactly id, key, affiliateId;
+ * then waits until the server holds the key (one change-feed poll; "accepts within 1 second" measures it).
+ */
 async function createKeyWithCli(affiliate: string, ...extra: string[]): Promise<CreatedKey> {
+  const created = await createKeyWithCliNoWait(affiliate, ...extra);
+  await keysFollowed();
+  return created;
+}
+
+/** What `keys create` says on stderr for an affiliate none of whose users is known yet. */
+function noUsersWarning(affiliate: string): string {
+  return (
+    `warning: no users of affiliate ${affiliate} are known yet, so the key reads an empty leaderboard ` +
+    "until the platform sends some (check the affiliate id for a typo).\n"
+  );
+}
+
+async function createKeyWithCliNoWait(affiliate: string, ...extra: string[]): Promise<CreatedKey> {
   const result = await cli("keys", "create", "--affiliate", affiliate, ...extra, "--json");
-  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
+  const knownAffiliates = ["aff-x", "aff-a", "aff-b"];
+  expect({ code: result.code, stderr: result.stderr }).toEqual({
+    code: 0,
+    stderr: knownAffiliates.includes(affiliate) ? "" : noUsersWarning(affiliate),
+  });
   const lines = result.stdout.split("\n");
   expect(lines).toHaveLength(2);
   expect(lines[1]).toBe("");
@@ -80,13 +102,15 @@ async function createKeyWithCli(affiliate: string, ...extra: string[]): Promise<
   return created;
 }
 
+/** `keys list --json`: one JSON document, an array, on one line. */
 async function listKeys(): Promise<Record<string, unknown>[]> {
   const result = await cli("keys", "list", "--json");
   expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
-  return result.stdout
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(result.stdout.endsWith("\n")).toBe(true);
+  expect(result.stdout.trimEnd().includes("\n")).toBe(false);
+  const parsed: unknown = JSON.parse(result.stdout);
+  expect(Array.isArray(parsed)).toBe(true);
+  return parsed as Record<string, unknown>[];
 }
 
 /** Every stored key row, to show a refused command changed nothing. */
@@ -178,7 +202,7 @@ describe("keys create", () => {
     expect(row.label).toBe("ci");
     expect(row.revoked_at).toBeNull();
     // The secret (or its random part) is in no column, in no encoding we could think of.
-    const secretBody = created.key.slice(3);
+    const secretBody = created.key.slice(6);
     for (const [column, value] of Object.entries(row)) {
       const forms = Buffer.isBuffer(value)
         ? [value.toString("utf8"), value.toString("hex"), value.toString("base64"), value.toString("base64url")]
@@ -191,9 +215,26 @@ describe("keys create", () => {
     expect(JSON.stringify(all)).not.toContain(secretBody);
   });
 
-  it("makes a key that a running server accepts at once", async () => {
-    const created = await createKeyWithCli("aff-x");
-    expect(await top(created.key)).toMatchObject({ status: 200, body: X_BODY });
+  it("makes a key that a running server accepts within 1 second", async () => {
+    const created = await createKeyWithCliNoWait("aff-x");
+    const started = performance.now();
+    let answer = await top(created.key);
+    while (answer.status === 401 && performance.now() - started < 1_000) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      answer = await top(created.key);
+    }
+    console.info(`new key accepted ${Math.round(performance.now() - started)} ms after keys create returned`);
+    expect(answer).toMatchObject({ status: 200, body: X_BODY });
+  });
+
+  it("says on stderr when no user of the affiliate is known yet, and still creates the key", async () => {
+    const result = await cli("keys", "create", "--affiliate", "aff-typo");
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(noUsersWarning("aff-typo"));
+    expect(result.stdout).toMatch(
+      /^Created key key_[0-9a-f]{16} for affiliate aff-typo\.\n\n {2}tw_sk_[0-9A-Za-z]{38}\n\n/,
+    );
+    expect((await listKeys()).some((k) => k.affiliateId === "aff-typo")).toBe(true);
   });
 
   it("makes a different key every time", async () => {
@@ -212,13 +253,17 @@ describe("keys list", () => {
     expect(table.code).toBe(0);
     for (const output of [json.stdout, table.stdout]) {
       expect(output).not.toContain(created.key);
-      expect(output).not.toContain(created.key.slice(3));
+      expect(output).not.toContain(created.key.slice(6));
       expect(output).not.toMatch(/tw_[A-Za-z0-9_-]{32}/);
+      expect(output).not.toMatch(/tw_(sk|pub)_/);
     }
     const listed = (await listKeys()).find((k) => k.id === created.id);
     expect(listed).toEqual({
       id: created.id,
       affiliateId: "aff-x",
+      kind: "secret",
+      allowedOrigins: [],
+      status: "active",
       label: "listed",
       createdAt: expect.any(Number),
       revokedAt: null,
@@ -227,12 +272,12 @@ describe("keys list", () => {
     });
     expect(Math.abs((listed?.createdAt as number) - Date.now() / 1000)).toBeLessThan(120);
     expect(table.stdout).toContain(created.id);
-    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+aff-x\\s+active\\s+50/30s`));
+    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+aff-x\\s+secret\\s+active\\s+50/30s`));
   });
 });
 
 describe("keys revoke", () => {
-  it("a running server refuses the revoked key within 5 seconds, and for good", async () => {
+  it("a running server refuses the revoked key within 1 second, and for good", async () => {
     const created = await createKeyWithCli("aff-x", "--label", "to-revoke");
     // Used once, so the server has it cached as valid.
     expect((await top(created.key)).status).toBe(200);
@@ -240,11 +285,11 @@ describe("keys revoke", () => {
     const revokedAt = performance.now();
     expect(revoke).toEqual({
       code: 0,
-      stdout: `Revoked ${created.id}. Running servers refuse it within 5 seconds.\n`,
+      stdout: `Revoked ${created.id}. Running servers refuse it within 1 second.\n`,
       stderr: "",
     });
     let latencyMs = Number.POSITIVE_INFINITY;
-    while (performance.now() - revokedAt < 6_000) {
+    while (performance.now() - revokedAt < 2_000) {
       const answer = await top(created.key);
       if (answer.status === 401) {
         latencyMs = performance.now() - revokedAt;
@@ -256,7 +301,7 @@ describe("keys revoke", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     console.info(`revoked key refused ${Math.round(latencyMs)} ms after keys revoke returned`);
-    expect(latencyMs).toBeLessThan(5_000);
+    expect(latencyMs).toBeLessThan(1_000);
     for (let i = 0; i < 5; i += 1) expect((await top(created.key)).status).toBe(401);
     const listed = (await listKeys()).find((k) => k.id === created.id);
     expect(typeof listed?.revokedAt).toBe("number");
@@ -266,8 +311,8 @@ describe("keys revoke", () => {
     const kept = await createKeyWithCli("aff-x");
     const revoked = await createKeyWithCli("aff-x");
     expect((await cli("keys", "revoke", revoked.id)).code).toBe(0);
+    await keysFollowed();
     expect(await top(kept.key)).toMatchObject({ status: 200, body: X_BODY });
-    // Never used before revocation, so nothing cached: refused at once.
     expect(await top(revoked.key)).toMatchObject({ status: 401, body: UNAUTHENTICATED_BODY });
   });
 });
@@ -312,13 +357,13 @@ describe("per-key rate limits", () => {
     const set = await cli("keys", "set-rate-limit", created.id, "2/60s");
     expect(set).toEqual({
       code: 0,
-      stdout: `Rate limit of ${created.id} is now 2/60s. Running servers apply it within 5 seconds.\n`,
+      stdout: `Rate limit of ${created.id} is now 2/60s. Running servers apply it within 1 second.\n`,
       stderr: "",
     });
     expect((await listKeys()).find((k) => k.id === created.id)?.rateLimit).toEqual({ points: 2, windowSeconds: 60 });
     const started = performance.now();
     let answer = await top(created.key);
-    while (answer.policy !== '"key";q=2;w=60' && performance.now() - started < 5_000) {
+    while (answer.policy !== '"key";q=2;w=60' && performance.now() - started < 1_000) {
       expect(answer.status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 100));
       answer = await top(created.key);
@@ -336,7 +381,7 @@ describe("per-key rate limits", () => {
     expect((await listKeys()).find((k) => k.id === created.id)?.rateLimit).toBeNull();
     const back = performance.now();
     answer = await top(created.key);
-    while (answer.policy !== '"default";q=100000;w=60' && performance.now() - back < 5_000) {
+    while (answer.policy !== '"default";q=100000;w=60' && performance.now() - back < 1_000) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       answer = await top(created.key);
     }

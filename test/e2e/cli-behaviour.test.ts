@@ -195,6 +195,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 3, name: "half-month wager totals (1st-15th and 16th-end) per affiliate and user" },
     { version: 4, name: "wager voids and the change feed" },
     { version: 5, name: "api key expiry" },
+    { version: 6, name: "publishable api keys, and api key changes in the change feed" },
     { version: 7, name: "wager weights (basis points) and weighted totals" },
     { version: 8, name: "wager weights in the covering index of the raw edges" },
   ];

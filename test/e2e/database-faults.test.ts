@@ -311,7 +311,7 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
   });
 
   it("cuts a statement that waits past QUERY_TIMEOUT_MS and answers 503 unavailable, then serves again", async () => {
-    // A key the service has never looked up, so the call must read api_keys.
+    // A fresh key (held in memory: no statement), and a leaderboard query that waits on locked tables.
     const fresh = await withFixtures(async (db) => (await createKey(db, "aff-f")).secret);
     const locker = await mysql.createConnection({
       host: "127.0.0.1",
@@ -320,7 +320,9 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
       database: DATABASE,
     });
     try {
-      await locker.query("LOCK TABLES api_keys WRITE");
+      await locker.query(
+        "LOCK TABLES wagers WRITE, wager_hourly WRITE, wager_daily WRITE, wager_halfmonthly WRITE, wager_monthly WRITE, users WRITE",
+      );
       const started = Date.now();
       const blocked = await restTop(server?.baseUrl ?? "", fresh, {
         startTimestamp: JAN_1_2025,

@@ -3,7 +3,7 @@
  * two server processes with DATABASE_READ_URL (A waits 500 ms for the replica
  * and so skips it after each write; B waits 3 s and so answers from the
  * caught-up replica). Ingest goes through A. Each instance's answers reach
- * the new totals and never go back; a new and a revoked key behave within 5 s
+ * the new totals and never go back; a new and a revoked key behave within 1 s
  * whatever the lag; a killed replica is skipped with no 5xx and used again
  * when back; with the primary killed, reads answer 200 and ingest answers
  * unavailable.
@@ -148,14 +148,14 @@ afterAll(async () => {
 }, 60_000);
 
 describe("primary + replica with MASTER_DELAY=2", () => {
-  it("a new key works on both instances within 5 s although the replica lags", async () => {
+  it("a new key works on both instances within 1 s although the replica lags", async () => {
     const created = await runCli(["keys", "create", "--affiliate", "aff-r", "--json"], primary.url("root", DB));
     const fresh = String((JSON.parse(created.stdout) as { key: string }).key);
     const since = Date.now();
     for (const server of [a, b]) {
-      await until("new key accepted", async () => (await board(server, fresh))[0] === 200, 5_000);
+      await until("new key accepted", async () => (await board(server, fresh))[0] === 200, 1_000);
     }
-    expect(Date.now() - since).toBeLessThan(5_000);
+    expect(Date.now() - since).toBeLessThan(1_000);
   });
 
   it("after each write, both instances reach the new totals and never go back", async () => {
@@ -211,18 +211,19 @@ describe("primary + replica with MASTER_DELAY=2", () => {
     }
   });
 
-  it("a key revoked on the primary is refused by both instances within 5 s", async () => {
+  it("a key revoked on the primary is refused by both instances within 1 s", async () => {
     const created = await runCli(["keys", "create", "--affiliate", "aff-r", "--json"], primary.url("root", DB));
     const { id, key: doomed } = JSON.parse(created.stdout) as { id: string; key: string };
-    expect((await board(a, doomed))[0]).toBe(200);
-    expect((await board(b, doomed))[0]).toBe(200);
+    for (const server of [a, b]) {
+      await until("new key accepted", async () => (await board(server, doomed))[0] === 200, 1_000);
+    }
     const revoked = await runCli(["keys", "revoke", id], primary.url("root", DB));
     expect(revoked.code).toBe(0);
     const since = Date.now();
     for (const server of [a, b]) {
-      await until("revoked key refused", async () => (await board(server, doomed))[0] === 401, 5_000);
+      await until("revoked key refused", async () => (await board(server, doomed))[0] === 401, 1_000);
     }
-    expect(Date.now() - since).toBeLessThan(5_000);
+    expect(Date.now() - since).toBeLessThan(1_000);
   });
 
   it("a killed replica is skipped with no 5xx, and used again once it is back", async () => {

@@ -549,6 +549,7 @@ describe("grpc-js users read our messages unescaped", () => {
 describe("grpc-js users read the failed-authentication brake unescaped", () => {
   it("says too many bad keys from this address, with Retry-After, without percent escapes", async () => {
     const app = createPublicApp(server.config, db, { failedAuthPolicy: { points: 1, windowSeconds: 60 } });
+    await app.keysLoaded;
     const braked: OnePortServer = createOnePortServer(app.handler);
     await new Promise<void>((resolve) => braked.server.listen(0, "127.0.0.1", resolve));
     const address = braked.server.address();

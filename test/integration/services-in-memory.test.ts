@@ -20,13 +20,16 @@ import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_de
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { Admission } from "../../src/api/admission.js";
 import { apiKeyService } from "../../src/api/api-key-service.js";
 import { callerKey, topWagersService } from "../../src/api/top-wagers-service.js";
 import { wagerIngestService } from "../../src/api/wager-ingest-service.js";
-import { Authenticator } from "../../src/auth/authenticator.js";
 import { KeyAdmin } from "../../src/auth/key-admin.js";
+import { KeySet } from "../../src/auth/key-set.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
+import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
+import { findApiKeysByIds, listUsableApiKeys } from "../../src/storage/api-keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 
@@ -80,9 +83,15 @@ beforeAll(async () => {
     wager("o-1", "1000000", JAN_1), // another affiliate
   ]);
 
-  const authenticator = new Authenticator(db.read, { cacheTtlMs: 0 });
+  const keys = new KeySet({
+    usable: (now) => listUsableApiKeys(db.read, now),
+    byIds: (ids) => findApiKeysByIds(db.read, ids),
+  });
+  await keys.load();
+  const admission = new Admission(keys, new KeyRateLimiter({ points: 1000, windowSeconds: 60 }));
   const authenticate: Interceptor = (next) => async (request) => {
-    request.contextValues.set(callerKey, await authenticator.authenticate(request.header.get("authorization")));
+    const admitted = await admission.admit(request.header.get("authorization"));
+    request.contextValues.set(callerKey, admitted.caller);
     return next(request);
   };
   const leaderboard = new Leaderboard({
@@ -99,7 +108,10 @@ beforeAll(async () => {
   );
   internalTransport = createRouterTransport((router) => {
     router.service(WagerIngestService, wagerIngestService(new WagerIngest(db.write, { now: () => NOW })));
-    router.service(ApiKeyService, apiKeyService(new KeyAdmin(db.write, { now: () => NOW })));
+    router.service(
+      ApiKeyService,
+      apiKeyService(new KeyAdmin(db.write, { now: () => NOW, afterChange: (ids) => keys.refresh(ids) })),
+    );
   });
 });
 
@@ -214,7 +226,7 @@ describe("ApiKeyService", () => {
       rateLimit: { points: 5, windowSeconds: 60 },
     });
     const after = BigInt(Math.ceil(Date.now() / 1000));
-    expect(created.secret).toMatch(/^tw_[A-Za-z0-9_-]{32}$/); // the shape src/auth/api-key-secret.ts accepts
+    expect(created.secret).toMatch(/^tw_sk_[0-9A-Za-z]{38}$/); // prefix, 32 random, 6 checksum
     expect(created.apiKey).toMatchObject({
       affiliateId: "aff-other",
       label: "in memory",

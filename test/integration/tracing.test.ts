@@ -20,7 +20,7 @@ import { loadConfig } from "../../src/config.js";
 import { createTracing, type Tracing } from "../../src/observability/tracing.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addUsers, addWagers, createKey, followKeys, wager } from "../support/fixtures.js";
 
 const JAN = 1735689600;
 const REQUEST = { startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 10 };
@@ -59,9 +59,9 @@ async function expectTraced(traceId: string, parentId: string, name: string, att
   expect(serverSpan.name).toBe(name);
   expect(serverSpan.parentSpanContext?.spanId).toBe(parentId);
   expect(serverSpan.attributes).toMatchObject(attributes);
-  // The key lookup and the leaderboard query (CACHE_TTL_MS=0, a fresh key): children of the call's span.
+  // The leaderboard query (CACHE_TTL_MS=0; the key comes from memory, no statement): children of the call's span.
   const queries = spansOf(traceId).filter((s) => s.kind === 2); // SpanKind.CLIENT
-  expect(queries.length).toBeGreaterThanOrEqual(2);
+  expect(queries.length).toBeGreaterThanOrEqual(1);
   for (const q of queries) {
     expect(q.parentSpanContext?.spanId).toBe(serverSpan.spanContext().spanId);
     expect(q.attributes["db.system.name"]).toBe("mariadb");
@@ -93,7 +93,8 @@ beforeAll(async () => {
   await addWagers(database.db, [wager("t-u1", "3.5", JAN + 10)]);
   tracing.traceDatabase(database.db);
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", DATABASE_URL: database.url });
-  const app = createPublicApp(config, database.db, { tracing, keyCacheTtlMs: 0 });
+  const app = createPublicApp(config, database.db, { tracing });
+  followKeys(app);
   server = createOnePortServer(app.handler);
   await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
   const address = server.server.address();

@@ -4,19 +4,43 @@ import { insertApiKey } from "../../src/storage/api-keys.js";
 import type { Database } from "../../src/storage/database.js";
 import { insertWagers, type UserProfile, upsertUsers, type WagerRecord } from "../../src/storage/users-and-wagers.js";
 
+/** Apps of this test process that hold keys in memory: a key made here is waited for by each (keysFollowed). */
+const followers = new Set<{ caughtUp(): Promise<void> }>();
+
+/**
+ * Makes `createKey` (and `keysFollowed`) wait until this app holds every key change committed so
+ * far, as a running service does within a change-feed poll. Returns the undo.
+ */
+export function followKeys(app: { caughtUp(): Promise<void> }): () => void {
+  followers.add(app);
+  return () => followers.delete(app);
+}
+
+/** Resolves once every following app holds every key change committed before the call. */
+export async function keysFollowed(): Promise<void> {
+  await Promise.all(
+    [...followers].map((app) =>
+      Promise.race([app.caughtUp(), new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref())]),
+    ),
+  );
+}
+
 export async function createKey(
   db: Database,
   affiliateId: string,
   rateLimit: { points: number; windowSeconds: number } | null = null,
+  kind: { publishable: true; allowedOrigins: readonly string[] } | { publishable?: false } = {},
 ): Promise<{ id: string; secret: string }> {
-  const key = generateApiKey();
+  const key = generateApiKey(kind.publishable === true ? "publishable" : "secret");
   await insertApiKey(db.write, {
     id: key.id,
     hash: key.hash,
     affiliateExternalId: affiliateId,
     label: "test",
     rateLimit,
+    ...(kind.publishable === true ? { publishable: true, allowedOrigins: kind.allowedOrigins } : {}),
   });
+  await keysFollowed();
   return { id: key.id, secret: key.secret };
 }
 

@@ -18,6 +18,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
+import { followKeys } from "./fixtures.js";
 
 export const TEST_INGEST_TOKEN = "test-ingest-token-0123456789abcdef";
 
@@ -61,10 +62,12 @@ export async function startIngestServers(
   const database = typeof label === "string" ? await createTestDatabase(label) : label;
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
   const app = createPublicApp(config, publicDatabase(database.db));
+  const unfollow = followKeys(app);
+  await app.keysLoaded;
   const internal = createInternalApp(config, database.db, {
     metrics: app.metrics,
     readiness: app.readiness,
-    keyCache: app.authenticator,
+    keys: app.keys,
     onCommitted: app.changesCommitted,
     ...options,
   });
@@ -112,6 +115,7 @@ export async function startIngestServers(
       );
     },
     async close() {
+      unfollow();
       app.stopServing();
       for (const session of sessions) session.abort();
       await Promise.all([publicServer.close(5_000), internalServer.close(5_000)]);

@@ -11,6 +11,10 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import mysql from "mysql2/promise";
+import { followKeys } from "./fixtures.js";
+
+/** The contract: a key change reaches every running server within 1 second. */
+export const KEY_CHANGE_WITHIN_MS = 1_000;
 
 export const SERVER_ENTRY = path.resolve("dist/src/main.js");
 
@@ -178,6 +182,9 @@ export async function startServerProcess(
     ]);
     const port = Number(listening.port);
     if (!Number.isInteger(port) || port <= 0) throw new Error(`no port in ${JSON.stringify(listening)}`);
+    // A key made by a test reaches this process through its change feed within the contract's second.
+    const unfollow = followKeys({ caughtUp: () => sleep(KEY_CHANGE_WITHIN_MS) });
+    child.once("exit", unfollow);
     return {
       child,
       pid: child.pid ?? 0,

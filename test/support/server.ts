@@ -8,6 +8,7 @@ import { createPublicApp, type PublicApp, type PublicAppOptions } from "../../sr
 import { type Config, loadConfig } from "../../src/config.js";
 import { createOnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
+import { followKeys } from "./fixtures.js";
 
 export interface TestServer {
   readonly baseUrl: string;
@@ -26,6 +27,8 @@ export async function startTestServer(
   const database = await createTestDatabase(label);
   const config = loadConfig({ RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0", ...env, DATABASE_URL: database.url });
   const app = createPublicApp(config, database.db, options);
+  const unfollow = followKeys(app);
+  await app.keysLoaded;
   const publicServer = createOnePortServer(app.handler);
   await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
   const address = publicServer.server.address();
@@ -37,6 +40,7 @@ export async function startTestServer(
     config,
     app,
     async close() {
+      unfollow();
       app.stopServing();
       await publicServer.close(5_000);
       await database.drop();

@@ -13,6 +13,7 @@ const EXPECTED: Record<string, [string, number]> = {
   INVALID_ARGUMENT: ["invalid_argument", 400],
   MALFORMED_REQUEST: ["invalid_argument", 400],
   UNAUTHENTICATED: ["unauthenticated", 401],
+  SECRET_KEY_IN_URL: ["unauthenticated", 401],
   BAD_SERVICE_TOKEN: ["unauthenticated", 401],
   RATE_LIMITED: ["resource_exhausted", 429],
   TOO_MANY_FAILED_ATTEMPTS: ["resource_exhausted", 429],

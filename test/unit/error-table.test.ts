@@ -54,6 +54,7 @@ describe("HTTP-level refusals", () => {
     REQUEST_TIMEOUT: [408, "request_timeout"],
     PAYLOAD_TOO_LARGE: [413, "payload_too_large"],
     UNSUPPORTED_MEDIA_TYPE: [415, "unsupported_media_type"],
+    CORS_REFUSED: [403, "permission_denied"],
     HEADERS_TOO_LARGE: [431, "request_header_fields_too_large"],
     MALFORMED_HTTP: [400, "invalid_argument"],
     UNAVAILABLE: [503, "unavailable"],

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/api_keys.proto.
  */
 export const file_topwagers_v1_api_keys: GenFile = /*@__PURE__*/
-  fileDesc("Cht0b3B3YWdlcnMvdjEvYXBpX2tleXMucHJvdG8SDHRvcHdhZ2Vycy52MSIzCglSYXRlTGltaXQSDgoGcG9pbnRzGAEgASgNEhYKDndpbmRvd19zZWNvbmRzGAIgASgNIsoBCgZBcGlLZXkSCgoCaWQYASABKAkSFAoMYWZmaWxpYXRlX2lkGAIgASgJEg0KBWxhYmVsGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAMSFwoKZXhwaXJlc19hdBgFIAEoA0gAiAEBEhcKCnJldm9rZWRfYXQYBiABKANIAYgBARIrCgpyYXRlX2xpbWl0GAcgASgLMhcudG9wd2FnZXJzLnYxLlJhdGVMaW1pdEINCgtfZXhwaXJlc19hdEINCgtfcmV2b2tlZF9hdCKPAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSDQoFbGFiZWwYAiABKAkSKwoKcmF0ZV9saW1pdBgDIAEoCzIXLnRvcHdhZ2Vycy52MS5SYXRlTGltaXQSFwoKZXhwaXJlc19hdBgEIAEoA0gAiAEBQg0KC19leHBpcmVzX2F0Ik0KFENyZWF0ZUFwaUtleVJlc3BvbnNlEiUKB2FwaV9rZXkYASABKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSJAChJMaXN0QXBpS2V5c1JlcXVlc3QSGQoMYWZmaWxpYXRlX2lkGAEgASgJSACIAQFCDwoNX2FmZmlsaWF0ZV9pZCI9ChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiYKCGFwaV9rZXlzGAEgAygLMhQudG9wd2FnZXJzLnYxLkFwaUtleSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KFFJldm9rZUFwaUtleVJlc3BvbnNlEiUKB2FwaV9rZXkYASABKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5IjoKE1JvdGF0ZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkSFwoPb3ZlcmxhcF9zZWNvbmRzGAIgASgNIk0KFFJvdGF0ZUFwaUtleVJlc3BvbnNlEiUKB2FwaV9rZXkYASABKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCTLyAgoNQXBpS2V5U2VydmljZRJVCgxDcmVhdGVBcGlLZXkSIS50b3B3YWdlcnMudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoiLnRvcHdhZ2Vycy52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJXCgtMaXN0QXBpS2V5cxIgLnRvcHdhZ2Vycy52MS5MaXN0QXBpS2V5c1JlcXVlc3QaIS50b3B3YWdlcnMudjEuTGlzdEFwaUtleXNSZXNwb25zZSIDkAIBEloKDFJldm9rZUFwaUtleRIhLnRvcHdhZ2Vycy52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIgOQAgISVQoMUm90YXRlQXBpS2V5EiEudG9wd2FnZXJzLnYxLlJvdGF0ZUFwaUtleVJlcXVlc3QaIi50b3B3YWdlcnMudjEuUm90YXRlQXBpS2V5UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Cht0b3B3YWdlcnMvdjEvYXBpX2tleXMucHJvdG8SDHRvcHdhZ2Vycy52MSIzCglSYXRlTGltaXQSDgoGcG9pbnRzGAEgASgNEhYKDndpbmRvd19zZWNvbmRzGAIgASgNIvgBCgZBcGlLZXkSCgoCaWQYASABKAkSFAoMYWZmaWxpYXRlX2lkGAIgASgJEg0KBWxhYmVsGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAMSFwoKZXhwaXJlc19hdBgFIAEoA0gAiAEBEhcKCnJldm9rZWRfYXQYBiABKANIAYgBARIrCgpyYXRlX2xpbWl0GAcgASgLMhcudG9wd2FnZXJzLnYxLlJhdGVMaW1pdBITCgtwdWJsaXNoYWJsZRgIIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCSADKAlCDQoLX2V4cGlyZXNfYXRCDQoLX3Jldm9rZWRfYXQivQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEg0KBWxhYmVsGAIgASgJEisKCnJhdGVfbGltaXQYAyABKAsyFy50b3B3YWdlcnMudjEuUmF0ZUxpbWl0EhcKCmV4cGlyZXNfYXQYBCABKANIAIgBARITCgtwdWJsaXNoYWJsZRgFIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYBiADKAlCDQoLX2V4cGlyZXNfYXQiTQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USJQoHYXBpX2tleRgBIAEoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIkAKEkxpc3RBcGlLZXlzUmVxdWVzdBIZCgxhZmZpbGlhdGVfaWQYASABKAlIAIgBAUIPCg1fYWZmaWxpYXRlX2lkIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoIYXBpX2tleXMYASADKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5IiEKE1Jldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiPQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USJQoHYXBpX2tleRgBIAEoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkiOgoTUm90YXRlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIXCg9vdmVybGFwX3NlY29uZHMYAiABKA0iTQoUUm90YXRlQXBpS2V5UmVzcG9uc2USJQoHYXBpX2tleRgBIAEoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJMvICCg1BcGlLZXlTZXJ2aWNlElUKDENyZWF0ZUFwaUtleRIhLnRvcHdhZ2Vycy52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElcKC0xpc3RBcGlLZXlzEiAudG9wd2FnZXJzLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBohLnRvcHdhZ2Vycy52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlIgOQAgESWgoMUmV2b2tlQXBpS2V5EiEudG9wd2FnZXJzLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaIi50b3B3YWdlcnMudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2UiA5ACAhJVCgxSb3RhdGVBcGlLZXkSIS50b3B3YWdlcnMudjEuUm90YXRlQXBpS2V5UmVxdWVzdBoiLnRvcHdhZ2Vycy52MS5Sb3RhdGVBcGlLZXlSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * RateLimit is a key's own limit: `points` calls per `window_seconds`.
@@ -98,6 +98,23 @@ export type ApiKey = Message<"topwagers.v1.ApiKey"> & {
    * @generated from field: topwagers.v1.RateLimit rate_limit = 7;
    */
   rateLimit?: RateLimit | undefined;
+
+  /**
+   * A publishable key (`tw_pub_…`): browser-safe, usable only from
+   * `allowed_origins`, sent as `Authorization` or `?key=` on the GET paths,
+   * rate-limited per key and client address. False for a secret key.
+   *
+   * @generated from field: bool publishable = 8;
+   */
+  publishable: boolean;
+
+  /**
+   * The exact origins a publishable key may be used from (CORS), e.g.
+   * "https://board.example.com"; empty for a secret key.
+   *
+   * @generated from field: repeated string allowed_origins = 9;
+   */
+  allowedOrigins: string[];
 };
 
 /**
@@ -141,6 +158,23 @@ export type CreateApiKeyRequest = Message<"topwagers.v1.CreateApiKeyRequest"> & 
    * @generated from field: optional int64 expires_at = 4;
    */
   expiresAt?: bigint | undefined;
+
+  /**
+   * Issue a publishable key (`tw_pub_…`, browser-safe) instead of a secret
+   * one; it needs at least one allowed origin.
+   *
+   * @generated from field: bool publishable = 5;
+   */
+  publishable: boolean;
+
+  /**
+   * For a publishable key, 1 to 20 exact origins: scheme http or https, host
+   * and optional port, no path (e.g. "https://board.example.com"). None for a
+   * secret key.
+   *
+   * @generated from field: repeated string allowed_origins = 6;
+   */
+  allowedOrigins: string[];
 };
 
 /**
@@ -327,9 +361,11 @@ export const RotateApiKeyResponseSchema: GenMessage<RotateApiKeyResponse> = /*@_
  * is UNAUTHENTICATED.
  *
  * A key is stored only as its SHA-256 hash: the secret is returned once, by
- * CreateApiKey or RotateApiKey, and never again. A new key works at once on
- * the instance that created it and within 5 seconds on every other one; a
- * revoked or expired key is refused on every instance within 5 seconds.
+ * CreateApiKey or RotateApiKey, and never again. A secret key looks like
+ * `tw_sk_` and 38 letters and digits (the last 6 a checksum); a publishable
+ * key like `tw_pub_` and 38; keys of the earlier format (`tw_` and 32
+ * characters) keep working. A change (new key, revocation, rotation) holds at
+ * once on the instance that made it and within 1 second on every other one.
  * Errors carry google.rpc.ErrorInfo; INVALID_ARGUMENT carries
  * google.rpc.BadRequest naming each field.
  *
@@ -368,10 +404,10 @@ export const ApiKeyService: GenService<{
     output: typeof RevokeApiKeyResponseSchema;
   },
   /**
-   * RotateApiKey issues a new key for the same affiliate, label, rate limit
-   * and expiry, and lets the old key work for `overlap_seconds` more, so the
-   * affiliate's site can switch without an outage. NOT_FOUND when no key has
-   * this id.
+   * RotateApiKey issues a new key for the same affiliate, label, rate limit,
+   * expiry, kind and allowed origins, and lets the old key work for
+   * `overlap_seconds` more, so the affiliate's site can switch without an
+   * outage. NOT_FOUND when no key has this id.
    *
    * @generated from rpc topwagers.v1.ApiKeyService.RotateApiKey
    */

@@ -1,0 +1,296 @@
+/**
+ * Every usable API key of the service, in this instance's memory: loaded at
+ * start, kept current by the change feed (every key change writes a change row
+ * with the key's id in its transaction; the feed names it here and the key is
+ * read again), and read again whole every minute as a safety net (a change
+ * made by a version that wrote no change row). A lookup never touches the
+ * database, so unknown keys cost nothing but a SHA-256, and a revocation is
+ * refused by every instance within a feed poll (200 ms; 1 s promised).
+ *
+ * Keys are found by the SHA-256 of the presented key (a Map keyed by its
+ * base64 text): what is compared is a digest, never the key itself, so a
+ * timing difference can tell an attacker nothing about a stored key.
+ */
+import type { Logger } from "../logger.js";
+import { apiKeyHashText, type KeyKind } from "./api-key-secret.js";
+import type { Caller } from "./authenticator.js";
+
+/** A key as storage gives it (the fields the key set needs). */
+export interface KeyRecord {
+  readonly id: string;
+  readonly affiliateId: number;
+  readonly hash: Buffer;
+  readonly revokedAt: number | null;
+  /** Unix seconds. */
+  readonly expiresAt: number | null;
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
+  readonly publishable: boolean;
+  readonly allowedOrigins: readonly string[];
+}
+
+/** Where the key set reads keys from (storage/api-keys.ts on MariaDB). */
+export interface KeyStore {
+  /** Every key neither revoked nor expired at `nowSeconds`. */
+  usable(nowSeconds: number): Promise<readonly KeyRecord[]>;
+  /** These keys as they are now; unknown ids are left out. */
+  byIds(ids: readonly string[]): Promise<readonly KeyRecord[]>;
+}
+
+export type KeyLookup =
+  | { readonly found: true; readonly caller: Caller }
+  /** No usable key has this hash (unknown, revoked or expired). */
+  | { readonly found: false; readonly unsettled?: false }
+  /** The key changed and could not be read again for a while (database trouble): neither yes nor no. */
+  | { readonly found: false; readonly unsettled: true };
+
+interface Entry {
+  readonly caller: Caller;
+  /** ms; Infinity when the key never expires. */
+  readonly expiresAtMs: number;
+}
+
+export interface KeySetOptions {
+  readonly logger?: Logger;
+  readonly nowMs?: () => number;
+  /** Period of the whole reload. Default 60 s. */
+  readonly resyncMs?: number;
+  /** A key whose change could not be read again for this long is neither accepted nor refused. Default 500 ms. */
+  readonly unsettledAfterMs?: number;
+}
+
+export class KeySet {
+  private byHash = new Map<string, Entry>();
+  private hashById = new Map<string, string>();
+  /** Origin → ids of the publishable keys that allow it. */
+  private origins = new Map<string, Set<string>>();
+  /** Keys named by a change and not read again yet: since when (ms), and a mark that changes when named again. */
+  private readonly pending = new Map<string, { readonly since: number; readonly mark: number }>();
+  private marks = 0;
+  /** Set while a whole load runs: the keys changed meanwhile, read again after it. */
+  private changedDuringLoad: Set<string> | undefined;
+  private reloading: Promise<void> | undefined;
+  private loadedOnce = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private loadRetry: NodeJS.Timeout | undefined;
+  private readonly removedListeners: ((keyId: string) => void)[] = [];
+  private readonly nowMs: () => number;
+  private lastErrorLogged = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly store: KeyStore,
+    private readonly options: KeySetOptions = {},
+  ) {
+    this.nowMs = options.nowMs ?? Date.now;
+  }
+
+  /** True once the first whole load has completed (readiness waits for it). */
+  get loaded(): boolean {
+    return this.loadedOnce;
+  }
+
+  /** Usable keys held. */
+  get size(): number {
+    return this.byHash.size;
+  }
+
+  /** Loads every usable key, replacing what is held; the keys changed meanwhile are read again after. */
+  async load(): Promise<void> {
+    const changed = new Set<string>();
+    this.changedDuringLoad = changed;
+    try {
+      const records = await this.store.usable(Math.floor(this.nowMs() / 1000));
+      const before = this.hashById;
+      this.byHash = new Map();
+      this.hashById = new Map();
+      this.origins = new Map();
+      for (const record of records) this.put(record);
+      for (const id of before.keys()) if (!this.hashById.has(id)) this.notifyRemoved(id);
+      this.loadedOnce = true;
+    } finally {
+      this.changedDuringLoad = undefined;
+    }
+    if (changed.size > 0) this.changed(changed);
+  }
+
+  /**
+   * Loads now (until it succeeds, every second), then again every `resyncMs`. Resolves after the
+   * first successful load.
+   */
+  start(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const period = this.options.resyncMs ?? 60_000;
+    this.timer = setInterval(() => {
+      this.load().catch((error: unknown) => this.logFailure(error));
+    }, period);
+    this.timer.unref();
+    return new Promise((resolve) => {
+      const attempt = () => {
+        if (this.timer === undefined) return resolve(); // stopped
+        this.load().then(resolve, (error: unknown) => {
+          this.logFailure(error);
+          this.loadRetry = setTimeout(attempt, 1_000);
+          this.loadRetry.unref();
+        });
+      };
+      attempt();
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    if (this.loadRetry !== undefined) clearTimeout(this.loadRetry);
+    this.loadRetry = undefined;
+    this.timer = undefined;
+    this.retryTimer = undefined;
+  }
+
+  /** The change feed named these keys: read them again (coalesced; one read in flight). */
+  changed(ids: Iterable<string>): void {
+    const now = this.nowMs();
+    for (const id of ids) {
+      this.marks += 1;
+      this.pending.set(id, { since: this.pending.get(id)?.since ?? now, mark: this.marks });
+      this.changedDuringLoad?.add(id);
+    }
+    this.reloadPending();
+  }
+
+  /** Reads these keys again now and resolves once every change named so far is applied (or failed). */
+  async refresh(ids: Iterable<string>): Promise<void> {
+    this.changed(ids);
+    await this.settled();
+  }
+
+  /** Resolves once no read of changed keys is running. */
+  async settled(): Promise<void> {
+    while (this.reloading !== undefined) await this.reloading;
+  }
+
+  /** The caller of a presented key (its shape already checked), from memory only. */
+  lookup(secret: string): KeyLookup {
+    const entry = this.byHash.get(apiKeyHashText(secret));
+    if (entry === undefined) return { found: false };
+    const since = this.pending.get(entry.caller.keyId)?.since;
+    if (since !== undefined && this.nowMs() - since > (this.options.unsettledAfterMs ?? 500)) {
+      return { found: false, unsettled: true };
+    }
+    if (entry.expiresAtMs <= this.nowMs()) return { found: false };
+    return { found: true, caller: entry.caller };
+  }
+
+  /** Whether some usable publishable key allows this origin (CORS preflight). */
+  allowsOrigin(origin: string): boolean {
+    const ids = this.origins.get(origin);
+    if (ids === undefined) return false;
+    const now = this.nowMs();
+    for (const id of ids) {
+      const hash = this.hashById.get(id);
+      const entry = hash === undefined ? undefined : this.byHash.get(hash);
+      if (entry !== undefined && entry.expiresAtMs > now) return true;
+    }
+    return false;
+  }
+
+  /** Whether the key with this id is held and not expired (e.g. for a stream that stays open). */
+  isUsable(keyId: string): boolean {
+    const hash = this.hashById.get(keyId);
+    const entry = hash === undefined ? undefined : this.byHash.get(hash);
+    return entry !== undefined && entry.expiresAtMs > this.nowMs();
+  }
+
+  /** Called with the id of each key this instance stops holding (revoked, expired at a reload, or gone). */
+  onRemoved(listener: (keyId: string) => void): void {
+    this.removedListeners.push(listener);
+  }
+
+  private reloadPending(): void {
+    if (this.reloading !== undefined || this.pending.size === 0) return;
+    const asked = new Map([...this.pending].map(([id, state]) => [id, state.mark]));
+    this.reloading = this.store
+      .byIds([...asked.keys()])
+      .then(
+        (records) => {
+          const now = Math.floor(this.nowMs() / 1000);
+          const found = new Map(records.map((r) => [r.id, r]));
+          for (const [id, mark] of asked) {
+            const record = found.get(id);
+            const held = this.remove(id);
+            if (record !== undefined && record.revokedAt === null && (record.expiresAt ?? Infinity) > now) {
+              this.put(record);
+            } else if (held) {
+              this.notifyRemoved(id);
+            }
+            // A key named again while this read ran stays pending for the next read.
+            if (this.pending.get(id)?.mark === mark) this.pending.delete(id);
+          }
+        },
+        (error: unknown) => {
+          this.logFailure(error);
+          // Retried shortly; meanwhile these keys answer "unsettled" once unsettledAfterMs has passed.
+          this.retryTimer ??= setTimeout(() => {
+            this.retryTimer = undefined;
+            this.reloadPending();
+          }, 200);
+          this.retryTimer.unref();
+        },
+      )
+      .finally(() => {
+        this.reloading = undefined;
+        if (this.retryTimer === undefined) this.reloadPending();
+      });
+  }
+
+  private put(record: KeyRecord): void {
+    const hashText = record.hash.toString("base64");
+    const kind: KeyKind = record.publishable ? "publishable" : "secret";
+    this.byHash.set(hashText, {
+      caller: {
+        keyId: record.id,
+        affiliateId: record.affiliateId,
+        rateLimit: record.rateLimit,
+        kind,
+        allowedOrigins: record.allowedOrigins,
+      },
+      expiresAtMs: record.expiresAt === null ? Number.POSITIVE_INFINITY : record.expiresAt * 1000,
+    });
+    this.hashById.set(record.id, hashText);
+    for (const origin of record.allowedOrigins) {
+      let ids = this.origins.get(origin);
+      if (ids === undefined) {
+        ids = new Set();
+        this.origins.set(origin, ids);
+      }
+      ids.add(record.id);
+    }
+  }
+
+  /** Drops a key; returns whether it was held. */
+  private remove(id: string): boolean {
+    const hashText = this.hashById.get(id);
+    if (hashText === undefined) return false;
+    const entry = this.byHash.get(hashText);
+    this.byHash.delete(hashText);
+    this.hashById.delete(id);
+    for (const origin of entry?.caller.allowedOrigins ?? []) {
+      const ids = this.origins.get(origin);
+      ids?.delete(id);
+      if (ids?.size === 0) this.origins.delete(origin);
+    }
+    return true;
+  }
+
+  private notifyRemoved(id: string): void {
+    for (const listener of this.removedListeners) listener(id);
+  }
+
+  private logFailure(error: unknown): void {
+    const now = this.nowMs();
+    if (now - this.lastErrorLogged < 10_000) return;
+    this.lastErrorLogged = now;
+    this.options.logger?.warn({ err: error }, "could not read API keys; keys keep their last known state");
+  }
+}

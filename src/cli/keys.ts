@@ -1,0 +1,241 @@
+/**
+ * `topwagers keys …`: create, rotate, list, revoke and set-rate-limit. Every
+ * change goes through KeyAdmin (src/auth/key-admin.ts), with the same rules and
+ * events as the ApiKeyService; the change row it writes reaches every running
+ * server within a second.
+ */
+import { parseArgs } from "node:util";
+import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
+import type { StoredApiKey } from "../storage/api-keys.js";
+import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
+
+/** "100/60s" → { points: 100, windowSeconds: 60 } */
+export function parseRateLimit(text: string): { points: number; windowSeconds: number } {
+  const match = /^(\d{1,9})\/(\d{1,6})s$/.exec(text.trim());
+  if (match === null || Number(match[1]) < 1 || Number(match[2]) < 1) {
+    throw new UsageError(`--rate-limit must look like <points>/<seconds>s, e.g. 120/60s; got "${text}"`);
+  }
+  return { points: Number(match[1]), windowSeconds: Number(match[2]) };
+}
+
+/** The options of the keys commands; a misspelt or incomplete option is a usage error (exit 2). */
+function parseKeysOptions(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        affiliate: { type: "string" },
+        label: { type: "string" },
+        "rate-limit": { type: "string" },
+        "expires-in": { type: "string" },
+        publishable: { type: "boolean", default: false },
+        origin: { type: "string", multiple: true },
+        overlap: { type: "string" },
+        json: { type: "boolean", default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** A key change refused by the rules (exit 2) or by the data (no such key: exit 1), else its outcome. */
+function keyChange<T extends { kind: string }>(result: T | Refused): Exclude<T, Refused> {
+  if (result.kind === "invalid") {
+    throw new UsageError((result as Extract<Refused, { kind: "invalid" }>).violations.map((v) => v.message).join(". "));
+  }
+  if (result.kind === "not_found") {
+    throw new DataError(
+      `no key with id ${(result as Extract<Refused, { kind: "not_found" }>).id} (see: npm run cli -- keys list)`,
+    );
+  }
+  return result as Exclude<T, Refused>;
+}
+
+function durationOption(name: string, text: string): number {
+  const seconds = parseDuration(text);
+  if (seconds === undefined) {
+    throw new UsageError(`--${name} must be a whole number with a unit s, m, h, d or w (e.g. 90d), got "${text}"`);
+  }
+  return seconds;
+}
+
+/** Runs one KeyAdmin call on the configured database. */
+function withKeys<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+  return withDatabase((db) => work(new KeyAdmin(db.write)));
+}
+
+const SHOWN_ONCE = "This is the only time the key is shown: only its SHA-256 hash is stored.";
+
+function warnIfNoUsers(affiliateId: string, hasUsers: boolean): void {
+  if (hasUsers) return;
+  process.stderr.write(
+    `warning: no users of affiliate ${affiliateId} are known yet, so the key reads an empty leaderboard ` +
+      "until the platform sends some (check the affiliate id for a typo).\n",
+  );
+}
+
+async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Promise<void> {
+  const affiliate = values.affiliate;
+  if (affiliate === undefined || affiliate.length < 1 || affiliate.length > 64) {
+    throw new UsageError("keys create needs --affiliate <affiliateId> (1 to 64 characters)");
+  }
+  const origins = values.origin ?? [];
+  if (values.publishable && origins.length === 0) {
+    throw new UsageError("keys create --publishable needs at least one --origin <https://…> (repeatable)");
+  }
+  if (!values.publishable && origins.length > 0) {
+    throw new UsageError("--origin is only for a publishable key (add --publishable)");
+  }
+  const rateLimit = values["rate-limit"] === undefined ? null : parseRateLimit(values["rate-limit"]);
+  const expiresIn = values["expires-in"] === undefined ? undefined : durationOption("expires-in", values["expires-in"]);
+  const issued = keyChange(
+    await withKeys((admin) =>
+      admin.create({
+        affiliateId: affiliate,
+        label: values.label ?? "",
+        rateLimit,
+        expiresAt: expiresIn === undefined ? null : Math.floor(Date.now() / 1000) + expiresIn,
+        publishable: values.publishable,
+        allowedOrigins: origins,
+      }),
+    ),
+  );
+  warnIfNoUsers(affiliate, issued.affiliateHasUsers);
+  const stored = issued.key;
+  if (values.json) {
+    printJson({
+      id: stored.id,
+      key: issued.secret,
+      affiliateId: affiliate,
+      ...(stored.expiresAt === null ? {} : { expiresAt: stored.expiresAt }),
+      ...(stored.publishable ? { publishable: true, allowedOrigins: stored.allowedOrigins } : {}),
+    });
+    return;
+  }
+  const kind = stored.publishable ? `publishable key for ${stored.allowedOrigins.join(", ")}` : "key";
+  process.stdout.write(
+    `Created ${kind} ${stored.id} for affiliate ${affiliate}${stored.expiresAt === null ? "" : ` (expires ${isoSeconds(stored.expiresAt)})`}.\n\n  ${issued.secret}\n\n${SHOWN_ONCE}\n`,
+  );
+}
+
+async function rotate(id: string | undefined, values: ReturnType<typeof parseKeysOptions>["values"]): Promise<void> {
+  if (id === undefined) throw new UsageError("keys rotate needs the key id (see: npm run cli -- keys list)");
+  const overlap = values.overlap === undefined ? 0 : durationOption("overlap", values.overlap);
+  const issued = keyChange(await withKeys((admin) => admin.rotate(id, overlap)));
+  // The old key's real end: the overlap, or its own earlier expiry or revocation, whichever comes first.
+  const old = issued.replaced;
+  if (values.json) {
+    printJson({
+      id: issued.key.id,
+      key: issued.secret,
+      affiliateId: issued.key.affiliateExternalId,
+      replaces: id,
+      oldKeyExpiresAt: old.expiresAt,
+      oldKeyRevokedAt: old.revokedAt,
+    });
+    return;
+  }
+  const oldEnd =
+    old.revokedAt !== null
+      ? `${id} was already revoked.`
+      : `${id} keeps working until ${isoSeconds(old.expiresAt ?? 0)}; running servers refuse it within a second after that.`;
+  process.stdout.write(
+    `Created key ${issued.key.id} for affiliate ${issued.key.affiliateExternalId}, replacing ${id}.\n\n  ${issued.secret}\n\n` +
+      `${SHOWN_ONCE}\n${oldEnd}\n`,
+  );
+}
+
+function statusOf(key: StoredApiKey, now: number): string {
+  if (key.revokedAt !== null) return "revoked";
+  return key.expiresAt !== null && key.expiresAt <= now ? "expired" : "active";
+}
+
+/** Rows of text as columns as wide as their widest cell, two spaces apart; the last column unpadded. */
+export function alignColumns(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => [...(row[column] ?? "")].length))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) =>
+          column === row.length - 1 ? cell : cell + " ".repeat((widths[column] ?? 0) - [...cell].length),
+        )
+        .join("  ")
+        .trimEnd(),
+    )
+    .map((line) => `${line}\n`)
+    .join("");
+}
+
+async function list(json: boolean): Promise<void> {
+  const keys = await withKeys((admin) => admin.list());
+  const now = Math.floor(Date.now() / 1000);
+  if (json) {
+    printJson(
+      keys.map((k) => ({
+        id: k.id,
+        affiliateId: k.affiliateExternalId,
+        kind: k.publishable ? "publishable" : "secret",
+        allowedOrigins: k.allowedOrigins,
+        status: statusOf(k, now),
+        label: k.label,
+        createdAt: k.createdAt,
+        revokedAt: k.revokedAt,
+        expiresAt: k.expiresAt,
+        rateLimit: k.rateLimit,
+      })),
+    );
+    return;
+  }
+  if (keys.length === 0) {
+    process.stdout.write("No keys yet. Create one with: npm run cli -- keys create --affiliate <affiliateId>\n");
+    return;
+  }
+  const header = ["ID", "AFFILIATE", "KIND", "STATUS", "RATE LIMIT", "CREATED", "EXPIRES", "ORIGINS", "LABEL"];
+  const rows = keys.map((k) => [
+    k.id,
+    k.affiliateExternalId,
+    k.publishable ? "publishable" : "secret",
+    statusOf(k, now),
+    k.rateLimit === null ? "default" : `${k.rateLimit.points}/${k.rateLimit.windowSeconds}s`,
+    isoSeconds(k.createdAt),
+    k.expiresAt === null ? "never" : isoSeconds(k.expiresAt),
+    k.allowedOrigins.length === 0 ? "-" : k.allowedOrigins.join(","),
+    k.label,
+  ]);
+  process.stdout.write(alignColumns([header, ...rows]));
+}
+
+export async function keysCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseKeysOptions(rest);
+  switch (sub) {
+    case "create":
+      return create(values);
+    case "rotate":
+      if (positionals.length > 1) throw new UsageError("keys rotate takes one key id");
+      return rotate(positionals[0], values);
+    case "list":
+      return list(values.json);
+    case "revoke": {
+      const id = positionals[0];
+      if (id === undefined) throw new UsageError("keys revoke needs the key id (see: npm run cli -- keys list)");
+      keyChange(await withKeys((admin) => admin.revoke(id)));
+      process.stdout.write(`Revoked ${id}. Running servers refuse it within 1 second.\n`);
+      return;
+    }
+    case "set-rate-limit": {
+      const [id, limitText] = positionals;
+      if (id === undefined || limitText === undefined) {
+        throw new UsageError("keys set-rate-limit needs <keyId> and <points>/<seconds>s or default");
+      }
+      const rateLimit = limitText === "default" ? null : parseRateLimit(limitText);
+      keyChange(await withKeys((admin) => admin.setRateLimit(id, rateLimit)));
+      process.stdout.write(`Rate limit of ${id} is now ${limitText}. Running servers apply it within 1 second.\n`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown keys command "${sub ?? ""}"`);
+  }
+}
