@@ -305,6 +305,57 @@ describe("keys in URLs", () => {
     }
   }
 
+  /** Opens the live stream with these headers, reads the status and headers (and the first bytes), then hangs up. */
+  function openStream(query: string, headers: Record<string, string>): Promise<Reply> {
+    const url = new URL(servers.publicUrl);
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: `/top-affiliate-wagers-by-period/stream?startTimestamp=${JAN.startTimestamp}&endTimestamp=${JAN.endTimestamp}&numUsers=10${query}`,
+          agent: false,
+          headers,
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          const done = () => {
+            resolve({
+              status: response.statusCode ?? 0,
+              headers: response.headers,
+              text: Buffer.concat(chunks).toString("utf8"),
+            });
+            req.destroy();
+          };
+          response.on("data", (chunk: Buffer) => {
+            chunks.push(chunk);
+            if (response.statusCode === 200 && Buffer.concat(chunks).includes("event: board")) done();
+          });
+          response.on("end", done);
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  it("the live stream takes a publishable key from ?key=, with CORS for its origin", async () => {
+    const reply = await openStream(`&key=${publishable}`, { origin: BOARD, "x-forwarded-for": "198.51.100.90" });
+    expect(reply.status).toBe(200);
+    expect(reply.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
+    expect(reply.headers["access-control-allow-origin"]).toBe(BOARD);
+    expect(reply.text).toContain('data: {"data":[],"errors":null}');
+  });
+
+  it("the live stream refuses a secret key in ?key= with 401 and says why", async () => {
+    const reply = await openStream(`&key=${secret}`, {});
+    expect(reply.status).toBe(401);
+    expect(JSON.parse(reply.text)).toEqual({
+      data: null,
+      errors: [{ code: "unauthenticated", message: SECRET_IN_URL }],
+    });
+  });
+
   it("admits a publishable key from ?key= on the GET paths", async () => {
     expect(await admitFromUrl(publishable)).toEqual({ caller: publishableId, cors: BOARD });
   });
