@@ -6,6 +6,7 @@
  */
 import { runHttpBench } from "./http.js";
 import { runIngestBench } from "./ingest.js";
+import { runKeysBench } from "./keys.js";
 import { runVisibilityBench, runVoidsBench } from "./lifecycle.js";
 import { runLiveBench } from "./live.js";
 import { runLiveFramingBench } from "./live-framing.js";
@@ -52,6 +53,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runLiveFramingBench,
     usage:
       "live-framing [--viewers 2000,5000] [--entries 10,100] [--messages 20]   server CPU and RSS per stream: connect-es streaming vs the watch procedure's own framing",
+  },
+  keys: {
+    run: runKeysBench,
+    usage:
+      "keys [--keys 100000] [--lookups 1000000]   the in-memory key set: load time, heap per key, lookup vs SHA-256 alone",
   },
   http: {
     run: runHttpBench,
