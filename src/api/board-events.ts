@@ -100,7 +100,7 @@ export class BoardEvents {
           writeHead(res, 200, headers);
           res.write(PREAMBLE);
         },
-        // EventSource reconnects with Last-Event-ID (to another instance).
+        // EventSource reconnects with Last-Event-ID (to another instance; a revoked key then gets 401).
         finish: () => res.end(),
       });
       const lastEventId = req.headers["last-event-id"];

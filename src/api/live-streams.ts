@@ -4,7 +4,13 @@
  * does not drain, and the live-board refusals as the catalogue's errors.
  */
 import { ServiceError } from "../errors.js";
-import { type BoardSnapshot, LiveShutdownError, StreamLimitError, type Viewer } from "../leaderboard/live-boards.js";
+import {
+  type BoardSnapshot,
+  type EndReason,
+  LiveShutdownError,
+  StreamLimitError,
+  type Viewer,
+} from "../leaderboard/live-boards.js";
 import { cutResponse, type NodeResponse } from "../transport/http.js";
 
 /**
@@ -40,6 +46,11 @@ export function liveError(error: unknown): unknown {
   return error;
 }
 
+/** How a stream of a key revoked while it was open ends (as a call with that key now would). */
+export function revokedKey(): ServiceError {
+  return new ServiceError("UNAUTHENTICATED", "the API key of this stream was revoked or has expired");
+}
+
 export function shuttingDown(): ServiceError {
   return new ServiceError("SHUTTING_DOWN", SHUTTING_DOWN_MESSAGE, { retryAfterSeconds: 1 });
 }
@@ -55,8 +66,8 @@ export interface ResponseViewerOptions {
   readonly frames: Frames;
   /** Writes the response headers and any preamble; called once, before the first frame. */
   readonly begin: () => void;
-  /** Ends the stream cleanly because the server stops. */
-  readonly finish: () => void;
+  /** Ends the stream cleanly: the server stops, or the key was revoked (the protocol's way to say which). */
+  readonly finish: (reason: "shutdown" | "revoked") => void;
   readonly maxUnsentBytes?: number;
 }
 
@@ -102,7 +113,7 @@ export class ResponseViewer implements Viewer {
     return this.write(snapshot.encoded(this.options.frames.heartbeat));
   }
 
-  end(reason: "slow" | "shutdown"): void {
+  end(reason: EndReason): void {
     if (this.gone) return;
     if (reason === "slow") {
       // Nothing more reaches a viewer that does not read.
@@ -110,7 +121,7 @@ export class ResponseViewer implements Viewer {
       return;
     }
     this.begin();
-    this.options.finish();
+    this.options.finish(reason);
     // A connection that cannot take the last bytes must not hold shutdown up.
     if (!this.res.writableFinished) setTimeout(() => cutResponse(this.res), SHUTDOWN_GRACE_MS).unref();
   }

@@ -35,7 +35,7 @@ import {
   streamWireOf,
 } from "../transport/rpc-stream-wire.js";
 import type { Admission } from "./admission.js";
-import { type Frames, liveError, ResponseViewer, shuttingDown } from "./live-streams.js";
+import { type Frames, liveError, ResponseViewer, revokedKey, shuttingDown } from "./live-streams.js";
 import { requestFields, topWagerEntries } from "./top-wagers-service.js";
 
 export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
@@ -96,7 +96,7 @@ export class WatchRpc {
         protocol: wire.protocol,
         frames: wire.binary ? BINARY_FRAMES : JSON_FRAMES,
         begin: () => writeHead(res, 200, frozenHeaders),
-        finish: () => endStream(res, wire, shuttingDown()),
+        finish: (reason) => endStream(res, wire, reason === "revoked" ? revokedKey() : shuttingDown()),
       });
       const subscription = await this.options.live
         .open(

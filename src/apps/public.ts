@@ -201,6 +201,8 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     refuse: (req, res, reason, headers) => rest.refuse(req, res, reason, headers),
     observe: calls.observe,
   });
+  // A revoked or expired key's open streams end at once, as its next call would be refused.
+  keys.onRemoved((keyId) => boards.endKey(keyId));
   const docs = createDocsPage({ basePath: config.basePath });
 
   const routes = (router: ConnectRouter) => {

@@ -59,8 +59,11 @@ export interface Viewer {
   readonly protocol: string;
   board(snapshot: BoardSnapshot): boolean;
   heartbeat(snapshot: BoardSnapshot): boolean;
-  /** The hub ends the stream (the server stops, or the viewer does not read): close the connection. */
-  end(reason: "slow" | "shutdown"): void;
+  /**
+   * The hub ends the stream: the server stops, the viewer does not read, or the key that opened it was
+   * revoked (or expired).
+   */
+  end(reason: EndReason): void;
 }
 
 /** Who opens a stream, for the limits. */
@@ -69,7 +72,8 @@ export interface ViewerOwner {
   readonly address: string;
 }
 
-export type DisconnectReason = "client" | "slow" | "limit" | "shutdown";
+export type EndReason = "slow" | "shutdown" | "revoked";
+export type DisconnectReason = "client" | "limit" | EndReason;
 
 export interface LiveObserver {
   delivered(protocol: string, messages: number): void;
@@ -236,6 +240,17 @@ export class LiveBoards {
     this.perAddress.clear();
     this.byProtocol.clear();
     this.total = 0;
+  }
+
+  /** Ends every stream opened with this key (it was revoked or expired): the viewers may not see more. */
+  endKey(keyId: string): void {
+    for (const entry of [...this.entries.values()]) {
+      for (const [viewer, owner] of [...entry.viewers]) {
+        if (owner.keyId !== keyId) continue;
+        this.detach(entry, viewer, "revoked");
+        viewer.end("revoked");
+      }
+    }
   }
 
   private reserve(owner: ViewerOwner): void {

@@ -106,12 +106,12 @@ export class Metrics {
     this.streamDisconnects = counter(
       "topwagers_stream_disconnects_total",
       "Live-board streams ended or refused, by reason: client (went away, or its deadline passed), slow (did not " +
-        "read), limit (refused by a stream limit), shutdown (the server stopped).",
+        "read), limit (refused by a stream limit), shutdown (the server stopped), revoked (its key was revoked or expired).",
       ["reason"],
     );
     // Every series from the start, so a rate over them is defined before the first event.
     for (const protocol of STREAM_PROTOCOLS) this.streamMessages.inc({ protocol }, 0);
-    for (const reason of ["client", "slow", "limit", "shutdown"]) this.streamDisconnects.inc({ reason }, 0);
+    for (const reason of ["client", "slow", "limit", "shutdown", "revoked"]) this.streamDisconnects.inc({ reason }, 0);
     this.boardRecomputes = counter(
       "topwagers_board_recomputes_total",
       "Live boards computed: once when a board gets its first viewer and once per change that touches it, however " +

@@ -17,6 +17,7 @@ import {
   TopWagersService,
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { revokeApiKey } from "../../src/storage/api-keys.js";
 import { JAN_1_2025, JANUARY } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
@@ -247,6 +248,53 @@ describe("stream ends", () => {
       code: "deadline_exceeded",
       message: "the stream's deadline passed",
     });
+  });
+
+  it("ends the streams of a revoked key at once: RPC with unauthenticated, SSE by ending its body", async () => {
+    const revoked = await createKey(servers.database.db, "aff-lim-a");
+    const kept = await createKey(servers.database.db, "aff-lim-a");
+    const rpc = connectEsWatch(
+      "revoked",
+      createConnectTransport({
+        baseUrl: servers.publicUrl,
+        httpVersion: "1.1",
+        nodeOptions: { localAddress: "127.0.0.6" },
+      }),
+      revoked.secret,
+      { ...JANUARY, numUsers: 10 },
+    );
+    const other = connectEsWatch(
+      "kept",
+      createConnectTransport({
+        baseUrl: servers.publicUrl,
+        httpVersion: "1.1",
+        nodeOptions: { localAddress: "127.0.0.6" },
+      }),
+      kept.secret,
+      { ...JANUARY, numUsers: 10 },
+    );
+    const sse = new RawHttp1Stream(
+      Number(new URL(servers.publicUrl).port),
+      `/top-affiliate-wagers-by-period/stream?startTimestamp=${JANUARY.startTimestamp}&endTimestamp=${JANUARY.endTimestamp}&numUsers=10`,
+      { authorization: `Bearer ${revoked.secret}` },
+      { localAddress: "127.0.0.6" },
+    );
+    opened.push(rpc, other, sse);
+    await Promise.all([rpc.collected.board(1), other.collected.board(1)]);
+    await sse.until((r) => (r.events.some((e) => e.event === "board") ? true : undefined));
+    const since = performance.now();
+    expect(await revokeApiKey(servers.database.db.write, revoked.id)).toBe(true);
+    const { error } = await rpc.collected.ending(3_000);
+    expect({ code: error?.code, message: error?.message }).toEqual({
+      code: Code.Unauthenticated,
+      message: "the API key of this stream was revoked or has expired",
+    });
+    const reply = await sse.until((r) => (r.ended ? r : undefined), 3_000);
+    expect(reply.complete).toBe(true);
+    expect(performance.now() - since).toBeLessThan(1_500);
+    expect(other.collected.ended).toBeUndefined();
+    expect(await metric('topwagers_stream_disconnects_total{reason="revoked"}')).toBe(2);
+    other.close();
   });
 
   it("disconnects a viewer that stops reading while another keeps receiving", async () => {

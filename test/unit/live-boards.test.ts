@@ -337,6 +337,23 @@ describe("LiveBoards", () => {
     expect(viewer.boards().map((r) => r.ranked.length)).toEqual([0, 1]);
   });
 
+  it("ends the streams of a revoked key, and only those", async () => {
+    const revoked = new TestViewer();
+    const other = new TestViewer("grpc");
+    const revokedToo = new TestViewer();
+    await openWith(revoked, [user("u1", "10")], undefined, { keyId: "k1", address: "a" });
+    await openWith(other, undefined, undefined, { keyId: "k2", address: "a" });
+    await openWith(revokedToo, undefined, undefined, { keyId: "k1", address: "b" });
+    hub.endKey("k1");
+    expect([revoked.ended, other.ended, revokedToo.ended]).toEqual(["revoked", undefined, "revoked"]);
+    expect(hub.streams()).toEqual({ grpc: 1 });
+    expect(events.filter((e) => e === "disconnected revoked").length).toBe(2);
+    hub.applyChanges([wagerChange(7, 1_500)]);
+    await loads.answer([user("u1", "11")]);
+    expect(other.boards().length).toBe(2);
+    expect(revoked.boards().length).toBe(1);
+  });
+
   it("ends every stream at shutdown and refuses new ones", async () => {
     const a = new TestViewer();
     const b = new TestViewer("grpc");

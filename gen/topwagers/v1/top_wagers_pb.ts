@@ -356,8 +356,9 @@ export const TopWagersService: GenService<{
    * the client address (STREAM_LIMIT_PER_ADDRESS) has too many open streams;
    * UNAVAILABLE when this instance holds its maximum (STREAM_LIMIT): connect
    * to another instance. A stream ends with UNAVAILABLE "server is shutting
-   * down, reconnect" when the server stops, with DEADLINE_EXCEEDED when the
-   * call's deadline passes, and is reset (clients report RESOURCE_EXHAUSTED)
+   * down, reconnect" when the server stops, with UNAUTHENTICATED when its key
+   * is revoked or expires, with DEADLINE_EXCEEDED when the call's deadline
+   * passes, and is reset (clients report RESOURCE_EXHAUSTED)
    * when the client does not read its messages fast enough. Reconnect with
    * the last `version` as `resume_version`.
    *
