@@ -14,6 +14,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "../api/admission.js";
 import { BoardEvents } from "../api/board-events.js";
+import { BoardPage } from "../api/board-page.js";
 import { createDocsPage } from "../api/docs-page.js";
 import { registerHealth, registerReflection } from "../api/health-and-reflection.js";
 import { Readiness } from "../api/readiness.js";
@@ -201,6 +202,17 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     refuse: (req, res, reason, headers) => rest.refuse(req, res, reason, headers),
     observe: calls.observe,
   });
+  const boardPage = new BoardPage({
+    basePath: config.basePath,
+    // The page's own request is admitted as its stream's (a publishable key in ?key=).
+    admit: (req, urlKey) =>
+      admission.admitRequest({
+        authorization: req.headers.authorization,
+        urlKey,
+        clientAddress: clientAddressOf(req),
+        origin: req.headers.origin,
+      }),
+  });
   // A revoked or expired key's open streams end at once, as its next call would be refused.
   keys.onRemoved((keyId) => boards.endKey(keyId));
   const docs = createDocsPage({ basePath: config.basePath });
@@ -218,6 +230,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     if (req.method === "OPTIONS" && corsPaths.has(path)) return void rest.preflight(req, res);
     if (rest.matches(path)) return void rest.handle(req, res);
     if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
+    if (boardPage.matches(path)) return void boardPage.handle(req, res);
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
       return void writeJson(res, 200, { status: "ok" });
     }
@@ -248,6 +261,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
           const normal = normalizePath(path);
           if (rest.matches(normal)) return rest.path;
           if (boardEvents.matches(normal)) return boardEvents.path;
+          if (boardPage.matches(normal)) return boardPage.path;
           return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
         });
 
