@@ -16,20 +16,10 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/api/docs-page.js";
+import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const SCREENSHOT = new URL("../../test-artifacts/docs-page.png", import.meta.url);
 const SCREENSHOT_TOP = new URL("../../test-artifacts/docs-page-top.png", import.meta.url);
 const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z

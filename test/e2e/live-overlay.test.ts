@@ -16,21 +16,12 @@ import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { OpenApiChecker } from "../support/openapi.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
 
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const SCREENSHOT = fileURLToPath(new URL("../../test-artifacts/overlay.png", import.meta.url));
 const DOCS_SCREENSHOT = fileURLToPath(new URL("../../docs/overlay.png", import.meta.url));
 const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
@@ -124,7 +115,7 @@ beforeAll(async () => {
   ]);
   server = await start();
   key = (await createKey(database.db, "aff-ov", null, { publishable: true, allowedOrigins: [server.baseUrl] })).secret;
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }, 60_000);
 
 afterAll(async () => {

@@ -253,33 +253,15 @@ describe("stream ends", () => {
   it("ends the streams of a revoked key at once: RPC with unauthenticated, SSE by ending its body", async () => {
     const revoked = await createKey(servers.database.db, "aff-lim-a");
     const kept = await createKey(servers.database.db, "aff-lim-a");
-    const rpc = connectEsWatch(
-      "revoked",
-      createConnectTransport({
-        baseUrl: servers.publicUrl,
-        httpVersion: "1.1",
-        nodeOptions: { localAddress: "127.0.0.6" },
-      }),
-      revoked.secret,
-      { ...JANUARY, numUsers: 10 },
-    );
-    const other = connectEsWatch(
-      "kept",
-      createConnectTransport({
-        baseUrl: servers.publicUrl,
-        httpVersion: "1.1",
-        nodeOptions: { localAddress: "127.0.0.6" },
-      }),
-      kept.secret,
-      { ...JANUARY, numUsers: 10 },
-    );
+    const rpc = from("127.0.0.6", revoked.secret);
+    const other = from("127.0.0.6", kept.secret);
     const sse = new RawHttp1Stream(
       Number(new URL(servers.publicUrl).port),
       `/top-affiliate-wagers-by-period/stream?startTimestamp=${JANUARY.startTimestamp}&endTimestamp=${JANUARY.endTimestamp}&numUsers=10`,
       { authorization: `Bearer ${revoked.secret}` },
       { localAddress: "127.0.0.6" },
     );
-    opened.push(rpc, other, sse);
+    opened.push(sse);
     await Promise.all([rpc.collected.board(1), other.collected.board(1)]);
     await sse.until((r) => (r.events.some((e) => e.event === "board") ? true : undefined));
     const since = performance.now();
