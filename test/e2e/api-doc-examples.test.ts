@@ -266,7 +266,11 @@ describe("docs/api.md examples", () => {
   it("live boards: curl -N prints the stream's start exactly as the page shows it", async () => {
     const [script] = codeBlocks("Watching with curl", "sh");
     const [shown] = codeBlocks("Watching with curl", "text");
-    const output = await streamProgram(script ?? "", env(), (out) => out.includes("\n\n", out.indexOf("data:")));
+    const output = await streamProgram(
+      script ?? "",
+      env(),
+      (out) => out.includes("data:") && out.includes("\n\n", out.indexOf("data:")),
+    );
     expect(output).toBe(`${shown}\n`);
   });
 

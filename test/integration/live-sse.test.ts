@@ -217,6 +217,10 @@ describe("SSE stream", () => {
       })),
     });
     const slow = () => metricSample(servers.app.metrics, 'topwagers_stream_disconnects_total{reason="slow"}');
+    // Each change below waits for the reader's next board: first the board with all 100 users.
+    await reader.until((r) =>
+      boardEvents(r).some((e) => (e.data as { data: unknown[] }).data.length === 100) ? true : undefined,
+    );
     let changes = 0;
     for (; changes < 120 && (await slow()) === 0; changes++) {
       const seen = boardCount(reader.reply as RawReply);
