@@ -73,9 +73,12 @@ export function hashApiKey(secret: string): Buffer {
   return hash("sha256", secret, "buffer");
 }
 
-/** The same hash as base64 text (the in-memory key set's map key), made in one call. */
+/**
+ * The same hash as a 32-character latin1 string, one character per byte: the in-memory key set's
+ * map key, made in one call (the smallest string that holds it: 32 bytes, not 44 as base64).
+ */
 export function apiKeyHashText(secret: string): string {
-  return hash("sha256", secret, "base64");
+  return hash("sha256", secret, "binary");
 }
 
 /** Constant-time comparison of two hashes. */

@@ -7,8 +7,8 @@
  * database, so unknown keys cost nothing but a SHA-256, and a revocation is
  * refused by every instance within a feed poll (200 ms; 1 s promised).
  *
- * Keys are found by the SHA-256 of the presented key (a Map keyed by its
- * base64 text): what is compared is a digest, never the key itself, so a
+ * Keys are found by the SHA-256 of the presented key (a Map keyed by the
+ * digest as a 32-character string): what is compared is a digest, never the key itself, so a
  * timing difference can tell an attacker nothing about a stored key.
  */
 import type { Logger } from "../logger.js";
@@ -43,11 +43,20 @@ export type KeyLookup =
   /** The key changed and could not be read again for a while (database trouble): neither yes nor no. */
   | { readonly found: false; readonly unsettled: true };
 
-interface Entry {
-  readonly caller: Caller;
-  /** ms; Infinity when the key never expires. */
-  readonly expiresAtMs: number;
+/** One held key: its caller, and when it expires (ms; Infinity: never). One object per key. */
+class Entry implements Caller {
+  constructor(
+    readonly keyId: string,
+    readonly affiliateId: number,
+    readonly rateLimit: Caller["rateLimit"],
+    readonly kind: KeyKind,
+    readonly allowedOrigins: readonly string[],
+    readonly expiresAtMs: number,
+  ) {}
 }
+
+/** The origins of every secret key (none), shared. */
+const NO_ORIGINS: readonly string[] = Object.freeze([]);
 
 export interface KeySetOptions {
   readonly logger?: Logger;
@@ -174,12 +183,12 @@ export class KeySet {
   lookup(secret: string): KeyLookup {
     const entry = this.byHash.get(apiKeyHashText(secret));
     if (entry === undefined) return { found: false };
-    const since = this.pending.get(entry.caller.keyId)?.since;
+    const since = this.pending.get(entry.keyId)?.since;
     if (since !== undefined && this.nowMs() - since > (this.options.unsettledAfterMs ?? 500)) {
       return { found: false, unsettled: true };
     }
     if (entry.expiresAtMs <= this.nowMs()) return { found: false };
-    return { found: true, caller: entry.caller };
+    return { found: true, caller: entry };
   }
 
   /** Whether some usable publishable key allows this origin (CORS preflight). */
@@ -245,18 +254,19 @@ export class KeySet {
   }
 
   private put(record: KeyRecord): void {
-    const hashText = record.hash.toString("base64");
+    const hashText = record.hash.toString("latin1");
     const kind: KeyKind = record.publishable ? "publishable" : "secret";
-    this.byHash.set(hashText, {
-      caller: {
-        keyId: record.id,
-        affiliateId: record.affiliateId,
-        rateLimit: record.rateLimit,
+    this.byHash.set(
+      hashText,
+      new Entry(
+        record.id,
+        record.affiliateId,
+        record.rateLimit,
         kind,
-        allowedOrigins: record.allowedOrigins,
-      },
-      expiresAtMs: record.expiresAt === null ? Number.POSITIVE_INFINITY : record.expiresAt * 1000,
-    });
+        record.allowedOrigins.length === 0 ? NO_ORIGINS : record.allowedOrigins,
+        record.expiresAt === null ? Number.POSITIVE_INFINITY : record.expiresAt * 1000,
+      ),
+    );
     this.hashById.set(record.id, hashText);
     for (const origin of record.allowedOrigins) {
       let ids = this.origins.get(origin);
@@ -275,7 +285,7 @@ export class KeySet {
     const entry = this.byHash.get(hashText);
     this.byHash.delete(hashText);
     this.hashById.delete(id);
-    for (const origin of entry?.caller.allowedOrigins ?? []) {
+    for (const origin of entry?.allowedOrigins ?? []) {
       const ids = this.origins.get(origin);
       ids?.delete(id);
       if (ids?.size === 0) this.origins.delete(origin);

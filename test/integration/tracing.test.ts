@@ -186,6 +186,33 @@ describe("a caller's traceparent is continued, with spans for the call and its q
     });
   });
 
+  it("records no key from a URL: the live stream's span has the path without its query", async () => {
+    const publishable = (
+      await createKey(database.db, "t-aff", null, { publishable: true, allowedOrigins: ["https://board.example.com"] })
+    ).secret;
+    const { traceId, traceparent } = callerContext();
+    const query = `startTimestamp=${REQUEST.startTimestamp}&endTimestamp=${REQUEST.endTimestamp}&numUsers=10`;
+    const aborter = new AbortController();
+    const response = await fetch(`${base}/top-affiliate-wagers-by-period/stream?${query}&key=${publishable}`, {
+      headers: { traceparent },
+      signal: aborter.signal,
+    });
+    expect(response.status).toBe(200);
+    const reader = response.body?.getReader();
+    let text = "";
+    while (!text.includes("event: board")) {
+      const chunk = await reader?.read();
+      if (chunk === undefined || chunk.done) break;
+      text += Buffer.from(chunk.value).toString("utf8");
+    }
+    aborter.abort();
+    const span = await serverSpanOf(traceId);
+    expect(span.attributes["url.path"]).toBe("/top-affiliate-wagers-by-period/stream");
+    const recorded = JSON.stringify(spansOf(traceId).map((s) => [s.name, s.attributes, s.events]));
+    expect(recorded).not.toContain(publishable);
+    expect(recorded).not.toContain(publishable.slice(7, 30));
+  });
+
   it("a request without traceparent starts its own trace", async () => {
     const before = new Set(exporter.getFinishedSpans().map((s) => s.spanContext().traceId));
     const response = await fetch(`${base}/readyz`);
