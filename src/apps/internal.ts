@@ -44,7 +44,8 @@ export interface InternalAppOptions {
   readonly logger?: Logger;
   /** Ingest counters and call timings go here (the app's registry, so one GET /metrics shows both). */
   readonly metrics?: Metrics;
-  /** Called after each ingest commit that may change a leaderboard (change-feed wake-ups). */
+  /** Called after each commit other instances should see at once: ingest that may change a leaderboard, and key
+   *  changes (change-feed wake-ups). */
   readonly onCommitted?: () => void;
   /** The process's readiness (shared with the public listener); a new one on this database when absent. */
   readonly readiness?: Readiness;
@@ -73,8 +74,12 @@ export function createInternalApp(config: Config, database: Database, options: I
   };
   const readiness = options.readiness ?? new Readiness(database.read);
   const keys = new KeyAdmin(database.write, {
-    // This instance holds the change at once; the others within a change-feed poll.
-    ...(options.keys === undefined ? {} : { afterChange: (ids) => options.keys?.refresh(ids) ?? Promise.resolve() }),
+    // This instance holds the change before answering; the others at their next change-feed poll, which
+    // onCommitted brings forward (with Redis, every instance is woken at once).
+    async afterChange(ids) {
+      await options.keys?.refresh(ids);
+      options.onCommitted?.();
+    },
     onEvent(event) {
       metrics?.apiKeyEvents.inc({ action: event.action });
       // Never the secret: ids and the affiliate only.
