@@ -9,7 +9,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { bucketStart } from "../../src/leaderboard/calendar.js";
 import { ROLLUPS } from "../../src/storage/rollups.js";
@@ -22,6 +21,7 @@ import {
   toPicoUnits,
   toUnits,
   unitsToDecimal,
+  wagerMessage,
   weightedUnits,
 } from "../support/ingest.js";
 
@@ -30,17 +30,6 @@ const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
 const USERS = 8;
 
 let servers: IngestServers;
-
-function message(id: string, userId: string, amount: string, placedAt: number, weightBps?: number): IngestWager {
-  return {
-    $typeName: "topwagers.v1.IngestWager",
-    id,
-    userId,
-    amount,
-    placedAt: BigInt(placedAt),
-    ...(weightBps === undefined ? {} : { weightBps }),
-  };
-}
 
 async function refusal(call: Promise<unknown>): Promise<ConnectError> {
   const error = await call.then(
@@ -78,10 +67,10 @@ describe("weight_bps on RecordWagers", () => {
   it("stores each wager's weight; a wager without one counts fully (10000)", async () => {
     const answer = await servers.client("connect").recordWagers({
       wagers: [
-        message("s-1", "wt-u0", "10", OCT_1 + 10, 0),
-        message("s-2", "wt-u0", "10", OCT_1 + 20, 2500),
-        message("s-3", "wt-u0", "10", OCT_1 + 30),
-        message("s-4", "wt-u0", "10", OCT_1 + 40, 10_000),
+        wagerMessage("s-1", "wt-u0", "10", OCT_1 + 10, 0),
+        wagerMessage("s-2", "wt-u0", "10", OCT_1 + 20, 2500),
+        wagerMessage("s-3", "wt-u0", "10", OCT_1 + 30),
+        wagerMessage("s-4", "wt-u0", "10", OCT_1 + 40, 10_000),
       ],
     });
     expect(answer.recorded).toBe(4);
@@ -96,7 +85,10 @@ describe("weight_bps on RecordWagers", () => {
   it("refuses a weight above 10000 naming the item, its id and the bound, and writes nothing", async () => {
     const error = await refusal(
       servers.client("grpc").recordWagers({
-        wagers: [message("b-1", "wt-u1", "5", OCT_1 + 50, 9_999), message("b-2", "wt-u1", "5", OCT_1 + 60, 10_001)],
+        wagers: [
+          wagerMessage("b-1", "wt-u1", "5", OCT_1 + 50, 9_999),
+          wagerMessage("b-2", "wt-u1", "5", OCT_1 + 60, 10_001),
+        ],
       }),
     );
     expect(error.code).toBe(Code.InvalidArgument);
@@ -111,24 +103,30 @@ describe("weight_bps on RecordWagers", () => {
     expect(
       await client.recordWagers({
         wagers: [
-          message("s-3", "wt-u0", "10", OCT_1 + 30, 10_000),
-          message("s-2", "wt-u0", "10.000", OCT_1 + 20, 2500),
+          wagerMessage("s-3", "wt-u0", "10", OCT_1 + 30, 10_000),
+          wagerMessage("s-2", "wt-u0", "10.000", OCT_1 + 20, 2500),
         ],
       }),
     ).toMatchObject({ recorded: 0, duplicates: 2 });
     const conflict = await refusal(
       client.recordWagers({
-        wagers: [message("n-1", "wt-u0", "1", OCT_1 + 70, 5000), message("s-2", "wt-u0", "10", OCT_1 + 20, 2501)],
+        wagers: [
+          wagerMessage("n-1", "wt-u0", "1", OCT_1 + 70, 5000),
+          wagerMessage("s-2", "wt-u0", "10", OCT_1 + 20, 2501),
+        ],
       }),
     );
     expect(conflict.code).toBe(Code.AlreadyExists);
     expect(conflict.rawMessage).toContain('"s-2"');
-    const absent = await refusal(client.recordWagers({ wagers: [message("s-1", "wt-u0", "10", OCT_1 + 10)] }));
+    const absent = await refusal(client.recordWagers({ wagers: [wagerMessage("s-1", "wt-u0", "10", OCT_1 + 10)] }));
     expect(absent.code).toBe(Code.AlreadyExists);
     // A repeat inside one call with another weight is a conflict too.
     const inBatch = await refusal(
       client.recordWagers({
-        wagers: [message("n-2", "wt-u0", "1", OCT_1 + 80, 100), message("n-2", "wt-u0", "1", OCT_1 + 80, 200)],
+        wagers: [
+          wagerMessage("n-2", "wt-u0", "1", OCT_1 + 80, 100),
+          wagerMessage("n-2", "wt-u0", "1", OCT_1 + 80, 200),
+        ],
       }),
     );
     expect(inBatch.code).toBe(Code.AlreadyExists);
@@ -137,13 +135,17 @@ describe("weight_bps on RecordWagers", () => {
 
   it("checks a voided wager's weight when it is sent again", async () => {
     const client = servers.client("grpc");
-    await client.recordWagers({ wagers: [message("vv-1", "wt-u2", "3.5", OCT_1 + 90, 4000)] });
+    await client.recordWagers({ wagers: [wagerMessage("vv-1", "wt-u2", "3.5", OCT_1 + 90, 4000)] });
     expect(await client.voidWagers({ wagerIds: ["vv-1"] })).toMatchObject({ voided: 1 });
-    expect(await client.recordWagers({ wagers: [message("vv-1", "wt-u2", "3.5", OCT_1 + 90, 4000)] })).toMatchObject({
+    expect(
+      await client.recordWagers({ wagers: [wagerMessage("vv-1", "wt-u2", "3.5", OCT_1 + 90, 4000)] }),
+    ).toMatchObject({
       recorded: 0,
       duplicates: 1,
     });
-    const error = await refusal(client.recordWagers({ wagers: [message("vv-1", "wt-u2", "3.5", OCT_1 + 90, 4001)] }));
+    const error = await refusal(
+      client.recordWagers({ wagers: [wagerMessage("vv-1", "wt-u2", "3.5", OCT_1 + 90, 4001)] }),
+    );
     expect(error.code).toBe(Code.AlreadyExists);
     const [rows] = await servers.database.db.read.query<RowDataPacket[]>(
       "SELECT weight_bps FROM wager_voids WHERE external_id = 'vv-1'",
@@ -182,7 +184,7 @@ describe("weighted totals in every rollup", () => {
     const client = servers.client("connect");
     // Voids before their wagers (pending), then the wagers in batches (with a re-sent batch), then more voids.
     expect(await client.voidWagers({ wagerIds: voidedFirst })).toMatchObject({ pending: voidedFirst.length });
-    const messages = all.map((w) => message(w.id, w.userId, w.amount, w.placedAt, w.weightBps));
+    const messages = all.map((w) => wagerMessage(w.id, w.userId, w.amount, w.placedAt, w.weightBps));
     for (let i = 0; i < messages.length; i += 250) {
       await servers.client(i % 500 === 0 ? "grpc" : "connect").recordWagers({ wagers: messages.slice(i, i + 250) });
     }

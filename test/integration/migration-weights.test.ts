@@ -11,7 +11,6 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { upsertUserBatch } from "../../src/storage/ingest.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from "../../src/storage/migrations.js";
@@ -26,6 +25,7 @@ import {
   toPicoUnits,
   toUnits,
   unitsToDecimal,
+  wagerMessage,
 } from "../support/ingest.js";
 
 const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
@@ -119,17 +119,6 @@ afterAll(async () => {
   await servers?.close();
 });
 
-function message(id: string, userId: string, amount: string, placedAt: number, weightBps?: number): IngestWager {
-  return {
-    $typeName: "topwagers.v1.IngestWager",
-    id,
-    userId,
-    amount,
-    placedAt: BigInt(placedAt),
-    ...(weightBps === undefined ? {} : { weightBps }),
-  };
-}
-
 describe("migrating a database that holds data from before weights", () => {
   it("applies 7 and 8 and swaps the raw-edge index for one with the weight, quietly on a small table", async () => {
     const applied = await rows("SELECT version FROM schema_migrations WHERE version >= 7 ORDER BY version");
@@ -215,7 +204,7 @@ describe("migrating a database that holds data from before weights", () => {
   it("treats a void applied before weights as a full-weight wager, and applies a pending one with its weight", async () => {
     const client = servers.client("connect");
     const voided = oldWagers[0] as OldWager;
-    const again = message(voided.id, `m-u${voided.user}`, voided.amount, voided.placedAt);
+    const again = wagerMessage(voided.id, `m-u${voided.user}`, voided.amount, voided.placedAt);
     expect(await client.recordWagers({ wagers: [again] })).toMatchObject({ recorded: 0, duplicates: 1 });
     const other = await client.recordWagers({ wagers: [{ ...again, weightBps: 5000 }] }).then(
       () => undefined,
@@ -223,7 +212,9 @@ describe("migrating a database that holds data from before weights", () => {
     );
     expect(other).toBeInstanceOf(ConnectError);
     expect((other as ConnectError).code).toBe(Code.AlreadyExists);
-    expect(await client.recordWagers({ wagers: [message("late-1", "m-u1", "9.5", OCT_1 + 5, 2000)] })).toMatchObject({
+    expect(
+      await client.recordWagers({ wagers: [wagerMessage("late-1", "m-u1", "9.5", OCT_1 + 5, 2000)] }),
+    ).toMatchObject({
       recorded: 1,
       duplicates: 0,
     });
@@ -243,8 +234,8 @@ describe("migrating a database that holds data from before weights", () => {
     const plainBefore = toUnits(String(row?.total));
     await servers.client("grpc").recordWagers({
       wagers: [
-        message("new-1", `m-u${target.user}`, "100.00000001", OCT_1 + 100, 3333),
-        message("new-2", `m-u${target.user}`, "0.5", OCT_1 + 200, 0),
+        wagerMessage("new-1", `m-u${target.user}`, "100.00000001", OCT_1 + 100, 3333),
+        wagerMessage("new-2", `m-u${target.user}`, "0.5", OCT_1 + 200, 0),
       ],
     });
     const [after] = await rows(

@@ -11,7 +11,7 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { type IngestWager, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/apps/internal.js";
 import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
 import { type Config, loadConfig } from "../../src/config.js";
@@ -163,4 +163,22 @@ export function picoUnitsToDecimal(units: bigint): string {
   const whole = magnitude / 1_000_000_000_000n;
   const fraction = (magnitude % 1_000_000_000_000n).toString().padStart(12, "0").replace(/0+$/, "");
   return `${negative ? "-" : ""}${whole}${fraction === "" ? "" : `.${fraction}`}`;
+}
+
+/** An IngestWager message; `weightBps` left out when not given (the wager counts fully). */
+export function wagerMessage(
+  id: string,
+  userId: string,
+  amount: string,
+  placedAt: number,
+  weightBps?: number,
+): IngestWager {
+  return {
+    $typeName: "topwagers.v1.IngestWager",
+    id,
+    userId,
+    amount,
+    placedAt: BigInt(placedAt),
+    ...(weightBps === undefined ? {} : { weightBps }),
+  };
 }
