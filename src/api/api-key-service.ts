@@ -16,12 +16,16 @@ import {
   RotateApiKeyResponseSchema,
 } from "../../gen/topwagers/v1/api_keys_pb.js";
 import type { KeyAdmin, Refused } from "../auth/key-admin.js";
-import { fromDatabase, invalidArgument, ServiceError } from "../errors.js";
+import { fromDatabase, invalidArgument, ServiceError, type Violation } from "../errors.js";
 import type { StoredApiKey } from "../storage/api-keys.js";
+import { rankByMessage, rankByOf } from "./rank-by.js";
 
 export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService> {
   return {
     async createApiKey(request) {
+      const violations: Violation[] = [];
+      const defaultRankBy = rankByOf(request.defaultRankBy, violations, "defaultRankBy");
+      if (violations.length > 0) throw invalidArgument(violations);
       const result = await guard(() =>
         admin.create({
           affiliateId: request.affiliateId,
@@ -33,6 +37,7 @@ export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService
           expiresAt: request.expiresAt === undefined ? null : Number(request.expiresAt),
           publishable: request.publishable,
           allowedOrigins: request.allowedOrigins,
+          defaultRankBy: defaultRankBy ?? null,
         }),
       );
       if (result.kind !== "issued") throw refusal(result);
@@ -76,6 +81,7 @@ function message(key: StoredApiKey): ApiKey {
         }),
     publishable: key.publishable,
     allowedOrigins: [...key.allowedOrigins],
+    defaultRankBy: rankByMessage(key.defaultRankBy),
   });
 }
 

@@ -85,7 +85,7 @@ export class BoardEvents {
       });
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(queryFields(params));
-      const query = validPeriodQuery(fields.values, fields.violations);
+      const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
       const weighted = fields.values.rankBy !== undefined || query.rankBy === "weighted";
       const headers = {
         ...rateHeaders,

@@ -9,7 +9,6 @@ import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import {
   type GetTopAffiliateWagersByPeriodRequest,
   GetTopAffiliateWagersByPeriodResponseSchema,
-  RankBy as RankByMessage,
   type TopWagerEntry,
   TopWagerEntrySchema,
   type TopWagersService,
@@ -19,9 +18,9 @@ import { unauthenticated, type Violation } from "../errors.js";
 import { topWagers } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
-import type { RankBy } from "../leaderboard/weights.js";
 import { AnswerMemo } from "./answer-memo.js";
 import { freshness } from "./freshness.js";
+import { rankByOf } from "./rank-by.js";
 
 /** Set by the request gate once the key is authenticated and counted. */
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
@@ -92,26 +91,4 @@ export function requestFields(request: Pick<GetTopAffiliateWagersByPeriodRequest
     },
     violations,
   };
-}
-
-/**
- * `rank_by` of a request: absent or RANK_BY_UNSPECIFIED leave the choice to the caller's default;
- * a number this build does not know is reported against `rankBy`.
- */
-export function rankByOf(value: RankByMessage | undefined, violations: Violation[]): RankBy | undefined {
-  switch (value) {
-    case undefined:
-    case RankByMessage.UNSPECIFIED:
-      return undefined;
-    case RankByMessage.WAGERED:
-      return "wagered";
-    case RankByMessage.WEIGHTED:
-      return "weighted";
-    default:
-      violations.push({
-        field: "rankBy",
-        message: `rankBy must be RANK_BY_WAGERED or RANK_BY_WEIGHTED (got ${value})`,
-      });
-      return undefined;
-  }
 }

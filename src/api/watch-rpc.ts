@@ -90,7 +90,7 @@ export class WatchRpc {
       headers = { ...headers, ...admitted.headers };
       const request = await this.readRequest(wire, req);
       const fields = requestFields(request);
-      const query = validPeriodQuery(fields.values, fields.violations);
+      const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
       const frozenHeaders = headers;
       const viewer = new ResponseViewer(res, {
         protocol: wire.protocol,

@@ -2,6 +2,7 @@
  * Who is calling: the caller an API key resolves to. Keys are resolved by the
  * in-memory key set (key-set.ts), never by a database lookup per call.
  */
+import type { RankBy } from "../leaderboard/weights.js";
 import type { KeyKind } from "./api-key-secret.js";
 
 export interface Caller {
@@ -14,4 +15,6 @@ export interface Caller {
   readonly kind: KeyKind;
   /** Exact origins a publishable key may be used from (CORS); empty for a secret key. */
   readonly allowedOrigins: readonly string[];
+  /** How this key's boards rank when a request does not say; null: no default (total wagered). */
+  readonly defaultRankBy: RankBy | null;
 }

@@ -8,6 +8,7 @@ import type { Pool } from "mysql2/promise";
 import type { Violation } from "../errors.js";
 import { idProblems } from "../ingest/validation.js";
 import { DAY, HOUR } from "../leaderboard/calendar.js";
+import type { RankBy } from "../leaderboard/weights.js";
 import {
   affiliateHasUsers,
   findApiKeyById,
@@ -16,6 +17,7 @@ import {
   revokeApiKey,
   rotateApiKey,
   type StoredApiKey,
+  setApiKeyRankBy,
   setApiKeyRateLimit,
 } from "../storage/api-keys.js";
 import { generateApiKey } from "./api-key-secret.js";
@@ -33,9 +35,10 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 
 /**
  * What happened to a key: created; revoked; rotated (the new key, with the key it replaces);
- * expiry_set (the replaced key of a rotation now expires at the end of the overlap); rate_limit_set.
+ * expiry_set (the replaced key of a rotation now expires at the end of the overlap); rate_limit_set;
+ * rank_by_set (the key's default ranking).
  */
-export type KeyAction = "created" | "revoked" | "rotated" | "expiry_set" | "rate_limit_set";
+export type KeyAction = "created" | "revoked" | "rotated" | "expiry_set" | "rate_limit_set" | "rank_by_set";
 
 export interface KeyEvent {
   readonly action: KeyAction;
@@ -87,6 +90,8 @@ export interface NewKey {
   readonly publishable?: boolean;
   /** Exact origins such as https://board.example.com; only for a publishable key. */
   readonly allowedOrigins?: readonly string[];
+  /** How the key's boards rank when a request does not say (weighted boards for a site that cannot ask). */
+  readonly defaultRankBy?: RankBy | null;
 }
 
 export class KeyAdmin {
@@ -119,6 +124,7 @@ export class KeyAdmin {
       expiresAt: input.expiresAt ?? null,
       publishable,
       allowedOrigins: publishable ? [...new Set(input.allowedOrigins)] : [],
+      defaultRankBy: input.defaultRankBy ?? null,
     });
     await this.changed([key.id], [{ action: "created", keyId: key.id, affiliateId: key.affiliateExternalId }]);
     const hasUsers = await affiliateHasUsers(this.pool, input.affiliateId);
@@ -153,6 +159,19 @@ export class KeyAdmin {
     const key = await findApiKeyById(this.pool, id);
     if (key === undefined) return { kind: "not_found", id };
     await this.changed([id], [{ action: "rate_limit_set", keyId: id, affiliateId: key.affiliateExternalId }]);
+    return { kind: "updated", key };
+  }
+
+  /**
+   * Sets how a key's boards rank when a request does not say, or (null) removes the default; the
+   * request's own rankBy always wins.
+   */
+  async setRankBy(id: string, rankBy: RankBy | null): Promise<{ kind: "updated"; key: StoredApiKey } | Refused> {
+    if (id === "") return { kind: "invalid", violations: [{ field: "id", message: "id is required" }] };
+    if (!(await setApiKeyRankBy(this.pool, id, rankBy))) return { kind: "not_found", id };
+    const key = await findApiKeyById(this.pool, id);
+    if (key === undefined) return { kind: "not_found", id };
+    await this.changed([id], [{ action: "rank_by_set", keyId: id, affiliateId: key.affiliateExternalId }]);
     return { kind: "updated", key };
   }
 

@@ -11,6 +11,7 @@
  * digest as a 32-character string): what is compared is a digest, never the key itself, so a
  * timing difference can tell an attacker nothing about a stored key.
  */
+import type { RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
 import { apiKeyHashText, type KeyKind } from "./api-key-secret.js";
 import type { Caller } from "./authenticator.js";
@@ -26,6 +27,7 @@ export interface KeyRecord {
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
   readonly publishable: boolean;
   readonly allowedOrigins: readonly string[];
+  readonly defaultRankBy: RankBy | null;
 }
 
 /** Where the key set reads keys from (storage/api-keys.ts on MariaDB). */
@@ -51,6 +53,7 @@ class Entry implements Caller {
     readonly rateLimit: Caller["rateLimit"],
     readonly kind: KeyKind,
     readonly allowedOrigins: readonly string[],
+    readonly defaultRankBy: RankBy | null,
     readonly expiresAtMs: number,
   ) {}
 }
@@ -264,6 +267,7 @@ export class KeySet {
         record.rateLimit,
         kind,
         record.allowedOrigins.length === 0 ? NO_ORIGINS : record.allowedOrigins,
+        record.defaultRankBy,
         record.expiresAt === null ? Number.POSITIVE_INFINITY : record.expiresAt * 1000,
       ),
     );

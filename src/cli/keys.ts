@@ -1,11 +1,12 @@
 /**
- * `topwagers keys …`: create, rotate, list, revoke and set-rate-limit. Every
+ * `topwagers keys …`: create, rotate, list, revoke, set-rate-limit and set-rank-by. Every
  * change goes through KeyAdmin (src/auth/key-admin.ts), with the same rules and
  * events as the ApiKeyService; the change row it writes reaches every running
  * server within a second.
  */
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
+import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { StoredApiKey } from "../storage/api-keys.js";
 import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 
@@ -32,6 +33,7 @@ function parseKeysOptions(args: string[]) {
         publishable: { type: "boolean", default: false },
         origin: { type: "string", multiple: true },
         overlap: { type: "string" },
+        "rank-by": { type: "string" },
         json: { type: "boolean", default: false },
       },
     });
@@ -51,6 +53,15 @@ function keyChange<T extends { kind: string }>(result: T | Refused): Exclude<T, 
     );
   }
   return result as Exclude<T, Refused>;
+}
+
+/** "wagered" or "weighted" (and "default" where it may be removed: null). */
+function rankByOption(text: string, allowDefault: boolean): RankBy | null {
+  if (isRankBy(text)) return text;
+  if (allowDefault && text === "default") return null;
+  throw new UsageError(
+    `the ranking must be wagered or weighted${allowDefault ? " (or default: no default)" : ""}, got "${text}"`,
+  );
 }
 
 function durationOption(name: string, text: string): number {
@@ -90,6 +101,7 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
   }
   const rateLimit = values["rate-limit"] === undefined ? null : parseRateLimit(values["rate-limit"]);
   const expiresIn = values["expires-in"] === undefined ? undefined : durationOption("expires-in", values["expires-in"]);
+  const defaultRankBy = values["rank-by"] === undefined ? null : rankByOption(values["rank-by"], false);
   const issued = keyChange(
     await withKeys((admin) =>
       admin.create({
@@ -99,6 +111,7 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
         expiresAt: expiresIn === undefined ? null : Math.floor(Date.now() / 1000) + expiresIn,
         publishable: values.publishable,
         allowedOrigins: origins,
+        defaultRankBy,
       }),
     ),
   );
@@ -111,12 +124,17 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
       affiliateId: affiliate,
       ...(stored.expiresAt === null ? {} : { expiresAt: stored.expiresAt }),
       ...(stored.publishable ? { publishable: true, allowedOrigins: stored.allowedOrigins } : {}),
+      ...(stored.defaultRankBy === null ? {} : { defaultRankBy: stored.defaultRankBy }),
     });
     return;
   }
   const kind = stored.publishable ? `publishable key for ${stored.allowedOrigins.join(", ")}` : "key";
+  const notes = [
+    ...(stored.expiresAt === null ? [] : [`expires ${isoSeconds(stored.expiresAt)}`]),
+    ...(stored.defaultRankBy === null ? [] : [`boards ranked by ${stored.defaultRankBy} by default`]),
+  ];
   process.stdout.write(
-    `Created ${kind} ${stored.id} for affiliate ${affiliate}${stored.expiresAt === null ? "" : ` (expires ${isoSeconds(stored.expiresAt)})`}.\n\n  ${issued.secret}\n\n${SHOWN_ONCE}\n`,
+    `Created ${kind} ${stored.id} for affiliate ${affiliate}${notes.length === 0 ? "" : ` (${notes.join("; ")})`}.\n\n  ${issued.secret}\n\n${SHOWN_ONCE}\n`,
   );
 }
 
@@ -184,6 +202,7 @@ async function list(json: boolean): Promise<void> {
         revokedAt: k.revokedAt,
         expiresAt: k.expiresAt,
         rateLimit: k.rateLimit,
+        defaultRankBy: k.defaultRankBy,
       })),
     );
     return;
@@ -192,13 +211,25 @@ async function list(json: boolean): Promise<void> {
     process.stdout.write("No keys yet. Create one with: npm run cli -- keys create --affiliate <affiliateId>\n");
     return;
   }
-  const header = ["ID", "AFFILIATE", "KIND", "STATUS", "RATE LIMIT", "CREATED", "EXPIRES", "ORIGINS", "LABEL"];
+  const header = [
+    "ID",
+    "AFFILIATE",
+    "KIND",
+    "STATUS",
+    "RATE LIMIT",
+    "RANK BY",
+    "CREATED",
+    "EXPIRES",
+    "ORIGINS",
+    "LABEL",
+  ];
   const rows = keys.map((k) => [
     k.id,
     k.affiliateExternalId,
     k.publishable ? "publishable" : "secret",
     statusOf(k, now),
     k.rateLimit === null ? "default" : `${k.rateLimit.points}/${k.rateLimit.windowSeconds}s`,
+    k.defaultRankBy ?? "default",
     isoSeconds(k.createdAt),
     k.expiresAt === null ? "never" : isoSeconds(k.expiresAt),
     k.allowedOrigins.length === 0 ? "-" : k.allowedOrigins.join(","),
@@ -233,6 +264,20 @@ export async function keysCommand(args: string[]): Promise<void> {
       const rateLimit = limitText === "default" ? null : parseRateLimit(limitText);
       keyChange(await withKeys((admin) => admin.setRateLimit(id, rateLimit)));
       process.stdout.write(`Rate limit of ${id} is now ${limitText}. Running servers apply it within 1 second.\n`);
+      return;
+    }
+    case "set-rank-by": {
+      const [id, rankByText] = positionals;
+      if (id === undefined || rankByText === undefined || positionals.length > 2) {
+        throw new UsageError("keys set-rank-by needs <keyId> and wagered, weighted or default");
+      }
+      const rankBy = rankByOption(rankByText, true);
+      keyChange(await withKeys((admin) => admin.setRankBy(id, rankBy)));
+      process.stdout.write(
+        rankBy === null
+          ? `Boards of ${id} rank by total wagered unless a request asks otherwise (no default). Running servers apply it within 1 second.\n`
+          : `Boards of ${id} now rank by ${rankBy} unless a request asks otherwise. Running servers apply it within 1 second.\n`,
+      );
       return;
     }
     default:

@@ -39,7 +39,7 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   "keys create": {
     synopsis:
       "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] " +
-      "[--publishable --origin <origin>...] [--json]",
+      "[--publishable --origin <origin>...] [--rank-by wagered|weighted] [--json]",
     summary: "create an API key for an affiliate; the key is printed once, only its hash is stored",
     details:
       "  --affiliate    the platform's affiliate id whose wagers the key reads (required; 1 to 64 characters)\n" +
@@ -50,6 +50,8 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "                 in ?key= on the GET paths, counted per key and client address\n" +
       "  --origin       an origin the publishable key may be used from, e.g. https://board.example.com\n" +
       "                 (scheme, host, optional port; repeat for several; required with --publishable)\n" +
+      "  --rank-by      how the key's boards rank when a request does not say: weighted gives weighted\n" +
+      "                 boards (race rules) to a site that cannot change its requests; its rankBy still wins\n" +
       "  --json         print one JSON document {id, key, affiliateId, ...} on stdout\n" +
       "Warns on stderr when no user of the affiliate is known yet (the key is still created).",
   },
@@ -61,7 +63,8 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   },
   "keys list": {
     synopsis: "[--json]",
-    summary: "list keys (ids, affiliates, kind, status, rate limits, expiry, origins); never prints a key",
+    summary:
+      "list keys (ids, affiliates, kind, status, rate limits, default ranking, expiry, origins); never prints a key",
     details: "  --json  print one JSON document (an array of keys) on stdout",
   },
   "keys revoke": {
@@ -71,6 +74,10 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   "keys set-rate-limit": {
     synopsis: "<keyId> <points>/<seconds>s|default",
     summary: "set a key's own rate limit, or go back to the default",
+  },
+  "keys set-rank-by": {
+    synopsis: "<keyId> wagered|weighted|default",
+    summary: "set how a key's boards rank when a request does not say (default: no default, total wagered)",
   },
   import: {
     synopsis: "<file> [--format jsonl|csv] [--json]",

@@ -35,7 +35,7 @@ export async function topWagers(
   request: PeriodRequestFields,
   decodingViolations: readonly Violation[] = [],
 ): Promise<TopWagersAnswer> {
-  const query = validPeriodQuery(request, decodingViolations);
+  const query = validPeriodQuery(request, decodingViolations, caller.defaultRankBy);
   const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, query);
   return {
     ...standings,
@@ -46,14 +46,16 @@ export async function topWagers(
 }
 
 /**
- * The request's period, list length and ranking, or the operation's `invalid_argument` naming
- * every field at fault (the watch procedure validates exactly as the unary call does).
+ * The request's period, list length and ranking (the request's, else `defaultRankBy`: the caller's
+ * key default), or the operation's `invalid_argument` naming every field at fault (the watch
+ * procedure validates exactly as the unary call does).
  */
 export function validPeriodQuery(
   request: PeriodRequestFields,
   decodingViolations: readonly Violation[] = [],
+  defaultRankBy: RankBy | null = null,
 ): PeriodQuery {
-  const validation = periodFromRequest(request);
+  const validation = periodFromRequest(request, defaultRankBy ?? "wagered");
   const violations = validation.ok ? decodingViolations : [...decodingViolations, ...validation.violations];
   if (violations.length > 0 || !validation.ok) throw invalidRequest(violations);
   return validation.query;

@@ -4,6 +4,7 @@
  * (data-changes.ts), so every instance's in-memory key set follows it within a poll.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { noteKeyChanges } from "./data-changes.js";
 import { inTransaction } from "./transactions.js";
@@ -22,6 +23,8 @@ export interface StoredApiKey {
   readonly publishable: boolean;
   /** Exact origins ("https://board.example.com") of a publishable key; empty for a secret key. */
   readonly allowedOrigins: readonly string[];
+  /** How the key's boards rank when a request does not say; null: no default (total wagered). */
+  readonly defaultRankBy: RankBy | null;
 }
 
 /** A key as the in-memory key set holds it: with its hash. */
@@ -31,14 +34,14 @@ export interface StoredKeyWithHash extends StoredApiKey {
 
 const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_external_id, k.label, k.created_at,
     k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.publishable, k.allowed_origins,
-    k.key_hash
+    k.default_rank_by, k.key_hash
   FROM api_keys k JOIN affiliates a ON a.id = k.affiliate_id`;
 
 /** A new key row; created now by the database's clock. */
 const INSERT_KEY = `INSERT INTO api_keys
     (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s,
-     publishable, allowed_origins)
-  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?, ?, ?)`;
+     publishable, allowed_origins, default_rank_by)
+  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?, ?, ?, ?)`;
 
 function origins(text: unknown): string[] {
   if (text === null || text === undefined) return [];
@@ -61,6 +64,7 @@ function toStoredKey(row: RowDataPacket): StoredApiKey {
         : { points: Number(row.rate_limit_points), windowSeconds: Number(row.rate_limit_window_s) },
     publishable: Number(row.publishable) === 1,
     allowedOrigins: origins(row.allowed_origins),
+    defaultRankBy: isRankBy(row.default_rank_by) ? row.default_rank_by : null,
   };
 }
 
@@ -77,6 +81,7 @@ export interface NewStoredKey {
   readonly expiresAt?: number | null;
   readonly publishable?: boolean;
   readonly allowedOrigins?: readonly string[];
+  readonly defaultRankBy?: RankBy | null;
 }
 
 export async function insertApiKey(pool: Pool, key: NewStoredKey): Promise<StoredApiKey> {
@@ -92,6 +97,7 @@ export async function insertApiKey(pool: Pool, key: NewStoredKey): Promise<Store
       key.rateLimit?.windowSeconds ?? null,
       key.publishable === true ? 1 : 0,
       key.publishable === true ? JSON.stringify(key.allowedOrigins ?? []) : null,
+      key.defaultRankBy ?? null,
     ]);
     await noteKeyChanges(connection, [key.id]);
   });
@@ -133,7 +139,7 @@ export async function listApiKeys(pool: Pool, affiliateExternalId?: string): Pro
 }
 
 /**
- * Rotation: a new key for the same affiliate, label, limit, kind and origins, and the old key
+ * Rotation: a new key for the same affiliate, label, limit, kind, origins and default ranking, and the old key
  * expiring at `oldExpiresAt` (never later than it already would), in one transaction. Returns
  * undefined when the old key does not exist; a revoked old key stays revoked.
  */
@@ -147,7 +153,7 @@ export async function rotateApiKey(
   const found = await inTransaction(pool, async (connection) => {
     const [rows] = await connection.query<RowDataPacket[]>(
       `SELECT id, affiliate_id, label, expires_at, rate_limit_points, rate_limit_window_s, publishable,
-          allowed_origins
+          allowed_origins, default_rank_by
         FROM api_keys WHERE id = ? FOR UPDATE`,
       [oldId],
     );
@@ -168,6 +174,7 @@ export async function rotateApiKey(
       old.rate_limit_window_s,
       old.publishable,
       old.allowed_origins,
+      old.default_rank_by,
     ]);
     await noteKeyChanges(connection, [oldId, fresh.id]);
     return true;
@@ -206,6 +213,11 @@ export function setApiKeyRateLimit(
     rateLimit?.windowSeconds ?? null,
     id,
   ]);
+}
+
+/** Sets how a key's boards rank when a request does not say (null: no default); false when no such key exists. */
+export function setApiKeyRankBy(pool: Pool, id: string, rankBy: RankBy | null): Promise<boolean> {
+  return updateKey(pool, id, "UPDATE api_keys SET default_rank_by = ? WHERE id = ?", [rankBy, id]);
 }
 
 /** Whether the platform has sent any user of this affiliate yet (a key for an unknown affiliate reads nothing). */

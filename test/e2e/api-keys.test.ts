@@ -269,20 +269,21 @@ describe("keys list", () => {
       revokedAt: null,
       expiresAt: null,
       rateLimit: { points: 50, windowSeconds: 30 },
+      defaultRankBy: null,
     });
     expect(Math.abs((listed?.createdAt as number) - Date.now() / 1000)).toBeLessThan(120);
     expect(table.stdout).toContain(created.id);
     // A header, and every row's columns start where the header's do (no values running together).
     const lines = table.stdout.trimEnd().split("\n");
     const header = lines[0] ?? "";
-    expect(header).toMatch(/^ID +AFFILIATE +KIND +STATUS +RATE LIMIT +CREATED +EXPIRES +ORIGINS +LABEL$/);
-    const starts = ["AFFILIATE", "KIND", "STATUS", "RATE LIMIT", "CREATED", "EXPIRES", "ORIGINS"].map((h) =>
+    expect(header).toMatch(/^ID +AFFILIATE +KIND +STATUS +RATE LIMIT +RANK BY +CREATED +EXPIRES +ORIGINS +LABEL$/);
+    const starts = ["AFFILIATE", "KIND", "STATUS", "RATE LIMIT", "RANK BY", "CREATED", "EXPIRES", "ORIGINS"].map((h) =>
       header.indexOf(h),
     );
     for (const line of lines.slice(1)) {
       for (const start of starts) expect([line, line[start - 1], line[start - 2]]).toEqual([line, " ", " "]);
     }
-    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+aff-x\\s+secret\\s+active\\s+50/30s`));
+    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+aff-x\\s+secret\\s+active\\s+50/30s\\s+default\\s`));
   });
 });
 

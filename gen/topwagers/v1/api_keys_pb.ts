@@ -8,13 +8,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { RankBy } from "./top_wagers_pb.js";
+import { file_topwagers_v1_top_wagers } from "./top_wagers_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file topwagers/v1/api_keys.proto.
  */
 export const file_topwagers_v1_api_keys: GenFile = /*@__PURE__*/
-  fileDesc("Cht0b3B3YWdlcnMvdjEvYXBpX2tleXMucHJvdG8SDHRvcHdhZ2Vycy52MSIzCglSYXRlTGltaXQSDgoGcG9pbnRzGAEgASgNEhYKDndpbmRvd19zZWNvbmRzGAIgASgNIvgBCgZBcGlLZXkSCgoCaWQYASABKAkSFAoMYWZmaWxpYXRlX2lkGAIgASgJEg0KBWxhYmVsGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAMSFwoKZXhwaXJlc19hdBgFIAEoA0gAiAEBEhcKCnJldm9rZWRfYXQYBiABKANIAYgBARIrCgpyYXRlX2xpbWl0GAcgASgLMhcudG9wd2FnZXJzLnYxLlJhdGVMaW1pdBITCgtwdWJsaXNoYWJsZRgIIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCSADKAlCDQoLX2V4cGlyZXNfYXRCDQoLX3Jldm9rZWRfYXQivQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEg0KBWxhYmVsGAIgASgJEisKCnJhdGVfbGltaXQYAyABKAsyFy50b3B3YWdlcnMudjEuUmF0ZUxpbWl0EhcKCmV4cGlyZXNfYXQYBCABKANIAIgBARITCgtwdWJsaXNoYWJsZRgFIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYBiADKAlCDQoLX2V4cGlyZXNfYXQiTQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USJQoHYXBpX2tleRgBIAEoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIkAKEkxpc3RBcGlLZXlzUmVxdWVzdBIZCgxhZmZpbGlhdGVfaWQYASABKAlIAIgBAUIPCg1fYWZmaWxpYXRlX2lkIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoIYXBpX2tleXMYASADKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5IiEKE1Jldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiPQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USJQoHYXBpX2tleRgBIAEoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkiOgoTUm90YXRlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIXCg9vdmVybGFwX3NlY29uZHMYAiABKA0iTQoUUm90YXRlQXBpS2V5UmVzcG9uc2USJQoHYXBpX2tleRgBIAEoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJMvICCg1BcGlLZXlTZXJ2aWNlElUKDENyZWF0ZUFwaUtleRIhLnRvcHdhZ2Vycy52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElcKC0xpc3RBcGlLZXlzEiAudG9wd2FnZXJzLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBohLnRvcHdhZ2Vycy52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlIgOQAgESWgoMUmV2b2tlQXBpS2V5EiEudG9wd2FnZXJzLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaIi50b3B3YWdlcnMudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2UiA5ACAhJVCgxSb3RhdGVBcGlLZXkSIS50b3B3YWdlcnMudjEuUm90YXRlQXBpS2V5UmVxdWVzdBoiLnRvcHdhZ2Vycy52MS5Sb3RhdGVBcGlLZXlSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Cht0b3B3YWdlcnMvdjEvYXBpX2tleXMucHJvdG8SDHRvcHdhZ2Vycy52MSIzCglSYXRlTGltaXQSDgoGcG9pbnRzGAEgASgNEhYKDndpbmRvd19zZWNvbmRzGAIgASgNIqcCCgZBcGlLZXkSCgoCaWQYASABKAkSFAoMYWZmaWxpYXRlX2lkGAIgASgJEg0KBWxhYmVsGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAMSFwoKZXhwaXJlc19hdBgFIAEoA0gAiAEBEhcKCnJldm9rZWRfYXQYBiABKANIAYgBARIrCgpyYXRlX2xpbWl0GAcgASgLMhcudG9wd2FnZXJzLnYxLlJhdGVMaW1pdBITCgtwdWJsaXNoYWJsZRgIIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCSADKAkSLQoPZGVmYXVsdF9yYW5rX2J5GAogASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUINCgtfZXhwaXJlc19hdEINCgtfcmV2b2tlZF9hdCKFAgoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSDQoFbGFiZWwYAiABKAkSKwoKcmF0ZV9saW1pdBgDIAEoCzIXLnRvcHdhZ2Vycy52MS5SYXRlTGltaXQSFwoKZXhwaXJlc19hdBgEIAEoA0gAiAEBEhMKC3B1Ymxpc2hhYmxlGAUgASgIEhcKD2FsbG93ZWRfb3JpZ2lucxgGIAMoCRIyCg9kZWZhdWx0X3JhbmtfYnkYByABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SAGIAQFCDQoLX2V4cGlyZXNfYXRCEgoQX2RlZmF1bHRfcmFua19ieSJNChRDcmVhdGVBcGlLZXlSZXNwb25zZRIlCgdhcGlfa2V5GAEgASgLMhQudG9wd2FnZXJzLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiQAoSTGlzdEFwaUtleXNSZXF1ZXN0EhkKDGFmZmlsaWF0ZV9pZBgBIAEoCUgAiAEBQg8KDV9hZmZpbGlhdGVfaWQiPQoTTGlzdEFwaUtleXNSZXNwb25zZRImCghhcGlfa2V5cxgBIAMoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChRSZXZva2VBcGlLZXlSZXNwb25zZRIlCgdhcGlfa2V5GAEgASgLMhQudG9wd2FnZXJzLnYxLkFwaUtleSI6ChNSb3RhdGVBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJEhcKD292ZXJsYXBfc2Vjb25kcxgCIAEoDSJNChRSb3RhdGVBcGlLZXlSZXNwb25zZRIlCgdhcGlfa2V5GAEgASgLMhQudG9wd2FnZXJzLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAky8gIKDUFwaUtleVNlcnZpY2USVQoMQ3JlYXRlQXBpS2V5EiEudG9wd2FnZXJzLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaIi50b3B3YWdlcnMudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USVwoLTGlzdEFwaUtleXMSIC50b3B3YWdlcnMudjEuTGlzdEFwaUtleXNSZXF1ZXN0GiEudG9wd2FnZXJzLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiA5ACARJaCgxSZXZva2VBcGlLZXkSIS50b3B3YWdlcnMudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoiLnRvcHdhZ2Vycy52MS5SZXZva2VBcGlLZXlSZXNwb25zZSIDkAICElUKDFJvdGF0ZUFwaUtleRIhLnRvcHdhZ2Vycy52MS5Sb3RhdGVBcGlLZXlSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLlJvdGF0ZUFwaUtleVJlc3BvbnNlYgZwcm90bzM", [file_topwagers_v1_top_wagers]);
 
 /**
  * RateLimit is a key's own limit: `points` calls per `window_seconds`.
@@ -115,6 +117,15 @@ export type ApiKey = Message<"topwagers.v1.ApiKey"> & {
    * @generated from field: repeated string allowed_origins = 9;
    */
   allowedOrigins: string[];
+
+  /**
+   * How this key's boards are ranked when a request does not say (rank_by
+   * absent or RANK_BY_UNSPECIFIED); RANK_BY_UNSPECIFIED when the key has no
+   * default (boards rank by total wagered). Changed with `keys set-rank-by`.
+   *
+   * @generated from field: topwagers.v1.RankBy default_rank_by = 10;
+   */
+  defaultRankBy: RankBy;
 };
 
 /**
@@ -175,6 +186,16 @@ export type CreateApiKeyRequest = Message<"topwagers.v1.CreateApiKeyRequest"> & 
    * @generated from field: repeated string allowed_origins = 6;
    */
   allowedOrigins: string[];
+
+  /**
+   * How this key's boards are ranked when a request does not say, for a site
+   * that cannot change its requests: RANK_BY_WEIGHTED gives weighted boards
+   * (race rules). Absent or RANK_BY_UNSPECIFIED: no default (total
+   * wagered). A request's own rank_by always wins.
+   *
+   * @generated from field: optional topwagers.v1.RankBy default_rank_by = 7;
+   */
+  defaultRankBy?: RankBy | undefined;
 };
 
 /**
