@@ -12,7 +12,8 @@
  */
 
 import { HttpRefusal } from "../errors.js";
-import type { BoardSnapshot, LiveBoards } from "../leaderboard/live-boards.js";
+import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
+import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
 import type { Protocol } from "../observability/metrics.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";

@@ -4,13 +4,8 @@
  * does not drain, and the live-board refusals as the catalogue's errors.
  */
 import { ServiceError } from "../errors.js";
-import {
-  type BoardSnapshot,
-  type EndReason,
-  LiveShutdownError,
-  StreamLimitError,
-  type Viewer,
-} from "../leaderboard/live-boards.js";
+import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
+import { type EndReason, LiveShutdownError, StreamLimitError, type Viewer } from "../leaderboard/live-boards.js";
 import { cutResponse, type NodeResponse } from "../transport/http.js";
 
 /**

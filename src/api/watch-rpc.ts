@@ -20,7 +20,8 @@ import {
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { asConnectError, malformedRequest, ServiceError } from "../errors.js";
-import type { BoardSnapshot, LiveBoards } from "../leaderboard/live-boards.js";
+import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
+import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
 import type { Logger } from "../logger.js";
 import type { Protocol } from "../observability/metrics.js";

@@ -6,7 +6,7 @@
  * written to every viewer. Pure domain: the protocols are viewers behind an
  * interface, the database is the `load` port; see docs/architecture.md.
  */
-import { hash } from "node:crypto";
+import { BoardSnapshot, boardVersion } from "./board-snapshot.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import type { RankedUser } from "./top-wagers.js";
 import type { RankBy } from "./weights.js";
@@ -18,39 +18,6 @@ export interface BoardQuery {
   readonly end: number;
   readonly numUsers: number;
   readonly rankBy?: RankBy;
-}
-
-/** One computed answer of a board, shared by all its viewers. */
-export class BoardSnapshot {
-  private readonly encodings = new Map<object, unknown>();
-
-  constructor(
-    readonly ranked: readonly RankedUser[],
-    /** Content-derived (boardVersion): equal boards have equal versions on every instance. */
-    readonly version: string,
-    /** Unix seconds when it was computed. */
-    readonly asOf: number,
-  ) {}
-
-  /** `encode(this)`, computed once per snapshot and encoder: every viewer of a format gets the same bytes. */
-  encoded<T>(encode: (snapshot: BoardSnapshot) => T): T {
-    if (this.encodings.has(encode)) return this.encodings.get(encode) as T;
-    const value = encode(this);
-    this.encodings.set(encode, value);
-    return value;
-  }
-}
-
-/**
- * The version of an answer: a hash of its canonical content (rank, user id, username, avatar,
- * exact plain and weighted totals of each entry), so two instances holding the same board give the
- * same version.
- */
-export function boardVersion(ranked: readonly RankedUser[]): string {
-  const canonical = JSON.stringify(
-    ranked.map((u) => [u.rank, u.userId, u.username, u.avatar, u.totalWagered, u.weightedWagered]),
-  );
-  return hash("sha256", canonical, "base64url").slice(0, 22);
 }
 
 /** How a protocol delivers to one viewer. Each method returns false when the viewer's connection does not drain. */

@@ -5,11 +5,10 @@
  * shutdown, and database failures that keep streams open.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type BoardSnapshot, boardVersion } from "../../src/leaderboard/board-snapshot.js";
 import type { BoardChange } from "../../src/leaderboard/change-set.js";
 import {
   type BoardQuery,
-  type BoardSnapshot,
-  boardVersion,
   LiveBoards,
   LiveShutdownError,
   StreamLimitError,
