@@ -165,6 +165,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
         lag_seconds: changeFeed.lagMs() / 1000,
       }),
       pools: { read: database.read, write: database.write },
+      apiKeys: () => keys.counts(),
       live: () => ({ streams: boards.streams(), boards: boards.boards }),
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });

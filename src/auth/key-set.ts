@@ -107,6 +107,13 @@ export class KeySet {
     return this.byHash.size;
   }
 
+  /** Usable keys held, by kind (metrics). */
+  counts(): Record<KeyKind, number> {
+    let publishable = 0;
+    for (const entry of this.byHash.values()) if (entry.kind === "publishable") publishable += 1;
+    return { secret: this.byHash.size - publishable, publishable };
+  }
+
   /** Loads every usable key, replacing what is held; the keys changed meanwhile are read again after. */
   async load(): Promise<void> {
     const changed = new Set<string>();

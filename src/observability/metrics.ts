@@ -17,6 +17,8 @@ export interface MetricsSources {
   cacheStats?: () => { hits: number; misses: number; size: number };
   pools?: Readonly<Record<string, Pool>>;
   redisConnected?: () => boolean;
+  /** Usable API keys held in memory, by kind. */
+  apiKeys?: () => Readonly<Record<"secret" | "publishable", number>>;
   /** Open streams by protocol, and distinct boards with viewers. */
   live?: () => { streams: Readonly<Record<string, number>>; boards: number };
   changeFeed?: () => {
@@ -90,7 +92,8 @@ export class Metrics {
     );
     this.apiKeyEvents = counter(
       "topwagers_api_key_events_total",
-      "API key changes made through ApiKeyService: created, revoked, rotated.",
+      "API key changes made through ApiKeyService: created, revoked, rotated, expiry_set (the key a rotation " +
+        "replaced), rate_limit_set.",
       ["action"],
     );
     this.dataTierEvents = counter(
@@ -117,7 +120,15 @@ export class Metrics {
       "Live boards computed: once when a board gets its first viewer and once per change that touches it, however " +
         "many viewers it has.",
     );
-    const { cacheStats, pools, redisConnected, changeFeed, live } = sources;
+    const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys } = sources;
+    if (apiKeys !== undefined) {
+      gauge(
+        "topwagers_api_keys",
+        "Usable API keys held in memory by this instance, by kind (secret, publishable).",
+        apiKeys,
+        "kind",
+      );
+    }
     if (live !== undefined) {
       gauge(
         "topwagers_streams",

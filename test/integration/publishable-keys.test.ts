@@ -128,6 +128,12 @@ afterAll(async () => {
 });
 
 describe("issuing publishable keys", () => {
+  it("counts the keys held in memory by kind on /metrics", async () => {
+    const text = await (await fetch(`${servers.internalUrl}/metrics`)).text();
+    const lines = text.split("\n").filter((line) => line.startsWith("topwagers_api_keys{"));
+    expect(lines.sort()).toEqual(['topwagers_api_keys{kind="publishable"} 1', 'topwagers_api_keys{kind="secret"} 1']);
+  });
+
   it("issues tw_pub_ keys with their origins, and lists kind and origins", async () => {
     expect(publishable).toMatch(/^tw_pub_[0-9A-Za-z]{38}$/);
     const listed = await admin().listApiKeys({ affiliateId: "aff-pub" });
