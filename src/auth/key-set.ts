@@ -81,6 +81,7 @@ export class KeySet {
   /** Set while a whole load runs: the keys changed meanwhile, read again after it. */
   private changedDuringLoad: Set<string> | undefined;
   private reloading: Promise<void> | undefined;
+  private loading: Promise<void> | undefined;
   private loadedOnce = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -114,8 +115,18 @@ export class KeySet {
     return { secret: this.byHash.size - publishable, publishable };
   }
 
-  /** Loads every usable key, replacing what is held; the keys changed meanwhile are read again after. */
-  async load(): Promise<void> {
+  /**
+   * Loads every usable key, replacing what is held; the keys changed meanwhile are read again after.
+   * A call while a load runs shares it.
+   */
+  load(): Promise<void> {
+    this.loading ??= this.loadAll().finally(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+
+  private async loadAll(): Promise<void> {
     const changed = new Set<string>();
     this.changedDuringLoad = changed;
     try {

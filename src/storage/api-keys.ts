@@ -127,15 +127,18 @@ export async function listUsableApiKeys(pool: Pool, now: number): Promise<Stored
   return rows.map(withHash);
 }
 
-/** Every key, or only those of one affiliate (by the platform's id), oldest first. */
+/**
+ * Every key, or only those of one affiliate (by the platform's id), oldest first (then by id). Sorted
+ * here, not by ORDER BY: with the TEXT column of allowed origins in the rows, the server would sort
+ * them in an on-disk temporary table.
+ */
 export async function listApiKeys(pool: Pool, affiliateExternalId?: string): Promise<StoredApiKey[]> {
   const [rows] =
     affiliateExternalId === undefined
-      ? await pool.query<RowDataPacket[]>(`${SELECT_KEY} ORDER BY k.created_at, k.id`)
-      : await pool.query<RowDataPacket[]>(`${SELECT_KEY} WHERE a.external_id = ? ORDER BY k.created_at, k.id`, [
-          affiliateExternalId,
-        ]);
-  return rows.map(toStoredKey);
+      ? await pool.query<RowDataPacket[]>(SELECT_KEY)
+      : await pool.query<RowDataPacket[]>(`${SELECT_KEY} WHERE a.external_id = ?`, [affiliateExternalId]);
+  // Ids are ASCII: comparing strings by code unit is the column's binary order.
+  return rows.map(toStoredKey).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /**
