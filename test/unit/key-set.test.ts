@@ -29,6 +29,7 @@ function make(id: string, changes: Partial<KeyRecord> = {}): Made {
       rateLimit: null,
       publishable,
       allowedOrigins: [],
+      defaultRankBy: null,
       ...changes,
     },
   };
@@ -81,6 +82,7 @@ describe("the key set", () => {
         rateLimit: { points: 5, windowSeconds: 60 },
         kind: "secret",
         allowedOrigins: [],
+        defaultRankBy: null,
       }),
     });
     expect(keys.lookup(make("key_x").secret)).toEqual({ found: false });
