@@ -93,7 +93,7 @@ export class Metrics {
     this.apiKeyEvents = counter(
       "topwagers_api_key_events_total",
       "API key changes made through ApiKeyService: created, revoked, rotated, expiry_set (the key a rotation " +
-        "replaced), rate_limit_set.",
+        "replaced). The CLI's changes are logged by no server; every server follows them through the change feed.",
       ["action"],
     );
     this.dataTierEvents = counter(
