@@ -43,6 +43,10 @@ export interface Config {
   readonly databasePoolSize: number;
   /** Server-side limit for one read query (MariaDB max_statement_time / MySQL max_execution_time). */
   readonly queryTimeoutMs: number;
+  /** How long opening a database connection may take before it fails (pools and start-up). */
+  readonly databaseConnectTimeoutMs: number;
+  /** How long a health probe of a database node, or a connection to a read replica, may take before that node counts as down. */
+  readonly databaseProbeTimeoutMs: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** OpenTelemetry tracing: "none" (off, the default), "otlp" or "console". */
   readonly tracesExporter: TracesExporterName;
@@ -188,6 +192,8 @@ export function loadConfig(env: Env = process.env): Config {
       .filter((entry) => entry !== ""),
     databasePoolSize: integer("DATABASE_POOL_SIZE", 4, 1, 64),
     queryTimeoutMs: integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),
+    databaseConnectTimeoutMs: integer("DATABASE_CONNECT_TIMEOUT_MS", 3_000, 100, 600_000),
+    databaseProbeTimeoutMs: integer("DATABASE_PROBE_TIMEOUT_MS", 1_000, 100, 600_000),
     logLevel: logLevel as Config["logLevel"],
     tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
     streams: {

@@ -29,7 +29,9 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   // Loads OpenTelemetry only when OTEL_TRACES_EXPORTER asks for it.
   const tracing = await tracingFromEnv(process.env);
   // MIGRATE_ON_START=false: a least-privilege runtime user; `npm run cli -- migrate` does the DDL.
-  if (config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
+  if (config.migrateOnStart) {
+    await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa, config.databaseConnectTimeoutMs);
+  }
   // Node switches and replica skips: logged, and counted once the app's metrics exist (events during
   // start-up are only logged).
   let countDataTierEvent: ((event: string) => void) | undefined;
@@ -40,6 +42,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     readUrls: config.databaseReadUrls,
     replicaWaitMs: config.replicaWaitMs,
     tlsCa: config.databaseTlsCa,
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    probeTimeoutMs: config.databaseProbeTimeoutMs,
     onEvent: (event, details) => {
       logger.warn(details, event);
       countDataTierEvent?.(event);

@@ -31,8 +31,16 @@ export interface DatabaseUse {
  */
 export async function withDatabase<T>(work: (db: Database) => Promise<T>, use: DatabaseUse = {}): Promise<T> {
   const config = use.config ?? loadConfig();
-  if (use.create ?? config.migrateOnStart) await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa);
-  const db = await openDatabase({ url: config.databaseUrl, poolSize: use.poolSize ?? 2, tlsCa: config.databaseTlsCa });
+  if (use.create ?? config.migrateOnStart) {
+    await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa, config.databaseConnectTimeoutMs);
+  }
+  const db = await openDatabase({
+    url: config.databaseUrl,
+    poolSize: use.poolSize ?? 2,
+    tlsCa: config.databaseTlsCa,
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    probeTimeoutMs: config.databaseProbeTimeoutMs,
+  });
   try {
     if (use.migrate ?? config.migrateOnStart) await migrate(db.write);
     return await work(db);

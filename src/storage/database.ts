@@ -24,6 +24,10 @@ export interface DatabaseOptions {
   readonly replicaWaitMs?: number;
   /** PEM CA: connect with TLS and verify the server's certificate and name. */
   readonly tlsCa?: string | undefined;
+  /** How long opening a connection may take; default 3 s. */
+  readonly connectTimeoutMs?: number;
+  /** How long a node probe or a replica connection may take before that node counts as down; default 1 s. */
+  readonly probeTimeoutMs?: number;
   /** Told when the node in use changes or a replica is skipped. */
   readonly onEvent?: (event: string, details: Record<string, unknown>) => void;
 }
@@ -55,11 +59,20 @@ export function splitUrls(urls: string): string[] {
     .filter((url) => url !== "");
 }
 
+/** How long opening a connection may take by default (DATABASE_CONNECT_TIMEOUT_MS). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+/** How long a node probe or replica connection may take by default (DATABASE_PROBE_TIMEOUT_MS). */
+export const DEFAULT_PROBE_TIMEOUT_MS = 1_000;
+
 /**
  * Turns one database URL into mysql2 options; `?socketPath=/run/mysqld/mysqld.sock` selects a unix
  * socket. With a CA, the connection uses TLS and verifies the server's certificate and host name.
  */
-export function connectionOptions(url: string, tlsCa?: string): PoolOptions & { database: string } {
+export function connectionOptions(
+  url: string,
+  tlsCa?: string,
+  connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+): PoolOptions & { database: string } {
   const parsed = new URL(splitUrls(url)[0] ?? url);
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ""));
   if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) {
@@ -82,7 +95,7 @@ export function connectionOptions(url: string, tlsCa?: string): PoolOptions & { 
     // read every variable-length string back as UTF-8 text. BINARY(n) columns
     // (key hashes) stay Buffers.
     typeCast: (field, next) => (field.type === "VAR_STRING" ? field.string("utf8") : next()),
-    connectTimeout: 3_000,
+    connectTimeout: connectTimeoutMs,
     enableKeepAlive: true,
     multipleStatements: false,
     ...(tlsCa === undefined ? {} : { ssl: { ca: tlsCa, rejectUnauthorized: true } }),
@@ -90,11 +103,15 @@ export function connectionOptions(url: string, tlsCa?: string): PoolOptions & { 
 }
 
 /** Creates the database named in the URL when it does not exist yet (a newcomer's first run). */
-export async function ensureDatabaseExists(url: string, tlsCa?: string): Promise<void> {
+export async function ensureDatabaseExists(
+  url: string,
+  tlsCa?: string,
+  connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+): Promise<void> {
   // With several nodes, the first that answers creates it (Galera replicates it; a standby gets it from its primary).
   let lastError: unknown;
   for (const node of splitUrls(url)) {
-    const { database, ...options } = connectionOptions(node, tlsCa);
+    const { database, ...options } = connectionOptions(node, tlsCa, connectTimeoutMs);
     let connection: mysql.Connection | undefined;
     try {
       connection = await mysql.createConnection(options);
@@ -115,16 +132,17 @@ export async function ensureDatabaseExists(url: string, tlsCa?: string): Promise
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const nodeUrls = splitUrls(options.url);
-  const nodeOptions = nodeUrls.map((url) => connectionOptions(url, options.tlsCa));
-  const base = nodeOptions[0] ?? connectionOptions(options.url, options.tlsCa);
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+  const nodeOptions = nodeUrls.map((url) => connectionOptions(url, options.tlsCa, connectTimeoutMs));
+  const base = nodeOptions[0] ?? connectionOptions(options.url, options.tlsCa, connectTimeoutMs);
   const writeSize = Math.max(2, Math.ceil(options.poolSize / 2));
   const writes = nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: writeSize }));
   const reads = nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize }));
   const replicaPools = (options.readUrls ?? []).map((url) =>
     mysql.createPool({
-      ...connectionOptions(url, options.tlsCa),
+      ...connectionOptions(url, options.tlsCa, probeTimeoutMs),
       connectionLimit: options.poolSize,
-      connectTimeout: 1_000,
     }),
   );
   let flavour: Database["flavour"] = "mariadb";
@@ -153,9 +171,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
   const nodes = new NodeSet({
     nodes: nodeOptions,
+    probeTimeoutMs,
     onSwitch: (from, to) => options.onEvent?.("database node changed", { from, to }),
   });
-  // Start on a healthy node when the first one is down (one probe round, at most about 1 s).
+  // Start on a healthy node when the first one is down (one probe round, at most about one probe timeout).
   if (nodeOptions.length > 1) await nodes.probeNow();
   nodes.start();
   const primaryRead = routedPool(reads, nodes);

@@ -3,12 +3,13 @@
  * failed statement is classified, and which node is chosen from probe results. No database.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pool } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, redact } from "../../src/config.js";
-import { connectionOptions, splitUrls } from "../../src/storage/database.js";
+import { connectionOptions, openDatabase, splitUrls } from "../../src/storage/database.js";
 import { classifyDatabaseError } from "../../src/storage/database-errors.js";
 import { chooseNode, NodeSet, routedPool } from "../../src/storage/node-set.js";
 
@@ -81,6 +82,44 @@ describe("DATABASE_URL with several nodes and DATABASE_READ_URL", () => {
       "db1",
     ]);
     expect(options.ssl).toBeUndefined();
+  });
+});
+
+describe("DATABASE_CONNECT_TIMEOUT_MS and DATABASE_PROBE_TIMEOUT_MS", () => {
+  it("default to 3 s and 1 s; the connect timeout reaches the connection options", () => {
+    const defaults = loadConfig({});
+    expect([defaults.databaseConnectTimeoutMs, defaults.databaseProbeTimeoutMs]).toEqual([3_000, 1_000]);
+    expect(connectionOptions(defaults.databaseUrl).connectTimeout).toBe(3_000);
+    const slow = loadConfig({ DATABASE_CONNECT_TIMEOUT_MS: "60000", DATABASE_PROBE_TIMEOUT_MS: "20000" });
+    expect([slow.databaseConnectTimeoutMs, slow.databaseProbeTimeoutMs]).toEqual([60_000, 20_000]);
+    expect(connectionOptions(slow.databaseUrl, undefined, slow.databaseConnectTimeoutMs).connectTimeout).toBe(60_000);
+  });
+
+  it("names a value that is not a whole number of milliseconds from 100 to 600000", () => {
+    expect(problemsOf({ DATABASE_CONNECT_TIMEOUT_MS: "50", DATABASE_PROBE_TIMEOUT_MS: "1s" })).toEqual([
+      'DATABASE_CONNECT_TIMEOUT_MS must be a whole number from 100 to 600000, got "50"',
+      'DATABASE_PROBE_TIMEOUT_MS must be a whole number from 100 to 600000, got "1s"',
+    ]);
+  });
+
+  it("a node that accepts connections and never answers is given up on after the set times, not the defaults", async () => {
+    // Two such nodes: opening asks each for its version (connect timeout), then probes both (probe timeout).
+    // With the defaults (3 s and 1 s) that takes over 7 s; with 200 ms each, well under 3 s.
+    const held: net.Socket[] = [];
+    const silent = net.createServer((socket) => held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const url = `mysql://root@127.0.0.1:${port}/tw_silent,mysql://root@127.0.0.1:${port}/tw_silent`;
+    const startedAt = performance.now();
+    const db = await openDatabase({ url, poolSize: 1, connectTimeoutMs: 200, probeTimeoutMs: 200 });
+    try {
+      await expect(db.read.query("SELECT 1")).rejects.toMatchObject({ code: "ETIMEDOUT" });
+      expect(performance.now() - startedAt).toBeLessThan(3_000);
+    } finally {
+      await db.close();
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
 
