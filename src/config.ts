@@ -34,6 +34,10 @@ export interface Config {
   readonly redisUrl: string | undefined;
   readonly defaultAvatarUrl: string;
   readonly cacheTtlMs: number;
+  /** How often the change feed is read (leaderboard/change-feed.ts). */
+  readonly changeFeedPollMs: number;
+  /** Cached answers are served only while the last good read of the change feed started less than this ago. */
+  readonly changeFeedMaxLagMs: number;
   readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
   /** Calls per RATE_LIMIT_WINDOW_S of a publishable key from one client address (default 30). */
   readonly publishableRatePoints: number;
@@ -181,6 +185,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url("REDIS_URL", undefined, ["redis:", "rediss:"]),
     defaultAvatarUrl: url("DEFAULT_AVATAR_URL", DEFAULT_AVATAR_URL, ["http:", "https:"]) ?? DEFAULT_AVATAR_URL,
     cacheTtlMs: integer("CACHE_TTL_MS", 10_000, 0, 3_600_000),
+    changeFeedPollMs: integer("CHANGE_FEED_POLL_MS", 200, 10, 60_000),
+    changeFeedMaxLagMs: integer("CHANGE_FEED_MAX_LAG_MS", 900, 100, 600_000),
     rateLimit: {
       points: integer("RATE_LIMIT_POINTS", 60, 1, 1_000_000_000),
       windowSeconds: integer("RATE_LIMIT_WINDOW_S", 60, 1, DAY),
@@ -203,6 +209,11 @@ export function loadConfig(env: Env = process.env): Config {
       total: integer("STREAM_LIMIT", 20_000, 0, 10_000_000),
     },
   };
+  if (config.changeFeedMaxLagMs <= config.changeFeedPollMs) {
+    problems.push(
+      `CHANGE_FEED_MAX_LAG_MS (${config.changeFeedMaxLagMs}) must be greater than CHANGE_FEED_POLL_MS (${config.changeFeedPollMs}), or cached answers are never served`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

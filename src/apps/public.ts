@@ -124,6 +124,8 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       leaderboard?.applyChanges(changed);
       live?.applyChanges(changed);
     },
+    intervalMs: config.changeFeedPollMs,
+    freshWithinMs: config.changeFeedMaxLagMs,
   });
   leaderboard = new Leaderboard({
     // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.

@@ -123,6 +123,25 @@ describe("DATABASE_CONNECT_TIMEOUT_MS and DATABASE_PROBE_TIMEOUT_MS", () => {
   });
 });
 
+describe("CHANGE_FEED_POLL_MS and CHANGE_FEED_MAX_LAG_MS", () => {
+  it("default to a read every 200 ms and cached answers served while the last good read is under 900 ms old", () => {
+    const defaults = loadConfig({});
+    expect([defaults.changeFeedPollMs, defaults.changeFeedMaxLagMs]).toEqual([200, 900]);
+    const relaxed = loadConfig({ CHANGE_FEED_POLL_MS: "1000", CHANGE_FEED_MAX_LAG_MS: "60000" });
+    expect([relaxed.changeFeedPollMs, relaxed.changeFeedMaxLagMs]).toEqual([1_000, 60_000]);
+  });
+
+  it("refuses a lag limit that is not above the poll interval, and values out of range", () => {
+    expect(problemsOf({ CHANGE_FEED_POLL_MS: "1000", CHANGE_FEED_MAX_LAG_MS: "1000" })).toEqual([
+      "CHANGE_FEED_MAX_LAG_MS (1000) must be greater than CHANGE_FEED_POLL_MS (1000), or cached answers are never served",
+    ]);
+    expect(problemsOf({ CHANGE_FEED_POLL_MS: "5", CHANGE_FEED_MAX_LAG_MS: "soon" })).toEqual([
+      'CHANGE_FEED_POLL_MS must be a whole number from 10 to 60000, got "5"',
+      'CHANGE_FEED_MAX_LAG_MS must be a whole number from 100 to 600000, got "soon"',
+    ]);
+  });
+});
+
 describe("DATABASE_TLS_CA and MIGRATE_ON_START", () => {
   const dir = mkdtempSync(join(tmpdir(), "topwagers-units-"));
 
