@@ -138,7 +138,7 @@ export async function runHttpBench(args: string[]): Promise<void> {
       INTERNAL_PORT: "0",
       LOG_LEVEL: "info",
     },
-    (line) => line.msg?.startsWith("topwagers listening") === true,
+    { isListening: (line) => line.msg?.startsWith("topwagers listening") === true },
   );
   const serviceUrl = `http://127.0.0.1:${service.port}/top-affiliate-wagers-by-period`;
   const warm = await fetch(serviceUrl, {

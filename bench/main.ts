@@ -6,6 +6,7 @@
  */
 import { runHttpBench } from "./http.js";
 import { runIngestBench } from "./ingest.js";
+import { runInstructionProfile } from "./instruction-profile.js";
 import { runKeysBench } from "./keys.js";
 import { runVisibilityBench, runVoidsBench } from "./lifecycle.js";
 import { runLiveBench } from "./live.js";
@@ -37,7 +38,7 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   protocols: {
     run: runProtocolsBench,
     usage:
-      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--no-pin]   every protocol vs bare baselines (wrk, h2load)",
+      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only PATH] [--no-pin] [--instructions] [--requests 2000] [--warmup 10000] [--instruction-rounds 3] [--instruction-profile DIR] [--server MAIN_JS]   every protocol vs bare baselines (wrk, h2load); instructions per request under callgrind",
   },
   profile: {
     run: runProfileSummary,
@@ -58,6 +59,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runKeysBench,
     usage:
       "keys [--keys 100000] [--lookups 1000000]   the in-memory key set: load time, heap per key, lookup vs SHA-256 alone",
+  },
+  "instruction-profile": {
+    run: runInstructionProfile,
+    usage:
+      "instruction-profile <callgrind dump> [--map /tmp/perf-<pid>.map] [--requests N] [--top 30] [--match TEXT]   instructions by group and function (JavaScript named from node --perf-basic-prof)",
   },
   http: {
     run: runHttpBench,

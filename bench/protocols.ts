@@ -5,6 +5,8 @@
  * alternating rounds (baseline, topwagers, baseline, topwagers, ...).
  *
  *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest] [--no-pin]
+ *                              [--instructions] [--requests 2000] [--warmup 10000] [--instruction-rounds 3] [--instruction-profile DIR]
+ *                              [--server dist/src/main.js]
  *
  * Paths and their baselines:
  *   REST over HTTP/1.1 (wrk)         vs a bare node:http server doing the same key hash, limiter call and bytes
@@ -14,10 +16,24 @@
  * The node:http2 server also answers gRPC-shaped bytes, shown for scale (what HTTP/2 itself allows).
  * With --profile DIR, topwagers runs under --cpu-prof and writes its profile there at the end
  * (summarise it with: npm run bench -- profile DIR/<file>.cpuprofile).
+ *
+ * With --instructions, every server is started again under valgrind's callgrind
+ * (bench/instructions.ts) and, after a warm-up, the instructions it executes for
+ * a fixed number of requests (--requests, h2load, also for HTTP/1.1) are
+ * counted, --instruction-rounds times, each Node on one thread
+ * (--single-threaded). The instruction ratio (baseline's median instructions
+ * per request / topwagers') is printed beside the wall-clock ratio: what the
+ * throughput ratio would be if both were CPU-bound on an idle machine. It is
+ * shown again without V8's garbage collector and JIT compilers, whose share of
+ * a count depends on when a collection or compilation falls (those repeat
+ * within a few percent). --instruction-profile DIR keeps every dump and the
+ * servers' perf maps (node --perf-basic-prof) for `npm run bench --
+ * instruction-profile`. --rounds 0 skips the wall-clock pass. --server names another build's dist/src/main.js to measure
+ * (for example the one before a change, in the same sitting).
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
@@ -30,7 +46,9 @@ import {
   TopWagersService,
 } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { OCT_1, prepareDatabase } from "./http.js";
-import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
+import { COMPILER_GROUP, GC_GROUP, readDump } from "./instruction-profile.js";
+import { CALLGRIND_HOST, callgrindWrapper, countInstructions } from "./instructions.js";
+import { type Child, fmt, machineDescription, percentile, startChild, table } from "./support.js";
 
 const run = promisify(execFile);
 
@@ -103,18 +121,28 @@ async function wrk(
   return { rps, p50Ms: ms("50"), p99Ms: ms("99"), failed: non2xx };
 }
 
-/** h2load, one thread, `connections` x `streams`, POST with a body; latencies from its per-request log. */
+/** h2load, one thread, `connections` x `streams`, POST with a body, for `limit`; latencies from its per-request log. */
 async function h2load(
   url: string,
   headers: Record<string, string>,
   bodyFile: string,
-  seconds: number,
+  limit: { readonly seconds: number } | { readonly requests: number },
   connections: number,
   streams: number,
   dir: string,
+  http1 = false,
 ): Promise<Load> {
   const log = join(dir, `h2load-${Date.now()}.log`);
-  const args = ["-t1", `-c${connections}`, `-m${streams}`, "-D", String(seconds), "-d", bodyFile, `--log-file=${log}`];
+  const args = [
+    "-t1",
+    `-c${connections}`,
+    `-m${streams}`,
+    ...("seconds" in limit ? ["-D", String(limit.seconds)] : ["-n", String(limit.requests)]),
+    ...(http1 ? ["--h1"] : []),
+    "-d",
+    bodyFile,
+    `--log-file=${log}`,
+  ];
   for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
   const { stdout } = await runLoad("h2load", [...args, url], 1 << 22);
   const rps = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(stdout)?.[1]);
@@ -131,6 +159,55 @@ async function h2load(
   return { rps, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), failed };
 }
 
+type Baseline = "http" | "http2" | "connect";
+
+const BASELINE_NAMES: Readonly<Record<Baseline, string>> = {
+  http: "bare node:http",
+  http2: "bare node:http2",
+  connect: "bare Connect handler",
+};
+
+/** One path: what is sent where, and the baseline it is compared with. */
+interface PathSpec {
+  readonly name: string;
+  /** The issue's target for topwagers / baseline, percent. */
+  readonly target: number;
+  readonly baseline: Baseline;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly bodyFile: string;
+  /** HTTP/1.1 (wrk for wall-clock, h2load --h1 for counting); otherwise h2c. */
+  readonly http1: boolean;
+}
+
+interface Servers {
+  readonly topwagers: Child;
+  readonly http: Child;
+  readonly http2: Child;
+  readonly connect: Child;
+  /** Result-cache misses so far (the internal listener's /metrics), to see a measurement that bypassed the cache. */
+  cacheMisses(): Promise<number>;
+}
+
+/** Instructions per request of one count: all, and of them V8's garbage collector and compilers. */
+interface Count {
+  readonly total: number;
+  readonly gc: number;
+  readonly jit: number;
+}
+
+function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** Under callgrind, requests in flight while counting: few enough that the change feed keeps the cache current. */
+const COUNT_CONNECTIONS = 2;
+const COUNT_STREAMS = 4;
+
 export async function runProtocolsBench(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -142,6 +219,12 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       profile: { type: "string" },
       only: { type: "string" },
       pin: { type: "boolean", default: true },
+      instructions: { type: "boolean", default: false },
+      requests: { type: "string", default: "2000" },
+      warmup: { type: "string", default: "10000" },
+      "instruction-rounds": { type: "string", default: "3" },
+      "instruction-profile": { type: "string" },
+      server: { type: "string" },
     },
     allowNegative: true,
   });
@@ -151,31 +234,23 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
   if (missing.length > 0) {
     throw new Error(`${missing.join(" and ")} not found: install with  apt-get install nghttp2-client wrk`);
   }
+  if (values.instructions && !((await have("valgrind")) && (await have("callgrind_control")))) {
+    throw new Error("--instructions needs valgrind (callgrind): install with  apt-get install valgrind");
+  }
   const pin = values.pin === true && os.cpus().length >= 2 && (await have("taskset"));
   pinLoad = pin ? ["taskset", "-c", "1"] : [];
   const seconds = Number(values.duration);
   const rounds = Number(values.rounds);
   const connections = Number(values.connections);
   const streams = Number(values.streams);
+  const requests = Number(values.requests);
+  const warmup = Number(values.warmup);
+  const instructionRounds = Number(values["instruction-rounds"]);
   const dir = mkdtempSync(join(tmpdir(), "topwagers-protocols-"));
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench_protocols";
   const key = await prepareDatabase(databaseUrl);
   const distDir = new URL(".", import.meta.url).pathname;
-  const service = await startChild(
-    join(distDir, "../src/main.js"),
-    {
-      PORT: "0",
-      HOST: "127.0.0.1",
-      DATABASE_URL: databaseUrl,
-      CACHE_TTL_MS: "600000",
-      RATE_LIMIT_POINTS: "1000000000",
-      INTERNAL_PORT: "0",
-      LOG_LEVEL: "info", // the "listening" line is how the bench learns the port
-    },
-    (line) => line.msg?.startsWith("topwagers listening") === true,
-    values.profile === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", values.profile],
-  );
-  const base = `http://127.0.0.1:${service.port}`;
+  const serverScript = values.server ?? join(distDir, "../src/main.js");
   const period = { startTimestamp: OCT_1, endTimestamp: OCT_1 + 15 * 86_400 - 1, numUsers: 10 };
   const auth = { authorization: `Bearer ${key}` };
   // The bodies every load generator sends, and the answers the baselines give back.
@@ -187,182 +262,375 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
     protoRequest: join(dir, "connect.bin"),
     answer: join(dir, "answer.bin"),
   };
-  writeFileSync(files.restRequest, JSON.stringify(period));
-  const restAnswer = await fetch(`${base}/top-affiliate-wagers-by-period`, {
-    method: "POST",
-    headers: { ...auth, "content-type": "application/json" },
-    body: JSON.stringify(period),
-  });
-  if (restAnswer.status !== 200) throw new Error(`topwagers answered ${restAnswer.status} to the warm-up`);
-  writeFileSync(files.restAnswer, Buffer.from(await restAnswer.arrayBuffer()));
-  const request = create(GetTopAffiliateWagersByPeriodRequestSchema, {
-    startTimestamp: BigInt(period.startTimestamp),
-    endTimestamp: BigInt(period.endTimestamp),
-    numUsers: period.numUsers,
-  });
-  const requestBytes = toBinary(GetTopAffiliateWagersByPeriodRequestSchema, request);
-  writeFileSync(files.protoRequest, requestBytes);
-  writeFileSync(files.grpcRequest, frame(requestBytes));
-  const answer = await createClient(
-    TopWagersService,
-    createGrpcTransport({ baseUrl: base }),
-  ).getTopAffiliateWagersByPeriod(request, { headers: auth });
-  const answerBytes = toBinary(GetTopAffiliateWagersByPeriodResponseSchema, answer);
-  writeFileSync(files.answer, answerBytes);
-  writeFileSync(files.grpcAnswer, frame(answerBytes));
   const keyHash = createHash("sha256").update(key).digest("hex");
-  const bareHttp = await startChild(join(distDir, "baseline-server.js"), {
-    PORT: "0",
-    KEY_HASH: keyHash,
-    BODY_FILE: files.restAnswer,
-  });
-  const bareHttp2 = await startChild(join(distDir, "baseline-http2.js"), {
-    PORT: "0",
-    KEY_HASH: keyHash,
-    REST_BODY_FILE: files.restAnswer,
-    GRPC_BODY_FILE: files.grpcAnswer,
-  });
-  const bareConnect = await startChild(join(distDir, "baseline-connect.js"), { PORT: "0", ANSWER_FILE: files.answer });
-  for (const server of [service, bareHttp, bareHttp2, bareConnect]) await pinServer(server.child.pid);
+
+  /** topwagers, its own process; `wrapper` runs Node under another program. */
+  const startTopwagers = async (nodeArgs: readonly string[], wrapper: readonly string[]) => {
+    let internalPort: number | undefined;
+    const child = await startChild(
+      serverScript,
+      {
+        PORT: "0",
+        HOST: CALLGRIND_HOST,
+        DATABASE_URL: databaseUrl,
+        CACHE_TTL_MS: "600000",
+        RATE_LIMIT_POINTS: "1000000000",
+        INTERNAL_PORT: "0",
+        LOG_LEVEL: "info", // the "listening" lines are how the bench learns the ports
+        ...(wrapper.length === 0
+          ? {}
+          : {
+              // Under valgrind everything runs some 50 times slower: a database connection must not time
+              // out, a garbage collection pause must not make the cache look stale (answers would come from
+              // the database), and the change feed's reads, which come by the clock and not by the
+              // request, are spaced out so that they add little to a request's count.
+              DATABASE_CONNECT_TIMEOUT_MS: "120000",
+              DATABASE_PROBE_TIMEOUT_MS: "120000",
+              CHANGE_FEED_POLL_MS: "5000",
+              CHANGE_FEED_MAX_LAG_MS: "600000",
+            }),
+      },
+      {
+        isListening: (line) => line.msg?.startsWith("topwagers listening") === true,
+        nodeArgs,
+        wrapper,
+        onLine: (line) => {
+          if (String(line.msg).startsWith("internal listener") && typeof line.port === "number")
+            internalPort = line.port;
+        },
+      },
+    );
+    return {
+      child,
+      async cacheMisses() {
+        if (internalPort === undefined) return Number.NaN;
+        const text = await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text();
+        const line = /^topwagers_result_cache_miss\w*\s+(\S+)$/m.exec(text);
+        return line === null ? Number.NaN : Number(line[1]);
+      },
+    };
+  };
+  /** topwagers and the three baselines, each its own process; `ownArgs` for topwagers' Node only. */
+  const startServers = async (
+    nodeArgs: readonly string[],
+    wrapper: readonly string[],
+    ownArgs: readonly string[] = [],
+  ): Promise<Servers> => {
+    const { child: topwagers, cacheMisses } = await startTopwagers([...nodeArgs, ...ownArgs], wrapper);
+    const options = { nodeArgs, wrapper };
+    // The baselines listen on 127.0.0.1 whatever HOST says; under callgrind it names their control pipes.
+    const http = await startChild(
+      join(distDir, "baseline-server.js"),
+      { PORT: "0", HOST: CALLGRIND_HOST, KEY_HASH: keyHash, BODY_FILE: files.restAnswer },
+      options,
+    );
+    const http2 = await startChild(
+      join(distDir, "baseline-http2.js"),
+      {
+        PORT: "0",
+        HOST: CALLGRIND_HOST,
+        KEY_HASH: keyHash,
+        REST_BODY_FILE: files.restAnswer,
+        GRPC_BODY_FILE: files.grpcAnswer,
+      },
+      options,
+    );
+    const connect = await startChild(
+      join(distDir, "baseline-connect.js"),
+      { PORT: "0", HOST: CALLGRIND_HOST, ANSWER_FILE: files.answer },
+      options,
+    );
+    return { topwagers, http, http2, connect, cacheMisses };
+  };
+  const stopServers = (servers: Servers) =>
+    Promise.all([servers.topwagers.stop(), servers.http.stop(), servers.http2.stop(), servers.connect.stop()]);
+
+  // The answers the baselines give are topwagers' own, asked once before they start.
+  const first = (await startTopwagers([], [])).child;
+  try {
+    const base = `http://127.0.0.1:${first.port}`;
+    writeFileSync(files.restRequest, JSON.stringify(period));
+    const restAnswer = await fetch(`${base}/top-affiliate-wagers-by-period`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify(period),
+    });
+    if (restAnswer.status !== 200) throw new Error(`topwagers answered ${restAnswer.status} to the warm-up`);
+    writeFileSync(files.restAnswer, Buffer.from(await restAnswer.arrayBuffer()));
+    const request = create(GetTopAffiliateWagersByPeriodRequestSchema, {
+      startTimestamp: BigInt(period.startTimestamp),
+      endTimestamp: BigInt(period.endTimestamp),
+      numUsers: period.numUsers,
+    });
+    const requestBytes = toBinary(GetTopAffiliateWagersByPeriodRequestSchema, request);
+    writeFileSync(files.protoRequest, requestBytes);
+    writeFileSync(files.grpcRequest, frame(requestBytes));
+    const answer = await createClient(
+      TopWagersService,
+      createGrpcTransport({ baseUrl: base }),
+    ).getTopAffiliateWagersByPeriod(request, { headers: auth });
+    const answerBytes = toBinary(GetTopAffiliateWagersByPeriodResponseSchema, answer);
+    writeFileSync(files.answer, answerBytes);
+    writeFileSync(files.grpcAnswer, frame(answerBytes));
+  } finally {
+    await first.stop();
+  }
+
   const procedure = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
-  const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
+  const rest = "/top-affiliate-wagers-by-period";
+  const restHeaders = { ...auth, "content-type": "application/json" };
   const grpcHeaders = { ...auth, "content-type": "application/grpc+proto", te: "trailers" };
   const protoHeaders = { ...auth, "content-type": "application/proto", "connect-protocol-version": "1" };
   const jsonHeaders = { ...auth, "content-type": "application/json", "connect-protocol-version": "1" };
-  const h2 = (port: number, path: string, headers: Record<string, string>, body: string) => () =>
-    h2load(url(port, path), headers, body, seconds, connections, streams, dir);
-  const rest = "/top-affiliate-wagers-by-period";
-  const paths: { name: string; target: number; baseline: [string, () => Promise<Load>]; ours: () => Promise<Load> }[] =
-    [
-      {
-        name: "REST, HTTP/1.1 (wrk)",
-        target: 75,
-        baseline: [
-          "bare node:http",
-          () =>
-            wrk(
-              url(bareHttp.port, rest),
-              { ...auth, "content-type": "application/json" },
-              files.restRequest,
-              seconds,
-              connections * streams,
-              dir,
-            ),
-        ],
-        ours: () =>
-          wrk(
-            url(service.port, rest),
-            { ...auth, "content-type": "application/json" },
-            files.restRequest,
-            seconds,
-            connections * streams,
-            dir,
-          ),
-      },
-      {
-        name: "REST, h2c (h2load)",
-        target: 75,
-        baseline: [
-          "bare node:http2",
-          h2(bareHttp2.port, rest, { ...auth, "content-type": "application/json" }, files.restRequest),
-        ],
-        ours: h2(service.port, rest, { ...auth, "content-type": "application/json" }, files.restRequest),
-      },
-      {
-        name: "gRPC, h2c (h2load)",
-        target: 90,
-        baseline: ["bare Connect handler", h2(bareConnect.port, procedure, grpcHeaders, files.grpcRequest)],
-        ours: h2(service.port, procedure, grpcHeaders, files.grpcRequest),
-      },
-      {
-        name: "Connect binary, h2c (h2load)",
-        target: 90,
-        baseline: ["bare Connect handler", h2(bareConnect.port, procedure, protoHeaders, files.protoRequest)],
-        ours: h2(service.port, procedure, protoHeaders, files.protoRequest),
-      },
-      {
-        name: "Connect JSON, h2c (h2load)",
-        target: 90,
-        baseline: ["bare Connect handler", h2(bareConnect.port, procedure, jsonHeaders, files.restRequest)],
-        ours: h2(service.port, procedure, jsonHeaders, files.restRequest),
-      },
-    ];
+  const spec = (
+    name: string,
+    target: number,
+    baseline: Baseline,
+    path: string,
+    headers: Record<string, string>,
+    bodyFile: string,
+    http1 = false,
+  ): PathSpec => ({ name, target, baseline, path, headers, bodyFile, http1 });
+  const paths: PathSpec[] = [
+    spec("REST, HTTP/1.1 (wrk)", 75, "http", rest, restHeaders, files.restRequest, true),
+    spec("REST, h2c (h2load)", 80, "http2", rest, restHeaders, files.restRequest),
+    spec("gRPC, h2c (h2load)", 85, "connect", procedure, grpcHeaders, files.grpcRequest),
+    spec("Connect binary, h2c (h2load)", 85, "connect", procedure, protoHeaders, files.protoRequest),
+    spec("Connect JSON, h2c (h2load)", 85, "connect", procedure, jsonHeaders, files.restRequest),
+  ];
   // --only rest|grpc|binary|json|h1|h2c: run the paths whose name contains it (case-insensitive), e.g. to profile one.
   const only = values.only?.toLowerCase();
   if (only !== undefined) {
     for (let i = paths.length - 1; i >= 0; i--) if (!paths[i]?.name.toLowerCase().includes(only)) paths.splice(i, 1);
   }
+  const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
+  /** Load for `seconds`: wrk -c(connections x streams) for HTTP/1.1, h2load -c -m for h2c. */
+  const wallClock = (path: PathSpec, port: number) =>
+    path.http1
+      ? wrk(url(port, path.path), path.headers, path.bodyFile, seconds, connections * streams, dir)
+      : h2load(url(port, path.path), path.headers, path.bodyFile, { seconds }, connections, streams, dir);
+  /** A fixed number of requests, h2load for both HTTP versions. */
+  const fixedCount = (path: PathSpec, port: number, n: number) =>
+    h2load(
+      url(port, path.path),
+      path.headers,
+      path.bodyFile,
+      { requests: n },
+      path.http1 ? COUNT_CONNECTIONS * COUNT_STREAMS : COUNT_CONNECTIONS,
+      path.http1 ? 1 : COUNT_STREAMS,
+      dir,
+      path.http1,
+    );
+
   const rows: (string | number)[][] = [];
-  const summary: (string | number)[][] = [];
-  try {
-    // Warm-up: JIT and connections of every server on every path.
-    for (const path of paths) {
-      await path.baseline[1]();
-      await path.ours();
-    }
-    const grpcShaped = await h2(bareHttp2.port, procedure, grpcHeaders, files.grpcRequest)();
-    rows.push([
-      "gRPC-shaped bytes, h2c",
-      "bare node:http2 (scale)",
-      "-",
-      fmt(grpcShaped.rps, 0),
-      fmt(grpcShaped.p50Ms, 2),
-      fmt(grpcShaped.p99Ms, 2),
-      grpcShaped.failed,
-      "",
-    ]);
-    for (const path of paths) {
-      const ratios: number[] = [];
-      for (let round = 1; round <= rounds; round++) {
-        const baseline = await path.baseline[1]();
-        const ours = await path.ours();
-        const ratio = (100 * ours.rps) / baseline.rps;
-        ratios.push(ratio);
-        rows.push([
-          path.name,
-          path.baseline[0],
-          round,
-          fmt(baseline.rps, 0),
-          fmt(baseline.p50Ms, 2),
-          fmt(baseline.p99Ms, 2),
-          baseline.failed,
-          "",
-        ]);
-        rows.push([
-          path.name,
-          "topwagers",
-          round,
-          fmt(ours.rps, 0),
-          fmt(ours.p50Ms, 2),
-          fmt(ours.p99Ms, 2),
-          ours.failed,
-          `${fmt(ratio, 0)}%`,
-        ]);
+  const wallRatios = new Map<string, number[]>();
+  if (rounds > 0) {
+    const servers = await startServers(
+      [],
+      [],
+      values.profile === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", values.profile],
+    );
+    try {
+      for (const server of [servers.topwagers, servers.http, servers.http2, servers.connect]) {
+        await pinServer(server.child.pid);
       }
-      const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
-      summary.push([
-        path.name,
-        path.baseline[0],
-        `${ratios.map((r) => fmt(r, 0)).join("%, ")}%`,
-        `${fmt(mean, 0)}%`,
-        `>= ${path.target}%`,
-        mean >= path.target ? "met" : "short",
+      // Warm-up: JIT and connections of every server on every path.
+      for (const path of paths) {
+        await wallClock(path, servers[path.baseline].port);
+        await wallClock(path, servers.topwagers.port);
+      }
+      const grpcShaped = await h2load(
+        url(servers.http2.port, procedure),
+        grpcHeaders,
+        files.grpcRequest,
+        { seconds },
+        connections,
+        streams,
+        dir,
+      );
+      rows.push([
+        "gRPC-shaped bytes, h2c",
+        "bare node:http2 (scale)",
+        "-",
+        fmt(grpcShaped.rps, 0),
+        fmt(grpcShaped.p50Ms, 2),
+        fmt(grpcShaped.p99Ms, 2),
+        grpcShaped.failed,
+        "",
       ]);
+      for (const path of paths) {
+        const ratios: number[] = [];
+        for (let round = 1; round <= rounds; round++) {
+          const baseline = await wallClock(path, servers[path.baseline].port);
+          const ours = await wallClock(path, servers.topwagers.port);
+          const ratio = (100 * ours.rps) / baseline.rps;
+          ratios.push(ratio);
+          for (const [server, load, shown] of [
+            [BASELINE_NAMES[path.baseline], baseline, ""],
+            ["topwagers", ours, `${fmt(ratio, 0)}%`],
+          ] as const) {
+            rows.push([
+              path.name,
+              server,
+              round,
+              fmt(load.rps, 0),
+              fmt(load.p50Ms, 2),
+              fmt(load.p99Ms, 2),
+              load.failed,
+              shown,
+            ]);
+          }
+        }
+        wallRatios.set(path.name, ratios);
+      }
+    } finally {
+      await stopServers(servers);
     }
-  } finally {
-    await Promise.all([service.stop(), bareHttp.stop(), bareHttp2.stop(), bareConnect.stop()]);
-    rmSync(dir, { recursive: true, force: true });
   }
+
+  const instructionRows: (string | number)[][] = [];
+  const counts = new Map<string, { baseline: Count[]; ours: Count[] }>();
+  const keep = values["instruction-profile"];
+  if (values.instructions) {
+    if (keep !== undefined) mkdirSync(keep, { recursive: true });
+    // One thread (V8's compiler and garbage collector run their tasks on the main thread): the order
+    // of work no longer depends on thread scheduling, so counts repeat more closely.
+    const servers = await startServers(
+      ["--single-threaded", ...(keep === undefined ? [] : ["--perf-basic-prof"])],
+      callgrindWrapper(dir),
+    );
+    try {
+      for (const path of paths) {
+        const counted = { baseline: [] as Count[], ours: [] as Count[] };
+        const targets = [
+          ["baseline", BASELINE_NAMES[path.baseline], servers[path.baseline]],
+          ["ours", "topwagers", servers.topwagers],
+        ] as const;
+        // Warm-up, not counted (with counting off, about 3 times faster): V8 keeps compiling and
+        // recompiling the hot paths for thousands of requests.
+        for (const [, , server] of targets) await fixedCount(path, server.port, warmup);
+        for (let round = 1; round <= instructionRounds; round++) {
+          for (const [which, name, server] of targets) {
+            const missesBefore = which === "ours" ? await servers.cacheMisses() : 0;
+            const { instructions, dumpFile, result } = await countInstructions(server.child.pid ?? 0, dir, () =>
+              fixedCount(path, server.port, requests),
+            );
+            const bypassed = which === "ours" ? (await servers.cacheMisses()) - missesBefore : 0;
+            const { groups } = readDump(readFileSync(dumpFile, "utf8"));
+            const count = {
+              total: instructions / requests,
+              gc: (groups.get(GC_GROUP) ?? 0) / requests,
+              jit: (groups.get(COMPILER_GROUP) ?? 0) / requests,
+            };
+            counted[which].push(count);
+            if (keep !== undefined) {
+              const slug = `${path.name.replace(/\W+/g, "-").replace(/-+$/, "").toLowerCase()}-${which}-${round}`;
+              renameSync(dumpFile, join(keep, `${slug}.callgrind`));
+            } else {
+              rmSync(dumpFile);
+            }
+            instructionRows.push([
+              path.name,
+              name,
+              round,
+              fmt(count.total, 0),
+              fmt(count.total - count.gc - count.jit, 0),
+              fmt(count.gc, 0),
+              fmt(count.jit, 0),
+              result.failed,
+              bypassed > 0 ? `result cache missed ${bypassed} times: not a warm-cache figure` : "",
+            ]);
+          }
+        }
+        counts.set(path.name, counted);
+      }
+      if (keep !== undefined) {
+        for (const [which, server] of Object.entries(servers)) {
+          if (typeof server !== "object" || !("child" in server)) continue;
+          const map = `/tmp/perf-${server.child.pid}.map`;
+          if (existsSync(map)) renameSync(map, join(keep, `${which}.map`));
+        }
+      }
+    } finally {
+      await stopServers(servers);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+
+  const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const percents = (xs: readonly number[]) => xs.map((r) => `${fmt(r, 0)}%`).join(", ");
+  const summary = paths.map((path) => {
+    const wall = wallRatios.get(path.name) ?? [];
+    const counted = counts.get(path.name);
+    const steady = (c: Count) => c.total - c.gc - c.jit;
+    const ratio = (of: (c: Count) => number) =>
+      counted === undefined
+        ? "-"
+        : `${fmt(median(counted.baseline.map(of)), 0)} / ${fmt(median(counted.ours.map(of)), 0)} = ${fmt((100 * median(counted.baseline.map(of))) / median(counted.ours.map(of)), 0)}%`;
+    return [
+      path.name,
+      BASELINE_NAMES[path.baseline],
+      wall.length === 0 ? "-" : percents(wall),
+      wall.length === 0 ? "-" : `${fmt(mean(wall), 0)}%`,
+      ratio((c) => c.total),
+      ratio(steady),
+      `>= ${path.target}%`,
+      wall.length === 0 ? "" : mean(wall) >= path.target ? "met" : "short",
+    ];
+  });
   process.stdout.write(
     [
       "",
-      `command: npm run bench -- protocols --duration ${seconds} --rounds ${rounds} --connections ${connections} --streams ${streams}${values.profile === undefined ? "" : ` --profile ${values.profile}`}${only === undefined ? "" : ` --only ${only}`}${values.pin === true ? "" : " --no-pin"}`,
-      `machine: ${await machineDescription(databaseUrl)}`,
+      `command: npm run bench -- protocols --duration ${seconds} --rounds ${rounds} --connections ${connections} --streams ${streams}${values.profile === undefined ? "" : ` --profile ${values.profile}`}${only === undefined ? "" : ` --only ${only}`}${values.pin === true ? "" : " --no-pin"}${values.instructions ? ` --instructions --requests ${requests} --warmup ${warmup} --instruction-rounds ${instructionRounds}${keep === undefined ? "" : ` --instruction-profile ${keep}`}` : ""}${values.server === undefined ? "" : ` --server ${values.server}`}`,
+      `machine: ${await machineDescription(databaseUrl)}; load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(", ")}`,
       `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process${pin ? " (servers on CPU 0, load generator on CPU 1; --no-pin to share)" : ""}; warm cache, the same 10-entry answer`,
+      ...(values.instructions
+        ? [
+            `instructions: valgrind --tool=callgrind, node --single-threaded, ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; dumps and perf maps kept in ${keep} (npm run bench -- instruction-profile <dump> --map <server>.map --requests ${requests})`}`,
+          ]
+        : []),
       "",
-      table(["path", "server", "round", "req/s", "p50 ms", "p99 ms", "failed", "topwagers / baseline"], rows),
-      "",
-      table(["path", "baseline", "ratio per round", "mean", "target", ""], summary),
+      ...(rows.length === 0
+        ? []
+        : [
+            table(["path", "server", "round", "req/s", "p50 ms", "p99 ms", "failed", "topwagers / baseline"], rows),
+            "",
+          ]),
+      ...(instructionRows.length === 0
+        ? []
+        : [
+            table(
+              [
+                "path",
+                "server",
+                "round",
+                "instructions per request",
+                "without GC and JIT",
+                "GC",
+                "JIT compiler",
+                "failed",
+                "",
+              ],
+              instructionRows,
+            ),
+            "",
+          ]),
+      table(
+        [
+          "path",
+          "baseline",
+          "wall-clock ratio per round",
+          "mean",
+          "instructions per request, median: baseline / topwagers = ratio",
+          "the same without GC and JIT",
+          "target",
+          "",
+        ],
+        summary,
+      ),
       "",
     ].join("\n"),
   );

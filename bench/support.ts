@@ -22,45 +22,59 @@ export async function machineDescription(databaseUrl: string): Promise<string> {
   return `${os.cpus().length} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${server}`;
 }
 
-/** Starts `node <script>` and resolves once it prints a JSON line with a port (or the topwagers listen log). */
-export function startChild(
-  script: string,
-  env: Record<string, string>,
+export interface ChildOptions {
   /** Which JSON line carries the port to use (default: the first with a port). */
-  isListening: (line: { port?: number; msg?: string }) => boolean = () => true,
+  readonly isListening?: (line: { port?: number; msg?: string }) => boolean;
   /** Options for Node itself, e.g. --cpu-prof. */
-  nodeArgs: readonly string[] = [],
-): Promise<{ child: ChildProcess; port: number; stop(): Promise<void> }> {
+  readonly nodeArgs?: readonly string[];
+  /** A command that runs Node, e.g. ["valgrind", "--tool=callgrind"]; the child's pid is then that command's. */
+  readonly wrapper?: readonly string[];
+  /** Sees every JSON line the child prints (stdout or stderr). */
+  readonly onLine?: (line: Record<string, unknown>) => void;
+}
+
+export interface Child {
+  readonly child: ChildProcess;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** Starts `node <script>` and resolves once it prints a JSON line with a port (or the topwagers listen log). */
+export function startChild(script: string, env: Record<string, string>, options: ChildOptions = {}): Promise<Child> {
+  const { isListening = () => true, nodeArgs = [], wrapper = [], onLine } = options;
+  const command = [...wrapper, process.execPath, ...nodeArgs, script];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, script], {
+    const child = spawn(command[0] as string, command.slice(1), {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let settled = false;
-    const onLine = (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) {
-        if (settled || !line.startsWith("{")) continue;
+        if (!line.startsWith("{")) continue;
+        let parsed: { port?: number; msg?: string };
         try {
-          const parsed = JSON.parse(line) as { port?: number; msg?: string };
-          if (typeof parsed.port === "number" && isListening(parsed)) {
-            settled = true;
-            resolve({
-              child,
-              port: parsed.port,
-              stop: () =>
-                new Promise<void>((done) => {
-                  child.once("exit", () => done());
-                  child.kill("SIGTERM");
-                }),
-            });
-          }
+          parsed = JSON.parse(line) as { port?: number; msg?: string };
         } catch {
-          // Not a JSON line.
+          continue; // Not a JSON line.
         }
+        onLine?.(parsed);
+        if (settled || typeof parsed.port !== "number" || !isListening(parsed)) continue;
+        settled = true;
+        resolve({
+          child,
+          port: parsed.port,
+          stop: () =>
+            new Promise<void>((done) => {
+              if (child.exitCode !== null || child.signalCode !== null) return done();
+              child.once("exit", () => done());
+              child.kill("SIGTERM");
+            }),
+        });
       }
     };
-    child.stdout?.on("data", onLine);
-    child.stderr?.on("data", onLine);
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
     child.once("exit", (code) => {
       if (!settled) reject(new Error(`${script} exited with ${code} before listening`));
     });
