@@ -6,7 +6,8 @@
  *
  * - connect-es: a request message that is not valid protobuf binary is
  *   reported as `internal` with a message starting "parse binary".
- * - node:http: a socket's response in progress is `socket._httpMessage`.
+ * - node:http: a socket's response in progress is `socket._httpMessage`; a server that never
+ *   listens itself starts tracking its connections when it is sent a `listening` event.
  * - connect-es's protocol helpers for the watch procedure's own stream
  *   framing (transport/rpc-stream-wire.ts): `setTrailerStatus` and
  *   `createEndStreamSerialization`, exported for protocol implementations but
@@ -16,6 +17,7 @@
  *   `_connectionQueue`), and a promise PoolConnection's core connection
  *   (`.connection`), which stays the same object across checkouts.
  */
+import type http from "node:http";
 import type net from "node:net";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Pool, PoolConnection } from "mysql2/promise";
@@ -65,6 +67,16 @@ export function isUnparsableBinary(reason: unknown): reason is ConnectError {
 export function responseStarted(socket: net.Socket): boolean {
   const inFlight = (socket as net.Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   return inFlight?.headersSent === true;
+}
+
+/**
+ * Starts Node's own connection tracking on an HTTP/1.1 server that is handed its connections
+ * (`emit("connection")`) instead of listening. Node starts it when the server listens: without it,
+ * `closeIdleConnections()` and `closeAllConnections()` do nothing, and the headers and request
+ * timeouts are never checked.
+ */
+export function trackConnections(server: http.Server): void {
+  server.emit("listening");
 }
 
 export interface PoolUsage {

@@ -8,7 +8,7 @@ import http from "node:http";
 import type { Http2Session } from "node:http2";
 import http2 from "node:http2";
 import net from "node:net";
-import { responseStarted } from "../compat.js";
+import { responseStarted, trackConnections } from "../compat.js";
 import { HttpRefusal, renderRestError } from "../errors.js";
 import type { RequestHandler } from "./http.js";
 
@@ -39,19 +39,10 @@ export interface OnePortServer {
 }
 
 export function createOnePortServer(handler: RequestHandler, limits: ServerLimits = DEFAULT_LIMITS): OnePortServer {
-  // HTTP/1.1 requests in progress per connection. The inner http.Server never
-  // listens itself, so its own idle-connection tracking is not set up; ours is.
-  const activeRequests = new Map<net.Socket, number>();
   let closing = false;
+  // While draining, every HTTP/1.1 answer closes its connection (Node then ends the socket after it).
   const h1Handler: RequestHandler = (req, res) => {
-    const socket = req.socket as net.Socket;
-    activeRequests.set(socket, (activeRequests.get(socket) ?? 0) + 1);
     if (closing) res.setHeader("connection", "close");
-    res.once("close", () => {
-      const left = (activeRequests.get(socket) ?? 1) - 1;
-      activeRequests.set(socket, left);
-      if (closing && left === 0) socket.end();
-    });
     handler(req, res);
   };
   const h1 = http.createServer(
@@ -63,6 +54,9 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
     },
     h1Handler,
   );
+  // The inner server never listens (the outer one does): Node's own connection tracking, which
+  // closeIdleConnections and the header and request timeouts rely on, is started by hand.
+  trackConnections(h1);
   h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => refuseMalformed(error, socket, limits));
   const h2 = http2.createServer(
     {
@@ -86,7 +80,6 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
     unclassified.add(socket);
     socket.once("close", () => {
       sockets.delete(socket);
-      activeRequests.delete(socket);
       unclassified.delete(socket);
     });
     socket.setNoDelay(true);
@@ -107,7 +100,6 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
         // The HTTP/2 server reads the unshifted preface itself; resuming here would break its framing.
         h2.emit("connection", socket);
       } else {
-        activeRequests.set(socket, 0);
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -121,24 +113,29 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
     close(graceMs = 10_000) {
       return new Promise<void>((resolve) => {
         let done = false;
+        let idleSweep: NodeJS.Timeout | undefined;
         const finish = () => {
           if (done) return;
           done = true;
           clearTimeout(timer);
+          clearInterval(idleSweep);
           resolve();
         };
         const timer = setTimeout(() => {
+          h1.closeAllConnections();
           for (const socket of sockets) socket.destroy();
           finish();
         }, graceMs);
         timer.unref();
         closing = true;
         server.close(() => finish());
-        // In-flight requests finish; idle connections go now, busy ones after their last response.
+        // In-flight requests finish; idle connections go now (Node's server.close() closes the idle
+        // HTTP/1.1 ones). An HTTP/1.1 connection whose answer had begun before this (so it promised
+        // keep-alive) goes as soon as that answer is done: the sweep closes idle ones again until all are gone.
         for (const socket of unclassified) socket.destroy();
-        for (const socket of sockets) {
-          if (!unclassified.has(socket) && activeRequests.get(socket) === 0) socket.end();
-        }
+        h1.close();
+        idleSweep = setInterval(() => h1.closeIdleConnections(), 10);
+        idleSweep.unref();
         for (const session of sessions) session.close();
         if (sockets.size === 0) finish();
       });

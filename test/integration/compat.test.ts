@@ -4,7 +4,7 @@
  * instead of the service quietly answering 500s or wrong metrics.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -17,6 +17,7 @@ import {
   poolUsage,
   reportUnparsableMessagesAsInvalid,
   responseStarted,
+  trackConnections,
 } from "../../src/compat.js";
 import { connectionOptions } from "../../src/storage/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
@@ -91,6 +92,33 @@ describe("node:http", () => {
       },
     );
     expect(seen).toEqual([false, true]);
+  });
+
+  it("tracks the connections of a server that is handed them, once it is sent `listening`", async () => {
+    /** Whether closeIdleConnections() closes an idle keep-alive connection of a server that never listened. */
+    const closesIdle = async (track: boolean): Promise<boolean> => {
+      const inner = http.createServer((_req, res) => res.end("ok"));
+      if (track) trackConnections(inner);
+      const outer = net.createServer((socket) => inner.emit("connection", socket));
+      await new Promise<void>((resolve) => outer.listen(0, "127.0.0.1", resolve));
+      const client = net.connect((outer.address() as AddressInfo).port, "127.0.0.1");
+      try {
+        const answered = new Promise<string>((resolve) => client.once("data", (chunk) => resolve(String(chunk))));
+        client.write("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        expect(await answered).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: keep-alive\r\n[\s\S]*ok$/);
+        const closed = new Promise<boolean>((resolve) => {
+          client.once("close", () => resolve(true));
+          setTimeout(() => resolve(false), 500);
+        });
+        inner.closeIdleConnections();
+        return await closed;
+      } finally {
+        client.destroy();
+        await new Promise((resolve) => outer.close(resolve));
+        inner.close();
+      }
+    };
+    expect([await closesIdle(false), await closesIdle(true)]).toEqual([false, true]);
   });
 });
 
