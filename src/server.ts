@@ -72,7 +72,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     new Promise<false>((resolve) => setTimeout(() => resolve(false), KEY_LOAD_WAIT_MS).unref()),
   ]);
   if (!loaded) logger.warn({ waitedMs: KEY_LOAD_WAIT_MS }, "API keys not loaded yet; listening anyway (not ready)");
-  const publicServer = createOnePortServer(app.handler);
+  const publicServer = createOnePortServer(app);
   const port = await listen(publicServer, config.port, config.host);
   const internalApp = createInternalApp(config, database, {
     logger,

@@ -14,8 +14,8 @@ import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
 import type { Protocol } from "../observability/metrics.js";
-import { clientAddressOf } from "../transport/client-address.js";
-import { type NodeRequest, type NodeResponse, readBody, writeWhole } from "../transport/http.js";
+import { type Exchange, nodeExchange } from "../transport/exchange.js";
+import { type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
 import { acceptsGzip } from "./accept-encoding.js";
 import type { Admission } from "./admission.js";
 import { AnswerMemo } from "./answer-memo.js";
@@ -59,22 +59,22 @@ export class RestApi {
     return path === this.path;
   }
 
-  async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+  async handle(exchange: Exchange): Promise<void> {
     const startedAt = process.hrtime.bigint();
-    let rateHeaders: Readonly<Record<string, string>> = {};
+    let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
     let failure: unknown;
     try {
-      if (req.method !== "POST") {
+      if (exchange.method !== "POST") {
         throw new HttpRefusal("METHOD_NOT_ALLOWED", `use POST for ${this.path}`, { allow: "POST" });
       }
       // The key is read from Authorization only: ?key= is for the GET paths a browser opens without headers.
       const admitted = await this.options.admission.admitRequest({
-        authorization: req.headers.authorization,
-        clientAddress: clientAddressOf(req),
-        origin: req.headers.origin,
+        authorization: exchange.headers.authorization,
+        clientAddress: exchange.clientAddress,
+        origin: exchange.headers.origin,
       });
       rateHeaders = admitted.headers;
-      const fields = decodeRequestFields(await readJsonBody(req, this.options.maxBodyBytes));
+      const fields = decodeRequestFields(await readJsonBody(exchange, this.options.maxBodyBytes));
       const answer = await topWagers(this.options.leaderboard, admitted.caller, fields.values, fields.violations);
       // A request that names rankBy, or a board ranked by weight (a key's default), shows the weighted total too;
       // any other answer is exactly the three fields it always was.
@@ -84,10 +84,11 @@ export class RestApi {
         answer.cacheKey === undefined
           ? render()
           : this.renderedBodies.get(`${answer.cacheKey}:${weighted ? "w" : "p"}`, answer.numUsers, render);
-      await send(req, res, 200, body, { ...rateHeaders, "cache-control": freshness(answer.maxAgeSeconds) });
+      const gzipping = send(exchange, 200, body, rateHeaders, { "cache-control": freshness(answer.maxAgeSeconds) });
+      if (gzipping !== undefined) await gzipping;
     } catch (reason) {
       failure = reason;
-      await this.refuse(req, res, reason, rateHeaders);
+      await this.refuse(exchange, reason, rateHeaders);
     } finally {
       this.options.observe?.(TOP_WAGERS_PROCEDURE, "rest", startedAt, failure);
     }
@@ -102,8 +103,7 @@ export class RestApi {
     if (!answer.allowed) {
       const origin = req.headers.origin;
       return this.refuse(
-        req,
-        res,
+        nodeExchange(req, res),
         new HttpRefusal(
           "CORS_REFUSED",
           origin === undefined
@@ -117,28 +117,29 @@ export class RestApi {
 
   /** Answers a refusal or an error in the envelope (404 for unknown paths comes through here too). */
   async refuse(
-    req: NodeRequest,
-    res: NodeResponse,
+    exchange: Exchange,
     reason: unknown,
-    rateHeaders: Readonly<Record<string, string>> = {},
+    rateHeaders: Readonly<Record<string, string>> = NO_HEADERS,
   ): Promise<void> {
     const rendered = renderRestError(reason);
-    await send(req, res, rendered.status, bodyOf(rendered.body), { ...rateHeaders, ...rendered.headers }).catch(
-      (failure: unknown) => {
-        // The connection is gone or the response half-written: nothing left to tell the client.
-        this.options.logger?.warn({ err: failure }, "could not send REST error response");
-        res.destroy?.();
-      },
-    );
+    try {
+      await send(exchange, rendered.status, bodyOf(rendered.body), rateHeaders, rendered.headers);
+    } catch (failure) {
+      // The connection is gone or the response half-written: nothing left to tell the client.
+      this.options.logger?.warn({ err: failure }, "could not send REST error response");
+      exchange.abort();
+    }
   }
 }
 
-async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown> {
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+async function readJsonBody(exchange: Exchange, maxBytes: number): Promise<unknown> {
   const tooLarge = () =>
     new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, { connection: "close" });
-  const declared = req.headers["content-length"];
+  const declared = exchange.headers["content-length"];
   if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge();
-  const contentType = req.headers["content-type"] ?? "";
+  const contentType = exchange.headers["content-type"] ?? "";
   const mediaType = contentType.split(";", 1)[0]?.trim().toLowerCase() ?? "";
   if (mediaType !== "application/json") {
     throw new HttpRefusal(
@@ -148,7 +149,7 @@ async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<unknown
         : `Content-Type ${contentType} is not supported. Send application/json`,
     );
   }
-  const text = (await readBody(req, maxBytes, tooLarge)).toString("utf8");
+  const text = (await readStream(exchange.body, maxBytes, tooLarge)).toString("utf8");
   if (text.trim() === "")
     throw invalidArgument([
       { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },
@@ -217,27 +218,36 @@ export function renderEntries(ranked: readonly RankedUser[], weighted = false): 
   return `{"data":[${entries.join(",")}],"errors":null}`;
 }
 
-async function send(
-  req: NodeRequest,
-  res: NodeResponse,
+/**
+ * Sends a whole answer: `headerSets` (rate limit and CORS, caching, a refusal's own) and the body's
+ * own headers. Returns a promise only when the body has to be compressed first (once per body).
+ */
+function send(
+  exchange: Exchange,
   status: number,
   body: Body,
-  headers: Readonly<Record<string, string>>,
-): Promise<void> {
+  ...headerSets: Readonly<Record<string, string>>[]
+): Promise<void> | undefined {
+  if (exchange.answered) return undefined;
+  const gzip = acceptsGzip(exchange.headers["accept-encoding"]);
+  if (gzip && body.gzipped === undefined) {
+    return gzipAsync(body.plain).then((gzipped) => {
+      body.gzipped ??= gzipped;
+      send(exchange, status, body, ...headerSets);
+    });
+  }
+  const out: Record<string, string | number> = {};
+  for (const headers of headerSets) Object.assign(out, headers);
+  out["content-type"] = "application/json; charset=utf-8";
+  out.vary = out.vary === undefined ? "Accept-Encoding" : `Accept-Encoding, ${out.vary}`;
   let payload = body.plain;
-  const out: Record<string, string> = {
-    ...headers,
-    "content-type": "application/json; charset=utf-8",
-    vary: headers.vary === undefined ? "Accept-Encoding" : `Accept-Encoding, ${headers.vary}`,
-  };
-  if (acceptsGzip(req.headers["accept-encoding"])) {
-    body.gzipped ??= await gzipAsync(body.plain);
+  if (gzip && body.gzipped !== undefined) {
     payload = body.gzipped;
     out["content-encoding"] = "gzip";
   }
-  out["content-length"] = String(payload.length);
+  out["content-length"] = payload.length;
   // HTTP/2 has no Connection header (the stream ends; the session stays).
-  if (req.httpVersionMajor >= 2) delete out.connection;
-  if (res.headersSent) return;
-  writeWhole(res, status, out, payload);
+  if (exchange.httpVersionMajor >= 2) delete out.connection;
+  exchange.answer(status, out, payload);
+  return undefined;
 }

@@ -36,11 +36,13 @@ import type { Tracing } from "../observability/tracing.js";
 import { findApiKeysByIds, listUsableApiKeys } from "../storage/api-keys.js";
 import type { Database } from "../storage/database.js";
 import { clientAddressOf, clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
+import { nodeExchange, streamExchange } from "../transport/exchange.js";
 import {
   type NodeRequest,
   type NodeResponse,
   normalizePath,
   type RequestHandler,
+  type StreamHandler,
   writeJson,
 } from "../transport/http.js";
 import { OPEN_SERVICES, observeCalls } from "./calls.js";
@@ -61,6 +63,8 @@ export interface PublicAppOptions {
 
 export interface PublicApp {
   readonly handler: RequestHandler;
+  /** Answers REST streams over HTTP/2 directly (absent while tracing is on); other streams go to `handler`. */
+  readonly streamHandler?: StreamHandler;
   readonly metrics: Metrics;
   readonly leaderboard: Leaderboard;
   /** What /readyz and gRPC health answer; shared with the internal listener. */
@@ -202,7 +206,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     admission,
     live,
     clientAddress: clientAddressOf,
-    refuse: (req, res, reason, headers) => rest.refuse(req, res, reason, headers),
+    refuse: (req, res, reason, headers) => rest.refuse(nodeExchange(req, res), reason, headers),
     observe: calls.observe,
   });
   const boardPage = new BoardPage({
@@ -231,7 +235,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const fallback = (req: NodeRequest, res: NodeResponse) => {
     const path = normalizePath(req.url ?? "/");
     if (req.method === "OPTIONS" && corsPaths.has(path)) return void rest.preflight(req, res);
-    if (rest.matches(path)) return void rest.handle(req, res);
+    if (rest.matches(path)) return void rest.handle(nodeExchange(req, res));
     if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
     if (boardPage.matches(path)) return void boardPage.handle(req, res);
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
@@ -241,7 +245,10 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       return void readiness.check().then((body) => writeJson(res, body.status === "ready" ? 200 : 503, body));
     }
     if (docs.matches(path, req.method)) return void docs.handle(req, res, path);
-    return void rest.refuse(req, res, new HttpRefusal("NOT_FOUND", `no such path. The operation is POST ${rest.path}`));
+    return void rest.refuse(
+      nodeExchange(req, res),
+      new HttpRefusal("NOT_FOUND", `no such path. The operation is POST ${rest.path}`),
+    );
   };
 
   const connectHandler = connectNodeAdapter({
@@ -268,8 +275,25 @@ export function createPublicApp(config: Config, database: Database, options: Pub
           return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
         });
 
+  // REST over HTTP/2 is answered on the stream itself, without Node's compatibility (req, res)
+  // objects (docs/benchmarks.md: they were the largest cost of the path). Only POSTs to the
+  // operation's path; everything else, and everything while tracing is on (it wraps (req, res)
+  // handlers), goes through `handler`.
+  const streamHandler: StreamHandler | undefined =
+    options.tracing !== undefined
+      ? undefined
+      : (stream, headers) => {
+          const path = headers[":path"];
+          if (headers[":method"] !== "POST" || path === undefined || headers.expect !== undefined) return false;
+          if (!rest.matches(normalizePath(path))) return false;
+          const address = clientAddress({ headers, socket: stream.session?.socket ?? {} });
+          void rest.handle(streamExchange(stream, headers, address));
+          return true;
+        };
+
   return {
     handler,
+    ...(streamHandler === undefined ? {} : { streamHandler }),
     metrics,
     leaderboard,
     readiness,

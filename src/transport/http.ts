@@ -4,7 +4,14 @@
  * them), and the small HTTP helpers they share.
  */
 import type http from "node:http";
-import { type Http2ServerRequest, Http2ServerResponse, constants as http2Constants } from "node:http2";
+import {
+  type Http2ServerRequest,
+  Http2ServerResponse,
+  constants as http2Constants,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
+import type { Readable } from "node:stream";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 
 type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
@@ -19,8 +26,22 @@ export type RequestHandler = (
   res: http.ServerResponse | Http2ServerResponse,
 ) => void;
 
+/**
+ * Takes an HTTP/2 stream before Node's compatibility layer makes (req, res) objects of it: returns
+ * true when it answers the stream itself, false to leave it to the request handler.
+ */
+export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
+
+/** A listener's handlers: every request, and optionally HTTP/2 streams before that. */
+export interface Handlers {
+  readonly handler: RequestHandler;
+  readonly streamHandler?: StreamHandler;
+}
+
 /** Collapses repeated slashes and drops a trailing one, so "//a//b/" routes like "/a/b". */
 export function normalizePath(rawUrl: string): string {
+  // The usual case, a clean path without a query, has nothing to change.
+  if (!rawUrl.includes("//") && !rawUrl.includes("?") && (rawUrl.length < 2 || !rawUrl.endsWith("/"))) return rawUrl;
   const path = rawUrl.split("?", 1)[0] ?? "";
   const collapsed = path.replace(/\/{2,}/g, "/");
   return collapsed.length > 1 ? collapsed.replace(/\/$/, "") : collapsed;
@@ -64,23 +85,32 @@ export function writeJson(res: NodeResponse, status: number, body: object): void
 export function readBody(req: NodeRequest, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > maxBytes) return Promise.reject(tooLarge());
+  return readStream(req, maxBytes, tooLarge);
+}
+
+/** A body stream's bytes, refused with `tooLarge()` as soon as they grow past `maxBytes`. */
+export function readStream(body: Readable, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
-        req.removeListener("data", onData);
-        req.removeListener("end", onEnd);
+        body.removeListener("data", onData);
+        body.removeListener("end", onEnd);
+        body.removeListener("close", onEnd);
         reject(tooLarge());
         return;
       }
       chunks.push(chunk);
     };
     const onEnd = () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
-    req.on("data", onData);
-    req.once("end", onEnd);
-    req.once("error", reject);
+    body.on("data", onData);
+    body.once("end", onEnd);
+    body.once("error", reject);
+    // A bare HTTP/2 stream the client resets only closes: what arrived is the body, as with Node's
+    // compatibility request (the answer then goes nowhere).
+    body.once("close", onEnd);
   });
 }
 

@@ -10,7 +10,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { responseStarted, trackConnections } from "../compat.js";
 import { HttpRefusal, renderRestError } from "../errors.js";
-import type { RequestHandler } from "./http.js";
+import type { Handlers, RequestHandler } from "./http.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
@@ -38,7 +38,16 @@ export interface OnePortServer {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createOnePortServer(handler: RequestHandler, limits: ServerLimits = DEFAULT_LIMITS): OnePortServer {
+/**
+ * `handlers`: a request handler, or an app's handlers (with a `streamHandler`, HTTP/2 streams it
+ * takes never become (req, res) objects).
+ */
+export function createOnePortServer(
+  handlers: RequestHandler | Handlers,
+  limits: ServerLimits = DEFAULT_LIMITS,
+): OnePortServer {
+  const { handler, streamHandler } =
+    typeof handlers === "function" ? { handler: handlers, streamHandler: undefined } : handlers;
   let closing = false;
   // While draining, every HTTP/1.1 answer closes its connection (Node then ends the socket after it).
   const h1Handler: RequestHandler = (req, res) => {
@@ -58,13 +67,17 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
   // closeIdleConnections and the header and request timeouts rely on, is started by hand.
   trackConnections(h1);
   h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => refuseMalformed(error, socket, limits));
-  const h2 = http2.createServer(
-    {
-      maxSessionMemory: 10,
-      settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderBytes },
-    },
-    handler,
-  );
+  const h2 = http2.createServer({
+    maxSessionMemory: 10,
+    settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderBytes },
+  });
+  // Node's compatibility (req, res) objects come from a server of their own that never listens: it
+  // only turns the streams it is handed into requests for `handler`, as the listening server would.
+  const compatibility = http2.createServer(handler);
+  h2.on("stream", (stream, headers, flags, rawHeaders) => {
+    if (streamHandler?.(stream, headers) === true) return;
+    compatibility.emit("stream", stream, headers, flags, rawHeaders);
+  });
   const sessions = new Set<Http2Session>();
   h2.on("session", (session: Http2Session) => {
     sessions.add(session);

@@ -29,7 +29,7 @@ export async function startTestServer(
   const app = createPublicApp(config, database.db, options);
   const unfollow = followKeys(app);
   await app.keysLoaded;
-  const publicServer = createOnePortServer(app.handler);
+  const publicServer = createOnePortServer(app);
   await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
   const address = publicServer.server.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;
