@@ -57,7 +57,12 @@ export async function serveCommand(args: string[]): Promise<void> {
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     running.stop().then(
-      () => process.exit(0),
+      // Everything is closed: the process ends by itself once the last log lines are written (exiting
+      // at once could cut "stopped" off, or let it overtake the line before it). A handle left open
+      // by mistake still ends in the forced exit above.
+      () => {
+        process.exitCode = 0;
+      },
       (error: unknown) => {
         logger.error({ err: error }, "shutdown failed");
         exitAfterFlush(logger, 1);
