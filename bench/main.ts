@@ -38,7 +38,7 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   protocols: {
     run: runProtocolsBench,
     usage:
-      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only PATH] [--no-pin] [--instructions] [--requests 2000] [--warmup 10000] [--instruction-rounds 3] [--instruction-profile DIR] [--server MAIN_JS]   every protocol vs bare baselines (wrk, h2load); instructions per request under callgrind",
+      "protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only PATH] [--no-pin] [--instructions] [--requests 2000] [--warmup 40000] [--instruction-rounds 3] [--instruction-profile DIR] [--server MAIN_JS]   every protocol vs bare baselines (wrk, h2load); instructions per request under callgrind",
   },
   profile: {
     run: runProfileSummary,

@@ -5,7 +5,7 @@
  * alternating rounds (baseline, topwagers, baseline, topwagers, ...).
  *
  *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest] [--no-pin]
- *                              [--instructions] [--requests 2000] [--warmup 10000] [--instruction-rounds 3] [--instruction-profile DIR]
+ *                              [--instructions] [--requests 2000] [--warmup 40000] [--instruction-rounds 3] [--instruction-profile DIR]
  *                              [--server dist/src/main.js]
  *
  * Paths and their baselines:
@@ -20,8 +20,7 @@
  * With --instructions, every server is started again under valgrind's callgrind
  * (bench/instructions.ts) and, after a warm-up, the instructions it executes for
  * a fixed number of requests (--requests, h2load, also for HTTP/1.1) are
- * counted, --instruction-rounds times, each Node on one thread
- * (--single-threaded). The instruction ratio (baseline's median instructions
+ * counted, --instruction-rounds times. The instruction ratio (baseline's median instructions
  * per request / topwagers') is printed beside the wall-clock ratio: what the
  * throughput ratio would be if both were CPU-bound on an idle machine. It is
  * shown again without V8's garbage collector and JIT compilers, whose share of
@@ -221,7 +220,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       pin: { type: "boolean", default: true },
       instructions: { type: "boolean", default: false },
       requests: { type: "string", default: "2000" },
-      warmup: { type: "string", default: "10000" },
+      warmup: { type: "string", default: "40000" },
       "instruction-rounds": { type: "string", default: "3" },
       "instruction-profile": { type: "string" },
       server: { type: "string" },
@@ -493,12 +492,10 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
   const keep = values["instruction-profile"];
   if (values.instructions) {
     if (keep !== undefined) mkdirSync(keep, { recursive: true });
-    // One thread (V8's compiler and garbage collector run their tasks on the main thread): the order
-    // of work no longer depends on thread scheduling, so counts repeat more closely.
-    const servers = await startServers(
-      ["--single-threaded", ...(keep === undefined ? [] : ["--perf-basic-prof"])],
-      callgrindWrapper(dir),
-    );
+    // V8's compilers and garbage collector keep their helper threads: callgrind counts them too, and
+    // a JavaScript function's inclusive count then holds only its own thread's work (on one thread a
+    // compilation or collection is counted in whichever function happened to trigger it).
+    const servers = await startServers(keep === undefined ? [] : ["--perf-basic-prof"], callgrindWrapper(dir));
     try {
       for (const path of paths) {
         const counted = { baseline: [] as Count[], ours: [] as Count[] };
@@ -507,7 +504,8 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
           ["ours", "topwagers", servers.topwagers],
         ] as const;
         // Warm-up, not counted (with counting off, about 3 times faster): V8 keeps compiling and
-        // recompiling the hot paths for thousands of requests.
+        // recompiling the hot paths for tens of thousands of requests (node --trace-opt: topwagers'
+        // REST path over h2c settled after about 40,000).
         for (const [, , server] of targets) await fixedCount(path, server.port, warmup);
         for (let round = 1; round <= instructionRounds; round++) {
           for (const [which, name, server] of targets) {
@@ -589,7 +587,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process${pin ? " (servers on CPU 0, load generator on CPU 1; --no-pin to share)" : ""}; warm cache, the same 10-entry answer`,
       ...(values.instructions
         ? [
-            `instructions: valgrind --tool=callgrind, node --single-threaded, ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; dumps and perf maps kept in ${keep} (npm run bench -- instruction-profile <dump> --map <server>.map --requests ${requests})`}`,
+            `instructions: valgrind --tool=callgrind (all threads), ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; dumps and perf maps kept in ${keep} (npm run bench -- instruction-profile <dump> --map <server>.map --requests ${requests})`}`,
           ]
         : []),
       "",
