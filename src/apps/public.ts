@@ -261,6 +261,9 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   // streams are framed by WatchRpc (one encoding for every viewer); the rest is connect-es's.
   const rpcHandler: RequestHandler = (req, res) => {
     stampClientAddress(req, clientAddress);
+    // A POST to the REST path as it usually comes (exactly, no query) skips Connect's routing; other
+    // spellings and methods (a CORS preflight) reach it through the fallback.
+    if (req.method === "POST" && req.url === rest.path) return void rest.handle(nodeExchange(req, res));
     if (req.url === WATCH_PATH && watch.matches(req, WATCH_PATH)) return void watch.handle(req, res);
     connectHandler(req, res);
   };
