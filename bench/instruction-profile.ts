@@ -1,11 +1,13 @@
 /**
- * `npm run bench -- instruction-profile <callgrind dump> [--map /tmp/perf-<pid>.map] [--requests N] [--top 30] [--match TEXT]`:
+ * `npm run bench -- instruction-profile <callgrind dump> [--map FILE] [--requests N] [--top 30] [--match TEXT]`:
  * where the instructions of a callgrind dump (bench/instructions.ts) went, by
  * function, with JavaScript functions named. Callgrind knows the machine code
  * of Node and its libraries by symbol, but JIT-compiled JavaScript only by
  * address; a server started with `node --perf-basic-prof` writes the address
  * ranges of its compiled functions to /tmp/perf-<pid>.map, which names them
- * here (the newest range holding the address wins: code space is reused).
+ * here (the newest range holding the address wins: code space is reused, so
+ * the map must be the one written up to the dump: bench protocols keeps a
+ * copy beside each dump, <dump>.map, read by default).
  *
  * Prints, per request when --requests is given: instructions by group (our
  * code, each library, Node's JavaScript, V8's garbage collector, compiler,
@@ -196,7 +198,9 @@ export async function runInstructionProfile(args: string[]): Promise<void> {
   }
   const text = readFileSync(file, "utf8");
   const pid = /^pid:\s*(\d+)/m.exec(text)?.[1];
-  const mapFile = values.map ?? `/tmp/perf-${pid}.map`;
+  // The map kept beside the dump (bench protocols --instruction-profile), else the process's own.
+  const beside = file.replace(/\.callgrind$/, ".map");
+  const mapFile = values.map ?? (beside !== file && existsSync(beside) ? beside : `/tmp/perf-${pid}.map`);
   const map = existsSync(mapFile) ? readPerfMap(mapFile) : [];
   const perRequest = values.requests === undefined ? 1 : Number(values.requests);
 

@@ -32,7 +32,16 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
@@ -524,6 +533,9 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
             if (keep !== undefined) {
               const slug = `${path.name.replace(/\W+/g, "-").replace(/-+$/, "").toLowerCase()}-${which}-${round}`;
               renameSync(dumpFile, join(keep, `${slug}.callgrind`));
+              // The perf map as it is now names this dump's code: later code may reuse the addresses.
+              const map = `/tmp/perf-${server.child.pid}.map`;
+              if (existsSync(map)) copyFileSync(map, join(keep, `${slug}.map`));
             } else {
               rmSync(dumpFile);
             }
@@ -543,10 +555,8 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
         counts.set(path.name, counted);
       }
       if (keep !== undefined) {
-        for (const [which, server] of Object.entries(servers)) {
-          if (typeof server !== "object" || !("child" in server)) continue;
-          const map = `/tmp/perf-${server.child.pid}.map`;
-          if (existsSync(map)) renameSync(map, join(keep, `${which}.map`));
+        for (const server of [servers.topwagers, servers.http, servers.http2, servers.connect]) {
+          rmSync(`/tmp/perf-${server.child.pid}.map`, { force: true });
         }
       }
     } finally {
@@ -587,7 +597,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process${pin ? " (servers on CPU 0, load generator on CPU 1; --no-pin to share)" : ""}; warm cache, the same 10-entry answer`,
       ...(values.instructions
         ? [
-            `instructions: valgrind --tool=callgrind (all threads), ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; dumps and perf maps kept in ${keep} (npm run bench -- instruction-profile <dump> --map <server>.map --requests ${requests})`}`,
+            `instructions: valgrind --tool=callgrind (all threads), ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; each dump kept in ${keep} with the server's perf map at that moment (npm run bench -- instruction-profile <dump> --requests ${requests})`}`,
           ]
         : []),
       "",
