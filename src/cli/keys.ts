@@ -128,8 +128,9 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
     });
     return;
   }
-  const kind = stored.publishable ? `publishable key for ${stored.allowedOrigins.join(", ")}` : "key";
+  const kind = stored.publishable ? "publishable key" : "key";
   const notes = [
+    ...(stored.publishable ? [`usable from ${stored.allowedOrigins.join(", ")}`] : []),
     ...(stored.expiresAt === null ? [] : [`expires ${isoSeconds(stored.expiresAt)}`]),
     ...(stored.defaultRankBy === null ? [] : [`boards ranked by ${stored.defaultRankBy} by default`]),
   ];
