@@ -27,6 +27,10 @@ export interface Config {
   readonly basePath: string;
   readonly internalPort: number;
   readonly internalHost: string;
+  /** A listener that serves GET /metrics alone (METRICS_PORT); undefined: /metrics is on the internal listener. */
+  readonly metrics: { readonly port: number; readonly host: string } | undefined;
+  /** ACCESS_LOG=true: one info line per call (procedure or path, protocol, code, duration, key id, client). */
+  readonly accessLog: boolean;
   /** Bearer token for the internal ingest service; undefined disables ingest. */
   readonly ingestToken: string | undefined;
   /** Bearer token of the ApiKeyService (partner portal); unset disables it. */
@@ -163,10 +167,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (typeof tracesExporter !== "string") problems.push(tracesExporter.problem);
   const trustedProxiesText = text("TRUSTED_PROXIES", "");
   problems.push(...parseTrustedProxies(trustedProxiesText).problems);
-  const migrateOnStart = text("MIGRATE_ON_START", "true");
-  if (migrateOnStart !== "true" && migrateOnStart !== "false") {
-    problems.push(`MIGRATE_ON_START must be true or false, got "${migrateOnStart}"`);
-  }
+  const boolean = (name: string, fallback: boolean): boolean => {
+    const raw = text(name, String(fallback));
+    if (raw !== "true" && raw !== "false") problems.push(`${name} must be true or false, got "${raw}"`);
+    return raw === "true" || (raw !== "false" && fallback);
+  };
+  const migrateOnStart = boolean("MIGRATE_ON_START", true);
+  const accessLog = boolean("ACCESS_LOG", false);
 
   const config: Config = {
     databaseUrl,
@@ -174,12 +181,20 @@ export function loadConfig(env: Env = process.env): Config {
     replicaWaitMs: integer("DATABASE_REPLICA_WAIT_MS", 500, 0, 60_000),
     databaseTlsCa,
     databaseTlsCaPath,
-    migrateOnStart: migrateOnStart !== "false",
+    migrateOnStart,
     port: integer("PORT", 8080, 0, 65535),
     host: text("HOST", "0.0.0.0"),
     basePath,
     internalPort: integer("INTERNAL_PORT", 9090, 0, 65535),
     internalHost: text("INTERNAL_HOST", "127.0.0.1"),
+    metrics:
+      text("METRICS_PORT", "") === ""
+        ? undefined
+        : {
+            port: integer("METRICS_PORT", 0, 0, 65535),
+            host: text("METRICS_HOST", text("INTERNAL_HOST", "127.0.0.1")),
+          },
+    accessLog,
     ingestToken,
     adminToken,
     redisUrl: url("REDIS_URL", undefined, ["redis:", "rediss:"]),

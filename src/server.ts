@@ -5,6 +5,7 @@
  * pool and connection. Used by `npm start` (main.ts) and the demo.
  */
 import { createInternalApp } from "./apps/internal.js";
+import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp } from "./apps/public.js";
 import { type Config, redact } from "./config.js";
 import { createChangeWakeups } from "./leaderboard/change-wakeups.js";
@@ -22,6 +23,8 @@ export interface Running {
   readonly port: number;
   /** The internal listener's port (ingest). */
   readonly internalPort: number;
+  /** The METRICS_PORT listener's port, when it is set. */
+  readonly metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -79,6 +82,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     metrics: app.metrics,
     readiness: app.readiness,
     keys: app.keys,
+    serveMetrics: config.metrics === undefined,
     onCommitted() {
       app.changesCommitted();
       wakeups?.announce();
@@ -88,6 +92,18 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     tracing === undefined ? internalApp.handler : tracing.wrapHandler(internalApp.handler),
   );
   const internalPort = await listen(internalServer, config.internalPort, config.internalHost);
+  const metricsServer =
+    config.metrics === undefined ? undefined : createOnePortServer(metricsOnlyHandler(app.metrics, logger));
+  const metricsPort =
+    metricsServer === undefined || config.metrics === undefined
+      ? undefined
+      : await listen(metricsServer, config.metrics.port, config.metrics.host);
+  if (metricsPort !== undefined) {
+    logger.info(
+      { port: metricsPort, host: config.metrics?.host },
+      `metrics (GET /metrics alone) on ${config.metrics?.host}:${metricsPort}`,
+    );
+  }
   logger.info(
     { port: internalPort, host: config.internalHost, ingest: internalApp.ingestEnabled ? "enabled" : "disabled" },
     internalApp.ingestEnabled
@@ -107,9 +123,10 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   return {
     port,
     internalPort,
+    metricsPort,
     async stop() {
       app.stopServing();
-      await Promise.all([publicServer.close(8_000), internalServer.close(8_000)]);
+      await Promise.all([publicServer.close(8_000), internalServer.close(8_000), metricsServer?.close(1_000)]);
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");
       logger.flush();

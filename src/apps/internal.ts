@@ -26,14 +26,9 @@ import { type Logger, silentLogger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Database } from "../storage/database.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
-import {
-  type NodeRequest,
-  type NodeResponse,
-  normalizePath,
-  type RequestHandler,
-  writeWhole,
-} from "../transport/http.js";
+import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
 import { OPEN_SERVICES, observeCalls } from "./calls.js";
+import { serveMetrics } from "./metrics-endpoint.js";
 
 /** 1000 users with 2048-character avatars fit with room to spare; anything larger is refused unread. */
 export const INTERNAL_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -51,6 +46,8 @@ export interface InternalAppOptions {
   readonly readiness?: Readiness;
   /** The public listener's key set: a key changed here is read again before the call answers. */
   readonly keys?: { refresh(keyIds: readonly string[]): Promise<void> };
+  /** Whether GET /metrics is served here (default); false when METRICS_PORT serves it alone. */
+  readonly serveMetrics?: boolean;
 }
 
 export interface InternalApp {
@@ -136,19 +133,11 @@ export function createInternalApp(config: Config, database: Database, options: I
     },
   });
 
-  // Paths the adapter does not route: GET /metrics (Prometheus text format), else 404 in Connect's error shape.
+  // Paths the adapter does not route: GET /metrics (Prometheus text format; unless METRICS_PORT serves it),
+  // else 404 in Connect's error shape.
+  const metricsHere = (options.serveMetrics ?? true) ? metrics : undefined;
   const fallback = (req: NodeRequest, res: NodeResponse) => {
-    if (metrics !== undefined && req.method === "GET" && normalizePath(req.url ?? "/") === "/metrics") {
-      metrics.registry.metrics().then(
-        (text) =>
-          writeWhole(res, 200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" }, text),
-        (error: unknown) => {
-          logger.error({ err: error }, "could not collect metrics");
-          sendError(res, new HttpRefusal("UNAVAILABLE", "metrics could not be collected"));
-        },
-      );
-      return;
-    }
+    if (metricsHere !== undefined && serveMetrics(metricsHere, logger, req, res)) return;
     sendError(
       res,
       new HttpRefusal(

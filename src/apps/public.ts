@@ -168,7 +168,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       changeFeed: () => ({
         ...changeFeed.stats,
         invalidations: leaderboard?.invalidations ?? 0,
-        lag_seconds: changeFeed.lagMs() / 1000,
+        lagSeconds: changeFeed.lagMs() / 1000,
       }),
       pools: { read: database.read, write: database.write },
       apiKeys: () => keys.counts(),

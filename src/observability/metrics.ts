@@ -1,12 +1,15 @@
 /**
- * Prometheus metrics, served on the internal listener at GET /metrics. One
- * registry per app (not the library's global one), so several apps can live in
- * one process (tests) without clashing.
+ * Prometheus metrics, served at GET /metrics on the internal listener (or on
+ * METRICS_PORT alone). One registry per app (not the library's global one), so
+ * several apps can live in one process (tests) without clashing. Running totals
+ * are counters named `…_total`; every family is documented in
+ * docs/operations.md (a test compares the two).
  */
 
 import type { Pool } from "mysql2/promise";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { poolUsage } from "../compat.js";
+import { packageInfo } from "../package-info.js";
 
 export type Protocol = "rest" | "sse" | "connect" | "grpc" | "grpc-web";
 
@@ -22,11 +25,13 @@ export interface MetricsSources {
   /** Open streams by protocol, and distinct boards with viewers. */
   live?: () => { streams: Readonly<Record<string, number>>; boards: number };
   changeFeed?: () => {
+    /** Good polls, failed polls, change rows read, cached answers dropped: running totals since start. */
     polls: number;
     failures: number;
     changes: number;
     invalidations: number;
-    lag_seconds: number;
+    /** Seconds since the last good poll started. */
+    lagSeconds: number;
   };
 }
 
@@ -62,6 +67,30 @@ export class Metrics {
           else for (const [labelValue, n] of Object.entries(value)) this.set({ [label]: labelValue }, n);
         },
       });
+    /**
+     * A running total kept elsewhere (the cache, the change feed), exported as a counter: read when
+     * scraped; `read` returns the total, or totals by the one label.
+     */
+    const total = (name: string, help: string, read: () => number | Readonly<Record<string, number>>, label = "") =>
+      new Counter({
+        name,
+        help,
+        labelNames: label === "" ? [] : [label],
+        registers,
+        collect() {
+          const value = read();
+          this.reset();
+          if (typeof value === "number") this.inc(value);
+          else for (const [labelValue, n] of Object.entries(value)) this.inc({ [label]: labelValue }, n);
+        },
+      });
+
+    new Gauge({
+      name: "topwagers_build_info",
+      help: "Always 1; the labels say which build runs: the package version and the Node version.",
+      labelNames: ["version", "node_version"],
+      registers,
+    }).set({ version: packageInfo().version, node_version: process.versions.node }, 1);
 
     this.calls = counter(
       "topwagers_rpc_calls_total",
@@ -142,24 +171,41 @@ export class Metrics {
       gauge("topwagers_live_boards", "Distinct live boards with viewers on this instance.", () => live().boards);
     }
     if (changeFeed !== undefined) {
+      total(
+        "topwagers_change_feed_polls_total",
+        "Reads of the change feed, by result: ok or failed (the database did not answer).",
+        () => {
+          const { polls, failures } = changeFeed();
+          return { ok: polls, failed: failures };
+        },
+        "result",
+      );
+      total(
+        "topwagers_change_feed_changes_total",
+        "Change rows read from the change feed.",
+        () => changeFeed().changes,
+      );
+      total(
+        "topwagers_change_feed_invalidations_total",
+        "Cached answers dropped because the change feed said their data changed.",
+        () => changeFeed().invalidations,
+      );
       gauge(
-        "topwagers_change_feed",
-        "The change feed since start: polls completed, failed polls, changes read, cached answers dropped " +
-          "because their data changed, and seconds since the last good poll started (lag_seconds; cached answers " +
-          "are served only while it is under 0.9) (stat).",
-        changeFeed,
-        "stat",
+        "topwagers_change_feed_lag_seconds",
+        "Seconds since the last good read of the change feed started; cached answers are served only while it is " +
+          "under 0.9.",
+        () => changeFeed().lagSeconds,
       );
     }
     if (cacheStats !== undefined) {
-      gauge(
-        "topwagers_result_cache_hits",
-        "Leaderboard answers served from the result cache since start (including shared in-flight loads).",
+      total(
+        "topwagers_result_cache_hits_total",
+        "Leaderboard answers served from the result cache (including shared in-flight loads).",
         () => cacheStats().hits,
       );
-      gauge(
-        "topwagers_result_cache_misses",
-        "Leaderboard answers that had to query the database since start.",
+      total(
+        "topwagers_result_cache_misses_total",
+        "Leaderboard answers that had to query the database.",
         () => cacheStats().misses,
       );
       gauge("topwagers_result_cache_entries", "Periods currently held in the result cache.", () => cacheStats().size);

@@ -21,6 +21,7 @@ import type * as Api from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { PoolConnection, Pool as PromisePool } from "mysql2/promise";
 import { ConfigError, readTracesExporter, type TracesExporterName } from "../config.js";
+import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
 import type { RequestHandler } from "../transport/http.js";
 
@@ -82,7 +83,10 @@ export async function createTracing(options: {
   if (!api.context.setGlobalContextManager(manager)) manager.disable();
   const propagator = new W3CTraceContextPropagator();
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ "service.name": options.serviceName ?? "topwagers" }),
+    resource: resourceFromAttributes({
+      "service.name": options.serviceName ?? "topwagers",
+      "service.version": packageInfo().version,
+    }),
     spanProcessors: [
       options.simple === true ? new SimpleSpanProcessor(options.exporter) : new BatchSpanProcessor(options.exporter),
     ],

@@ -223,13 +223,13 @@ describe.each([
     });
     await new Promise((resolve) => setTimeout(resolve, 600)); // B has read the change by now
     // B serves its cache only while its change feed is current (a poll can be late on a loaded machine).
-    for (let i = 0; i < 100 && (await metric(b, 'topwagers_change_feed{stat="lag_seconds"}')) > 0.4; i++) {
+    for (let i = 0; i < 100 && (await metric(b, "topwagers_change_feed_lag_seconds")) > 0.4; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const hits = await metric(b, "topwagers_result_cache_hits");
-    const misses = await metric(b, "topwagers_result_cache_misses");
+    const hits = await metric(b, "topwagers_result_cache_hits_total");
+    const misses = await metric(b, "topwagers_result_cache_misses_total");
     expect(await restBoard(b, otherKey, RUNNING)).toEqual(first);
-    expect(await metric(b, "topwagers_result_cache_hits")).toBe(hits + 1);
-    expect(await metric(b, "topwagers_result_cache_misses")).toBe(misses);
+    expect(await metric(b, "topwagers_result_cache_hits_total")).toBe(hits + 1);
+    expect(await metric(b, "topwagers_result_cache_misses_total")).toBe(misses);
   });
 });

@@ -6,7 +6,9 @@
  * test/unit/tracing-settings.test.ts, the modules not loaded in
  * test/e2e/tracing-off-loads-nothing.test.ts.
  */
+
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -127,6 +129,17 @@ describe("a caller's traceparent is continued, with spans for the call and its q
       "http.route": "/top-affiliate-wagers-by-period",
       "http.response.status_code": 200,
     });
+  });
+
+  it("every span's resource names the service and its version (service.version, issue 20)", async () => {
+    const response = await fetch(`${base}/healthz`);
+    await response.text();
+    const version = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
+    const spans = exporter.getFinishedSpans();
+    expect(spans.length).toBeGreaterThan(0);
+    for (const span of spans) {
+      expect(span.resource.attributes).toMatchObject({ "service.name": "topwagers", "service.version": version });
+    }
   });
 
   it("Connect (JSON over HTTP/1.1)", async () => {
