@@ -15,6 +15,7 @@ import { HttpRefusal } from "../errors.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
+import type { CallParty } from "../observability/access-log.js";
 import type { Protocol } from "../observability/metrics.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
 import type { Admission } from "./admission.js";
@@ -53,7 +54,13 @@ export interface BoardEventsOptions {
     reason: unknown,
     headers?: Readonly<Record<string, string>>,
   ) => Promise<void>;
-  readonly observe?: (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => void;
+  readonly observe?: (
+    procedure: string,
+    protocol: Protocol,
+    startedAt: bigint,
+    failure?: unknown,
+    party?: CallParty,
+  ) => void;
 }
 
 export class BoardEvents {
@@ -71,11 +78,13 @@ export class BoardEvents {
     const startedAt = process.hrtime.bigint();
     let rateHeaders: Readonly<Record<string, string>> = {};
     let failure: unknown;
+    let address: string | undefined;
+    let keyId: string | undefined;
     try {
       if (req.method !== "GET") {
         throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.path}`, { allow: "GET" });
       }
-      const address = this.options.clientAddress(req);
+      address = this.options.clientAddress(req);
       const params = queryParams(req.url ?? "");
       // EventSource cannot set headers: a publishable key may come as ?key= (a secret one is refused there).
       const admitted = await this.options.admission.admitRequest({
@@ -84,6 +93,7 @@ export class BoardEvents {
         clientAddress: address,
         origin: req.headers.origin,
       });
+      keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(queryFields(params));
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
@@ -122,7 +132,11 @@ export class BoardEvents {
       failure = reason;
       await this.options.refuse(req, res, reason, rateHeaders);
     } finally {
-      this.options.observe?.(WATCH_PROCEDURE, "sse", startedAt, failure);
+      this.options.observe?.(WATCH_PROCEDURE, "sse", startedAt, failure, {
+        keyId,
+        clientAddress: address,
+        path: req.url,
+      });
     }
   }
 }

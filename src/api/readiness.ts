@@ -24,7 +24,11 @@ export class Readiness {
   /** Whether the API keys are loaded; absent on a listener that takes no keys. */
   keysLoaded: (() => boolean) | undefined;
 
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    /** Told whether each probe reached the database (the outage log lines). */
+    private readonly outcomes?: { answered(): void; failed(error: unknown): void },
+  ) {}
 
   /** From now on every probe answers shutting_down. */
   stopServing(): void {
@@ -42,16 +46,19 @@ export class Readiness {
   }
 
   private async probe(): Promise<ReadinessStatus> {
+    let version: number;
     try {
-      const version = await currentSchemaVersion(this.pool);
-      if (version < LATEST_SCHEMA_VERSION) {
-        return { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION };
-      }
-      if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
-      return { status: "ready", schemaVersion: version };
-    } catch {
+      version = await currentSchemaVersion(this.pool);
+    } catch (error) {
       // An empty schema is version 0 already (currentSchemaVersion): any error here is the database.
+      this.outcomes?.failed(error);
       return { status: "database_unavailable" };
     }
+    this.outcomes?.answered();
+    if (version < LATEST_SCHEMA_VERSION) {
+      return { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION };
+    }
+    if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
+    return { status: "ready", schemaVersion: version };
   }
 }

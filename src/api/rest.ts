@@ -13,6 +13,7 @@ import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
+import type { CallParty } from "../observability/access-log.js";
 import type { Protocol } from "../observability/metrics.js";
 import { type Exchange, nodeExchange } from "../transport/exchange.js";
 import { type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
@@ -31,7 +32,13 @@ export interface RestOptions {
   /** Bodies larger than this are refused with 413 (the listener's limit, the same for every protocol). */
   readonly maxBodyBytes: number;
   /** Counts, times and logs the call, as for every protocol (apps/calls.ts). */
-  readonly observe?: (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => void;
+  readonly observe?: (
+    procedure: string,
+    protocol: Protocol,
+    startedAt: bigint,
+    failure?: unknown,
+    party?: CallParty,
+  ) => void;
   readonly logger?: Logger;
 }
 
@@ -63,6 +70,7 @@ export class RestApi {
     const startedAt = process.hrtime.bigint();
     let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
     let failure: unknown;
+    let keyId: string | undefined;
     try {
       if (exchange.method !== "POST") {
         throw new HttpRefusal("METHOD_NOT_ALLOWED", `use POST for ${this.path}`, { allow: "POST" });
@@ -73,6 +81,7 @@ export class RestApi {
         clientAddress: exchange.clientAddress,
         origin: exchange.headers.origin,
       });
+      keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(await readJsonBody(exchange, this.options.maxBodyBytes));
       const answer = await topWagers(this.options.leaderboard, admitted.caller, fields.values, fields.violations);
@@ -90,7 +99,11 @@ export class RestApi {
       failure = reason;
       await this.refuse(exchange, reason, rateHeaders);
     } finally {
-      this.options.observe?.(TOP_WAGERS_PROCEDURE, "rest", startedAt, failure);
+      this.options.observe?.(TOP_WAGERS_PROCEDURE, "rest", startedAt, failure, {
+        keyId,
+        clientAddress: exchange.clientAddress,
+        path: this.path,
+      });
     }
   }
 

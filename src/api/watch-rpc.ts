@@ -24,6 +24,7 @@ import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
 import type { Logger } from "../logger.js";
+import type { CallParty } from "../observability/access-log.js";
 import type { Protocol } from "../observability/metrics.js";
 import { type NodeRequest, type NodeResponse, readBody, writeHead } from "../transport/http.js";
 import {
@@ -47,7 +48,13 @@ export interface WatchRpcOptions {
   readonly maxBodyBytes: number;
   /** The client's address for the per-address stream limit. */
   readonly clientAddress: (req: NodeRequest) => string;
-  readonly observe?: (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => void;
+  readonly observe?: (
+    procedure: string,
+    protocol: Protocol,
+    startedAt: bigint,
+    failure?: unknown,
+    party?: CallParty,
+  ) => void;
   readonly logger?: Logger;
 }
 
@@ -84,10 +91,13 @@ export class WatchRpc {
     const wire = streamWireOf(req.headers["content-type"]) as StreamWire;
     let headers: Record<string, string> = streamHeaders(wire);
     let failure: unknown;
+    let address: string | undefined;
+    let keyId: string | undefined;
     try {
       const deadline = deadlineMs(wire, req.headers);
-      const address = this.options.clientAddress(req);
+      address = this.options.clientAddress(req);
       const admitted = await this.options.admission.admit(req.headers.authorization, address);
+      keyId = admitted.caller.keyId;
       headers = { ...headers, ...admitted.headers };
       const request = await this.readRequest(wire, req);
       const fields = requestFields(request);
@@ -129,7 +139,7 @@ export class WatchRpc {
       if (!res.headersSent) writeHead(res, 200, headers);
       endStream(res, wire, asConnectError(reason));
     } finally {
-      this.options.observe?.(WATCH_PROCEDURE, wire.protocol, startedAt, failure);
+      this.options.observe?.(WATCH_PROCEDURE, wire.protocol, startedAt, failure, { keyId, clientAddress: address });
     }
   }
 

@@ -3,13 +3,15 @@
  * when its headers arrived and from where, run the listener's admission step
  * on headers alone, and count, time and (for faults of ours) log every call
  * once, as one series and one log line shape per procedure with the protocol
- * as a label. The REST skin reports through the same `observe`.
+ * as a label. The REST and stream skins report through the same `observe`.
+ * With ACCESS_LOG=true every call also gets one info line (the access log).
  */
 import type { ConnectRouterOptions, HandlerContext, Interceptor } from "@connectrpc/connect";
 import { createContextKey, createContextValues } from "@connectrpc/connect";
 import { reportUnparsableMessagesAsInvalid } from "../compat.js";
-import { asConnectError, codeName, HttpRefusal } from "../errors.js";
+import { asConnectError, codeName, HttpRefusal, httpStatusForCode } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { accessLogFields, type CallParty } from "../observability/access-log.js";
 import type { Metrics, Protocol } from "../observability/metrics.js";
 import { clientAddressOf } from "../transport/client-address.js";
 import type { NodeRequest } from "../transport/http.js";
@@ -27,6 +29,8 @@ export interface CallFacts {
   readonly startedAt: bigint;
   /** Set by the gate from Connect's own protocol name. */
   protocol: Protocol;
+  /** The API key's id once the admission step has accepted it (never the secret), for the access log. */
+  keyId?: string;
 }
 
 const callFactsKey = createContextKey<CallFacts>(
@@ -42,6 +46,8 @@ export interface CallHooks {
   admit(context: HandlerContext, facts: CallFacts): void | Promise<void>;
   readonly metrics: Metrics | undefined;
   readonly logger: Logger;
+  /** ACCESS_LOG: one info line per call. */
+  readonly accessLog?: boolean;
 }
 
 /** Seconds since `startedAt` (process.hrtime.bigint()). */
@@ -50,8 +56,11 @@ function secondsSince(startedAt: bigint): number {
 }
 
 export interface CallObservation {
-  /** Counts and times one call; logs it when it failed by a fault of ours (an error with a cause). */
-  observe(procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown): void;
+  /**
+   * Counts and times one call; logs it when it failed by a fault of ours (an error with a cause), and
+   * writes its access log line when ACCESS_LOG is on.
+   */
+  observe(procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown, party?: CallParty): void;
   /** The options for connectNodeAdapter: gate, interceptor and per-call context values. */
   readonly adapterOptions: Required<Pick<ConnectRouterOptions, "interceptors">> & {
     requestGate(context: HandlerContext): Promise<void>;
@@ -61,17 +70,25 @@ export interface CallObservation {
 
 export function observeCalls(hooks: CallHooks): CallObservation {
   const { metrics, logger } = hooks;
-  const observe = (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown) => {
+  const observe = (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown, party?: CallParty) => {
     let code = "ok";
+    let status = 200;
     if (failure instanceof HttpRefusal) {
       code = failure.code;
+      status = failure.status;
     } else if (failure !== undefined) {
       const error = asConnectError(failure);
       code = codeName(error.code);
+      status = httpStatusForCode(error.code);
       if (error.cause !== undefined) logger.error({ err: error.cause, procedure, protocol, code }, "call failed");
     }
-    metrics?.observeCall(procedure, protocol, code, secondsSince(startedAt));
+    const seconds = secondsSince(startedAt);
+    metrics?.observeCall(procedure, protocol, code, seconds);
+    if (hooks.accessLog === true) {
+      logger.info(accessLogFields({ procedure, protocol, code, status, seconds }, party), "call");
+    }
   };
+  const partyOf = (facts: CallFacts): CallParty => ({ keyId: facts.keyId, clientAddress: facts.clientAddress });
   const procedureOf = (call: { service: { typeName: string }; method: { name: string } }) =>
     `${call.service.typeName}/${call.method.name}`;
 
@@ -83,7 +100,7 @@ export function observeCalls(hooks: CallHooks): CallObservation {
     try {
       await hooks.admit(context, facts);
     } catch (reason) {
-      observe(procedureOf(context), facts.protocol, facts.startedAt, reason);
+      observe(procedureOf(context), facts.protocol, facts.startedAt, reason, partyOf(facts));
       throw reason;
     }
   };
@@ -92,10 +109,10 @@ export function observeCalls(hooks: CallHooks): CallObservation {
     const facts = request.contextValues.get(callFactsKey);
     try {
       const response = await next(request);
-      observe(procedureOf(request), facts.protocol, facts.startedAt);
+      observe(procedureOf(request), facts.protocol, facts.startedAt, undefined, partyOf(facts));
       return response;
     } catch (reason) {
-      observe(procedureOf(request), facts.protocol, facts.startedAt, reason);
+      observe(procedureOf(request), facts.protocol, facts.startedAt, reason, partyOf(facts));
       throw reason;
     }
   };

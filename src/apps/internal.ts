@@ -125,6 +125,7 @@ export function createInternalApp(config: Config, database: Database, options: I
   const calls = observeCalls({
     metrics,
     logger,
+    accessLog: config.accessLog,
     // Each of our services has its own token; an affiliate key opens none of them.
     admit(context) {
       const token = tokens[context.service.typeName];

@@ -31,6 +31,7 @@ import { Leaderboard } from "../leaderboard/top-wagers.js";
 import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { databaseAvailability } from "../observability/database-availability.js";
 import { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { findApiKeysByIds, listUsableApiKeys } from "../storage/api-keys.js";
@@ -93,8 +94,9 @@ export const MAX_BODY_BYTES = 64 * 1024;
 export const PUBLIC_SERVICES = [TopWagersService.typeName, ...OPEN_SERVICES] as const;
 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
-  const readiness = new Readiness(database.read);
   const logger = options.logger ?? silentLogger;
+  const outcomes = databaseAvailability(logger);
+  const readiness = new Readiness(database.read, outcomes);
   // Every usable key in memory (no database work per call), kept current by the change feed.
   const keys = new KeySet(
     {
@@ -120,6 +122,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   let live: LiveBoards | undefined;
   const changeFeed = new ChangeFeed(database.read, {
     logger,
+    outcomes,
     onChanges(changes) {
       const keyIds = changes.flatMap((change) => (change.apiKeyId === undefined ? [] : [change.apiKeyId]));
       if (keyIds.length > 0) keys.changed(keyIds);
@@ -178,9 +181,11 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const calls = observeCalls({
     metrics,
     logger,
+    accessLog: config.accessLog,
     // Every service that is not open needs an affiliate key, counted against its rate limit.
     async admit(context, facts) {
       const admitted = await admission.admit(context.requestHeader.get("authorization"), facts.clientAddress);
+      facts.keyId = admitted.caller.keyId;
       context.values.set(callerKey, admitted.caller);
       for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
     },

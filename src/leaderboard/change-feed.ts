@@ -56,6 +56,8 @@ export interface ChangeFeedOptions {
   readonly nowMs?: () => number;
   /** The id step (`@@auto_increment_increment`); read from the database when absent. */
   readonly idStep?: number;
+  /** Told whether each poll reached the database (the outage log lines). */
+  readonly outcomes?: { answered(): void; failed(error: unknown): void };
 }
 
 /** Rows read per query; a longer backlog is read in several queries in one poll. */
@@ -182,6 +184,7 @@ export class ChangeFeed {
       }
       this.stats.polls += 1;
       this.lastGoodPollStartedAt = startedAt;
+      this.options.outcomes?.answered();
       for (const resolve of waiting) resolve();
       if (startedAt - this.lastPrune >= PRUNE_EVERY_MS) {
         this.lastPrune = startedAt;
@@ -190,6 +193,7 @@ export class ChangeFeed {
     } catch (error) {
       this.waiting.push(...waiting); // resolved by the next good poll
       this.stats.failures += 1;
+      if (!this.stopped) this.options.outcomes?.failed(error);
       if (!this.stopped && startedAt - this.lastErrorLogged > 10_000) {
         this.lastErrorLogged = startedAt;
         this.options.logger?.warn(

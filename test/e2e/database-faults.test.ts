@@ -310,6 +310,19 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
     liveSse?.close();
   });
 
+  it("logs the outage once: a warn line when the database went away and an info line when it came back", () => {
+    const outage = (server?.logs ?? []).filter(
+      (l) => l.msg.startsWith("database unreachable") || l.msg.startsWith("database reachable again"),
+    );
+    expect(outage.map((l) => [l.level, l.msg.replace(/[\d.]+ s$/, "N s")])).toEqual([
+      [40, "database unreachable; calls that need it answer unavailable until it is back"],
+      [30, "database reachable again after N s"],
+    ]);
+    // Down from the first failed probe during the 3.5 s outage until the first good one after the restart.
+    expect(outage[1]?.downSeconds).toBeGreaterThan(3);
+    expect(outage[1]?.downSeconds).toBeLessThan(60);
+  });
+
   it("cuts a statement that waits past QUERY_TIMEOUT_MS and answers 503 unavailable, then serves again", async () => {
     // A fresh key (held in memory: no statement), and a leaderboard query that waits on locked tables.
     const fresh = await withFixtures(async (db) => (await createKey(db, "aff-f")).secret);
