@@ -5,4 +5,4 @@
 import { main } from "./cli/main.js";
 import { isEntryPoint } from "./entry.js";
 
-if (isEntryPoint(import.meta.url)) main(["serve", ...process.argv.slice(2)]);
+if (isEntryPoint(import.meta.url)) void main(["serve", ...process.argv.slice(2)]);

@@ -7,14 +7,15 @@
  */
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config.js";
-import { createLogger, type Logger } from "../logger.js";
+import { closeLogs, createLogger, type Logger } from "../logger.js";
 import { nodeVersionWarning, packageInfo } from "../package-info.js";
-import { serve } from "../server.js";
+import { type Running, serve } from "../server.js";
 import { UsageError } from "./common.js";
+import { releaseStopSignals } from "./stop-signals.js";
 
-/** Writes what the logger buffers, then exits. */
+/** Writes every line the logger still holds, in order, then exits. */
 function exitAfterFlush(logger: Logger, code: number): void {
-  logger.flush(() => process.exit(code));
+  closeLogs(logger, () => process.exit(code));
 }
 
 export async function serveCommand(args: string[]): Promise<void> {
@@ -42,33 +43,37 @@ export async function serveCommand(args: string[]): Promise<void> {
   const { nodeRange } = packageInfo();
   const warning = nodeVersionWarning(process.versions.node, nodeRange);
   if (warning !== undefined) logger.warn({ node: process.versions.node, engines: nodeRange }, warning);
-  let running: Awaited<ReturnType<typeof serve>>;
-  try {
-    running = await serve(config, logger);
-  } catch (error) {
-    logger.fatal({ err: error }, `could not start: ${error instanceof Error ? error.message : String(error)}`);
-    return exitAfterFlush(logger, 1);
-  }
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  // Handlers first: as PID 1 (a container) a SIGTERM nobody handles is ignored, so one that arrives while
+  // migrations run or the listeners open must still stop the server, as soon as it serves.
+  let running: Running | undefined;
+  let stopSignal: string | undefined;
+  const stop = (server: Running, signal: string) => {
     logger.info({ signal }, "shutting down: finishing in-flight requests");
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
-    running.stop().then(
-      // Everything is closed: the process ends by itself once the last log lines are written (exiting
-      // at once could cut "stopped" off, or let it overtake the line before it). A handle left open
-      // by mistake still ends in the forced exit above.
-      () => {
-        process.exitCode = 0;
-      },
+    server.stop().then(
+      // The last lines written in order, then exit (closeLogs: not process.exit during a write in flight).
+      () => exitAfterFlush(logger, 0),
       (error: unknown) => {
         logger.error({ err: error }, "shutdown failed");
         exitAfterFlush(logger, 1);
       },
     );
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  const onSignal = (signal: string) => {
+    if (stopSignal !== undefined) return;
+    stopSignal = signal;
+    if (running !== undefined) stop(running, signal);
+  };
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  const held = releaseStopSignals(); // one that came while the program loaded
+  if (held !== undefined) onSignal(held);
+  try {
+    running = await serve(config, logger);
+  } catch (error) {
+    logger.fatal({ err: error }, `could not start: ${error instanceof Error ? error.message : String(error)}`);
+    return exitAfterFlush(logger, 1);
+  }
+  if (stopSignal !== undefined) stop(running, stopSignal);
 }

@@ -10,7 +10,7 @@ import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_ENTRY, type CliResult } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { freePort, SERVER_ENTRY, startServerProcess } from "../support/processes.js";
+import { freePort, SERVER_ENTRY, sleep, startServerProcess } from "../support/processes.js";
 
 const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { version: string; engines: { node: string } };
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -111,6 +111,51 @@ describe("topwagers serve", () => {
     expect(server.child.exitCode).toBe(0);
     expect(server.logs.at(-1)?.msg).toBe("stopped");
     expect(server.otherOutput).toEqual([]);
+  }, 30_000);
+});
+
+describe("a stop signal during start-up", () => {
+  it("SIGTERM while migrations wait stops the server once it serves: exit 0, not killed by the signal", async () => {
+    // Another holder's migration lease keeps the start waiting in migrate, with the handlers installed.
+    await database.db.write.query(
+      "UPDATE schema_migration_lease SET holder = 'serve-command-test', expires_at = UNIX_TIMESTAMP() + 60",
+    );
+    const connections = async () => {
+      const [rows] = await database.db.read.query<import("mysql2/promise").RowDataPacket[]>(
+        "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = ?",
+        [database.db.name],
+      );
+      return Number(rows[0]?.n);
+    };
+    const before = await connections();
+    const child = spawn(process.execPath, [SERVER_ENTRY], {
+      env: { PATH: process.env.PATH ?? "", DATABASE_URL: database.url, PORT: "0", INTERNAL_PORT: "0" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    const exit = new Promise<[number | null, string | null]>((resolve) =>
+      child.once("close", (code, signal) => resolve([code, signal])),
+    );
+    try {
+      for (let i = 0; i < 100 && (await connections()) <= before; i++) await sleep(50);
+      expect(await connections()).toBeGreaterThan(before); // it is waiting for the lease now
+      child.kill("SIGTERM");
+      await sleep(300);
+      await database.db.write.query("UPDATE schema_migration_lease SET holder = '', expires_at = 0");
+      expect(await exit).toEqual([0, null]);
+    } finally {
+      await database.db.write.query("UPDATE schema_migration_lease SET holder = '', expires_at = 0");
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    }
+    const messages = logLines(stderr).map((l) => l.msg as string);
+    expect(messages.slice(-3)).toEqual([
+      expect.stringMatching(/^topwagers listening on /),
+      "shutting down: finishing in-flight requests",
+      "stopped",
+    ]);
   }, 30_000);
 });
 

@@ -16,7 +16,8 @@ describe("off by default", () => {
         return next(specifier, context);
       } });
       const { tracingFromEnv } = await import("./dist/src/observability/tracing.js");
-      await import("./dist/src/main.js");
+      // The whole program (main.js itself only holds stop signals and loads it on demand).
+      await import("./dist/src/cli/program.js");
       const tracing = await tracingFromEnv(process.env);
       await tracing?.shutdown();
       process.stdout.write(JSON.stringify([...new Set(seen)].sort()));
