@@ -21,12 +21,15 @@ const PERIOD = { startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 5 };
 
 let database: TestDatabase;
 let key: { id: string; secret: string };
+/** A publishable key: the one kind a URL may carry (?key= on the SSE stream). */
+let pageKey: { id: string; secret: string };
 
 beforeAll(async () => {
   database = await createTestDatabase("access_log");
   await addUsers(database.db, [{ id: "al-u1", affiliateId: "al-aff", username: "ann", avatar: "" }]);
   await addWagers(database.db, [wager("al-u1", "4.5", JAN + 60)]);
   key = await createKey(database.db, "al-aff");
+  pageKey = await createKey(database.db, "al-aff", null, { publishable: true, allowedOrigins: [] });
 });
 
 afterAll(async () => {
@@ -62,8 +65,8 @@ async function makeCalls(server: ServerProcess, internalPort: number): Promise<v
   );
   const abort = new AbortController();
   const sse = await fetch(
-    `${server.baseUrl}/top-affiliate-wagers-by-period/stream?startTimestamp=${JAN}&endTimestamp=${JAN + 86_399}&numUsers=5&key=${key.secret}`,
-    { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal },
+    `${server.baseUrl}/top-affiliate-wagers-by-period/stream?startTimestamp=${JAN}&endTimestamp=${JAN + 86_399}&numUsers=5&key=${pageKey.secret}`,
+    { signal: abort.signal },
   );
   expect(sse.status).toBe(200);
   abort.abort();
@@ -135,7 +138,7 @@ describe("ACCESS_LOG=true", () => {
         protocol: "sse",
         code: "ok",
         status: 200,
-        keyId: key.id,
+        keyId: pageKey.id,
       },
       {
         ...line,
@@ -150,6 +153,7 @@ describe("ACCESS_LOG=true", () => {
   it("never carries a key or token, not even one sent in a URL query", () => {
     const everything = server.logs.map((l) => JSON.stringify(l)).join("\n");
     expect(everything).not.toContain(key.secret);
+    expect(everything).not.toContain(pageKey.secret);
     expect(everything).not.toContain("tw_wrong");
     expect(everything).not.toContain(INGEST_TOKEN);
     expect(everything).not.toContain("key=");
@@ -166,5 +170,6 @@ describe("without ACCESS_LOG", () => {
     }
     expect(server.logs.filter((l) => l.msg === "call")).toEqual([]);
     expect(server.logs.map((l) => JSON.stringify(l)).join("\n")).not.toContain(key.secret);
+    expect(server.logs.map((l) => JSON.stringify(l)).join("\n")).not.toContain(pageKey.secret);
   }, 30_000);
 });
