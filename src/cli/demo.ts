@@ -7,10 +7,11 @@ import { parseArgs } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { loadConfig } from "../config.js";
-import { seedDatabase } from "../ingest/seed.js";
+import { type SeedReport, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { halfMonthOf } from "../leaderboard/calendar.js";
 import { serve } from "../server.js";
+import type { Database } from "../storage/database.js";
 import { UsageError, withDatabase } from "./common.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
@@ -36,6 +37,11 @@ export function demoSeedPlan(nowSeconds: number): SeedPlan {
   };
 }
 
+/** Loads the demo data set ending at `end` (Unix seconds), as `demo` does with `end` = now. */
+export function loadDemoData(db: Database, end: number): Promise<SeedReport> {
+  return seedDatabase(db, demoSeedPlan(end), { method: "record", voidPerMille: DEMO_VOIDS });
+}
+
 export async function runDemo(args: string[]): Promise<void> {
   let values: { port?: string | undefined };
   try {
@@ -57,7 +63,7 @@ export async function runDemo(args: string[]): Promise<void> {
           `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
             `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
         );
-        const report = await seedDatabase(db, plan, { method: "record", voidPerMille: DEMO_VOIDS });
+        const report = await loadDemoData(db, plan.end);
         process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
       }
       // Through KeyAdmin, as every key change: the same rules, the change row, the event.

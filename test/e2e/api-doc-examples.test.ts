@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_AFFILIATE, loadDemoData } from "../../src/cli/demo.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -64,6 +65,8 @@ let key: string;
 /** aff-now: wagers in the current half-month, for the examples that compute it. */
 let nowKey: string;
 let work: string;
+/** The demo's key: the demo data set loaded as `npm run demo` loads it, ending 2026-11-16T00:00:00Z. */
+let demoKey: string;
 const env = (apiKey = key) => ({ TOPWAGERS_URL: server.baseUrl, TOPWAGERS_KEY: apiKey });
 const BAD_KEY = `tw_${"A".repeat(32)}`;
 
@@ -110,8 +113,11 @@ beforeAll(async () => {
     wager("now-1", "1000000", currentStart - 1),
     wager("now-2", "0.00000001", currentStart + 1),
   ]);
+  // "Your first call" shows the demo's data: its users and wagers, loaded as the demo loads them.
+  await loadDemoData(db, NOV_16);
+  demoKey = (await createKey(db, DEMO_AFFILIATE)).secret;
   work = mkdtempSync(join(tmpdir(), "topwagers-api-doc-"));
-});
+}, 60_000);
 
 afterAll(async () => {
   await server?.close();
@@ -169,7 +175,7 @@ describe("docs/api.md examples", () => {
       .split("\n")
       .filter((line) => !line.startsWith("export "))
       .join("\n");
-    const result = await runProgram("bash", ["-c", call], env());
+    const result = await runProgram("bash", ["-c", call], env(demoKey));
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual(JSON.parse(shown ?? ""));
   });
