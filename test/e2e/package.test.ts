@@ -103,7 +103,8 @@ describe("installed from the tarball into an empty folder", () => {
   it("npx topwagers --help prints the usage", async () => {
     const { stdout, stderr } = await npx(["--help"]);
     expect(stdout.startsWith("usage: topwagers <command> [options]\n\n  topwagers serve\n")).toBe(true);
-    expect(stderr).toBe("");
+    // Nothing from the program; npm itself may warn about the caller's own npm settings.
+    expect(stderr.split("\n").filter((line) => line !== "" && !line.startsWith("npm warn"))).toEqual([]);
   }, 30_000);
 
   it("npx topwagers --version prints the package's version", async () => {
