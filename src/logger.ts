@@ -56,7 +56,8 @@ export function closeLogs(logger: Logger, done: () => void): void {
   const timer = setTimeout(finish, 2_000);
   if (typeof stream?.end !== "function" || typeof stream.once !== "function") {
     logger.flush();
-    return finish();
+    finish();
+    return;
   }
   stream.once("close", finish);
   stream.once("error", finish);
