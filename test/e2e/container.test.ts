@@ -1,22 +1,67 @@
 /**
  * The container image (issue 13): `scripts/image.sh` (what `npm run image` runs) builds it with
- * podman; it then runs with --network=host against this machine's MariaDB (a throwaway database)
- * and Redis, answers REST and gRPC (@grpc/grpc-js), and stops on SIGTERM promptly with exit 0.
- * The container and the test's image tag are removed afterwards, also when a step fails.
+ * podman, once for the file. It then runs (issue 20, item 9) by the commands docs/operations.md shows,
+ * read from the document and run as written on this machine (with this test's image tag, container
+ * name, ports and throwaway database): with --network=host against this machine's MariaDB and Redis,
+ * it answers REST and gRPC (@grpc/grpc-js), runs the CLI, and stops on SIGTERM promptly with exit 0.
+ * Then deploy/kubernetes/ is played with `podman kube play` (what differs from a cluster: the
+ * Kubernetes section of docs/operations.md): the pod reaches MariaDB, is ready, answers REST, stops
+ * cleanly. Containers, pods, secrets and the test's image tag are removed afterwards, also when a
+ * step fails.
  *
  * Needs podman and runc (CI installs them); outside CI the file is skipped when podman is missing.
  */
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments, stringify } from "yaml";
+import { LATEST_SCHEMA_VERSION } from "../../src/storage/migrations.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { freePort, sleep } from "../support/processes.js";
+
+/** The parts of a manifest this test reads or changes. */
+interface Manifest {
+  kind: string;
+  metadata: { name: string };
+  stringData?: Record<string, string>;
+  spec: {
+    replicas?: number;
+    ports?: { name?: string; port: number; targetPort?: string | number }[];
+    maxUnavailable?: number;
+    ingress?: { from?: Record<string, unknown>[]; ports: { port: number }[] }[];
+    template: { spec: { containers: Container[] } };
+  };
+}
+interface Container {
+  image: string;
+  args?: string[];
+  ports?: { name: string; containerPort: number }[];
+  env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[];
+  startupProbe?: { httpGet: { path: string; port: string | number } };
+  livenessProbe?: { httpGet: { path: string; port: string | number } };
+  readinessProbe?: { httpGet: { path: string; port: string | number } };
+}
+
+const MANIFEST_FILES = [
+  "deployment.yaml",
+  "service.yaml",
+  "secret.example.yaml",
+  "poddisruptionbudget.yaml",
+  "networkpolicy.yaml",
+];
+
+function manifests(): Manifest[] {
+  return MANIFEST_FILES.flatMap((file) =>
+    parseAllDocuments(readFileSync(path.join("deploy/kubernetes", file), "utf8")).map((d) => d.toJS() as Manifest),
+  );
+}
 
 const run = promisify(execFile);
 const podmanInstalled = (() => {
@@ -41,12 +86,51 @@ function podman(...args: string[]) {
   return run("podman", args, { env, maxBuffer: 16 * 1024 * 1024 });
 }
 
+/**
+ * The commands of docs/operations.md's block that runs the image (continuation lines joined), each
+ * with the comment after it, and the block's first line (the CONTAINERS_CONF export) apart.
+ */
+function documentedRun(): { setUp: string; commands: { command: string; comment: string }[] } {
+  const doc = readFileSync("docs/operations.md", "utf8");
+  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((m) => m[1] as string)
+    .find((b) => b.includes("podman run -d --name topwagers"));
+  if (block === undefined) throw new Error("docs/operations.md has no block with `podman run -d --name topwagers`");
+  const commands: { command: string; comment: string }[] = [];
+  let pending = "";
+  for (const line of block.split("\n").filter((l) => l.trim() !== "")) {
+    const continued = line.endsWith("\\");
+    const [code, comment = ""] = continued ? [line] : line.split(/\s+# /, 2);
+    pending += `${code}\n`;
+    if (!continued) {
+      commands.push({ command: pending.trimEnd(), comment });
+      pending = "";
+    }
+  }
+  const [setUp, ...rest] = commands;
+  return { setUp: setUp?.command ?? "", commands: rest };
+}
+
+/** A documented command as this test runs it: its own tag, name, ports and database; in bash, after the set-up line. */
+function asRun(command: string, setUp: string, ports: { public: number; internal: number }, databaseUrl: string) {
+  const script = command
+    .replaceAll("localhost/topwagers:latest", tag)
+    .replace(/--name topwagers\b/, `--name ${name}`)
+    .replace(/^podman (stop|rm) topwagers$/, `podman $1 ${name}`)
+    .replaceAll("mysql://topwagers:secret@127.0.0.1:3306/topwagers", databaseUrl)
+    .replaceAll("8080", String(ports.public))
+    .replaceAll("9090", String(ports.internal));
+  return run("bash", ["-c", `set -e\n${setUp}\n${script}`], { env: process.env, maxBuffer: 16 * 1024 * 1024 });
+}
+
 describe.skipIf(!podmanInstalled)("the container image", () => {
   let database: TestDatabase;
   let port: number;
   let key: string;
   let keyId: string;
   let built = false;
+  let ports: { public: number; internal: number };
+  let documented: ReturnType<typeof documentedRun>;
 
   beforeAll(async () => {
     database = await createTestDatabase("container");
@@ -67,37 +151,26 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     built = true;
     port = await freePort();
     const internalPort = await freePort();
-    await podman(
-      "run",
-      "--detach",
-      "--name",
-      name,
-      "--network=host",
-      "-e",
-      `DATABASE_URL=${database.url}`,
-      "-e",
-      `PORT=${port}`,
-      "-e",
-      `INTERNAL_PORT=${internalPort}`,
-      "-e",
-      "REDIS_URL=redis://127.0.0.1:6379",
-      "-e",
-      "CACHE_TTL_MS=0",
-      tag,
-    );
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (r) => r.status,
-        () => 0,
-      );
-      if (ready === 200) break;
-      if (Date.now() > deadline) {
-        const logs = await podman("logs", name).catch(() => ({ stdout: "", stderr: "" }));
-        throw new Error(`the container did not become ready:\n${logs.stdout}${logs.stderr}`);
-      }
-      await sleep(200);
-    }
+    ports = { public: port, internal: internalPort };
+    documented = documentedRun();
+    // As written: the set-up line exports the repository's containers.conf (hosts like this one).
+    expect(documented.setUp).toBe("export CONTAINERS_CONF=$PWD/containers/containers.conf");
+    expect(documented.commands.map((c) => c.command.split(/\s/, 3).join(" "))).toEqual([
+      "podman run -d",
+      "curl -s --retry",
+      "podman run --rm",
+      "podman stop topwagers",
+      "podman rm topwagers",
+    ]);
+    const [start, ready] = documented.commands;
+    await asRun(start?.command ?? "", documented.setUp, ports, database.url);
+    const answer = await asRun(ready?.command ?? "", documented.setUp, ports, database.url).catch(async (error) => {
+      const logs = await podman("logs", name).catch(() => ({ stdout: "", stderr: "" }));
+      throw new Error(`the container did not become ready (${error}):\n${logs.stdout}${logs.stderr}`);
+    });
+    // The readiness answer the document shows, and the schema this build migrates to.
+    expect(JSON.parse(answer.stdout)).toEqual(JSON.parse(ready?.comment ?? ""));
+    expect(JSON.parse(answer.stdout)).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION });
   }, 240_000);
 
   afterAll(async () => {
@@ -137,6 +210,13 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     );
     expect(stdout).toContain(keyId);
     expect(stdout).toContain("c-aff");
+  }, 60_000);
+
+  it("the documented CLI command creates a key with the same image", async () => {
+    const cli = documented.commands[2];
+    const { stdout } = await asRun(cli?.command ?? "", documented.setUp, ports, database.url);
+    expect(cli?.comment).toBe("the CLI, same image: Created key key_… for affiliate aff-1.");
+    expect(stdout).toMatch(/^Created key key_[A-Za-z0-9_-]+ for affiliate aff-1\.\n\n {2}tw_[A-Za-z0-9_-]+\n/);
   }, 60_000);
 
   it("answers REST", async () => {
@@ -188,7 +268,8 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
 
   it("stops on SIGTERM promptly and cleanly (the server drains and exits 0 as PID 1)", async () => {
     const started = Date.now();
-    await podman("kill", "--signal", "SIGTERM", name);
+    // The document's `podman stop topwagers`: SIGTERM, and SIGKILL only after podman's 10 s.
+    await asRun(documented.commands[3]?.command ?? "", documented.setUp, ports, database.url);
     const { stdout } = await podman("wait", name);
     const seconds = (Date.now() - started) / 1000;
     expect(stdout.trim()).toBe("0");
@@ -199,5 +280,163 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       .filter((l) => l.startsWith("{"))
       .map((l) => (JSON.parse(l) as { msg: string }).msg);
     expect(messages.slice(-2)).toEqual(["shutting down: finishing in-flight requests", "stopped"]);
+    await asRun(documented.commands[4]?.command ?? "", documented.setUp, ports, database.url); // podman rm
+    await expect(podman("container", "exists", name)).rejects.toThrow();
   }, 30_000);
+
+  describe("deploy/kubernetes/ under podman kube play", () => {
+    const kubeName = `topwagers-kube-${suffix}`;
+    const pod = `${kubeName}-pod-0`;
+    const container = `${pod}-topwagers`;
+    const secretName = `${kubeName}-secret`;
+    let work: string;
+    let kubePorts: { public: number; internal: number; metrics: number };
+    let stopped: { seconds: number; exitCode: string } | undefined;
+
+    beforeAll(async () => {
+      work = mkdtempSync(path.join(tmpdir(), "topwagers-kube-"));
+      kubePorts = { public: await freePort(), internal: await freePort(), metrics: await freePort() };
+      const all = manifests();
+      // The Secret as the podman secret `secretKeyRef` reads: a JSON object of base64 values (podman 4.3).
+      const secret = all.find((m) => m.kind === "Secret");
+      const values = { ...secret?.stringData, "database-url": database.url };
+      const encoded = Object.fromEntries(
+        Object.entries(values).map(([k, v]) => [k, Buffer.from(v, "utf8").toString("base64")]),
+      );
+      writeFileSync(path.join(work, "secret.json"), JSON.stringify(encoded));
+      await podman("secret", "create", secretName, path.join(work, "secret.json"));
+      // What differs from a cluster (docs/operations.md, Kubernetes): one pod on the host network with free
+      // ports, the test's image and the local Redis, the secret under the test's name.
+      const played = all
+        .filter((m) => m.kind !== "Secret")
+        .map((m) => {
+          if (m.kind !== "Deployment") return m;
+          m.metadata.name = kubeName;
+          m.spec.replicas = 1;
+          const c = m.spec.template.spec.containers[0] as Container;
+          c.image = tag;
+          delete c.ports;
+          const setting: Record<string, string> = {
+            PORT: String(kubePorts.public),
+            INTERNAL_PORT: String(kubePorts.internal),
+            METRICS_PORT: String(kubePorts.metrics),
+            REDIS_URL: "redis://127.0.0.1:6379",
+          };
+          for (const e of c.env) {
+            const value = setting[e.name];
+            if (value !== undefined) e.value = value;
+            if (e.valueFrom !== undefined) e.valueFrom.secretKeyRef.name = secretName;
+          }
+          for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) {
+            if (probe !== undefined) probe.httpGet.port = kubePorts.public;
+          }
+          return m;
+        });
+      writeFileSync(path.join(work, "play.yaml"), played.map((m) => stringify(m)).join("---\n"));
+      await podman("kube", "play", "--network", "host", path.join(work, "play.yaml"));
+    }, 120_000);
+
+    afterAll(async () => {
+      await podman("pod", "rm", "--force", "--time", "0", pod).catch(() => undefined);
+      await podman("secret", "rm", secretName).catch(() => undefined);
+      if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    }, 60_000);
+
+    it("ships a Deployment with probes, two Services, a Secret example, a PodDisruptionBudget and a NetworkPolicy", () => {
+      const all = manifests();
+      expect(all.map((m) => `${m.kind}/${m.metadata.name}`).sort()).toEqual([
+        "Deployment/topwagers",
+        "NetworkPolicy/topwagers",
+        "PodDisruptionBudget/topwagers",
+        "Secret/topwagers",
+        "Service/topwagers",
+        "Service/topwagers-internal",
+      ]);
+      const deployment = all.find((m) => m.kind === "Deployment") as Manifest;
+      const c = deployment.spec.template.spec.containers[0] as Container;
+      expect(c.args).toEqual(["serve"]);
+      expect([c.startupProbe?.httpGet.path, c.livenessProbe?.httpGet.path, c.readinessProbe?.httpGet.path]).toEqual([
+        "/healthz",
+        "/healthz",
+        "/readyz",
+      ]);
+      const env = Object.fromEntries(c.env.map((e) => [e.name, e.value ?? `secret:${e.valueFrom?.secretKeyRef.key}`]));
+      expect(env).toMatchObject({
+        METRICS_PORT: "9100",
+        TRUSTED_PROXIES: "10.0.0.0/8",
+        DATABASE_URL: "secret:database-url",
+        INGEST_TOKEN: "secret:ingest-token",
+        ADMIN_TOKEN: "secret:admin-token",
+      });
+      // Prometheus in from its own namespace: a namespaceSelector with a podSelector, on the metrics port only.
+      const policy = all.find((m) => m.kind === "NetworkPolicy") as Manifest;
+      const metrics = policy.spec.ingress?.find((rule) => rule.ports.some((p) => p.port === 9100));
+      expect(metrics?.from).toEqual([
+        {
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+          podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } },
+        },
+      ]);
+      expect(metrics?.ports).toEqual([{ port: 9100 }]);
+      expect((all.find((m) => m.kind === "PodDisruptionBudget") as Manifest).spec.maxUnavailable).toBe(1);
+    });
+
+    it("one replica reaches the local MariaDB and reports ready", async () => {
+      const deadline = Date.now() + 30_000;
+      let body: unknown;
+      for (;;) {
+        const response = await fetch(`http://127.0.0.1:${kubePorts.public}/readyz`).catch(() => undefined);
+        body = response === undefined ? undefined : await response.json();
+        if (response?.status === 200 || Date.now() > deadline) break;
+        await sleep(200);
+      }
+      expect(body).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION });
+      const { stdout } = await podman("pod", "ps", "--filter", `name=^${pod}$`, "--format", "{{.Name}} {{.Status}}");
+      expect(stdout.trim()).toBe(`${pod} Running`);
+    }, 40_000);
+
+    it("answers REST 200, runs as non-root on a read-only root, and serves /metrics on its own port only", async () => {
+      const response = await fetch(`http://127.0.0.1:${kubePorts.public}/top-affiliate-wagers-by-period`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 10 }),
+      });
+      expect({ status: response.status, body: await response.json() }).toEqual({
+        status: 200,
+        body: {
+          data: [
+            { username: "alice", avatar: AVATAR, totalWagered: 12.75 },
+            { username: "bob", avatar: AVATAR, totalWagered: 5 },
+          ],
+          errors: null,
+        },
+      });
+      const { stdout } = await podman(
+        "inspect",
+        container,
+        "--format",
+        "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}",
+      );
+      expect(stdout.trim()).toBe("10001:10001 true");
+      expect((await fetch(`http://127.0.0.1:${kubePorts.metrics}/metrics`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${kubePorts.internal}/metrics`)).status).toBe(404);
+    });
+
+    it("stops cleanly: the server exits 0 with its last log lines, and the pod is removed", async () => {
+      const started = Date.now();
+      await podman("pod", "stop", pod);
+      const { stdout } = await podman("inspect", container, "--format", "{{.State.ExitCode}}");
+      stopped = { seconds: (Date.now() - started) / 1000, exitCode: stdout.trim() };
+      expect(stopped.exitCode).toBe("0");
+      expect(stopped.seconds).toBeLessThan(5);
+      const logs = await podman("logs", container);
+      const messages = `${logs.stdout}${logs.stderr}`
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => (JSON.parse(l) as { msg: string }).msg);
+      expect(messages.slice(-2)).toEqual(["shutting down: finishing in-flight requests", "stopped"]);
+      await podman("kube", "down", path.join(work, "play.yaml")).catch(() => undefined);
+      await expect(podman("pod", "exists", pod)).rejects.toThrow();
+    }, 30_000);
+  });
 });
