@@ -60,9 +60,12 @@ function keyUnsettled(): ServiceError {
   );
 }
 
+/** A secret key's CORS headers: none (shared, never changed). */
+const NO_CORS: Readonly<Record<string, string>> = Object.freeze({});
+
 /** The CORS part of an admitted call's headers. */
-function corsHeaders(caller: Caller, origin: string | undefined): Record<string, string> {
-  if (caller.kind !== "publishable") return {};
+function corsHeaders(caller: Caller, origin: string | undefined): Readonly<Record<string, string>> {
+  if (caller.kind !== "publishable") return NO_CORS;
   if (origin === undefined || !caller.allowedOrigins.includes(origin)) return { vary: "Origin" };
   return {
     "access-control-allow-origin": origin,
@@ -95,11 +98,14 @@ export class Admission {
       throw await this.failed(clientAddress, secretKeyInUrl());
     const fromHeader = request.authorization != null && request.authorization !== "";
     const secret = fromHeader ? bearerCredential(request.authorization) : urlKey;
-    if (secret === undefined || keyKindOf(secret) === undefined) {
-      throw await this.failed(clientAddress, unauthenticated());
+    if (secret === undefined) throw await this.failed(clientAddress, unauthenticated());
+    // Before the first load nothing can be told apart (the instance is not ready yet), except text that
+    // is not a key at all. Once loaded, a held key needs no shape or checksum check: text that is not a
+    // key is simply not found, and refused the same way.
+    if (!this.keys.loaded) {
+      if (keyKindOf(secret) === undefined) throw await this.failed(clientAddress, unauthenticated());
+      throw databaseUnavailable();
     }
-    // Before the first load nothing can be told apart (the instance is not ready yet).
-    if (!this.keys.loaded) throw databaseUnavailable();
     const found = this.keys.lookup(secret);
     if (!found.found) {
       if (found.unsettled === true) throw keyUnsettled();
@@ -114,7 +120,7 @@ export class Admission {
         caller.rateLimit,
         caller.kind === "publishable" ? clientAddress : undefined,
       );
-      return { caller, headers: { ...decision.headers, ...cors } };
+      return { caller, headers: cors === NO_CORS ? decision.headers : { ...decision.headers, ...cors } };
     } catch (error) {
       // A page reading its own 429 needs the CORS headers on the refusal too.
       if (error instanceof ConnectError)

@@ -26,8 +26,17 @@ export type LimiterFactory = (policy: RatePolicy, keyPrefix: string) => RateLimi
 export const memoryLimiters: LimiterFactory = (policy, keyPrefix) =>
   new RateLimiterMemory({ points: policy.points, duration: policy.windowSeconds, keyPrefix });
 
+/** A policy's limiter and its RateLimit-Policy values by policy name, made once per policy. */
+interface PolicyState {
+  readonly limiter: RateLimiterAbstract;
+  readonly policyHeaders: Map<string, string>;
+}
+
 export class KeyRateLimiter {
-  private readonly limiters = new Map<string, RateLimiterAbstract>();
+  /** By "points/window": policies with equal numbers share a limiter (and its counts). */
+  private readonly limiters = new Map<string, PolicyState>();
+  /** The same by policy object (a key's own policy object lives as long as its key set entry). */
+  private readonly byPolicy = new WeakMap<RatePolicy, PolicyState>();
 
   constructor(
     private readonly defaultPolicy: RatePolicy,
@@ -44,36 +53,47 @@ export class KeyRateLimiter {
     const policy = ownPolicy ?? (perAddress === undefined ? this.defaultPolicy : this.publishablePolicy);
     const policyName = ownPolicy !== null ? "key" : perAddress === undefined ? "default" : "publishable";
     const counter = perAddress === undefined ? keyId : `${keyId}@${perAddress}`;
+    const state = this.stateOf(policy);
     try {
-      const result = await this.limiterFor(policy).consume(counter, 1);
-      return { headers: rateHeaders(policyName, policy, result) };
+      const result = await state.limiter.consume(counter, 1);
+      return { headers: rateHeaders(state, policyName, policy, result) };
     } catch (reason) {
       if (!(reason instanceof RateLimiterRes)) throw reason;
       const retryAfter = Math.max(1, Math.ceil(reason.msBeforeNext / 1000));
       throw new ServiceError(
         "RATE_LIMITED",
         `rate limit exceeded for this API key${perAddress === undefined ? "" : " from this address"} (${policy.points} requests per ${policy.windowSeconds} s). Retry in ${retryAfter} s`,
-        { headers: rateHeaders(policyName, policy, reason), retryAfterSeconds: retryAfter },
+        { headers: rateHeaders(state, policyName, policy, reason), retryAfterSeconds: retryAfter },
       );
     }
   }
 
-  private limiterFor(policy: RatePolicy): RateLimiterAbstract {
+  private stateOf(policy: RatePolicy): PolicyState {
+    let state = this.byPolicy.get(policy);
+    if (state !== undefined) return state;
     const id = `${policy.points}/${policy.windowSeconds}`;
-    let limiter = this.limiters.get(id);
-    if (limiter === undefined) {
-      limiter = this.createLimiter(policy, `rl:${id}`);
-      this.limiters.set(id, limiter);
+    state = this.limiters.get(id);
+    if (state === undefined) {
+      state = { limiter: this.createLimiter(policy, `rl:${id}`), policyHeaders: new Map() };
+      this.limiters.set(id, state);
     }
-    return limiter;
+    this.byPolicy.set(policy, state);
+    return state;
   }
 }
 
-function rateHeaders(name: string, policy: RatePolicy, result: RateLimiterRes): Record<string, string> {
+function rateHeaders(
+  state: PolicyState,
+  name: string,
+  policy: RatePolicy,
+  result: RateLimiterRes,
+): Record<string, string> {
+  let policyHeader = state.policyHeaders.get(name);
+  if (policyHeader === undefined) {
+    policyHeader = `"${name}";q=${policy.points};w=${policy.windowSeconds}`;
+    state.policyHeaders.set(name, policyHeader);
+  }
   const remaining = Math.max(0, result.remainingPoints);
   const resetSeconds = Math.max(0, Math.ceil(result.msBeforeNext / 1000));
-  return {
-    "ratelimit-policy": `"${name}";q=${policy.points};w=${policy.windowSeconds}`,
-    ratelimit: `"${name}";r=${remaining};t=${resetSeconds}`,
-  };
+  return { "ratelimit-policy": policyHeader, ratelimit: `"${name}";r=${remaining};t=${resetSeconds}` };
 }
