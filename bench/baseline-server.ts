@@ -16,7 +16,9 @@ const keyHash = Buffer.from(process.env.KEY_HASH ?? "", "hex");
 const body = readFileSync(process.env.BODY_FILE ?? "/dev/null");
 const limiter = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
 
-const server = http.createServer((req, res) => {
+// Idle keep-alive connections are kept as long as topwagers keeps them (65 s; Node's default is 5 s, which
+// a slow run, e.g. under valgrind, outlasts between two requests of one connection).
+const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const match = /^\s*bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
   const hash = digest("sha256", match?.[1] ?? "", "buffer");
   if (match === null || !timingSafeEqual(hash, keyHash)) {

@@ -504,7 +504,14 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
     // V8's compilers and garbage collector keep their helper threads: callgrind counts them too, and
     // a JavaScript function's inclusive count then holds only its own thread's work (on one thread a
     // compilation or collection is counted in whichever function happened to trigger it).
-    const servers = await startServers(keep === undefined ? [] : ["--perf-basic-prof"], callgrindWrapper(dir));
+    // Under valgrind a request takes some 100 times longer, so whatever V8 does by the clock or by the
+    // number of collections happens that much more often per request: bytecode unused for a few
+    // collections is flushed and compiled again, the memory reducer collects when allocation slows.
+    // Natively neither happens on a hot path; off here, so the count is the native steady state.
+    const servers = await startServers(
+      ["--no-flush-bytecode", "--no-memory-reducer", ...(keep === undefined ? [] : ["--perf-basic-prof"])],
+      callgrindWrapper(dir),
+    );
     try {
       for (const path of paths) {
         const counted = { baseline: [] as Count[], ours: [] as Count[] };
@@ -597,7 +604,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
       `load: h2load -t1 -c${connections} -m${streams} (HTTP/2), wrk -t1 -c${connections * streams} (HTTP/1.1), ${seconds} s per run, loopback; every server a separate Node process${pin ? " (servers on CPU 0, load generator on CPU 1; --no-pin to share)" : ""}; warm cache, the same 10-entry answer`,
       ...(values.instructions
         ? [
-            `instructions: valgrind --tool=callgrind (all threads), ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; each dump kept in ${keep} with the server's perf map at that moment (npm run bench -- instruction-profile <dump> --requests ${requests})`}`,
+            `instructions: valgrind --tool=callgrind (all threads; node --no-flush-bytecode --no-memory-reducer), ${instructionRounds} counts of ${requests} requests after ${warmup} uncounted (h2load -t1 -c${COUNT_CONNECTIONS} -m${COUNT_STREAMS}; HTTP/1.1 h2load --h1 -c${COUNT_CONNECTIONS * COUNT_STREAMS}); "GC" and "JIT" are the self instructions of V8's garbage collector and compilers${keep === undefined ? "" : `; each dump kept in ${keep} with the server's perf map at that moment (npm run bench -- instruction-profile <dump> --requests ${requests})`}`,
           ]
         : []),
       "",
