@@ -39,6 +39,15 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/** Children started by startChild and still running: stopped if the bench itself is interrupted. */
+const running = new Set<ChildProcess>();
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill("SIGTERM");
+    process.exit(128 + (signal === "SIGINT" ? 2 : 15));
+  });
+}
+
 /** Starts `node <script>` and resolves once it prints a JSON line with a port (or the topwagers listen log). */
 export function startChild(script: string, env: Record<string, string>, options: ChildOptions = {}): Promise<Child> {
   const { isListening = () => true, nodeArgs = [], wrapper = [], onLine } = options;
@@ -48,6 +57,8 @@ export function startChild(script: string, env: Record<string, string>, options:
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    running.add(child);
+    child.once("exit", () => running.delete(child));
     let settled = false;
     const onData = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) {
