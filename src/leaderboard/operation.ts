@@ -36,7 +36,10 @@ export async function topWagers(
   decodingViolations: readonly Violation[] = [],
 ): Promise<TopWagersAnswer> {
   const query = validPeriodQuery(request, decodingViolations, caller.defaultRankBy);
-  const standings = await leaderboard.topWagersForPeriod(caller.affiliateId, query);
+  // A cache hit is answered without the loading path's promises.
+  const standings =
+    leaderboard.cachedStandings(caller.affiliateId, query) ??
+    (await leaderboard.topWagersForPeriod(caller.affiliateId, query));
   return {
     ...standings,
     numUsers: query.numUsers,

@@ -36,6 +36,13 @@ export class ResultCache<T> {
     this.entries = new ExpiringCache({ maxEntries, now: nowMs, refreshOnRead: true });
   }
 
+  /** The cached value for `key` while it is fresh (a hit), else undefined (nothing is counted). */
+  peek(key: string): CachedValue<T> | undefined {
+    const cached = this.entries.fresh(key);
+    if (cached !== undefined) this.hits += 1;
+    return cached;
+  }
+
   /**
    * The cached value for `key`, or the result of `load` stored for `ttlMs(value)`
    * milliseconds. A `load` that throws caches nothing.

@@ -12,7 +12,7 @@ import { type BoardChange, ChangeSet } from "./change-set.js";
 import { canonicalDecimal } from "./decimal.js";
 import { bucketRanges } from "./period-buckets.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
-import { ResultCache } from "./result-cache.js";
+import { type CachedValue, ResultCache } from "./result-cache.js";
 
 export interface RankedUser {
   readonly rank: number;
@@ -56,6 +56,11 @@ export interface LeaderboardOptions {
  */
 const SETTLED_AFTER_SECONDS = DAY;
 const SETTLED_TTL_FACTOR = 360;
+/** A cached answer's key: the affiliate, the period and the ranking (every list length is a slice of it). */
+function cacheKeyOf(affiliateId: number, query: PeriodQuery): string {
+  return `${affiliateId}:${query.start}:${query.end}:${query.rankBy ?? "wagered"}`;
+}
+
 /**
  * How long a caller may reuse an answer (Cache-Control max-age): a change reaches every
  * instance within a second, so promising more would let callers show totals the service has
@@ -89,9 +94,24 @@ export class Leaderboard {
     return this.cache.invalidations;
   }
 
-  async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<Standings> {
+  /**
+   * The standings when they can be answered at once (a period not started yet, or a fresh cached
+   * answer), else undefined: then topWagersForPeriod loads them. A cache hit so costs no promise.
+   */
+  cachedStandings(affiliateId: number, query: PeriodQuery): Standings | undefined {
     // A period that has not started yet has no wagers by definition (ingest
     // accepts wagers a few minutes ahead of the clock; they must not show early).
+    if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, cacheKey: undefined };
+    if (this.options.cacheTtlMs <= 0) return undefined;
+    if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) return undefined;
+    const key = cacheKeyOf(affiliateId, query);
+    const entry = this.cache.peek(key);
+    return entry === undefined ? undefined : this.standingsOf(key, entry, query);
+  }
+
+  async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<Standings> {
+    const cached = this.cachedStandings(affiliateId, query);
+    if (cached !== undefined) return cached;
     if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, cacheKey: undefined };
     if (this.options.cacheTtlMs <= 0) {
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
@@ -101,13 +121,17 @@ export class Leaderboard {
       this.bypassed += 1;
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
     }
-    const key = `${affiliateId}:${query.start}:${query.end}:${query.rankBy ?? "wagered"}`;
+    const key = cacheKeyOf(affiliateId, query);
     const ttlMs = this.ttlFor(query);
     const entry = await this.cache.get(
       key,
       () => this.load(affiliateId, query, MAX_NUM_USERS),
       () => ttlMs,
     );
+    return this.standingsOf(key, entry, query);
+  }
+
+  private standingsOf(key: string, entry: CachedValue<readonly RankedUser[]>, query: PeriodQuery): Standings {
     const ranked = entry.value.length > query.numUsers ? entry.value.slice(0, query.numUsers) : entry.value;
     const left = Math.max(0, Math.floor((entry.expiresAt - this.now() * 1000) / 1000));
     return { ranked, maxAgeSeconds: Math.min(MAX_CLIENT_AGE_SECONDS, left), cacheKey: `${key}:${entry.serial}` };
