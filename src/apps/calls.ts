@@ -88,9 +88,18 @@ export function observeCalls(hooks: CallHooks): CallObservation {
       logger.info(accessLogFields({ procedure, protocol, code, status, seconds }, party), "call");
     }
   };
-  const partyOf = (facts: CallFacts): CallParty => ({ keyId: facts.keyId, clientAddress: facts.clientAddress });
-  const procedureOf = (call: { service: { typeName: string }; method: { name: string } }) =>
-    `${call.service.typeName}/${call.method.name}`;
+  // The call's facts are its party for the access log as they are (no object per call).
+  const partyOf = (facts: CallFacts): CallParty => facts;
+  // A procedure's full name, made once per method rather than per call.
+  const procedures = new WeakMap<object, string>();
+  const procedureOf = (call: { service: { typeName: string }; method: { name: string } }) => {
+    let name = procedures.get(call.method);
+    if (name === undefined) {
+      name = `${call.service.typeName}/${call.method.name}`;
+      procedures.set(call.method, name);
+    }
+    return name;
+  };
 
   const requestGate = async (context: HandlerContext) => {
     reportUnparsableMessagesAsInvalid(context);
