@@ -15,7 +15,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
-import { Leaderboard } from "../src/leaderboard/top-wagers.js";
+import { Leaderboard } from "../src/leaderboard/leaderboard.js";
 import { connectionOptions, type Database, openDatabase } from "../src/storage/database.js";
 import { topUsersFromRawWagers } from "../src/storage/leaderboard-queries.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";

@@ -4,35 +4,35 @@
  * it on any port and database.
  *
  * A public request flows: transport (transport/one-port-server) → route (here)
- * → admission (api/admission: authenticate, rate limit; the gate in
+ * → admission (auth/admission: authenticate, rate limit; the gate in
  * apps/calls for RPC, the REST skin for REST) → decode (Connect, or
- * api/rest) → operation (leaderboard/operation: validate, query) → render
- * (api/top-wagers-service's message, or api/rest's envelope).
+ * handlers/rest) → operation (leaderboard/operation: validate, query) → render
+ * (handlers/leaderboard-rpc's message, or handlers/rest's envelope).
  */
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { Admission } from "../api/admission.js";
-import { BoardEvents } from "../api/board-events.js";
-import { BoardPage } from "../api/board-page.js";
-import { createDocsPage } from "../api/docs-page.js";
-import { registerHealth, registerReflection } from "../api/health-and-reflection.js";
-import { Readiness } from "../api/readiness.js";
-import { RestApi } from "../api/rest.js";
-import { callerKey, topWagersService } from "../api/top-wagers-service.js";
-import { WATCH_PATH, WatchRpc } from "../api/watch-rpc.js";
+import { Admission } from "../auth/admission.js";
 import { KeySet } from "../auth/key-set.js";
 import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors.js";
+import { BoardEvents } from "../handlers/board-events.js";
+import { BoardPage } from "../handlers/board-page.js";
+import { createDocsPage } from "../handlers/docs-page.js";
+import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
+import { callerKey, leaderboardRpc } from "../handlers/leaderboard-rpc.js";
+import { RestApi } from "../handlers/rest.js";
+import { WATCH_PATH, WatchRpc } from "../handlers/watch-rpc.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
 import { ChangeSet } from "../leaderboard/change-set.js";
+import { Leaderboard } from "../leaderboard/leaderboard.js";
 import { LiveBoards, type LiveObserver } from "../leaderboard/live-boards.js";
-import { Leaderboard } from "../leaderboard/top-wagers.js";
 import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { databaseAvailability } from "../observability/database-availability.js";
 import { Metrics } from "../observability/metrics.js";
+import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
 import { findApiKeysByIds, listUsableApiKeys } from "../storage/api-keys.js";
 import type { Database } from "../storage/database.js";
@@ -72,7 +72,7 @@ export interface PublicApp {
   readonly readiness: Readiness;
   /** Every usable API key, in memory; the internal listener has it read a key again when it changes one. */
   readonly keys: KeySet;
-  /** Key, rate limit and CORS of every public call (the skins call it; api/admission.ts). */
+  /** Key, rate limit and CORS of every public call (the skins call it; auth/admission.ts). */
   readonly admission: Admission;
   /** Resolves once the keys are loaded (until then calls with a key get 503 and readiness says loading_keys). */
   readonly keysLoaded: Promise<void>;
@@ -230,7 +230,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const docs = createDocsPage({ basePath: config.basePath });
 
   const routes = (router: ConnectRouter) => {
-    router.service(TopWagersService, topWagersService(leaderboard));
+    router.service(TopWagersService, leaderboardRpc(leaderboard));
     registerHealth(router, PUBLIC_SERVICES, readiness);
     registerReflection(router, PUBLIC_SERVICES);
   };

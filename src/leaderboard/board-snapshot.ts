@@ -4,7 +4,7 @@
  * of it, made once.
  */
 import { hash } from "node:crypto";
-import type { RankedUser } from "./top-wagers.js";
+import type { RankedUser } from "./leaderboard.js";
 
 /** One computed answer of a board, shared by all its viewers. */
 export class BoardSnapshot {

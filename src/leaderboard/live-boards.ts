@@ -8,7 +8,7 @@
  */
 import { BoardSnapshot, boardVersion } from "./board-snapshot.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
-import type { RankedUser } from "./top-wagers.js";
+import type { RankedUser } from "./leaderboard.js";
 import type { RankBy } from "./weights.js";
 
 /** One distinct board: whose, which period, how many users, ranked by what (default "wagered"). */

@@ -7,8 +7,8 @@
  */
 import type { Caller } from "../auth/authenticator.js";
 import { ServiceError, type Violation } from "../errors.js";
+import type { Leaderboard, Standings } from "./leaderboard.js";
 import { type PeriodQuery, type PeriodRequestFields, periodFromRequest } from "./period-request.js";
-import type { Leaderboard, Standings } from "./top-wagers.js";
 import type { RankBy } from "./weights.js";
 
 /** The procedure's full name: the metric series and log lines of every protocol, REST included. */
@@ -29,7 +29,7 @@ export interface TopWagersAnswer extends Standings {
  * Answers one request. `decodingViolations` are the fields the skin's decoder could not read
  * (wrong type); they are reported with the rules' violations, one per field.
  */
-export async function topWagers(
+export async function answerPeriodRequest(
   leaderboard: Leaderboard,
   caller: Caller,
   request: PeriodRequestFields,

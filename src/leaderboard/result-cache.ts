@@ -9,7 +9,7 @@
  * dropped may have read the data from before the change: its result still
  * answers the requests that were waiting for it, but it is not stored.
  */
-import { ExpiringCache, SingleFlight } from "../expiring-cache.js";
+import { ExpiringCache, SingleFlight } from "../cache/expiring-cache.js";
 
 export interface CachedValue<T> {
   readonly value: T;

@@ -15,7 +15,7 @@ import { gunzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/api/docs-page.js";
+import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";

@@ -8,7 +8,7 @@
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChangeFeed } from "../../src/leaderboard/change-feed.js";
-import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import type { DataChange } from "../../src/storage/data-changes.js";
 import { connectionOptions } from "../../src/storage/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";

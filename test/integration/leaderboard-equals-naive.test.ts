@@ -11,7 +11,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { canonicalDecimal } from "../../src/leaderboard/decimal.js";
-import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { topUsersFromRawWagers } from "../../src/storage/leaderboard-queries.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers } from "../support/fixtures.js";

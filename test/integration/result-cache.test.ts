@@ -5,7 +5,7 @@
  */
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 

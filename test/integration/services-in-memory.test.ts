@@ -20,14 +20,14 @@ import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_de
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { Admission } from "../../src/api/admission.js";
-import { apiKeyService } from "../../src/api/api-key-service.js";
-import { callerKey, topWagersService } from "../../src/api/top-wagers-service.js";
-import { wagerIngestService } from "../../src/api/wager-ingest-service.js";
+import { Admission } from "../../src/auth/admission.js";
 import { KeyAdmin } from "../../src/auth/key-admin.js";
 import { KeySet } from "../../src/auth/key-set.js";
+import { apiKeyService } from "../../src/handlers/api-key-service.js";
+import { callerKey, leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
+import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { Leaderboard } from "../../src/leaderboard/top-wagers.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
 import { findApiKeysByIds, listUsableApiKeys } from "../../src/storage/api-keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
@@ -102,7 +102,7 @@ beforeAll(async () => {
   });
   publicTransport = createRouterTransport(
     (router) => {
-      router.service(TopWagersService, topWagersService(leaderboard));
+      router.service(TopWagersService, leaderboardRpc(leaderboard));
     },
     { router: { interceptors: [authenticate] } },
   );

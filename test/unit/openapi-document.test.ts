@@ -9,9 +9,9 @@ import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   TopWagerEntrySchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { STREAM_PATH } from "../../src/api/board-events.js";
-import { OPERATION_PATH } from "../../src/api/rest.js";
 import { MAX_BODY_BYTES } from "../../src/apps/public.js";
+import { STREAM_PATH } from "../../src/handlers/board-events.js";
+import { OPERATION_PATH } from "../../src/handlers/rest.js";
 import { EARLIEST_START, MAX_NUM_USERS, MAX_TIMESTAMP } from "../../src/leaderboard/period-request.js";
 import { type Json, type ObservedResponse, OpenApiChecker, readOpenApiDocument } from "../support/openapi.js";
 

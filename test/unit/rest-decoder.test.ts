@@ -5,7 +5,7 @@
  * are left to the rules ("is required"), unknown fields are ignored.
  */
 import { describe, expect, it } from "vitest";
-import { decodeRequestFields } from "../../src/api/rest.js";
+import { decodeRequestFields } from "../../src/handlers/rest.js";
 
 describe("decodeRequestFields", () => {
   it("reads numbers and digit strings as whole numbers, and ignores unknown fields", () => {

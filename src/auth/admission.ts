@@ -8,12 +8,12 @@
  * keys, never for a valid one.
  */
 import { ConnectError } from "@connectrpc/connect";
-import { bearerCredential, keyKindOf } from "../auth/api-key-secret.js";
-import type { Caller } from "../auth/authenticator.js";
-import type { KeySet } from "../auth/key-set.js";
 import { databaseUnavailable, ServiceError, unauthenticated } from "../errors.js";
 import type { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import type { KeyRateLimiter } from "../limits/rate-limiter.js";
+import { bearerCredential, keyKindOf } from "./api-key-secret.js";
+import type { Caller } from "./authenticator.js";
+import type { KeySet } from "./key-set.js";
 
 export interface AdmissionRequest {
   /** The Authorization header as received. */

@@ -7,7 +7,7 @@
  * it), but concurrent probes share one query, so probes cannot load it.
  */
 import type { Pool } from "mysql2/promise";
-import { SingleFlight } from "../expiring-cache.js";
+import { SingleFlight } from "../cache/expiring-cache.js";
 import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "../storage/migrations.js";
 
 export type ReadinessStatus =

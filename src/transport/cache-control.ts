@@ -2,6 +2,6 @@
  * Cache-Control for a leaderboard answer: a caller may reuse it as long as our
  * own result cache would; with the cache off, answers are not to be stored.
  */
-export function freshness(maxAgeSeconds: number): string {
+export function cacheControl(maxAgeSeconds: number): string {
   return maxAgeSeconds > 0 ? `private, max-age=${maxAgeSeconds}` : "no-store";
 }

@@ -1,10 +1,7 @@
 /**
- * The two pieces every in-process cache here is made of: a bounded map whose
- * entries expire, and loads shared by concurrent callers (single flight). Used
- * by the API key lookup cache (auth/authenticator.ts), the leaderboard answer
- * cache (leaderboard/result-cache.ts), the skins' rendered answers
- * (api/answer-memo.ts) and readiness probes (api/readiness.ts). Times are
- * milliseconds on the caller's clock.
+ * Two cache pieces: a bounded map whose entries expire, and loads shared by concurrent callers
+ * (single flight). Used by the leaderboard answer cache (leaderboard/result-cache.ts) and readiness
+ * probes (observability/readiness.ts). Times are milliseconds on the caller's clock.
  */
 
 export interface Expiring {

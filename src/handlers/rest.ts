@@ -7,20 +7,20 @@
  */
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
+import type { Admission } from "../auth/admission.js";
+import { AnswerMemo } from "../cache/answer-memo.js";
 import { HttpRefusal, invalidArgument, renderRestError, type Violation } from "../errors.js";
-import { TOP_WAGERS_PROCEDURE, topWagers } from "../leaderboard/operation.js";
+import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
+import { answerPeriodRequest, TOP_WAGERS_PROCEDURE } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
-import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
 import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
 import type { CallParty } from "../observability/access-log.js";
 import type { Protocol } from "../observability/metrics.js";
+import { acceptsGzip } from "../transport/accept-encoding.js";
+import { cacheControl } from "../transport/cache-control.js";
 import { type Exchange, nodeExchange } from "../transport/exchange.js";
 import { type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
-import { acceptsGzip } from "./accept-encoding.js";
-import type { Admission } from "./admission.js";
-import { AnswerMemo } from "./answer-memo.js";
-import { freshness } from "./freshness.js";
 
 export const OPERATION_PATH = "/top-affiliate-wagers-by-period";
 const gzipAsync = promisify(gzip);
@@ -84,7 +84,12 @@ export class RestApi {
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
       const fields = decodeRequestFields(await readJsonBody(exchange, this.options.maxBodyBytes));
-      const answer = await topWagers(this.options.leaderboard, admitted.caller, fields.values, fields.violations);
+      const answer = await answerPeriodRequest(
+        this.options.leaderboard,
+        admitted.caller,
+        fields.values,
+        fields.violations,
+      );
       // A request that names rankBy, or a board ranked by weight (a key's default), shows the weighted total too;
       // any other answer is exactly the three fields it always was.
       const weighted = answer.rankByAsked || answer.rankBy === "weighted";
@@ -93,7 +98,7 @@ export class RestApi {
         answer.cacheKey === undefined
           ? render()
           : this.renderedBodies.get(`${answer.cacheKey}:${weighted ? "w" : "p"}`, answer.numUsers, render);
-      const gzipping = send(exchange, 200, body, rateHeaders, { "cache-control": freshness(answer.maxAgeSeconds) });
+      const gzipping = send(exchange, 200, body, rateHeaders, { "cache-control": cacheControl(answer.maxAgeSeconds) });
       if (gzipping !== undefined) await gzipping;
     } catch (reason) {
       failure = reason;

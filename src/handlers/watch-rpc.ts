@@ -19,6 +19,7 @@ import {
   WatchTopAffiliateWagersByPeriodRequestSchema,
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import type { Admission } from "../auth/admission.js";
 import { asConnectError, malformedRequest, ServiceError } from "../errors.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
@@ -36,9 +37,8 @@ import {
   streamHeaders,
   streamWireOf,
 } from "../transport/rpc-stream-wire.js";
-import type { Admission } from "./admission.js";
+import { requestFields, topWagerEntries } from "./leaderboard-rpc.js";
 import { type Frames, liveError, ResponseViewer, revokedKey, shuttingDown } from "./live-streams.js";
-import { requestFields, topWagerEntries } from "./top-wagers-service.js";
 
 export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
 

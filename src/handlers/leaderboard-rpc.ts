@@ -14,12 +14,12 @@ import {
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
+import { AnswerMemo } from "../cache/answer-memo.js";
 import { unauthenticated, type Violation } from "../errors.js";
-import { topWagers } from "../leaderboard/operation.js";
+import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
+import { answerPeriodRequest } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
-import type { Leaderboard, RankedUser } from "../leaderboard/top-wagers.js";
-import { AnswerMemo } from "./answer-memo.js";
-import { freshness } from "./freshness.js";
+import { cacheControl } from "../transport/cache-control.js";
 import { rankByOf } from "./rank-by.js";
 
 /** Set by the request gate once the key is authenticated and counted. */
@@ -27,7 +27,7 @@ export const callerKey = createContextKey<Caller | undefined>(undefined, { descr
 
 type Answer = ReturnType<typeof create<typeof GetTopAffiliateWagersByPeriodResponseSchema>>;
 
-export function topWagersService(leaderboard: Leaderboard): ServiceImpl<typeof TopWagersService> {
+export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof TopWagersService> {
   // A cache hit reuses the message built for the same cached standings and list length, as REST reuses its
   // rendered bytes: no per-call message construction or decimal parsing.
   const answers = new AnswerMemo<Answer>();
@@ -36,13 +36,13 @@ export function topWagersService(leaderboard: Leaderboard): ServiceImpl<typeof T
       const caller = context.values.get(callerKey);
       if (caller === undefined) throw unauthenticated();
       const fields = requestFields(request);
-      const answer = await topWagers(leaderboard, caller, fields.values, fields.violations);
-      context.responseHeader.set("cache-control", freshness(answer.maxAgeSeconds));
+      const answer = await answerPeriodRequest(leaderboard, caller, fields.values, fields.violations);
+      context.responseHeader.set("cache-control", cacheControl(answer.maxAgeSeconds));
       return answer.cacheKey === undefined
         ? buildAnswer(answer.ranked)
         : answers.get(answer.cacheKey, answer.numUsers, () => buildAnswer(answer.ranked));
     },
-    // Served by api/watch-rpc.ts on every protocol and codec; connect-es only sees what that skin does not take.
+    // Served by handlers/watch-rpc.ts on every protocol and codec; connect-es only sees what that skin does not take.
     watchTopAffiliateWagersByPeriod() {
       throw new ConnectError(
         "WatchTopAffiliateWagersByPeriod is served over gRPC, gRPC-Web (binary or JSON) and Connect streaming",

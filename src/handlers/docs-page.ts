@@ -16,8 +16,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import { parse } from "yaml";
+import { acceptsGzip } from "../transport/accept-encoding.js";
 import type { NodeRequest, NodeResponse } from "../transport/http.js";
-import { acceptsGzip } from "./accept-encoding.js";
 
 export const DOCS_PATH = "/docs";
 export const OPENAPI_JSON_PATH = "/openapi.json";

@@ -11,6 +11,7 @@
  * `rankBy=wagered|weighted` as in the POST body.
  */
 
+import type { Admission } from "../auth/admission.js";
 import { HttpRefusal } from "../errors.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
@@ -18,7 +19,6 @@ import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
 import type { CallParty } from "../observability/access-log.js";
 import type { Protocol } from "../observability/metrics.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
-import type { Admission } from "./admission.js";
 import { type Frames, liveError, ResponseViewer } from "./live-streams.js";
 import { decodeRequestFields, OPERATION_PATH, renderEntries } from "./rest.js";
 
