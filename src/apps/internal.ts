@@ -3,17 +3,19 @@
  * 127.0.0.1:9090): topwagers.v1.WagerIngestService and ApiKeyService over
  * Connect, gRPC (h2c) and gRPC-Web on one port, for the casino platform only,
  * and GET /metrics. Like the public app, this builds a handler and does not
- * listen; main (or a test) serves it with transport/one-port-server.
+ * listen; server.ts (or a test) serves it with transport/one-port-server.
  *
- * An ingest call flows: transport → gate (apps/calls: the service's token,
+ * An ingest call flows: transport → gate (auth/request-gate: the service's token,
  * headers only, before any body is read) → decode → ingest (validate, write
  * all or nothing) → answer. The public port never routes these paths.
  */
+
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { KeyAdmin } from "../auth/key-admin.js";
+import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import { ADMIN, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
 import type { Config } from "../config.js";
 import { HttpRefusal, renderConnectError, ServiceError } from "../errors.js";
@@ -22,12 +24,12 @@ import { registerHealth, registerReflection } from "../handlers/health-and-refle
 import { wagerIngestService } from "../handlers/wager-ingest-service.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { observeCalls } from "../observability/call-observation.js";
 import type { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Database } from "../storage/database.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
-import { OPEN_SERVICES, observeCalls } from "./calls.js";
 import { serveMetrics } from "./metrics-endpoint.js";
 
 /** 1000 users with 2048-character avatars fit with room to spare; anything larger is refused unread. */
@@ -122,17 +124,13 @@ export function createInternalApp(config: Config, database: Database, options: I
     registerReflection(router, INTERNAL_SERVICES, [file_topwagers_v1_wager_ingest, file_topwagers_v1_api_keys]);
   };
 
-  const calls = observeCalls({
-    metrics,
-    logger,
-    accessLog: config.accessLog,
-    // Each of our services has its own token; an affiliate key opens none of them.
-    admit(context) {
-      const token = tokens[context.service.typeName];
-      if (token === undefined) throw new ServiceError("BAD_SERVICE_TOKEN", "this service takes no calls here");
-      token.check(context.requestHeader.get("authorization"));
-    },
-  });
+  const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
+  // Each of our services has its own token; an affiliate key opens none of them.
+  const gate = requestGate((context) => {
+    const token = tokens[context.service.typeName];
+    if (token === undefined) throw new ServiceError("BAD_SERVICE_TOKEN", "this service takes no calls here");
+    token.check(context.requestHeader.get("authorization"));
+  }, calls);
 
   // Paths the adapter does not route: GET /metrics (Prometheus text format; unless METRICS_PORT serves it),
   // else 404 in Connect's error shape.
@@ -152,6 +150,7 @@ export function createInternalApp(config: Config, database: Database, options: I
     routes,
     fallback,
     readMaxBytes: INTERNAL_MAX_BODY_BYTES,
+    requestGate: gate,
     ...calls.adapterOptions,
   }) as RequestHandler;
   const clientAddress = clientAddressResolver(config.trustedProxies);

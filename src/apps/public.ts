@@ -1,19 +1,21 @@
 /**
  * The public app: the handler of the public port, wired from its parts. A pure
- * function of its dependencies: it does not listen (main does), so tests build
- * it on any port and database.
+ * function of its dependencies: it does not listen (server.ts does), so tests
+ * build it on any port and database.
  *
  * A public request flows: transport (transport/one-port-server) → route (here)
- * → admission (auth/admission: authenticate, rate limit; the gate in
- * apps/calls for RPC, the REST skin for REST) → decode (Connect, or
+ * → admission (auth/admission: authenticate, rate limit; called by the gate,
+ * auth/request-gate, for RPC and by the skins for REST and the live streams) → decode (Connect, or
  * handlers/rest) → operation (leaderboard/operation: validate, query) → render
  * (handlers/leaderboard-rpc's message, or handlers/rest's envelope).
  */
+
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "../auth/admission.js";
 import { KeySet } from "../auth/key-set.js";
+import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors.js";
 import { BoardEvents } from "../handlers/board-events.js";
@@ -30,6 +32,7 @@ import { LiveBoards, type LiveObserver } from "../leaderboard/live-boards.js";
 import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { observeCalls } from "../observability/call-observation.js";
 import { databaseAvailability } from "../observability/database-availability.js";
 import { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
@@ -46,7 +49,6 @@ import {
   type StreamHandler,
   writeJson,
 } from "../transport/http.js";
-import { OPEN_SERVICES, observeCalls } from "./calls.js";
 
 export interface PublicAppOptions {
   readonly limiterFactory?: LimiterFactory;
@@ -178,18 +180,14 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       live: () => ({ streams: boards.streams(), boards: boards.boards }),
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });
-  const calls = observeCalls({
-    metrics,
-    logger,
-    accessLog: config.accessLog,
-    // Every service that is not open needs an affiliate key, counted against its rate limit.
-    async admit(context, facts) {
-      const admitted = await admission.admit(context.requestHeader.get("authorization"), facts.clientAddress);
-      facts.keyId = admitted.caller.keyId;
-      context.values.set(callerKey, admitted.caller);
-      for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
-    },
-  });
+  const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
+  // Every service that is not open needs an affiliate key, counted against its rate limit.
+  const gate = requestGate(async (context, facts) => {
+    const admitted = await admission.admit(context.requestHeader.get("authorization"), facts.clientAddress);
+    facts.keyId = admitted.caller.keyId;
+    context.values.set(callerKey, admitted.caller);
+    for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
+  }, calls);
   const rest = new RestApi({
     basePath: config.basePath,
     admission,
@@ -260,6 +258,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     routes,
     fallback,
     readMaxBytes: MAX_BODY_BYTES,
+    requestGate: gate,
     ...calls.adapterOptions,
   }) as RequestHandler;
   // The client address is found once per request, before anything else reads it. The watch procedure's

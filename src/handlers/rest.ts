@@ -31,7 +31,7 @@ export interface RestOptions {
   readonly leaderboard: Leaderboard;
   /** Bodies larger than this are refused with 413 (the listener's limit, the same for every protocol). */
   readonly maxBodyBytes: number;
-  /** Counts, times and logs the call, as for every protocol (apps/calls.ts). */
+  /** Counts, times and logs the call, as for every protocol (observability/call-observation.ts). */
   readonly observe?: (
     procedure: string,
     protocol: Protocol,

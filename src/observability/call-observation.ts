@@ -1,27 +1,18 @@
 /**
- * What both listeners do around every call, whatever the protocol: remember
- * when its headers arrived and from where, run the listener's admission step
- * on headers alone, and count, time and (for faults of ours) log every call
- * once, as one series and one log line shape per procedure with the protocol
- * as a label. The REST and stream skins report through the same `observe`.
- * With ACCESS_LOG=true every call also gets one info line (the access log).
+ * What both listeners do around every call, whatever the protocol: remember when its headers
+ * arrived and from where, and count, time and (for faults of ours) log every call once, as one
+ * series and one log line shape per procedure with the protocol as a label. The REST and stream
+ * skins report through the same `observe`; the request gate (auth/request-gate.ts) reports the
+ * calls it refuses. With ACCESS_LOG=true every call also gets one info line (the access log).
  */
 import type { ConnectRouterOptions, HandlerContext, Interceptor } from "@connectrpc/connect";
 import { createContextKey, createContextValues } from "@connectrpc/connect";
-import { reportUnparsableMessagesAsInvalid } from "../compat.js";
 import { asConnectError, codeName, HttpRefusal, httpStatusForCode } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { accessLogFields, type CallParty } from "../observability/access-log.js";
-import type { Metrics, Protocol } from "../observability/metrics.js";
 import { clientAddressOf } from "../transport/client-address.js";
 import type { NodeRequest } from "../transport/http.js";
-
-/** Services open to every caller on both listeners: health checks and reflection need no credential. */
-export const OPEN_SERVICES: ReadonlySet<string> = new Set([
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-]);
+import { accessLogFields, type CallParty } from "./access-log.js";
+import type { Metrics, Protocol } from "./metrics.js";
 
 /** Per-call facts the transport knows, for the gate, the interceptor and the metrics. */
 export interface CallFacts {
@@ -39,11 +30,6 @@ const callFactsKey = createContextKey<CallFacts>(
 );
 
 export interface CallHooks {
-  /**
-   * The listener's admission step for a service that is not open: on headers only, before any
-   * body is read. Throws to refuse the call.
-   */
-  admit(context: HandlerContext, facts: CallFacts): void | Promise<void>;
   readonly metrics: Metrics | undefined;
   readonly logger: Logger;
   /** ACCESS_LOG: one info line per call. */
@@ -61,9 +47,15 @@ export interface CallObservation {
    * writes its access log line when ACCESS_LOG is on.
    */
   observe(procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown, party?: CallParty): void;
-  /** The options for connectNodeAdapter: gate, interceptor and per-call context values. */
+  /**
+   * The call's facts, its protocol now set from Connect's own protocol name: the request gate's
+   * first step, before any body is read.
+   */
+  begin(context: HandlerContext): CallFacts;
+  /** Counts, times and logs a call the request gate refused. */
+  refused(context: HandlerContext, facts: CallFacts, reason: unknown): void;
+  /** The options for connectNodeAdapter: interceptor and per-call context values. */
   readonly adapterOptions: Required<Pick<ConnectRouterOptions, "interceptors">> & {
-    requestGate(context: HandlerContext): Promise<void>;
     contextValues(req: NodeRequest): ReturnType<typeof createContextValues>;
   };
 }
@@ -101,17 +93,13 @@ export function observeCalls(hooks: CallHooks): CallObservation {
     return name;
   };
 
-  const requestGate = async (context: HandlerContext) => {
-    reportUnparsableMessagesAsInvalid(context);
+  const begin = (context: HandlerContext) => {
     const facts = context.values.get(callFactsKey);
     facts.protocol = context.protocolName as Protocol;
-    if (OPEN_SERVICES.has(context.service.typeName)) return;
-    try {
-      await hooks.admit(context, facts);
-    } catch (reason) {
-      observe(procedureOf(context), facts.protocol, facts.startedAt, reason, partyOf(facts));
-      throw reason;
-    }
+    return facts;
+  };
+  const refused = (context: HandlerContext, facts: CallFacts, reason: unknown) => {
+    observe(procedureOf(context), facts.protocol, facts.startedAt, reason, partyOf(facts));
   };
 
   const interceptor: Interceptor = (next) => async (request) => {
@@ -128,8 +116,9 @@ export function observeCalls(hooks: CallHooks): CallObservation {
 
   return {
     observe,
+    begin,
+    refused,
     adapterOptions: {
-      requestGate,
       interceptors: [interceptor],
       contextValues: (req) =>
         createContextValues().set(callFactsKey, {
