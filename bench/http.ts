@@ -19,7 +19,7 @@ import { generateApiKey } from "../src/auth/api-key-secret.js";
 import { insertApiKey } from "../src/storage/api-keys.js";
 import { connectionOptions, openDatabase } from "../src/storage/database.js";
 import { migrate } from "../src/storage/migrations.js";
-import { insertWagers, upsertUsers } from "../src/storage/users-and-wagers.js";
+import { insertWagers, upsertUsers } from "../test/support/users-and-wagers.js";
 import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
 
 export const OCT_1 = 1_790_812_800;

@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
 import { Leaderboard } from "../src/leaderboard/leaderboard.js";
 import { connectionOptions, type Database, openDatabase } from "../src/storage/database.js";
-import { topUsersFromRawWagers } from "../src/storage/leaderboard-queries.js";
+import { topUsersFromRawWagers } from "../test/support/naive-leaderboard.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench";

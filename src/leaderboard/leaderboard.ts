@@ -84,11 +84,6 @@ export class Leaderboard {
     return { hits: this.cache.hits, misses: this.cache.misses + this.bypassed, size: this.cache.size };
   }
 
-  /** Whether cached answers are served right now (the change feed is current, or there is none). */
-  cacheServing(): boolean {
-    return this.options.freshness?.isCurrent() ?? true;
-  }
-
   /** Entries dropped because their data changed. */
   get invalidations(): number {
     return this.cache.invalidations;

@@ -92,29 +92,3 @@ export async function topUsersFromBuckets(
   );
   return toRows(tied);
 }
-
-/**
- * The same answer straight from raw wagers with one GROUP BY (the weight applied to each wager):
- * the naive baseline for benchmarks and the reference the property test compares with.
- */
-export async function topUsersFromRawWagers(
-  pool: Pool,
-  affiliateId: number,
-  start: number,
-  end: number,
-  limit: number,
-  rankBy: RankBy = "wagered",
-): Promise<RankedRow[]> {
-  const [rows] = await pool.execute<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
-       FROM (SELECT user_id, SUM(amount) AS total, SUM(${WEIGHTED_AMOUNT_OF_WAGER}) AS weighted
-               FROM wagers
-              WHERE affiliate_id = ? AND placed_at BETWEEN ? AND ?
-              GROUP BY user_id) t
-       JOIN users u ON u.id = t.user_id
-      ${order(rankBy)}
-      LIMIT ?`,
-    [affiliateId, start, end, String(limit)],
-  );
-  return toRows(rows);
-}

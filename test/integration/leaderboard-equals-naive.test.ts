@@ -12,9 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { canonicalDecimal } from "../../src/leaderboard/decimal.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { topUsersFromRawWagers } from "../../src/storage/leaderboard-queries.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
+import { topUsersFromRawWagers } from "../support/naive-leaderboard.js";
 import { DATA_FROM, DATA_TO, NOW, randomPeriod as randomPeriodFrom } from "../support/random-periods.js";
 
 const TIES_DAY = Date.UTC(2026, 0, 10) / 1000;

@@ -7,6 +7,7 @@ import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { metricSample } from "../support/live.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const DAY = 1_790_812_800; // 2026-10-01T00:00:00Z
@@ -29,6 +30,12 @@ function countingQueries(pool: Pool, count: () => void): Pool {
       return Reflect.get(target, property, receiver);
     },
   });
+}
+
+/** Whether cached answers are served now: the change feed's lag (as its metric reads) is under CHANGE_FEED_MAX_LAG_MS. */
+async function cacheServing(server: TestServer): Promise<boolean> {
+  const lagSeconds = await metricSample(server.app.metrics, "topwagers_change_feed_lag_seconds");
+  return lagSeconds * 1000 < server.config.changeFeedMaxLagMs;
 }
 
 async function post(server: TestServer, key: string, body: object) {
@@ -92,7 +99,7 @@ describe("result cache over REST", () => {
     });
     // The same question again is answered from the cache: no database query. (The cache is served
     // only while the change feed is current; on a loaded machine a poll can be late.)
-    for (let i = 0; i < 200 && !cached.app.leaderboard.cacheServing(); i++) {
+    for (let i = 0; i < 200 && !(await cacheServing(cached)); i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const before = cached.app.leaderboard.cacheStats;

@@ -2,7 +2,7 @@
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { insertApiKey } from "../../src/storage/api-keys.js";
 import type { Database } from "../../src/storage/database.js";
-import { insertWagers, type UserProfile, upsertUsers, type WagerRecord } from "../../src/storage/users-and-wagers.js";
+import { insertWagers, type UserProfile, upsertUsers, type WagerRecord } from "./users-and-wagers.js";
 
 /** Apps of this test process that hold keys in memory: a key made here is waited for by each (keysFollowed). */
 const followers = new Set<{ caughtUp(): Promise<void> }>();

@@ -1,11 +1,11 @@
 /**
  * Writing users and wagers from code that has already checked its data (test
- * fixtures, tools). Both go through the ingest write path (./ingest.ts), so the
+ * fixtures, benches). Both go through the ingest write path (src/storage/ingest.ts), so the
  * hourly, daily, half-month and monthly totals are always maintained in the same
  * transaction as the raw wagers, and re-sent wager ids are recognised.
  */
 import type { Pool } from "mysql2/promise";
-import { recordWagerBatch, type UserProfile, upsertUserBatch, type WagerRecord } from "./ingest.js";
+import { recordWagerBatch, type UserProfile, upsertUserBatch, type WagerRecord } from "../../src/storage/ingest.js";
 
 export type { UserProfile, WagerRecord };
 
