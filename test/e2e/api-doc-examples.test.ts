@@ -13,12 +13,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_AFFILIATE, loadDemoData } from "../../src/cli/demo.js";
+import { NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const API_MD = readFileSync(join(ROOT, "docs", "api.md"), "utf8");
-const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
 const PYTHON = "/usr/bin/python3";
 
 /** The fenced code blocks of the section under `heading`, in order, with their language. */

@@ -17,14 +17,13 @@ import { promisify } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, keysFollowed, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const run = promisify(execFile);
 
-const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
-const PERIOD = { startTimestamp: JAN_1, endTimestamp: FEB_1 - 1, numUsers: 10 };
+const PERIOD = { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 };
 const CLI = "dist/src/cli/main.js";
 const KEY_PATTERN = /^tw_sk_[0-9A-Za-z]{38}$/;
 const UNAUTHENTICATED_BODY = {
@@ -170,11 +169,11 @@ beforeAll(async () => {
     { id: "u-b1", affiliateId: "aff-b", username: "bea", avatar: "https://img.example/bea.png" },
   ]);
   await addWagers(db, [
-    wager("u-x1", "12.34", JAN_1 + 5),
-    wager("u-a1", "100.00000001", JAN_1 + 10),
-    wager("u-a2", "7", JAN_1 + 20),
-    wager("u-b1", "5000", JAN_1 + 30),
-    wager("u-b1", "0.5", FEB_1 - 1),
+    wager("u-x1", "12.34", JAN_1_2025 + 5),
+    wager("u-a1", "100.00000001", JAN_1_2025 + 10),
+    wager("u-a2", "7", JAN_1_2025 + 20),
+    wager("u-b1", "5000", JAN_1_2025 + 30),
+    wager("u-b1", "0.5", FEB_1_2025 - 1),
   ]);
 }, 180_000);
 

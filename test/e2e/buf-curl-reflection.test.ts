@@ -10,8 +10,9 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { badRequest, bufCurlDetails, errorInfo } from "../support/details.js";
-import { addReflectionData, FEB_1, JAN_1, SERVICES } from "../support/reflection-data.js";
+import { addReflectionData, SERVICES } from "../support/reflection-data.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const run = promisify(execFile);
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 describe("buf curl end to end, schema from reflection only", () => {
   const procedure = () => `${server.baseUrl}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`;
-  const period = JSON.stringify({ startTimestamp: JAN_1, endTimestamp: FEB_1 - 1, numUsers: 10 });
+  const period = JSON.stringify({ startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 });
   const expected = {
     data: [
       {
@@ -124,7 +125,7 @@ describe("buf curl end to end, schema from reflection only", () => {
       "-H",
       `Authorization: Bearer ${key}`,
       "-d",
-      JSON.stringify({ startTimestamp: JAN_1, endTimestamp: FEB_1 - 1 }),
+      JSON.stringify({ startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1 }),
       procedure(),
     ]);
     expect(missing.code).not.toBe(0);

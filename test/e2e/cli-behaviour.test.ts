@@ -10,7 +10,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliResult, runCli } from "../support/cli.js";
+import { type CliResult, closed, collectOutput, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { startServerProcess } from "../support/processes.js";
 
@@ -33,15 +33,7 @@ async function closedPort(): Promise<number> {
 
 function run(file: string, args: readonly string[], env: Record<string, string>): Promise<CliResult> {
   const child = spawn(file, args, { env: { ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => {
-    stdout += c;
-  });
-  child.stderr.setEncoding("utf8").on("data", (c: string) => {
-    stderr += c;
-  });
-  return new Promise((resolve) => child.once("close", (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return closed(child, collectOutput(child));
 }
 
 beforeAll(async () => {

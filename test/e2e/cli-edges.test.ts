@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_ENTRY, runCli } from "../support/cli.js";
+import { CLI_ENTRY, collectOutput, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createKey } from "../support/fixtures.js";
 
@@ -45,15 +45,10 @@ function pipedIntoHead(
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let first = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => {
-    first += c;
-  });
-  child.stderr.setEncoding("utf8").on("data", (c: string) => {
-    stderr += c;
-  });
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code: code ?? -1, first, stderr })));
+  const output = collectOutput(child);
+  return new Promise((resolve) =>
+    child.once("close", (code) => resolve({ code: code ?? -1, first: output.stdout, stderr: output.stderr })),
+  );
 }
 
 describe("| head -1 ends every command quietly with exit 0", () => {

@@ -17,13 +17,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const SCREENSHOT = new URL("../../test-artifacts/docs-page.png", import.meta.url);
 const SCREENSHOT_TOP = new URL("../../test-artifacts/docs-page-top.png", import.meta.url);
-const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
-const DEC_1 = 1796083200; // 2026-12-01T00:00:00Z
 /** The server's clock: noon on 1 December 2026, after the document's half-month example. */
 const NOW = DEC_1 + 12 * 3600;
 const DEFAULT_AVATAR = "https://cdn.example.test/avatars/default.png";

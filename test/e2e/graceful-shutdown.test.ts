@@ -18,8 +18,9 @@ import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   GetTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { JAN_1_2025, JANUARY, OPERATION, PROCEDURE, rpcTop } from "../support/calls.js";
+import { JANUARY, OPERATION, PROCEDURE, rpcTop } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { exited, type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
 

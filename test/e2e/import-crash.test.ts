@@ -12,9 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { runCli, startCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { toUnits, unitsToDecimal } from "../support/ingest.js";
+import { OCT_1 } from "../support/dates.js";
+import { toUnits, unitsToDecimal } from "../support/decimals.js";
 
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
 const WAGERS = 50_000;
 const USERS = 400;
 

@@ -11,9 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { runCli, startCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { toUnits, unitsToDecimal } from "../support/ingest.js";
-
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
+import { OCT_1 } from "../support/dates.js";
+import { toUnits, unitsToDecimal } from "../support/decimals.js";
 
 let dir: string;
 

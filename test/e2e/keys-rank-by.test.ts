@@ -6,11 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
+import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, keysFollowed } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-const PERIOD = { startTimestamp: JAN_1, endTimestamp: JAN_1 + 31 * 86_400 - 1, numUsers: 10 };
+const PERIOD = { startTimestamp: JAN_1_2025, endTimestamp: JAN_1_2025 + 31 * 86_400 - 1, numUsers: 10 };
 const AVATAR = (id: string) => `https://avatars.example.com/${id}.png`;
 
 let server: TestServer;
@@ -45,8 +45,8 @@ beforeAll(async () => {
   ]);
   // ada 100 at 10 % (weighted 10), bea 50 at 100 %.
   await addWagers(server.database.db, [
-    { id: "kr-1", userId: "kr-ada", amount: "100", placedAt: JAN_1 + 60, weightBps: 1000 },
-    { id: "kr-2", userId: "kr-bea", amount: "50", placedAt: JAN_1 + 120 },
+    { id: "kr-1", userId: "kr-ada", amount: "100", placedAt: JAN_1_2025 + 60, weightBps: 1000 },
+    { id: "kr-2", userId: "kr-bea", amount: "50", placedAt: JAN_1_2025 + 120 },
   ]);
 }, 60_000);
 

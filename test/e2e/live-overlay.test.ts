@@ -18,14 +18,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { OpenApiChecker } from "../support/openapi.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
 
 const SCREENSHOT = fileURLToPath(new URL("../../test-artifacts/overlay.png", import.meta.url));
 const DOCS_SCREENSHOT = fileURLToPath(new URL("../../docs/overlay.png", import.meta.url));
-const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-const PERIOD = `startTimestamp=${JAN_1}&endTimestamp=${JAN_1 + 31 * 86_400 - 1}`;
+const PERIOD = `startTimestamp=${JAN_1_2025}&endTimestamp=${JAN_1_2025 + 31 * 86_400 - 1}`;
 const HOSTILE = "<img src=x onerror=\"document.title='owned'\">";
 
 let database: TestDatabase;
@@ -109,9 +109,9 @@ beforeAll(async () => {
     { id: "ov-3", affiliateId: "aff-ov", username: HOSTILE, avatar: "javascript:alert(1)" },
   ]);
   await addWagers(database.db, [
-    wager("ov-1", "44559.4614105", JAN_1 + 60),
-    wager("ov-2", "19330.515", JAN_1 + 120),
-    wager("ov-3", "1234567.004", JAN_1 + 180),
+    wager("ov-1", "44559.4614105", JAN_1_2025 + 60),
+    wager("ov-2", "19330.515", JAN_1_2025 + 120),
+    wager("ov-3", "1234567.004", JAN_1_2025 + 180),
   ]);
   server = await start();
   key = (await createKey(database.db, "aff-ov", null, { publishable: true, allowedOrigins: [server.baseUrl] })).secret;
@@ -160,7 +160,7 @@ describe("the overlay page", () => {
     expect(await page.textContent("#status")).toBe("live");
 
     const since = Date.now();
-    await addWagers(database.db, [wager("ov-2", "2000000", JAN_1 + 300)]);
+    await addWagers(database.db, [wager("ov-2", "2000000", JAN_1_2025 + 300)]);
     const after = await until(
       "the new leader",
       () => rows(page),
@@ -198,7 +198,7 @@ describe("the overlay page", () => {
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     await server.stop();
     server = await start();
-    await addWagers(database.db, [wager("ov-1", "5000000", JAN_1 + 400)]);
+    await addWagers(database.db, [wager("ov-1", "5000000", JAN_1_2025 + 400)]);
     const back = await until(
       "the board after the restart",
       () => rows(page),
@@ -228,7 +228,7 @@ describe("the overlay page", () => {
         wager(
           `demo-${i}`,
           ["44559.4614105", "19330.5100052", "14199.99090758", "9120.75", "4388.1", "1250"][i] ?? "1",
-          JAN_1 + 60,
+          JAN_1_2025 + 60,
         ),
       ),
     );
@@ -257,7 +257,7 @@ describe("the overlay page", () => {
     const secret = (await createKey(database.db, "aff-ov")).secret;
     const cases: [string, number, string][] = [
       [
-        `/board?key=${key}&startTimestamp=${JAN_1}&endTimestamp=1&numUsers=0`,
+        `/board?key=${key}&startTimestamp=${JAN_1_2025}&endTimestamp=1&numUsers=0`,
         400,
         "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). numUsers must be between 1 and 100",
       ],

@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { collectOutput, untilPrinted } from "../support/cli.js";
+import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -20,8 +22,6 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLIENT = join(ROOT, "examples", "python", "client.py");
 /** Debian's interpreter: its dist-packages hold python3-grpcio and python3-protobuf. */
 const PYTHON = "/usr/bin/python3";
-const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
-const DEC_1 = 1796083200; // 2026-12-01T00:00:00Z
 
 function missingTools(): string | undefined {
   try {
@@ -163,19 +163,8 @@ describe.skipIf(missing !== undefined)("the Python gRPC client example", () => {
       ],
       { env: { ...process.env, PYTHONPATH: gen, TOPWAGERS_KEY: watchKey }, stdio: ["ignore", "pipe", "pipe"] },
     );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8");
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
-    });
-    const until = async (boards: number) => {
-      for (let i = 0; i < 400 && (stdout.match(/"board"/g) ?? []).length < boards; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    };
+    const output = collectOutput(child);
+    const until = (boards: number) => untilPrinted(output, /"board"/g, boards, 400);
     try {
       await until(1);
       await addWagers(db, [wager("py-w", "0.25", NOV_16 + 6)]);
@@ -184,9 +173,9 @@ describe.skipIf(missing !== undefined)("the Python gRPC client example", () => {
       child.kill("SIGINT");
     }
     const code = await new Promise((resolve) => child.once("exit", resolve));
-    expect(stderr).toBe("");
+    expect(output.stderr).toBe("");
     expect(code).toBe(0);
-    const lines = jsonLines(stdout);
+    const lines = jsonLines(output.stdout);
     expect(lines.length).toBe(4);
     expect(lines[0].board).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(lines[2].board).not.toBe(lines[0].board);

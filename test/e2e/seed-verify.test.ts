@@ -9,7 +9,7 @@ import { seedDatabase } from "../../src/ingest/seed.js";
 import { affiliateSizes } from "../../src/ingest/seed-data.js";
 import { runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { toPicoUnits, toUnits } from "../support/ingest.js";
+import { toPicoUnits, toUnits } from "../support/decimals.js";
 
 const END = Date.UTC(2026, 10, 1, 5) / 1000; // 2026-11-01T05:00:00Z
 const START = Date.UTC(2026, 8, 1, 5) / 1000; // two calendar months earlier

@@ -8,7 +8,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_ENTRY, type CliResult } from "../support/cli.js";
+import { CLI_ENTRY, type CliResult, closed, collectOutput } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { freePort, SERVER_ENTRY, sleep, startServerProcess } from "../support/processes.js";
 
@@ -21,21 +21,8 @@ function runNode(entry: string, args: readonly string[], env: Record<string, str
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => {
-    stdout += c;
-  });
-  child.stderr.setEncoding("utf8").on("data", (c: string) => {
-    stderr += c;
-  });
   const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-  return new Promise((resolve) =>
-    child.once("close", (code, signal) => {
-      clearTimeout(killer);
-      resolve({ code, signal, stdout, stderr });
-    }),
-  );
+  return closed(child, collectOutput(child)).finally(() => clearTimeout(killer));
 }
 
 /** The JSON log lines of stderr; fails on any line that is not one. */

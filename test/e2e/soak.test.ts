@@ -14,8 +14,9 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { JAN_1_2025, OPERATION, PROCEDURE } from "../support/calls.js";
+import { OPERATION, PROCEDURE } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { residentKiB, type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
 

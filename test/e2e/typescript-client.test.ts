@@ -9,12 +9,11 @@ import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { currentHalfMonth, topWagers, topWagersClient } from "../../examples/typescript/client.js";
+import { collectOutput, untilPrinted } from "../support/cli.js";
+import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
-const DEC_1 = 1796083200; // 2026-12-01T00:00:00Z
 const SECOND_HALF_OF_NOVEMBER = { startTimestamp: BigInt(NOV_16), endTimestamp: BigInt(DEC_1 - 1) };
 
 let server: TestServer;
@@ -137,17 +136,8 @@ describe("the connect-es client example", () => {
         env: { ...process.env, TOPWAGERS_KEY: watchKey },
         stdio: ["ignore", "pipe", "pipe"],
       });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString("utf8");
-      });
-      child.stderr.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString("utf8");
-      });
-      const until = async (boards: number) => {
-        for (let i = 0; i < 200 && (stdout.match(/^board /gm) ?? []).length < boards; i++) await sleep(25);
-      };
+      const output = collectOutput(child);
+      const until = (boards: number) => untilPrinted(output, /^board /gm, boards, 200);
       try {
         await until(1);
         await addWagers(db, [wager(`ts-w-${protocol}`, "2", start)]);
@@ -156,10 +146,10 @@ describe("the connect-es client example", () => {
         child.kill("SIGINT");
       }
       const code = await new Promise((resolve) => child.once("exit", resolve));
-      expect(stderr).toBe("");
+      expect(output.stderr).toBe("");
       expect(code).toBe(0);
       const board = /^board [A-Za-z0-9_-]{22} as of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/;
-      const lines = stdout.trimEnd().split("\n");
+      const lines = output.stdout.trimEnd().split("\n");
       expect(lines.length).toBe(4);
       expect(lines[0]).toMatch(board);
       expect(lines[1]).toBe(`  1  watched${" ".repeat(17)} 1.5`);

@@ -7,17 +7,16 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { createPublicApp } from "../../src/apps/public.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer } from "../../src/transport/one-port-server.js";
+import { refusal } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
@@ -26,26 +25,10 @@ const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999, numUsers: 10
 
 let servers: IngestServers;
 let disabled: IngestServers;
-const sessions: Http2SessionManager[] = [];
 const grpcClients: grpc.Client[] = [];
 
 function admin(token: string | null = ADMIN_TOKEN, protocol: "connect" | "grpc" = "connect", on = servers) {
-  const authorize: Interceptor = (next) => async (request) => {
-    if (token !== null) request.header.set("authorization", `Bearer ${token}`);
-    return next(request);
-  };
-  if (protocol === "grpc") {
-    const sessionManager = new Http2SessionManager(on.internalUrl);
-    sessions.push(sessionManager);
-    return createClient(
-      ApiKeyService,
-      createGrpcTransport({ baseUrl: on.internalUrl, sessionManager, interceptors: [authorize] }),
-    );
-  }
-  return createClient(
-    ApiKeyService,
-    createConnectTransport({ baseUrl: on.internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
-  );
+  return on.adminClient(token, protocol);
 }
 
 async function rest(key: string, publicUrl = servers.publicUrl): Promise<number> {
@@ -71,15 +54,6 @@ async function grpcCode(key: string): Promise<Code | 0> {
   }
 }
 
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  return call.then(
-    () => {
-      throw new Error("the call succeeded");
-    },
-    (error: unknown) => ConnectError.from(error),
-  );
-}
-
 async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const started = Date.now();
   for (;;) {
@@ -101,7 +75,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const s of sessions) s.abort();
   for (const c of grpcClients) c.close();
   await Promise.all([servers?.close(), disabled?.close()]);
 });

@@ -13,10 +13,8 @@ import { importFile } from "../../src/ingest/import-file.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { picoUnitsToDecimal, toPicoUnits, toUnits, unitsToDecimal, weightedUnits } from "../support/ingest.js";
-
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
-const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
+import { NOV_1, OCT_1 } from "../support/dates.js";
+import { picoUnitsToDecimal, toPicoUnits, toUnits, unitsToDecimal, weightedUnits } from "../support/decimals.js";
 
 let database: TestDatabase;
 let dir: string;

@@ -4,9 +4,10 @@
  * key are all refused on every protocol, and nothing is written. The public
  * port does not serve ingest at all.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refusal } from "../support/calls.js";
 import { connectDetails, errorInfo } from "../support/details.js";
 import { createKey } from "../support/fixtures.js";
 import { INGEST_PROTOCOLS, type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
@@ -14,15 +15,6 @@ import { INGEST_PROTOCOLS, type IngestServers, startIngestServers, TEST_INGEST_T
 const RESERVED = /[:;,/?@&=+$#]/;
 const USER = { id: "u-1", affiliateId: "aff-1", username: "alice", avatar: "" };
 const PLACED_AT = BigInt(Math.floor(Date.now() / 1000) - 60);
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("the call succeeded but should have been refused");
-}
 
 async function rowCounts(servers: IngestServers): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};

@@ -13,20 +13,11 @@ import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { bucketStart } from "../../src/leaderboard/calendar.js";
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { verifyRollups } from "../../src/storage/verify.js";
+import { NOV_1, OCT_1, OCT_16, SEP_1 } from "../support/dates.js";
+import { canonical, toUnits, unitsToDecimal } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
-import {
-  canonical,
-  type IngestServers,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toUnits,
-  unitsToDecimal,
-} from "../support/ingest.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
-const SEP_1 = Date.UTC(2026, 8, 1) / 1000;
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
-const OCT_16 = Date.UTC(2026, 9, 16) / 1000;
-const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
 const MOVE_AT = Date.UTC(2026, 9, 10) / 1000; // mover switches affiliates here
 const AFFILIATES = ["aff-a", "aff-b", "aff-c"];
 

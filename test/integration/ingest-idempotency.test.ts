@@ -11,16 +11,11 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { verifyRollups } from "../../src/storage/verify.js";
-import {
-  type IngestProtocol,
-  type IngestServers,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toUnits,
-  unitsToDecimal,
-} from "../support/ingest.js";
+import { refusal } from "../support/calls.js";
+import { OCT_1 } from "../support/dates.js";
+import { toUnits, unitsToDecimal } from "../support/decimals.js";
+import { type IngestProtocol, type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
 const NOW = Date.UTC(2026, 10, 1) / 1000;
 const POOL = 3000;
 const BATCH = 500;
@@ -30,15 +25,6 @@ const pool: IngestWager[] = [];
 
 function wager(id: string, userId: string, amount: string, placedAt: number): IngestWager {
   return { $typeName: "topwagers.v1.IngestWager", id, userId, amount, placedAt: BigInt(placedAt) };
-}
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("the call succeeded but should have been refused");
 }
 
 async function snapshot(): Promise<string> {

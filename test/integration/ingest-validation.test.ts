@@ -4,25 +4,17 @@
  * not the valid wagers sent alongside, not a rollup row.
  */
 import { readFileSync } from "node:fs";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { refusal } from "../support/calls.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 const NOW = 1_792_108_800; // 2026-10-16T00:00:00Z, the servers' clock
 const RESERVED = /[:;,/?@&=+$#]/;
 
 let servers: IngestServers;
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("the call succeeded but should have been refused");
-}
 
 async function counts(): Promise<number[]> {
   const result: number[] = [];

@@ -11,18 +11,11 @@ import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { verifyRollups } from "../../src/storage/verify.js";
+import { NOV_1, OCT_1 } from "../support/dates.js";
+import { canonical, toUnits, unitsToDecimal } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
-import {
-  canonical,
-  type IngestServers,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toUnits,
-  unitsToDecimal,
-} from "../support/ingest.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
-const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
 const USERS = 12;
 
 interface Sent {

@@ -6,39 +6,21 @@
  * BigInt sums computed here, through voids before and after their wagers);
  * verify stays clean.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { bucketStart } from "../../src/leaderboard/calendar.js";
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { verifyRollups } from "../../src/storage/verify.js";
-import {
-  type IngestServers,
-  picoUnitsToDecimal,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toPicoUnits,
-  toUnits,
-  unitsToDecimal,
-  wagerMessage,
-  weightedUnits,
-} from "../support/ingest.js";
+import { refusal } from "../support/calls.js";
+import { NOV_1, OCT_1 } from "../support/dates.js";
+import { picoUnitsToDecimal, toPicoUnits, toUnits, unitsToDecimal, weightedUnits } from "../support/decimals.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";
 
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
-const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
 const USERS = 8;
 
 let servers: IngestServers;
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ConnectError);
-  return error as ConnectError;
-}
 
 async function storedWeights(ids: readonly string[]): Promise<Record<string, number>> {
   const [rows] = await servers.database.db.read.query<RowDataPacket[]>(

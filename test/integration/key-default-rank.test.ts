@@ -5,17 +5,17 @@
  * a change-feed poll, a rotation keeps it, and a ranking this build does not know is refused.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import {
   RankBy,
   TopWagersService,
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { KeyAdmin } from "../../src/auth/key-admin.js";
-import { JAN_1_2025, JANUARY } from "../support/calls.js";
+import { JANUARY } from "../support/calls.js";
+import { JAN_1_2025 } from "../support/dates.js";
 import { keysFollowed } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";
 
@@ -28,14 +28,7 @@ const BEA = { username: "bea", avatar: AVATAR("kd-b"), total: "50", weighted: "5
 let servers: IngestServers;
 
 function admin() {
-  const authorize: Interceptor = (next) => async (request) => {
-    request.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
-    return next(request);
-  };
-  return createClient(
-    ApiKeyService,
-    createConnectTransport({ baseUrl: servers.internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
-  );
+  return servers.adminClient(ADMIN_TOKEN);
 }
 
 function body(entries: readonly (typeof ADA)[], weighted: boolean): string {

@@ -17,15 +17,11 @@ import {
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { JAN_1_2025, JANUARY, restTop, rpcTop } from "../support/calls.js";
+import { JANUARY, restTop, rpcTop } from "../support/calls.js";
+import { JAN_1_2025 } from "../support/dates.js";
+import { toUnits, unitsToDecimal } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
-import {
-  type IngestServers,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toUnits,
-  unitsToDecimal,
-} from "../support/ingest.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import {
   type Board,
   connectEsWatch,

@@ -4,10 +4,10 @@
  * logs are JSON and never carry keys or tokens: test/unit/log-redaction.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OCT_1 } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
-const OCT_1 = 1_790_812_800;
 let servers: IngestServers;
 let key: string;
 

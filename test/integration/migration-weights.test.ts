@@ -17,19 +17,10 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from "../../src/storage/mi
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { NOV_1, OCT_1 } from "../support/dates.js";
+import { toPicoUnits, toUnits, unitsToDecimal } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
-import {
-  type IngestServers,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toPicoUnits,
-  toUnits,
-  unitsToDecimal,
-  wagerMessage,
-} from "../support/ingest.js";
-
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
-const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";
 
 let database: TestDatabase;
 let servers: IngestServers;

@@ -3,10 +3,10 @@
  * spaces, case or Unicode normalisation are different users and wagers.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { OCT_1 } from "../support/dates.js";
 import { addUsers, addWagers, createKey } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const OCT_1 = 1_790_812_800;
 let server: TestServer;
 let key: string;
 

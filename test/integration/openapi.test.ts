@@ -12,13 +12,12 @@ import { loadConfig } from "../../src/config.js";
 import { EARLIEST_START, MAX_TIMESTAMP } from "../../src/leaderboard/period-request.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { type Json, type ObservedResponse, OpenApiChecker } from "../support/openapi.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OP = "/top-affiliate-wagers-by-period";
-const NOV_16 = 1794787200; // 2026-11-16T00:00:00Z
-const DEC_1 = 1796083200; // 2026-12-01T00:00:00Z
 /** The second half of November 2026, the document's first example. */
 const HALF_MONTH = { startTimestamp: NOV_16, endTimestamp: DEC_1 - 1, numUsers: 10 };
 /** The server's clock: noon on 1 December 2026, so the half-month ended 12 hours ago. */

@@ -3,12 +3,9 @@
  * count every wager exactly once (the half-month pattern leaderboard sites use).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-
-const OCT_1 = 1790812800; // 2026-10-01T00:00:00Z
-const OCT_16 = 1792108800; // 2026-10-16T00:00:00Z
-const NOV_1 = 1793491200; // 2026-11-01T00:00:00Z
 
 let server: TestServer;
 let key: string;

@@ -12,12 +12,11 @@
  * X-Forwarded-For from 127.0.0.1, which TRUSTED_PROXIES trusts.
  */
 import http from "node:http";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
+import { refusal } from "../support/calls.js";
 import { createKey, keysFollowed } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
@@ -39,14 +38,7 @@ let publishableId: string;
 let secret: string;
 
 function admin() {
-  const authorize: Interceptor = (next) => async (request) => {
-    request.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
-    return next(request);
-  };
-  return createClient(
-    ApiKeyService,
-    createConnectTransport({ baseUrl: servers.internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
-  );
+  return servers.adminClient(ADMIN_TOKEN);
 }
 
 interface Reply {
@@ -94,15 +86,6 @@ function corsHeaders(reply: Reply): Record<string, string | undefined> {
   return Object.fromEntries(
     Object.entries(reply.headers).filter(([name]) => name.startsWith("access-control-")),
   ) as Record<string, string | undefined>;
-}
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  return call.then(
-    () => {
-      throw new Error("the call succeeded");
-    },
-    (error: unknown) => ConnectError.from(error),
-  );
 }
 
 beforeAll(async () => {

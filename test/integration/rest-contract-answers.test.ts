@@ -5,16 +5,14 @@
  * test/support/rest-contract.ts.
  */
 import { describe, expect, it } from "vitest";
+import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
 import {
   DEFAULT_AVATAR,
   entries,
   img,
   keys,
   MANY,
-  NOV_1,
   NOW,
-  OCT_1,
-  OCT_16,
   OCTOBER,
   OCTOBER_RANKING,
   renderUnits,

@@ -11,6 +11,7 @@ import { loadConfig } from "../../src/config.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../support/database.js";
+import { OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import {
   call,
@@ -19,7 +20,6 @@ import {
   MAX_BODY,
   NOT_FOUND_MESSAGE,
   nodeRequest,
-  OCT_16,
   OCTOBER,
   OCTOBER_RANKING,
   OP,

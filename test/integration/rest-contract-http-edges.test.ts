@@ -7,6 +7,7 @@
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/migrations.js";
+import { OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import {
   call,
@@ -16,7 +17,6 @@ import {
   keys,
   MAX_BODY,
   nodeRequest,
-  OCT_16,
   OCTOBER,
   OCTOBER_RANKING,
   OP,

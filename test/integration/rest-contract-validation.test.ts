@@ -5,6 +5,7 @@
  * test/support/rest-contract.ts.
  */
 import { describe, expect, it } from "vitest";
+import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
 import {
   EARLIEST_START,
   EMPTY_BODY_MESSAGE,
@@ -15,9 +16,6 @@ import {
   jsonParseMessage,
   keys,
   NOT_AN_OBJECT_MESSAGE,
-  NOV_1,
-  OCT_1,
-  OCT_16,
   OCTOBER,
   OCTOBER_RANKING,
   refusal,

@@ -25,14 +25,13 @@ import { createPublicApp } from "../../src/apps/public.js";
 import { DEFAULT_AVATAR_URL, loadConfig } from "../../src/config.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "../support/details.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
 const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
-const VALID = { startTimestamp: JAN_1, endTimestamp: FEB_1 - 1, numUsers: 10 } as const;
+const VALID = { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 } as const;
 
 /** The full answer for VALID, in proto JSON names: every field, exact values, ranks from 1 (no weights sent: weighted = plain). */
 const EXPECTED = {
@@ -301,15 +300,15 @@ beforeAll(async () => {
     { id: "u-eve", affiliateId: "aff-other", username: "eve", avatar: "" },
   ]);
   await addWagers(db, [
-    wager("u-alice", "1.00000001", JAN_1),
-    wager("u-alice", "2.5", FEB_1 - 1),
-    wager("u-alice", "1000", JAN_1 - 1), // before the period
-    wager("u-bob", "15000", JAN_1 + 10),
-    wager("u-bob", "0.5", JAN_1 + 20),
-    wager("u-carl", "3.50000001", JAN_1 + 30),
-    wager("u-dave", "20", JAN_1 + 40),
-    wager("u-dave", "30", JAN_1 + 50),
-    wager("u-eve", "99999", JAN_1 + 60), // another affiliate's user
+    wager("u-alice", "1.00000001", JAN_1_2025),
+    wager("u-alice", "2.5", FEB_1_2025 - 1),
+    wager("u-alice", "1000", JAN_1_2025 - 1), // before the period
+    wager("u-bob", "15000", JAN_1_2025 + 10),
+    wager("u-bob", "0.5", JAN_1_2025 + 20),
+    wager("u-carl", "3.50000001", JAN_1_2025 + 30),
+    wager("u-dave", "20", JAN_1_2025 + 40),
+    wager("u-dave", "30", JAN_1_2025 + 50),
+    wager("u-eve", "99999", JAN_1_2025 + 60), // another affiliate's user
   ]);
 
   const base = server.baseUrl;
@@ -366,7 +365,7 @@ describe("the same answer over every protocol on one port", () => {
       const two = await client.call({ ...VALID, numUsers: 2 }, `Bearer ${defaultKey}`);
       expect(two.body, client.name).toEqual({ data: EXPECTED.data.slice(0, 2) });
       const empty = await client.call(
-        { startTimestamp: FEB_1, endTimestamp: FEB_1 + 99, numUsers: 5 },
+        { startTimestamp: FEB_1_2025, endTimestamp: FEB_1_2025 + 99, numUsers: 5 },
         `Bearer ${defaultKey}`,
       );
       expect(empty.body, client.name).toEqual({ data: [] });
@@ -387,7 +386,7 @@ describe("errors: same code and exact message on every protocol", () => {
   const cases: { name: string; request: PeriodRequest; message: string }[] = [
     {
       name: "num_users unset",
-      request: { startTimestamp: JAN_1, endTimestamp: FEB_1 },
+      request: { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 },
       message: "numUsers is required",
     },
     { name: "num_users 0", request: { ...VALID, numUsers: 0 }, message: "numUsers must be between 1 and 100" },
@@ -399,24 +398,24 @@ describe("errors: same code and exact message on every protocol", () => {
     },
     {
       name: "start before the earliest start, numUsers unset",
-      request: { startTimestamp: 1733115599, endTimestamp: FEB_1 },
+      request: { startTimestamp: 1733115599, endTimestamp: FEB_1_2025 },
       message: "startTimestamp must be 1733115600 (2 December 2024) or later. numUsers is required",
     },
     {
       name: "end before start",
-      request: { startTimestamp: FEB_1, endTimestamp: FEB_1 - 1, numUsers: 10 },
+      request: { startTimestamp: FEB_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 },
       message: "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)",
     },
     {
       name: "milliseconds",
-      request: { startTimestamp: JAN_1 * 1000, endTimestamp: FEB_1 * 1000, numUsers: 10 },
+      request: { startTimestamp: JAN_1_2025 * 1000, endTimestamp: FEB_1_2025 * 1000, numUsers: 10 },
       message:
         "startTimestamp looks like milliseconds. Send Unix seconds (divide by 1000). " +
         "endTimestamp looks like milliseconds. Send Unix seconds (divide by 1000)",
     },
     {
       name: "negative end",
-      request: { startTimestamp: JAN_1, endTimestamp: -1, numUsers: 10 },
+      request: { startTimestamp: JAN_1_2025, endTimestamp: -1, numUsers: 10 },
       message: "endTimestamp must be a Unix timestamp in seconds (0 or more)",
     },
   ];
@@ -515,9 +514,9 @@ describe("grpc-js users read our messages unescaped", () => {
       [VALID, undefined],
       [VALID, `Bearer tw_${"C".repeat(32)}`],
       [{}, `Bearer ${defaultKey}`],
-      [{ startTimestamp: 1733115599, endTimestamp: FEB_1, numUsers: 0 }, `Bearer ${defaultKey}`],
-      [{ startTimestamp: FEB_1, endTimestamp: JAN_1, numUsers: 1 }, `Bearer ${defaultKey}`],
-      [{ startTimestamp: -5, endTimestamp: JAN_1 * 1000, numUsers: 1 }, `Bearer ${defaultKey}`],
+      [{ startTimestamp: 1733115599, endTimestamp: FEB_1_2025, numUsers: 0 }, `Bearer ${defaultKey}`],
+      [{ startTimestamp: FEB_1_2025, endTimestamp: JAN_1_2025, numUsers: 1 }, `Bearer ${defaultKey}`],
+      [{ startTimestamp: -5, endTimestamp: JAN_1_2025 * 1000, numUsers: 1 }, `Bearer ${defaultKey}`],
       [VALID, `Bearer ${limited}`],
       [VALID, `Bearer ${limited}`], // over the limit
     ];
@@ -730,10 +729,10 @@ describe("rate limits over RPC", () => {
     const auth = `Bearer ${key}`;
     // Unauthenticated calls (no key) on every protocol cost this key nothing.
     for (const client of clients) expect((await client.call(VALID)).code).toBe(Code.Unauthenticated);
-    const invalidRpc = await grpcJs.call({ startTimestamp: JAN_1, endTimestamp: FEB_1 }, auth);
+    const invalidRpc = await grpcJs.call({ startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 }, auth);
     expect(invalidRpc.code).toBe(Code.InvalidArgument);
     expectRateLimit(invalidRpc.headers, 2, 1);
-    const invalidRest = await restCall({ startTimestamp: JAN_1, endTimestamp: FEB_1 }, auth);
+    const invalidRest = await restCall({ startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 }, auth);
     expect(invalidRest.status).toBe(400);
     expectRateLimit(invalidRest.headers, 2, 0);
     const refused = await clientNamed(CONNECT_JSON_H1).call(VALID, auth);

@@ -31,14 +31,13 @@ import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
 import { findApiKeysByIds, listUsableApiKeys } from "../../src/storage/api-keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { FEB_1_2026, JAN_1_2026 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 
-const JAN_1 = 1767225600; // 2026-01-01T00:00:00Z
-const FEB_1 = 1769904000; // 2026-02-01T00:00:00Z
 /** Both services' clock: noon on 1 February 2026. */
-const NOW = FEB_1 + 12 * 3600;
+const NOW = FEB_1_2026 + 12 * 3600;
 const DEFAULT_AVATAR = "https://cdn.example.test/default.png";
-const JANUARY = { startTimestamp: BigInt(JAN_1), endTimestamp: BigInt(FEB_1 - 1) };
+const JANUARY = { startTimestamp: BigInt(JAN_1_2026), endTimestamp: BigInt(FEB_1_2026 - 1) };
 
 let database: TestDatabase;
 /** TopWagersService, as on the public port. */
@@ -76,11 +75,11 @@ beforeAll(async () => {
     { id: "o-1", affiliateId: "aff-other", username: "other", avatar: "" },
   ]);
   await addWagers(db, [
-    wager("m-1", "1.00000001", JAN_1),
-    wager("m-1", "2.5", FEB_1 - 1),
-    wager("m-2", "15000.5", JAN_1 + 1),
-    wager("m-2", "99", FEB_1), // February: outside January
-    wager("o-1", "1000000", JAN_1), // another affiliate
+    wager("m-1", "1.00000001", JAN_1_2026),
+    wager("m-1", "2.5", FEB_1_2026 - 1),
+    wager("m-2", "15000.5", JAN_1_2026 + 1),
+    wager("m-2", "99", FEB_1_2026), // February: outside January
+    wager("o-1", "1000000", JAN_1_2026), // another affiliate
   ]);
 
   const keys = new KeySet({
@@ -139,8 +138,8 @@ describe("TopWagersService.getTopAffiliateWagersByPeriod", () => {
     const refused = await failure(
       client.getTopAffiliateWagersByPeriod(
         create(GetTopAffiliateWagersByPeriodRequestSchema, {
-          startTimestamp: BigInt(FEB_1),
-          endTimestamp: BigInt(FEB_1 - 1),
+          startTimestamp: BigInt(FEB_1_2026),
+          endTimestamp: BigInt(FEB_1_2026 - 1),
           numUsers: 101,
         }),
         bearer(key),
@@ -186,15 +185,15 @@ describe("WagerIngestService", () => {
         users: [{ id: "m-3", affiliateId: "aff-mem", username: "carol", avatar: "https://img.example.test/c.png" }],
       }),
     ).toMatchObject({ upserted: 1 });
-    const wagers = [{ id: "w-new", userId: "m-3", amount: "0.00000001", placedAt: BigInt(JAN_1 + 60) }];
+    const wagers = [{ id: "w-new", userId: "m-3", amount: "0.00000001", placedAt: BigInt(JAN_1_2026 + 60) }];
     expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 1, duplicates: 0 });
     expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 0, duplicates: 1 });
 
     const top = createClient(TopWagersService, publicTransport);
     const response = await top.getTopAffiliateWagersByPeriod(
       create(GetTopAffiliateWagersByPeriodRequestSchema, {
-        startTimestamp: BigInt(JAN_1 + 60),
-        endTimestamp: BigInt(JAN_1 + 60),
+        startTimestamp: BigInt(JAN_1_2026 + 60),
+        endTimestamp: BigInt(JAN_1_2026 + 60),
         numUsers: 10,
       }),
       bearer(key),
@@ -205,7 +204,9 @@ describe("WagerIngestService", () => {
   it("refuses a wager of an unknown user with FAILED_PRECONDITION and writes nothing", async () => {
     const ingest = createClient(WagerIngestService, internalTransport);
     const refused = await failure(
-      ingest.recordWagers({ wagers: [{ id: "w-orphan", userId: "nobody", amount: "1", placedAt: BigInt(JAN_1) }] }),
+      ingest.recordWagers({
+        wagers: [{ id: "w-orphan", userId: "nobody", amount: "1", placedAt: BigInt(JAN_1_2026) }],
+      }),
     );
     expect(refused).toEqual({
       code: Code.FailedPrecondition,

@@ -18,21 +18,12 @@ import {
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
+import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
+import { picoUnitsToDecimal, toUnits, unitsToDecimal, weightedUnits } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
-import {
-  type IngestServers,
-  picoUnitsToDecimal,
-  startIngestServers,
-  TEST_INGEST_TOKEN,
-  toUnits,
-  unitsToDecimal,
-  weightedUnits,
-} from "../support/ingest.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 const DAY = 86_400;
-const OCT_1 = Date.UTC(2026, 9, 1) / 1000;
-const OCT_16 = Date.UTC(2026, 9, 16) / 1000;
-const NOV_1 = Date.UTC(2026, 10, 1) / 1000;
 const PERIODS: Record<string, [number, number]> = {
   month: [OCT_1, NOV_1 - 1],
   "half-month": [OCT_16, NOV_1 - 1],

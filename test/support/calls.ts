@@ -2,11 +2,10 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { FEB_1_2025, JAN_1_2025 } from "./dates.js";
 
 export const OPERATION = "/top-affiliate-wagers-by-period";
 export const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
-export const JAN_1_2025 = 1735689600;
-export const FEB_1_2025 = 1738368000;
 /** A valid request for January 2025. */
 export const JANUARY = { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 } as const;
 
@@ -125,4 +124,18 @@ export function envelopeProblems(status: number, json: unknown): string[] {
     if (Object.keys(rest).length > 0) problems.push(`extra item keys ${Object.keys(rest).join(",")}`);
   }
   return problems;
+}
+
+/**
+ * The error a Connect client's call was refused with. Fails the test when the call succeeds, or
+ * when it rejects with anything but a ConnectError (every refusal of a Connect client is one).
+ */
+export async function refusal(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof ConnectError) return error;
+    throw new Error(`the call was refused with something other than a ConnectError: ${String(error)}`);
+  }
+  throw new Error("the call succeeded but should have been refused");
 }

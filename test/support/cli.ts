@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import type { Readable } from "node:stream";
 
 export const CLI_ENTRY = path.resolve("dist/src/cli/main.js");
 
@@ -23,18 +24,39 @@ export function startCli(args: readonly string[], databaseUrl: string, env: Reco
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", DATABASE_URL: databaseUrl, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let stdout = "";
-  let stderr = "";
+  return { child, done: closed(child, collectOutput(child)) };
+}
+
+/** What a child process has written so far, as UTF-8 text; it grows while the child writes. */
+export interface Output {
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts collecting a child's stdout and stderr (both must be pipes). */
+export function collectOutput(child: { readonly stdout: Readable | null; readonly stderr: Readable | null }): Output {
+  const output = { stdout: "", stderr: "" };
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
-    stdout += chunk;
+    output.stdout += chunk;
   });
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
+    output.stderr += chunk;
   });
-  const done = new Promise<CliResult>((resolve) => {
-    child.once("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
+  return output;
+}
+
+/** The child's exit and everything it wrote, once it has closed its pipes. */
+export function closed(child: ChildProcess, output: Output): Promise<CliResult> {
+  return new Promise((resolve) => {
+    child.once("close", (code, signal) => resolve({ code, signal, stdout: output.stdout, stderr: output.stderr }));
   });
-  return { child, done };
+}
+
+/** Waits, checking every 25 ms up to `checks` times, until `pattern` (global) has matched stdout `count` times. */
+export async function untilPrinted(output: Output, pattern: RegExp, count: number, checks: number): Promise<void> {
+  for (let i = 0; i < checks && (output.stdout.match(pattern) ?? []).length < count; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
 
 export function runCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}) {

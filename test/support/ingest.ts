@@ -10,6 +10,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
+import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { type IngestWager, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { createInternalApp, type InternalApp, type InternalAppOptions } from "../../src/apps/internal.js";
@@ -40,6 +41,8 @@ export interface IngestServers {
    * It talks to the internal listener unless given another base URL.
    */
   client(protocol?: IngestProtocol, token?: string | null, baseUrl?: string): Client<typeof WagerIngestService>;
+  /** A client of the key service on the internal listener; sends `Bearer <token>` (default: ADMIN_TOKEN; null: none). */
+  adminClient(token?: string | null, protocol?: IngestProtocol): Client<typeof ApiKeyService>;
   /** A gRPC client of the public read service on the public port, sending this API key. */
   publicClient(apiKey: string): Client<typeof TopWagersService>;
   close(): Promise<void>;
@@ -77,6 +80,21 @@ export async function startIngestServers(
   const internalUrl = await listen(internalServer);
   // HTTP/2 client sessions stay open for reuse; close them so the servers can close at once.
   const sessions: Http2SessionManager[] = [];
+  /** Sends `Bearer <token>` (null: no header) over the protocol to baseUrl. */
+  const transport = (protocol: IngestProtocol, token: string | null, baseUrl: string): Transport => {
+    const authorize: Interceptor = (next) => async (request) => {
+      if (token !== null) request.header.set("authorization", `Bearer ${token}`);
+      return next(request);
+    };
+    const interceptors = [authorize];
+    if (protocol === "grpc") {
+      const sessionManager = new Http2SessionManager(baseUrl);
+      sessions.push(sessionManager);
+      return createGrpcTransport({ baseUrl, interceptors, sessionManager });
+    }
+    if (protocol === "grpc-web") return createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });
+    return createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors });
+  };
   return {
     database,
     app,
@@ -85,34 +103,13 @@ export async function startIngestServers(
     internalUrl,
     publicUrl,
     client(protocol = "grpc", token: string | null = config.ingestToken ?? TEST_INGEST_TOKEN, baseUrl = internalUrl) {
-      const authorize: Interceptor = (next) => async (request) => {
-        if (token !== null) request.header.set("authorization", `Bearer ${token}`);
-        return next(request);
-      };
-      const interceptors = [authorize];
-      let transport: Transport;
-      if (protocol === "grpc") {
-        const sessionManager = new Http2SessionManager(baseUrl);
-        sessions.push(sessionManager);
-        transport = createGrpcTransport({ baseUrl, interceptors, sessionManager });
-      } else if (protocol === "grpc-web") {
-        transport = createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });
-      } else {
-        transport = createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors });
-      }
-      return createClient(WagerIngestService, transport);
+      return createClient(WagerIngestService, transport(protocol, token, baseUrl));
+    },
+    adminClient(token: string | null = config.adminToken ?? null, protocol: IngestProtocol = "connect") {
+      return createClient(ApiKeyService, transport(protocol, token, internalUrl));
     },
     publicClient(apiKey: string) {
-      const authorize: Interceptor = (next) => async (request) => {
-        request.header.set("authorization", `Bearer ${apiKey}`);
-        return next(request);
-      };
-      const sessionManager = new Http2SessionManager(publicUrl);
-      sessions.push(sessionManager);
-      return createClient(
-        TopWagersService,
-        createGrpcTransport({ baseUrl: publicUrl, interceptors: [authorize], sessionManager }),
-      );
+      return createClient(TopWagersService, transport("grpc", apiKey, publicUrl));
     },
     async close() {
       unfollow();
@@ -122,47 +119,6 @@ export async function startIngestServers(
       await database.drop();
     },
   };
-}
-
-/** An amount as an integer count of 10^-8: exact arithmetic for expected totals in tests. */
-export function toUnits(amount: string): bigint {
-  const [whole = "0", fraction = ""] = amount.split(".");
-  return BigInt(whole) * 100_000_000n + BigInt(fraction.padEnd(8, "0"));
-}
-
-/** Units back to canonical decimal text: "15000.5", "13000", "0.00000001". */
-export function unitsToDecimal(units: bigint): string {
-  const whole = units / 100_000_000n;
-  const fraction = (units % 100_000_000n).toString().padStart(8, "0").replace(/0+$/, "");
-  return fraction === "" ? whole.toString() : `${whole}.${fraction}`;
-}
-
-/** Canonical form of a decimal string (no trailing fraction zeros). */
-export function canonical(decimal: string): string {
-  return unitsToDecimal(toUnits(decimal));
-}
-
-/**
- * A weighted amount as an integer count of 10^-12 (amount × weight_bps / 10000 has at most 12
- * fraction digits): amount units (10^-8) × basis points.
- */
-export function weightedUnits(amount: string, weightBps: number): bigint {
-  return toUnits(amount) * BigInt(weightBps);
-}
-
-/** A decimal with up to 12 fraction digits as an integer count of 10^-12. */
-export function toPicoUnits(decimal: string): bigint {
-  const [whole = "0", fraction = ""] = decimal.split(".");
-  return BigInt(whole) * 1_000_000_000_000n + BigInt(fraction.padEnd(12, "0"));
-}
-
-/** 10^-12 units back to canonical decimal text: "7500.25", "0.000000000001". */
-export function picoUnitsToDecimal(units: bigint): string {
-  const negative = units < 0n;
-  const magnitude = negative ? -units : units;
-  const whole = magnitude / 1_000_000_000_000n;
-  const fraction = (magnitude % 1_000_000_000_000n).toString().padStart(12, "0").replace(/0+$/, "");
-  return `${negative ? "-" : ""}${whole}${fraction === "" ? "" : `.${fraction}`}`;
 }
 
 /** An IngestWager message; `weightBps` left out when not given (the wager counts fully). */

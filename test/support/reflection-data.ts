@@ -3,10 +3,8 @@
  * `buf curl` reflection tests (a spawned binary): one affiliate with two users in January 2025.
  */
 import type { Database } from "../../src/storage/database.js";
+import { FEB_1_2025, JAN_1_2025 } from "./dates.js";
 import { addUsers, addWagers, createKey, wager } from "./fixtures.js";
-
-export const JAN_1 = 1735689600; // 2025-01-01T00:00:00Z
-export const FEB_1 = 1738368000; // 2025-02-01T00:00:00Z
 
 /** What reflection and health list on the public port, written out here. */
 export const SERVICES = [
@@ -24,9 +22,9 @@ export async function addReflectionData(db: Database): Promise<string> {
     { id: "u-2", affiliateId: "aff-hr", username: "bob", avatar: "" },
   ]);
   await addWagers(db, [
-    wager("u-1", "1.00000001", JAN_1),
-    wager("u-1", "2.5", FEB_1 - 1),
-    wager("u-2", "15000.5", JAN_1 + 1),
+    wager("u-1", "1.00000001", JAN_1_2025),
+    wager("u-1", "2.5", FEB_1_2025 - 1),
+    wager("u-2", "15000.5", JAN_1_2025 + 1),
   ]);
   return key;
 }

@@ -11,14 +11,12 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, expect } from "vitest";
+import { NOV_1, OCT_1, OCT_16 } from "./dates.js";
 import { addUsers, addWagers, createKey, wager } from "./fixtures.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 export const OP = "/top-affiliate-wagers-by-period";
 export const EARLIEST_START = 1733115600; // 2024-12-02T05:00:00Z
-export const OCT_1 = 1790812800; // 2026-10-01T00:00:00Z
-export const OCT_16 = 1792108800; // 2026-10-16T00:00:00Z
-export const NOV_1 = 1793491200; // 2026-11-01T00:00:00Z
 /** The server's clock: noon on 1 November 2026 unless a test moves it. */
 export const NOW = NOV_1 + 12 * 3600;
 export const OCTOBER = { startTimestamp: OCT_1, endTimestamp: NOV_1 - 1 };

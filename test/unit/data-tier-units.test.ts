@@ -8,20 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pool } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, redact } from "../../src/config.js";
+import { loadConfig, redact } from "../../src/config.js";
 import { connectionOptions, openDatabase, splitUrls } from "../../src/storage/database.js";
 import { classifyDatabaseError } from "../../src/storage/database-errors.js";
 import { chooseNode, NodeSet, routedPool } from "../../src/storage/node-set.js";
-
-function problemsOf(env: Record<string, string>): readonly string[] {
-  try {
-    loadConfig(env);
-    return [];
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-}
+import { problemsOf } from "../support/config-problems.js";
 
 describe("DATABASE_URL with several nodes and DATABASE_READ_URL", () => {
   it("keeps the nodes in order of preference and lists the replicas", () => {

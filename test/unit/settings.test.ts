@@ -3,17 +3,8 @@
  * OTEL_TRACES_EXPORTER included, so an operator fixes them all before the next start. No database.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
-
-function problemsOf(env: Record<string, string>): readonly string[] {
-  try {
-    loadConfig(env);
-    return [];
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-}
+import { loadConfig } from "../../src/config.js";
+import { problemsOf } from "../support/config-problems.js";
 
 describe("settings errors", () => {
   it("PORT=80a RATE_LIMIT_POINTS=0 OTEL_TRACES_EXPORTER=jaeger lists all three problems", () => {
