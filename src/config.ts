@@ -5,8 +5,8 @@
  */
 
 import { readFileSync } from "node:fs";
-import { DAY } from "./leaderboard/calendar.js";
 import { parseTrustedProxies } from "./transport/client-address.js";
+import { DAY } from "./values/calendar.js";
 
 export interface Config {
   /** One URL, or several separated by commas in order of preference (Galera nodes, a primary and its standbys). */

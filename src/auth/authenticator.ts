@@ -2,7 +2,7 @@
  * Who is calling: the caller an API key resolves to. Keys are resolved by the
  * in-memory key set (key-set.ts), never by a database lookup per call.
  */
-import type { RankBy } from "../leaderboard/weights.js";
+import type { RankBy } from "../values/weights.js";
 import type { KeyKind } from "./api-key-secret.js";
 
 export interface Caller {

@@ -7,8 +7,6 @@
 import type { Pool } from "mysql2/promise";
 import type { Violation } from "../errors.js";
 import { idProblems } from "../ingest/validation.js";
-import { DAY, HOUR } from "../leaderboard/calendar.js";
-import type { RankBy } from "../leaderboard/weights.js";
 import {
   affiliateHasUsers,
   findApiKeyById,
@@ -20,6 +18,8 @@ import {
   setApiKeyRankBy,
   setApiKeyRateLimit,
 } from "../storage/api-keys.js";
+import { DAY, HOUR } from "../values/calendar.js";
+import type { RankBy } from "../values/weights.js";
 import { generateApiKey } from "./api-key-secret.js";
 
 /** Longest rotation overlap: 30 days. */

@@ -11,8 +11,9 @@
  * digest as a 32-character string): what is compared is a digest, never the key itself, so a
  * timing difference can tell an attacker nothing about a stored key.
  */
-import type { RankBy } from "../leaderboard/weights.js";
+
 import type { Logger } from "../logger.js";
+import type { RankBy } from "../values/weights.js";
 import { apiKeyHashText, type KeyKind } from "./api-key-secret.js";
 import type { Caller } from "./authenticator.js";
 

@@ -9,9 +9,9 @@ import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
-import { hourStart } from "../leaderboard/calendar.js";
-import { sameDecimal } from "../leaderboard/decimal.js";
 import { type RollupContent, verifyRollups } from "../storage/verify.js";
+import { hourStart } from "../values/calendar.js";
+import { sameDecimal } from "../values/decimal.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
 import { formatDuration, Progress } from "./progress.js";
 

@@ -9,9 +9,9 @@ import { KeyAdmin } from "../auth/key-admin.js";
 import { loadConfig } from "../config.js";
 import { type SeedReport, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
-import { halfMonthOf } from "../leaderboard/calendar.js";
 import { serve } from "../server.js";
 import type { Database } from "../storage/database.js";
+import { halfMonthOf } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";

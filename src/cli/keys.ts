@@ -6,8 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
-import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { StoredApiKey } from "../storage/api-keys.js";
+import { isRankBy, type RankBy } from "../values/weights.js";
 import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 
 /** "100/60s" → { points: 100, windowSeconds: 60 } */

@@ -3,7 +3,7 @@
  * place with a bar, the rate and the time left. Otherwise (a log file, CI):
  * a plain line every few seconds, so logs stay readable.
  */
-import { HOUR } from "../leaderboard/calendar.js";
+import { HOUR } from "../values/calendar.js";
 
 export interface ProgressOptions {
   /** What is being done, e.g. "import wagers.jsonl". */

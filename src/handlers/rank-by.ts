@@ -4,7 +4,7 @@
  */
 import { RankBy as RankByMessage } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Violation } from "../errors.js";
-import type { RankBy } from "../leaderboard/weights.js";
+import type { RankBy } from "../values/weights.js";
 
 /**
  * A request's ranking: absent or RANK_BY_UNSPECIFIED leave the choice to the default (undefined);

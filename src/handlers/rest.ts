@@ -13,7 +13,6 @@ import { HttpRefusal, invalidArgument, renderRestError, type Violation } from ".
 import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, TOP_WAGERS_PROCEDURE } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
-import { isRankBy, type RankBy } from "../leaderboard/weights.js";
 import type { Logger } from "../logger.js";
 import type { CallParty } from "../observability/access-log.js";
 import type { Protocol } from "../observability/metrics.js";
@@ -21,6 +20,7 @@ import { acceptsGzip } from "../transport/accept-encoding.js";
 import { cacheControl } from "../transport/cache-control.js";
 import { type Exchange, nodeExchange } from "../transport/exchange.js";
 import { type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
+import { isRankBy, type RankBy } from "../values/weights.js";
 
 export const OPERATION_PATH = "/top-affiliate-wagers-by-period";
 const gzipAsync = promisify(gzip);

@@ -25,9 +25,9 @@
  * primary key and the (affiliate, time) index all grow together when loaded.
  */
 
-import { DAY } from "../leaderboard/calendar.js";
 import { EARLIEST_START } from "../leaderboard/period-request.js";
 import type { UserProfile } from "../storage/ingest.js";
+import { DAY } from "../values/calendar.js";
 
 const UNITS_PER_DOLLAR = 100_000_000;
 const MIN_UNITS = 1_000_000; // 0.01

@@ -6,11 +6,12 @@
  * Messages avoid ": ; , / ? @ & = + $ #" (grpc-js shows them escaped in
  * grpc-message).
  */
-import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../leaderboard/calendar.js";
-import { canonicalDecimal, parseDecimal } from "../leaderboard/decimal.js";
+
 import { EARLIEST_START } from "../leaderboard/period-request.js";
-import { FULL_WEIGHT_BPS } from "../leaderboard/weights.js";
 import type { UserProfile, WagerRecord } from "../storage/ingest.js";
+import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
+import { canonicalDecimal, parseDecimal } from "../values/decimal.js";
+import { FULL_WEIGHT_BPS } from "../values/weights.js";
 
 export const MAX_BATCH = 1000;
 /** How far ahead of the server's clock a wager may be placed (clock skew allowance). */

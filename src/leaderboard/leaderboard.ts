@@ -7,9 +7,9 @@
 import type { Pool } from "mysql2/promise";
 import { fromDatabase } from "../errors.js";
 import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
-import { DAY } from "./calendar.js";
+import { DAY } from "../values/calendar.js";
+import { canonicalDecimal } from "../values/decimal.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
-import { canonicalDecimal } from "./decimal.js";
 import { bucketRanges } from "./period-buckets.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
 import { type CachedValue, ResultCache } from "./result-cache.js";

@@ -6,10 +6,11 @@
  * written to every viewer. Pure domain: the protocols are viewers behind an
  * interface, the database is the `load` port; see docs/architecture.md.
  */
+
+import type { RankBy } from "../values/weights.js";
 import { BoardSnapshot, boardVersion } from "./board-snapshot.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import type { RankedUser } from "./leaderboard.js";
-import type { RankBy } from "./weights.js";
 
 /** One distinct board: whose, which period, how many users, ranked by what (default "wagered"). */
 export interface BoardQuery {

@@ -7,9 +7,9 @@
  */
 import type { Caller } from "../auth/authenticator.js";
 import { ServiceError, type Violation } from "../errors.js";
+import type { RankBy } from "../values/weights.js";
 import type { Leaderboard, Standings } from "./leaderboard.js";
 import { type PeriodQuery, type PeriodRequestFields, periodFromRequest } from "./period-request.js";
-import type { RankBy } from "./weights.js";
 
 /** The procedure's full name: the metric series and log lines of every protocol, REST included. */
 export const TOP_WAGERS_PROCEDURE = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";

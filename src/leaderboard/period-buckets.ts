@@ -15,19 +15,8 @@
  * [start, end] is [start, end + 1).
  */
 
-import { bucketCeil, bucketStart, type Granularity } from "./calendar.js";
-
-export type Source = "raw" | Granularity;
-
-export interface BucketRange {
-  readonly source: Source;
-  /** +1 adds the piece, -1 subtracts it. */
-  readonly sign: 1 | -1;
-  /** First second (raw) or bucket start (rollups) included. */
-  readonly from: number;
-  /** First second or bucket start not included. */
-  readonly to: number;
-}
+import type { BucketRange } from "../values/bucket-range.js";
+import { bucketCeil, bucketStart, type Granularity } from "../values/calendar.js";
 
 interface Level {
   readonly source: Granularity;

@@ -3,8 +3,8 @@
  * problem at once, each naming its field, instead of stopping at the first.
  */
 import type { Violation } from "../errors.js";
-import { MAX_PLAUSIBLE_UNIX_SECONDS } from "./calendar.js";
-import type { RankBy } from "./weights.js";
+import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
+import type { RankBy } from "../values/weights.js";
 
 /** 2024-12-02T05:00:00Z: the earliest start the API accepts. */
 export const EARLIEST_START = 1_733_115_600;

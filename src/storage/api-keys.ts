@@ -4,7 +4,7 @@
  * (data-changes.ts), so every instance's in-memory key set follows it within a poll.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { isRankBy, type RankBy } from "../leaderboard/weights.js";
+import { isRankBy, type RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { noteKeyChanges } from "./data-changes.js";
 import { inTransaction } from "./transactions.js";

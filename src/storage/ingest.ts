@@ -26,8 +26,8 @@
  * the ones that still happen are retried (./transactions.ts).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import { sameDecimal } from "../leaderboard/decimal.js";
-import { FULL_WEIGHT_BPS } from "../leaderboard/weights.js";
+import { sameDecimal } from "../values/decimal.js";
+import { FULL_WEIGHT_BPS } from "../values/weights.js";
 import { noteUserChanges, noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { ROLLUPS, upsertAdding, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";

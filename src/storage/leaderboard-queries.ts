@@ -1,7 +1,7 @@
 /** SQL for the leaderboard: plain and weighted totals per user of one affiliate over an inclusive period. */
 import type { Pool, RowDataPacket } from "mysql2/promise";
-import type { BucketRange, Source } from "../leaderboard/period-buckets.js";
-import type { RankBy } from "../leaderboard/weights.js";
+import type { BucketRange, Source } from "../values/bucket-range.js";
+import type { RankBy } from "../values/weights.js";
 import { ROLLUPS, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 
 export interface RankedRow {

@@ -5,13 +5,13 @@
  *
  * bucket = the Unix second at which the wager's UTC hour, day, half-month (1st
  * or 16th) or month starts: the SQL twin of `bucketStart` in
- * ../leaderboard/calendar.ts. Half-months are the periods leaderboard sites use
+ * ../values/calendar.ts. Half-months are the periods leaderboard sites use
  * most; with their own rollup they read one row per active user, like months.
  * The half-month and month expressions use only date arithmetic on whole days
  * since 1970-01-01 (no FROM_UNIXTIME / UNIX_TIMESTAMP), so they do not depend
  * on the session's time_zone.
  */
-import { DAY, GRANULARITIES, type Granularity, HOUR } from "../leaderboard/calendar.js";
+import { DAY, GRANULARITIES, type Granularity, HOUR } from "../values/calendar.js";
 
 /** Table name of a rollup; a constant, never input. */
 export type RollupTable = `wager_${Granularity}`;

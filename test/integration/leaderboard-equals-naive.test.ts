@@ -10,8 +10,8 @@
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
-import { canonicalDecimal } from "../../src/leaderboard/decimal.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { canonicalDecimal } from "../../src/values/decimal.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
 import { topUsersFromRawWagers } from "../support/naive-leaderboard.js";

@@ -13,7 +13,7 @@ import {
   nextBucketStart,
   nextHalfMonthStart,
   nextMonthStart,
-} from "../../src/leaderboard/calendar.js";
+} from "../../src/values/calendar.js";
 
 // Unix seconds of UTC midnights, counted by hand from 2024-01-01 = 1_704_067_200
 // (19_723 days after 1970-01-01). 2024 is a leap year: January 31, February 29 days.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { amountProblems } from "../../src/ingest/validation.js";
-import { canonicalDecimal, parseDecimal, sameDecimal } from "../../src/leaderboard/decimal.js";
+import { canonicalDecimal, parseDecimal, sameDecimal } from "../../src/values/decimal.js";
 
 describe("parseDecimal", () => {
   it("splits sign, whole and fraction digits as written", () => {
