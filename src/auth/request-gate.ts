@@ -4,7 +4,7 @@
  * token on the internal one) or is refused. REST and the live streams admit in their skins.
  */
 import type { HandlerContext } from "@connectrpc/connect";
-import { reportUnparsableMessagesAsInvalid } from "../compat.js";
+import { reportUnparsableMessagesAsInvalid } from "../compat/connect.js";
 import type { CallFacts, CallObservation } from "../observability/call-observation.js";
 
 /** Services open to every caller on both listeners: health checks and reflection need no credential. */

@@ -8,7 +8,7 @@
 
 import type { Pool } from "mysql2/promise";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { poolUsage } from "../compat.js";
+import { poolUsage } from "../compat/mysql2.js";
 import { packageInfo } from "../package-info.js";
 
 export type Protocol = "rest" | "sse" | "connect" | "grpc" | "grpc-web";

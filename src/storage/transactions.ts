@@ -6,7 +6,7 @@
  * writers that collided do not collide again in lockstep.
  */
 import type { Pool, PoolConnection } from "mysql2/promise";
-import { connectionIdentity } from "../compat.js";
+import { connectionIdentity } from "../compat/mysql2.js";
 import { classifyDatabaseError } from "./database-errors.js";
 
 /** Thrown by transaction work to roll back and start over (e.g. a concurrent writer won a race). */

@@ -8,7 +8,7 @@ import http from "node:http";
 import type { Http2Session } from "node:http2";
 import http2 from "node:http2";
 import net from "node:net";
-import { responseStarted, trackConnections } from "../compat.js";
+import { responseStarted, trackConnections } from "../compat/node-http.js";
 import { HttpRefusal, renderRestError } from "../errors.js";
 import type { Handlers, RequestHandler } from "./http.js";
 

@@ -8,7 +8,7 @@
  *
  * Error ends are built with connect-es's own protocol helpers
  * (`setTrailerStatus`, `createEndStreamSerialization`), so a stream's error
- * carries exactly the details the unary call's error carries (see compat.ts).
+ * carries exactly the details the unary call's error carries (see compat/connect.ts).
  */
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";

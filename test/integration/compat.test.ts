@@ -1,5 +1,5 @@
 /**
- * Every reliance on a library's internals (src/compat.ts), checked against the
+ * Every reliance on a library's internals (src/compat/, one module per library), checked against the
  * installed libraries: when an upgrade breaks one, this fails here, by name,
  * instead of the service quietly answering 500s or wrong metrics.
  */
@@ -11,14 +11,9 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import {
-  CONNECT_PARSE_BINARY_PREFIX,
-  connectionIdentity,
-  poolUsage,
-  reportUnparsableMessagesAsInvalid,
-  responseStarted,
-  trackConnections,
-} from "../../src/compat.js";
+import { CONNECT_PARSE_BINARY_PREFIX, reportUnparsableMessagesAsInvalid } from "../../src/compat/connect.js";
+import { connectionIdentity, poolUsage } from "../../src/compat/mysql2.js";
+import { responseStarted, trackConnections } from "../../src/compat/node-http.js";
 import { connectionOptions } from "../../src/storage/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 

@@ -1,5 +1,5 @@
 /**
- * The parts of the error catalogue the RPC table (test/error-catalogue.test.ts)
+ * The parts of the error catalogue the RPC table (test/unit/error-catalogue.test.ts)
  * does not walk: every Connect code's HTTP status, every HTTP-level refusal,
  * both renderers' exact bodies, and how database failures are classified.
  */
