@@ -17,7 +17,7 @@ import { Admission } from "../auth/admission.js";
 import { KeySet } from "../auth/key-set.js";
 import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import type { Config } from "../config.js";
-import { HttpRefusal } from "../errors.js";
+import { HttpRefusal } from "../errors/catalogue.js";
 import { BoardEvents } from "../handlers/board-events.js";
 import { BoardPage } from "../handlers/board-page.js";
 import { createDocsPage } from "../handlers/docs-page.js";

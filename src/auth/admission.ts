@@ -8,7 +8,8 @@
  * keys, never for a valid one.
  */
 import { ConnectError } from "@connectrpc/connect";
-import { databaseUnavailable, ServiceError, unauthenticated } from "../errors.js";
+import { ServiceError, unauthenticated } from "../errors/catalogue.js";
+import { databaseUnavailable } from "../errors/database.js";
 import type { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import type { KeyRateLimiter } from "../limits/rate-limiter.js";
 import { bearerCredential, keyKindOf } from "./api-key-secret.js";

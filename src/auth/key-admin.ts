@@ -5,7 +5,6 @@
  * JSON name, or an unknown id); the skins turn them into errors.
  */
 import type { Pool } from "mysql2/promise";
-import type { Violation } from "../errors.js";
 import { idProblems } from "../ingest/validation.js";
 import {
   affiliateHasUsers,
@@ -19,6 +18,7 @@ import {
   setApiKeyRateLimit,
 } from "../storage/api-keys.js";
 import { DAY, HOUR } from "../values/calendar.js";
+import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
 import { generateApiKey } from "./api-key-secret.js";
 

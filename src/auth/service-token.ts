@@ -15,7 +15,7 @@
  * accepted here.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { ServiceError } from "../errors.js";
+import { ServiceError } from "../errors/catalogue.js";
 import { bearerCredential, looksLikeApiKey } from "./api-key-secret.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest();

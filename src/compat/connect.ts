@@ -10,7 +10,7 @@
  *   test/integration/live-rpc.test.ts reads their output with connect-es and grpc-js clients.
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { malformedRequest } from "../errors.js";
+import { malformedRequest } from "../errors/catalogue.js";
 
 /** What connect-es's message starts with when a request message is not valid protobuf binary. */
 export const CONNECT_PARSE_BINARY_PREFIX = "parse binary";

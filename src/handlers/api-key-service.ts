@@ -16,8 +16,10 @@ import {
   RotateApiKeyResponseSchema,
 } from "../../gen/topwagers/v1/api_keys_pb.js";
 import type { KeyAdmin, Refused } from "../auth/key-admin.js";
-import { fromDatabase, invalidArgument, ServiceError, type Violation } from "../errors.js";
+import { invalidArgument, ServiceError } from "../errors/catalogue.js";
+import { fromDatabase } from "../errors/database.js";
 import type { StoredApiKey } from "../storage/api-keys.js";
+import type { Violation } from "../values/violation.js";
 import { rankByMessage, rankByOf } from "./rank-by.js";
 
 export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService> {

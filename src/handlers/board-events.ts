@@ -12,7 +12,7 @@
  */
 
 import type { Admission } from "../auth/admission.js";
-import { HttpRefusal } from "../errors.js";
+import { HttpRefusal } from "../errors/catalogue.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";

@@ -11,9 +11,11 @@
  * code (by hash), same-origin connections and images.
  */
 import { createHash } from "node:crypto";
-import { HttpRefusal, renderRestError, type Violation } from "../errors.js";
+import { HttpRefusal } from "../errors/catalogue.js";
+import { renderRestError } from "../errors/renderers.js";
 import { validPeriodQuery } from "../leaderboard/operation.js";
 import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/http.js";
+import type { Violation } from "../values/violation.js";
 import { STREAM_PATH } from "./board-events.js";
 import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./board-page-assets.js";
 import { decodeRequestFields } from "./rest.js";

@@ -20,7 +20,7 @@ import {
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { file_topwagers_v1_top_wagers } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { ServiceError } from "../errors.js";
+import { ServiceError } from "../errors/catalogue.js";
 
 /** Whether the process is ready to serve (the same answer as /readyz). */
 export interface ServingState {

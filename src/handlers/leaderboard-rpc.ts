@@ -15,11 +15,13 @@ import {
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
-import { unauthenticated, type Violation } from "../errors.js";
+import { unauthenticated } from "../errors/catalogue.js";
+import { fromDomain } from "../errors/domain.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
-import { answerPeriodRequest } from "../leaderboard/operation.js";
+import { answerPeriodRequest, type TopWagersAnswer } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import { cacheControl } from "../transport/cache-control.js";
+import type { Violation } from "../values/violation.js";
 import { rankByOf } from "./rank-by.js";
 
 /** Set by the request gate once the key is authenticated and counted. */
@@ -36,7 +38,13 @@ export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof Top
       const caller = context.values.get(callerKey);
       if (caller === undefined) throw unauthenticated();
       const fields = requestFields(request);
-      const answer = await answerPeriodRequest(leaderboard, caller, fields.values, fields.violations);
+      let answer: TopWagersAnswer;
+      try {
+        answer = await answerPeriodRequest(leaderboard, caller, fields.values, fields.violations);
+      } catch (reason) {
+        // connect-es renders what a handler throws: the domain's errors go through the catalogue first.
+        throw fromDomain(reason);
+      }
       context.responseHeader.set("cache-control", cacheControl(answer.maxAgeSeconds));
       return answer.cacheKey === undefined
         ? buildAnswer(answer.ranked)

@@ -3,7 +3,7 @@
  * takes or shows it: the unary and watch requests, and an API key's default.
  */
 import { RankBy as RankByMessage } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import type { Violation } from "../errors.js";
+import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
 
 /**

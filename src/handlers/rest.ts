@@ -9,7 +9,8 @@ import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 import type { Admission } from "../auth/admission.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
-import { HttpRefusal, invalidArgument, renderRestError, type Violation } from "../errors.js";
+import { HttpRefusal, invalidArgument } from "../errors/catalogue.js";
+import { renderRestError } from "../errors/renderers.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, TOP_WAGERS_PROCEDURE } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
@@ -20,6 +21,7 @@ import { acceptsGzip } from "../transport/accept-encoding.js";
 import { cacheControl } from "../transport/cache-control.js";
 import { type Exchange, nodeExchange } from "../transport/exchange.js";
 import { type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
+import type { Violation } from "../values/violation.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 
 export const OPERATION_PATH = "/top-affiliate-wagers-by-period";

@@ -12,9 +12,11 @@ import {
   VoidWagersResponseSchema,
   type WagerIngestService,
 } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { fromDatabase, ServiceError, type Violation } from "../errors.js";
+import { ServiceError } from "../errors/catalogue.js";
+import { fromDatabase } from "../errors/database.js";
 import type { Invalid, WagerIngest } from "../ingest/wager-ingest.js";
 import { ContentionError } from "../storage/transactions.js";
+import type { Violation } from "../values/violation.js";
 
 /** How many items an error message lists before it only counts the rest (keeps grpc-message small). */
 const MAX_LISTED = 50;

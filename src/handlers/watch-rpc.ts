@@ -20,7 +20,8 @@ import {
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Admission } from "../auth/admission.js";
-import { asConnectError, malformedRequest, ServiceError } from "../errors.js";
+import { malformedRequest, ServiceError } from "../errors/catalogue.js";
+import { asConnectError } from "../errors/domain.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";

@@ -5,11 +5,11 @@
  * or weighted total).
  */
 import type { Pool } from "mysql2/promise";
-import { fromDatabase } from "../errors.js";
 import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
 import { DAY } from "../values/calendar.js";
 import { canonicalDecimal } from "../values/decimal.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
+import { StoreFailure } from "./domain-errors.js";
 import { bucketRanges } from "./period-buckets.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
 import { type CachedValue, ResultCache } from "./result-cache.js";
@@ -164,7 +164,7 @@ export class Leaderboard {
         query.rankBy,
       );
     } catch (error) {
-      throw fromDatabase(error);
+      throw new StoreFailure(error);
     }
     return rows.map((row, index) => ({
       rank: index + 1,

@@ -5,9 +5,9 @@
  * answer; everything between is here: validate (every problem at once, one
  * per field, in field order), query, answer.
  */
-import type { Caller } from "../auth/authenticator.js";
-import { ServiceError, type Violation } from "../errors.js";
+import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
+import { InvalidQueryError } from "./domain-errors.js";
 import type { Leaderboard, Standings } from "./leaderboard.js";
 import { type PeriodQuery, type PeriodRequestFields, periodFromRequest } from "./period-request.js";
 
@@ -15,6 +15,14 @@ import { type PeriodQuery, type PeriodRequestFields, periodFromRequest } from ".
 export const TOP_WAGERS_PROCEDURE = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
 /** The live form of the operation (SSE and the watch RPC), for metrics and logs. */
 export const WATCH_PROCEDURE = "topwagers.v1.TopWagersService/WatchTopAffiliateWagersByPeriod";
+
+/** The caller as the operation sees it (auth's Caller is one): whose wagers, and its default ranking. */
+export interface QueryCaller {
+  /** Internal key of the affiliate whose wagers this caller may read. */
+  readonly affiliateId: number;
+  /** How this caller's boards rank when a request does not say; null: no default (total wagered). */
+  readonly defaultRankBy: RankBy | null;
+}
 
 export interface TopWagersAnswer extends Standings {
   /** The list length asked for (renderers key their cached output by it). */
@@ -31,7 +39,7 @@ export interface TopWagersAnswer extends Standings {
  */
 export async function answerPeriodRequest(
   leaderboard: Leaderboard,
-  caller: Caller,
+  caller: QueryCaller,
   request: PeriodRequestFields,
   decodingViolations: readonly Violation[] = [],
 ): Promise<TopWagersAnswer> {
@@ -50,7 +58,7 @@ export async function answerPeriodRequest(
 
 /**
  * The request's period, list length and ranking (the request's, else `defaultRankBy`: the caller's
- * key default), or the operation's `invalid_argument` naming every field at fault (the watch
+ * key default), or an InvalidQueryError naming every field at fault (the watch
  * procedure validates exactly as the unary call does).
  */
 export function validPeriodQuery(
@@ -70,10 +78,10 @@ const FIELD_ORDER = ["startTimestamp", "endTimestamp", "numUsers", "rankBy"];
  * One problem per field, in field order: a field of the wrong type is reported by the decoder,
  * and the rules then see it as absent ("is required"), which is not repeated.
  */
-function invalidRequest(violations: readonly Violation[]): ServiceError {
+function invalidRequest(violations: readonly Violation[]): InvalidQueryError {
   const sorted = [...violations].sort(
     (a, b) => FIELD_ORDER.indexOf(a.field ?? "") - FIELD_ORDER.indexOf(b.field ?? ""),
   );
   const unique = sorted.filter((v, i) => v.field === undefined || sorted.findIndex((w) => w.field === v.field) === i);
-  return new ServiceError("INVALID_ARGUMENT", unique.map((v) => v.message).join(". "), { violations: unique });
+  return new InvalidQueryError(unique);
 }

@@ -2,8 +2,9 @@
  * The rules for a leaderboard request, shared by every protocol. Returns every
  * problem at once, each naming its field, instead of stopping at the first.
  */
-import type { Violation } from "../errors.js";
+
 import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
+import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
 
 /** 2024-12-02T05:00:00Z: the earliest start the API accepts. */

@@ -7,7 +7,7 @@
  * per address and window when the brake starts.
  */
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { ServiceError } from "../errors.js";
+import { ServiceError } from "../errors/catalogue.js";
 import type { Logger } from "../logger.js";
 
 export class FailedAuthLimiter {

@@ -8,7 +8,7 @@
  */
 import type { RateLimiterAbstract } from "rate-limiter-flexible";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { ServiceError } from "../errors.js";
+import { ServiceError } from "../errors/catalogue.js";
 
 export interface RatePolicy {
   readonly points: number;

@@ -7,7 +7,9 @@
  */
 import type { ConnectRouterOptions, HandlerContext, Interceptor } from "@connectrpc/connect";
 import { createContextKey, createContextValues } from "@connectrpc/connect";
-import { asConnectError, codeName, HttpRefusal, httpStatusForCode } from "../errors.js";
+import { HttpRefusal } from "../errors/catalogue.js";
+import { asConnectError } from "../errors/domain.js";
+import { codeName, httpStatusForCode } from "../errors/http-status.js";
 import type { Logger } from "../logger.js";
 import { clientAddressOf } from "../transport/client-address.js";
 import type { NodeRequest } from "../transport/http.js";

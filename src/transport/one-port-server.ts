@@ -9,7 +9,8 @@ import type { Http2Session } from "node:http2";
 import http2 from "node:http2";
 import net from "node:net";
 import { responseStarted, trackConnections } from "../compat/node-http.js";
-import { HttpRefusal, renderRestError } from "../errors.js";
+import { HttpRefusal } from "../errors/catalogue.js";
+import { renderRestError } from "../errors/renderers.js";
 import type { Handlers, RequestHandler } from "./http.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");

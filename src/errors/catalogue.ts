@@ -1,8 +1,9 @@
 /**
- * Errors: one catalogue of reasons (each with its code), one error type, and the
- * google.rpc details every RPC error carries (ErrorInfo; BadRequest for field
- * problems; RetryInfo for limits). Field problems travel as a list of
- * violations that the REST envelope renders one item each.
+ * The error catalogue: every reason the service gives (each with its Connect code), the one error
+ * type, the google.rpc details every RPC error carries (ErrorInfo; BadRequest for field problems;
+ * RetryInfo for limits), and the refusals made by HTTP alone. Renderers are in renderers.ts, the
+ * code → HTTP status table in http-status.ts, database failures in database.ts, domain errors in
+ * domain.ts (docs/architecture.md).
  *
  * Messages shown to callers avoid ":" and the other characters that grpc-js
  * mis-decodes in `grpc-message` (; , / ? : @ & = + $ #), and never carry the
@@ -15,14 +16,8 @@ import {
   BadRequestSchema,
   ErrorInfoSchema,
   RetryInfoSchema,
-} from "../gen/google/rpc/error_details_pb.js";
-import { isTransientDatabaseError } from "./storage/database-errors.js";
-
-export interface Violation {
-  /** The request field at fault, by its JSON name (e.g. "numUsers", "wagers[3]"). */
-  readonly field?: string;
-  readonly message: string;
-}
+} from "../../gen/google/rpc/error_details_pb.js";
+import type { Violation } from "../values/violation.js";
 
 /** The domain of every ErrorInfo this service sends. */
 export const ERROR_DOMAIN = "topwagers";
@@ -159,64 +154,8 @@ export function unauthenticated(): ServiceError {
   });
 }
 
-const UNAVAILABLE_MESSAGE = "the leaderboard database is unavailable right now. Retry shortly";
-
-/** The database's trouble of the moment, as callers see it: `unavailable` with Retry-After 1. */
-export function databaseUnavailable(cause?: unknown): ServiceError {
-  return new ServiceError("DATABASE_UNAVAILABLE", UNAVAILABLE_MESSAGE, {
-    retryAfterSeconds: 1,
-    ...(cause === undefined ? {} : { cause }),
-  });
-}
-
-/**
- * A failed database call as the caller sees it. The database's trouble of the moment (a node
- * down, a timeout, contention, no connection to be had) is `unavailable` with Retry-After;
- * anything else is a fault of ours: `internal`, its cause kept for the log and never shown.
- */
-export function fromDatabase(error: unknown, message = UNAVAILABLE_MESSAGE): ConnectError {
-  if (error instanceof ConnectError) return error;
-  if (!isTransientDatabaseError(error)) return internal(error);
-  return new ServiceError("DATABASE_UNAVAILABLE", message, { retryAfterSeconds: 1, cause: error });
-}
-
 export function internal(cause: unknown): ServiceError {
   return new ServiceError("INTERNAL", "internal error", { cause });
-}
-
-/** snake_case name of a Connect code, as used in REST error items ("invalid_argument"). */
-export function codeName(code: Code): string {
-  return Code[code].replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`));
-}
-
-/** HTTP status of each Connect code, as the Connect protocol defines it. */
-const HTTP_STATUS: Readonly<Record<Code, number>> = {
-  [Code.Canceled]: 499,
-  [Code.Unknown]: 500,
-  [Code.InvalidArgument]: 400,
-  [Code.DeadlineExceeded]: 504,
-  [Code.NotFound]: 404,
-  [Code.AlreadyExists]: 409,
-  [Code.PermissionDenied]: 403,
-  [Code.ResourceExhausted]: 429,
-  [Code.FailedPrecondition]: 400,
-  [Code.Aborted]: 409,
-  [Code.OutOfRange]: 400,
-  [Code.Unimplemented]: 501,
-  [Code.Internal]: 500,
-  [Code.Unavailable]: 503,
-  [Code.DataLoss]: 500,
-  [Code.Unauthenticated]: 401,
-};
-
-export function httpStatusForCode(code: Code): number {
-  return HTTP_STATUS[code] ?? 500;
-}
-
-/** Any thrown value as a ConnectError; unknown failures become Internal with a generic message. */
-export function asConnectError(reason: unknown): ConnectError {
-  if (reason instanceof ConnectError) return reason;
-  return internal(reason);
 }
 
 /** A request message that could not be decoded at all (`invalid_argument`, reason MALFORMED_REQUEST). */
@@ -265,79 +204,4 @@ export class HttpRefusal extends Error {
     this.status = HTTP_REFUSALS[kind].status;
     this.code = HTTP_REFUSALS[kind].code;
   }
-}
-
-/** One item of the REST envelope's `errors` list. */
-export interface ErrorItem {
-  readonly code: string;
-  readonly message: string;
-  readonly field?: string;
-}
-
-/** An error as the REST envelope shows it: status, headers, and the body text. */
-export interface RenderedError {
-  readonly status: number;
-  readonly code: string;
-  readonly headers: Record<string, string>;
-  readonly body: string;
-}
-
-/**
- * The one renderer of the REST error envelope `{"data":null,"errors":[…]}`, for the REST skin,
- * both listeners' own answers and the transport's refusals: one item per field violation (or
- * one for the whole error), the error's headers (Retry-After, WWW-Authenticate, Allow …) and
- * `Cache-Control: no-store`.
- */
-export function renderRestError(reason: unknown): RenderedError {
-  const headers: Record<string, string> = { "cache-control": "no-store" };
-  if (reason instanceof HttpRefusal) {
-    Object.assign(headers, reason.headers);
-    return {
-      status: reason.status,
-      code: reason.code,
-      headers,
-      body: envelope([{ code: reason.code, message: reason.message }]),
-    };
-  }
-  const error = asConnectError(reason);
-  const code = codeName(error.code);
-  const own = violationsOf(error);
-  const violations = own.length > 0 ? own : [{ message: error.rawMessage }];
-  error.metadata.forEach((value, name) => {
-    headers[name] = value;
-  });
-  return {
-    status: httpStatusForCode(error.code),
-    code,
-    headers,
-    body: envelope(
-      violations.map((v) =>
-        v.field === undefined ? { code, message: v.message } : { code, message: v.message, field: v.field },
-      ),
-    ),
-  };
-}
-
-/**
- * An error in the Connect protocol's own JSON shape `{"code","message"}`, for the internal
- * listener's answers outside its RPCs (it serves Connect clients only).
- */
-export function renderConnectError(reason: unknown): RenderedError {
-  const headers = { "cache-control": "no-store" };
-  if (reason instanceof HttpRefusal) {
-    const body = JSON.stringify({ code: reason.code, message: reason.message });
-    return { status: reason.status, code: reason.code, headers: { ...headers, ...reason.headers }, body };
-  }
-  const error = asConnectError(reason);
-  const code = codeName(error.code);
-  return {
-    status: httpStatusForCode(error.code),
-    code,
-    headers,
-    body: JSON.stringify({ code, message: error.rawMessage }),
-  };
-}
-
-function envelope(items: readonly ErrorItem[]): string {
-  return JSON.stringify({ data: null, errors: items });
 }
