@@ -29,7 +29,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { sameWagerContent, type UserProfile } from "../storage/ingest.js";
+import { sameWagerContent, type UserProfile } from "../values/records.js";
 import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
 import type { WagerIngest } from "./wager-ingest.js";
 

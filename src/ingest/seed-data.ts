@@ -26,8 +26,8 @@
  */
 
 import { EARLIEST_START } from "../leaderboard/period-request.js";
-import type { UserProfile } from "../storage/ingest.js";
 import { DAY } from "../values/calendar.js";
+import type { UserProfile } from "../values/records.js";
 
 const UNITS_PER_DOLLAR = 100_000_000;
 const MIN_UNITS = 1_000_000; // 0.01

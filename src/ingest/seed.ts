@@ -20,7 +20,7 @@ import {
   type WagerRow,
 } from "../storage/bulk-load.js";
 import type { Database } from "../storage/database.js";
-import type { UserProfile } from "../storage/ingest.js";
+import type { UserProfile } from "../values/records.js";
 import { amountText, SeedData, type SeedPlan } from "./seed-data.js";
 import { MAX_BATCH, type WagerInput } from "./validation.js";
 import { type RecordWagersResult, type UpsertUsersResult, WagerIngest } from "./wager-ingest.js";

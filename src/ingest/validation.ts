@@ -8,9 +8,9 @@
  */
 
 import { EARLIEST_START } from "../leaderboard/period-request.js";
-import type { UserProfile, WagerRecord } from "../storage/ingest.js";
 import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
 import { canonicalDecimal, parseDecimal } from "../values/decimal.js";
+import type { UserProfile, WagerRecord } from "../values/records.js";
 import { FULL_WEIGHT_BPS } from "../values/weights.js";
 
 export const MAX_BATCH = 1000;

@@ -5,15 +5,11 @@
  * RPC skin, `import` and `seed` each decide how to report a refusal.
  */
 import type { Pool } from "mysql2/promise";
-import {
-  type RecordOutcome,
-  recordWagerBatch,
-  type UserProfile,
-  upsertUserBatch,
-  type WagerRecord,
-} from "../storage/ingest.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../storage/transactions.js";
+import { upsertUserBatch } from "../storage/users.js";
 import { type VoidOutcome, voidWagerBatch } from "../storage/voids.js";
+import { type RecordOutcome, recordWagerBatch } from "../storage/wagers.js";
+import type { UserProfile, WagerRecord } from "../values/records.js";
 import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
 
 /** One item of a batch that breaks a rule. */

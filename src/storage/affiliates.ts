@@ -1,13 +1,38 @@
 /** SQL for affiliates: the platform's opaque affiliate ids mapped to compact internal keys. */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import { byCodePoint } from "./lock-order.js";
+
+/** Internal keys of the given affiliates, creating the missing ones. */
+export async function ensureAffiliates(
+  connection: Pool | PoolConnection,
+  externalIds: readonly string[],
+): Promise<Map<string, number>> {
+  const select = async (ids: readonly string[]) => {
+    const [rows] = await connection.query<RowDataPacket[]>(
+      "SELECT id, external_id FROM affiliates WHERE external_id IN (?)",
+      [ids],
+    );
+    return rows.map((r) => [String(r.external_id), Number(r.id)] as const);
+  };
+  const found = new Map(await select(externalIds));
+  const missing = externalIds.filter((id) => !found.has(id)).sort(byCodePoint);
+  if (missing.length > 0) {
+    await connection.query("INSERT IGNORE INTO affiliates (external_id, created_at) VALUES ?", [
+      missing.map((id) => [id, Math.floor(Date.now() / 1000)]),
+    ]);
+    // A locking read sees rows another transaction committed after our read view was taken.
+    const [rows] = await connection.query<RowDataPacket[]>(
+      "SELECT id, external_id FROM affiliates WHERE external_id IN (?) LOCK IN SHARE MODE",
+      [missing],
+    );
+    for (const r of rows) found.set(String(r.external_id), Number(r.id));
+  }
+  return found;
+}
 
 /** Returns the internal key of an affiliate, creating the row on first sight. */
 export async function ensureAffiliate(db: Pool | PoolConnection, externalId: string): Promise<number> {
-  await db.execute("INSERT IGNORE INTO affiliates (external_id, created_at) VALUES (?, UNIX_TIMESTAMP())", [
-    externalId,
-  ]);
-  const [rows] = await db.execute<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", [externalId]);
-  const id = rows[0]?.id;
+  const id = (await ensureAffiliates(db, [externalId])).get(externalId);
   if (id === undefined) throw new Error(`affiliate ${externalId} could not be created`);
-  return Number(id);
+  return id;
 }

@@ -5,7 +5,9 @@
  * transaction as the raw wagers, and re-sent wager ids are recognised.
  */
 import type { Pool } from "mysql2/promise";
-import { recordWagerBatch, type UserProfile, upsertUserBatch, type WagerRecord } from "../../src/storage/ingest.js";
+import { upsertUserBatch } from "../../src/storage/users.js";
+import { recordWagerBatch } from "../../src/storage/wagers.js";
+import type { UserProfile, WagerRecord } from "../../src/values/records.js";
 
 export type { UserProfile, WagerRecord };
 

@@ -1,6 +1,6 @@
 /**
- * SQL that records users and wagers: the one write path for the ingest
- * service, `import`, `seed` (small sizes) and test fixtures.
+ * SQL that records wagers: the one write path for the ingest service, `import`,
+ * `seed` (small sizes) and test fixtures (users: ./users.ts).
  *
  * A batch of wagers is one transaction: the raw rows, the hourly, daily,
  * half-month and monthly totals, the voids that were waiting for these wagers
@@ -27,9 +27,11 @@
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { sameDecimal } from "../values/decimal.js";
+import { sameWagerContent, type WagerRecord } from "../values/records.js";
 import { FULL_WEIGHT_BPS } from "../values/weights.js";
-import { noteUserChanges, noteWagerTimes } from "./data-changes.js";
+import { noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
+import { byCodePoint } from "./lock-order.js";
 import { ROLLUPS, upsertAdding, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
@@ -38,25 +40,7 @@ import {
   type RetryPolicy,
   RetryTransaction,
 } from "./transactions.js";
-
-export interface UserProfile {
-  readonly id: string;
-  readonly affiliateId: string;
-  readonly username: string;
-  /** Absolute http(s) URL, or "" for none. */
-  readonly avatar: string;
-}
-
-export interface WagerRecord {
-  readonly id: string;
-  readonly userId: string;
-  /** Decimal string, e.g. "12.5", at most 8 fraction digits. */
-  readonly amount: string;
-  /** Unix seconds. */
-  readonly placedAt: number;
-  /** Weight in basis points, 0 to 10000; absent counts fully (10000). */
-  readonly weightBps?: number | undefined;
-}
+import { byExternalId, type InternalUser, usersByExternalId } from "./users.js";
 
 export type RecordOutcome =
   /** Committed. recorded + duplicates = number of wagers given. */
@@ -65,27 +49,6 @@ export type RecordOutcome =
   | { readonly kind: "unknown_users"; readonly userIds: readonly string[] }
   /** Nothing written: these wager ids are already recorded (or repeated in the batch) with other content. */
   | { readonly kind: "conflict"; readonly wagerIds: readonly string[] };
-
-/**
- * Whether two sendings of one wager id carry the same wager: same user, time, amount and weight
- * ("12.50000000" and "12.5" are the same amount; no weight is the same as 10000). Amounts must be
- * decimal strings.
- */
-export function sameWagerContent<
-  T extends { userId: string; amount: string; placedAt: number | bigint; weightBps?: number | undefined },
->(a: T, b: T): boolean {
-  return (
-    a.userId === b.userId &&
-    a.placedAt === b.placedAt &&
-    (a.weightBps ?? FULL_WEIGHT_BPS) === (b.weightBps ?? FULL_WEIGHT_BPS) &&
-    sameDecimal(a.amount, b.amount)
-  );
-}
-
-/** Binary (code point) order, as the utf8mb4_bin index orders ids; every writer locks keys in this order. */
-function byCodePoint(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
-}
 
 /**
  * Records a batch of wagers all or nothing (see the module comment). The
@@ -280,39 +243,6 @@ async function addToRollups(connection: PoolConnection): Promise<void> {
   }
 }
 
-interface InternalUser {
-  readonly id: number;
-  readonly affiliateId: number;
-}
-
-interface StoredProfile extends InternalUser {
-  readonly username: string;
-  /** "" for none, as profiles are given. */
-  readonly avatar: string;
-}
-
-/** The stored users of these platform ids: internal keys (all a wager batch needs) and profile. */
-async function usersByExternalId(
-  connection: PoolConnection,
-  externalIds: readonly string[],
-): Promise<Map<string, StoredProfile>> {
-  const [rows] = await connection.query<RowDataPacket[]>(
-    "SELECT id, external_id, affiliate_id, username, avatar_url FROM users WHERE external_id IN (?)",
-    [externalIds],
-  );
-  return byExternalId(rows, (r) => ({
-    id: Number(r.id),
-    affiliateId: Number(r.affiliate_id),
-    username: String(r.username),
-    avatar: r.avatar_url === null ? "" : String(r.avatar_url),
-  }));
-}
-
-/** Rows keyed by their `external_id` column. */
-function byExternalId<T>(rows: readonly RowDataPacket[], value: (row: RowDataPacket) => T): Map<string, T> {
-  return new Map(rows.map((row) => [String(row.external_id), value(row)]));
-}
-
 /** Wagers of the staged batch that are already recorded, with their content as the platform sent it. */
 async function recordedWagers(connection: PoolConnection): Promise<Map<string, WagerRecord>> {
   const [rows] = await connection.query<RowDataPacket[]>(
@@ -328,105 +258,4 @@ async function recordedWagers(connection: PoolConnection): Promise<Map<string, W
     placedAt: Number(r.placed_at),
     weightBps: Number(r.weight_bps),
   }));
-}
-
-/**
- * Creates or replaces user profiles all or nothing; the last profile of an id
- * in the batch wins. Affiliates are created on first sight. Returns the number
- * of distinct users written.
- */
-export async function upsertUserBatch(
-  pool: Pool,
-  users: readonly UserProfile[],
-  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
-): Promise<number> {
-  if (users.length === 0) return 0;
-  const latest = new Map<string, UserProfile>();
-  for (const user of users) {
-    latest.delete(user.id);
-    latest.set(user.id, user);
-  }
-  const profiles = [...latest.values()].sort((a, b) => byCodePoint(a.id, b.id));
-  const now = Math.floor(Date.now() / 1000);
-  await inTransaction(
-    pool,
-    async (connection) => {
-      const affiliates = await ensureAffiliates(connection, [...new Set(profiles.map((u) => u.affiliateId))]);
-      const existing = await usersByExternalId(
-        connection,
-        profiles.map((u) => u.id),
-      );
-      const values = (u: UserProfile) => [
-        u.id,
-        affiliates.get(u.affiliateId),
-        u.username,
-        u.avatar === "" ? null : u.avatar,
-        now,
-      ];
-      const update = `ON DUPLICATE KEY UPDATE affiliate_id = VALUES(affiliate_id), username = VALUES(username),
-        avatar_url = VALUES(avatar_url), updated_at = VALUES(updated_at)`;
-      // Known users are written with their internal id, so updating them allocates no
-      // AUTO_INCREMENT values (an upsert by external id alone would burn one per row).
-      const known = profiles.filter((u) => existing.has(u.id));
-      if (known.length > 0) {
-        await connection.query(
-          `INSERT INTO users (id, external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${update}`,
-          [known.map((u) => [existing.get(u.id)?.id, ...values(u)])],
-        );
-      }
-      // A changed name, avatar or affiliate alters every answer that lists the user; a new user
-      // has no wagers yet, so it alters none.
-      const changed = known.filter((u) => {
-        const before = existing.get(u.id);
-        return (
-          before !== undefined &&
-          (before.username !== u.username ||
-            before.avatar !== u.avatar ||
-            before.affiliateId !== affiliates.get(u.affiliateId))
-        );
-      });
-      await noteUserChanges(
-        connection,
-        changed.map((u) => u.id),
-      );
-      const created = profiles.filter((u) => !existing.has(u.id));
-      if (created.length > 0) {
-        // Still an upsert: a concurrent call may create the same user first.
-        await connection.query(
-          `INSERT INTO users (external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${update}`,
-          [created.map(values)],
-        );
-      }
-    },
-    policy,
-  );
-  return profiles.length;
-}
-
-/** Internal keys of the given affiliates, creating the missing ones. */
-async function ensureAffiliates(
-  connection: PoolConnection,
-  externalIds: readonly string[],
-): Promise<Map<string, number>> {
-  const select = async (ids: readonly string[]) => {
-    const [rows] = await connection.query<RowDataPacket[]>(
-      "SELECT id, external_id FROM affiliates WHERE external_id IN (?)",
-      [ids],
-    );
-    return rows.map((r) => [String(r.external_id), Number(r.id)] as const);
-  };
-  const found = new Map(await select(externalIds));
-  const missing = externalIds.filter((id) => !found.has(id)).sort(byCodePoint);
-  if (missing.length > 0) {
-    await connection.query("INSERT IGNORE INTO affiliates (external_id, created_at) VALUES ?", [
-      missing.map((id) => [id, Math.floor(Date.now() / 1000)]),
-    ]);
-    // A locking read sees rows another transaction committed after our read view was taken.
-    const [rows] = await connection.query<RowDataPacket[]>(
-      "SELECT id, external_id FROM affiliates WHERE external_id IN (?) LOCK IN SHARE MODE",
-      [missing],
-    );
-    for (const r of rows) found.set(String(r.external_id), Number(r.id));
-  }
-  return found;
 }
