@@ -1,36 +1,8 @@
 /**
- * How every instance learns of every committed change within a second,
- * whoever wrote it (another instance, `import`, `seed`, a direct backfill
- * through the ingest path).
- *
- * Why a feed table that each instance polls: a change row is written in the
- * same transaction as the data it describes (src/storage/data-changes.ts), so
- * it is visible exactly when the data is, and nothing optional (Redis, a
- * message broker) sits between a commit and the caches. Polling a small
- * indexed table 5 times a second costs each instance a few cheap queries and
- * keeps cache hits free of database work. Redis pub/sub, when configured, only
- * wakes the pollers at once after a commit elsewhere (lower latency); losing
- * it loses no change.
- *
- * The trap: ids are allocated when a row is
- * inserted but become visible when its transaction commits, so a reader that
- * only asks for `id > last seen` skips a row whose transaction committed after
- * a later id's. Ids missing below the highest id seen are therefore remembered
- * and asked for again on every poll for `gapRetryMs` (a missing id is either
- * still uncommitted or was rolled back and will never appear).
- *
- * On a Galera cluster ids step by the cluster size (each node its own offset,
- * `@@auto_increment_increment` > 1), so most ids are never used: an id is only
- * remembered as missing when its class (id modulo the step) has been seen in
- * the last `gapRetryMs`, i.e. some node is writing ids of that class. Without
- * this every poll would re-ask thousands of ids that can never appear.
- *
- * Freshness rule for the caches: a cached answer may be served only while the
- * last completed poll started less than `freshWithinMs` ago. Any change
- * committed before that poll started was seen by it and has been applied, so
- * an answer served from the cache is never older than freshWithinMs plus one
- * poll. When polls stop succeeding (database trouble) the caches are bypassed
- * instead of served stale.
+ * How every instance learns of every committed change within a second, whoever wrote it: polls
+ * the change rows written with the data, retries ids missing below the highest seen, and says
+ * whether cached answers are fresh. The why (gaps, Galera steps, the freshness rule):
+ * docs/architecture.md, "The change feed".
  */
 import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { Logger } from "../logger.js";

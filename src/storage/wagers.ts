@@ -1,29 +1,7 @@
 /**
- * SQL that records wagers: the one write path for the ingest service, `import`,
- * `seed` (small sizes) and test fixtures (users: ./users.ts).
- *
- * A batch of wagers is one transaction: the raw rows, the hourly, daily,
- * half-month and monthly totals, the voids that were waiting for these wagers
- * (./voids.ts) and the change-feed row (./data-changes.ts) change together or
- * not at all, so a reader never sees a total that disagrees with the raw wagers. The totals are added by the database
- * (`INSERT … SELECT … GROUP BY … ON DUPLICATE KEY UPDATE total = total +
- * VALUES(total)` over DECIMAL columns); no amount is ever added in JavaScript.
- *
- * Idempotency rests on the unique platform wager id (`wagers.external_id`).
- * The batch is first staged in a small in-memory temporary table; then
- *  - fast path: one INSERT … SELECT from the stage; it fails with a duplicate
- *    key error if any id is already recorded (then none of it is kept);
- *  - slow path: read which staged ids are already recorded and compare their
- *    content (different content refuses the whole call), drop them from the
- *    stage and INSERT IGNORE the rest. If a concurrent writer committed one of
- *    "our" ids in between, INSERT IGNORE inserts fewer rows than expected and
- *    the transaction starts over, where that row now reads as a duplicate. A
- *    concurrent writer's uncommitted row makes our insert wait for its commit
- *    or rollback (unique key lock), so two callers never both record an id.
- * The stage then holds exactly the rows this transaction inserted, and the
- * hourly, daily, half-month and monthly totals are upserted from it. Every writer locks ids
- * and rollup keys in the same (primary key) order, which keeps deadlocks rare;
- * the ones that still happen are retried (./transactions.ts).
+ * SQL that records wagers (users: ./users.ts): one transaction per batch for the raw rows, the
+ * rollups, waiting voids and the change row; idempotent by the platform wager id through a staged
+ * fast path and a slow path. The why: docs/architecture.md, "Recording wagers".
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { sameDecimal } from "../values/decimal.js";

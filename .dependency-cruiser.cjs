@@ -1,0 +1,98 @@
+// The direction rule of docs/architecture.md, held by `npm run lint`:
+// transport → apps → handlers → domain → ports ← adapters (storage, Redis).
+// A rule names the layer it protects; an exception names the file, why, and who removes it.
+
+/** The domain: the leaderboard's rules, its cache policy, the change-feed logic, the live boards. */
+const DOMAIN = "^src/(leaderboard|values|cache)/";
+/** Infrastructure the domain never imports (its errors are its own; skins map them). */
+const OUTER =
+  "^src/(transport|apps|handlers|auth|errors|compat|storage|cli|observability|limits)/" +
+  "|^src/(server|config|entry|main)[.]ts$|^gen/" +
+  "|node_modules/(@connectrpc|@bufbuild|mysql2|ioredis|rate-limiter-flexible|prom-client|@opentelemetry)/";
+
+/**
+ * Domain files that still reach storage, each until the domain takes a port for it
+ * (issue 21 part B, "model", removes these as the ports land).
+ */
+const DOMAIN_EXCEPTIONS = {
+  // The change feed's SQL (reading data_changes) is still inline; it moves behind a port.
+  "^src/leaderboard/change-feed[.]ts$": "node_modules/mysql2/|^src/storage/data-changes[.]ts$",
+  // Leaderboard takes a mysql2 Pool and calls the bucket query directly; it will take a port.
+  "^src/leaderboard/leaderboard[.]ts$": "node_modules/mysql2/|^src/storage/leaderboard-queries[.]ts$",
+};
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "Import cycles hide the order of initialisation and the direction of the layers.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "domain-stays-pure",
+      comment:
+        "The domain imports no transport, Connect, mysql2, ioredis, auth, handlers or storage code: " +
+        "it returns values or throws its own errors (leaderboard/domain-errors.ts), see docs/architecture.md.",
+      severity: "error",
+      from: { path: DOMAIN, pathNot: Object.keys(DOMAIN_EXCEPTIONS).join("|") },
+      to: { path: OUTER },
+    },
+    ...Object.entries(DOMAIN_EXCEPTIONS).map(([file, allowed]) => ({
+      name: "domain-stays-pure (exception)",
+      comment: `${file} may reach only ${allowed} until its port lands; nothing else outside the domain.`,
+      severity: "error",
+      from: { path: file },
+      to: { path: OUTER, pathNot: allowed },
+    })),
+    {
+      name: "values-import-nothing",
+      comment: "values/ is the vocabulary every layer shares: it imports nothing of ours outside itself.",
+      severity: "error",
+      from: { path: "^src/values/" },
+      to: { path: "^src/", pathNot: "^src/values/" },
+    },
+    {
+      name: "storage-is-an-adapter",
+      comment:
+        "Storage implements what the domain needs; it imports values/, its driver and its own modules, " +
+        "never the domain's modules, Connect, or the layers above.",
+      severity: "error",
+      from: { path: "^src/storage/" },
+      to: {
+        path:
+          "^src/(leaderboard|ingest|handlers|apps|transport|auth|errors|observability|cli|limits|cache)/" +
+          "|^src/(server|config)[.]ts$|^gen/|node_modules/(@connectrpc|@bufbuild|ioredis)/",
+      },
+    },
+    {
+      name: "handlers-are-skins",
+      comment: "A skin is wired by apps/; it never imports an app, the server or the CLI.",
+      severity: "error",
+      from: { path: "^src/handlers/" },
+      to: { path: "^src/(apps|cli)/|^src/(server|entry|main)[.]ts$" },
+    },
+    {
+      name: "transport-knows-no-request-meaning",
+      comment: "transport/ moves bytes and headers; it does not know the skins, the domain or storage.",
+      severity: "error",
+      from: { path: "^src/transport/" },
+      to: { path: "^src/(apps|handlers|leaderboard|ingest|storage|auth|cli|limits)/" },
+    },
+    {
+      name: "apps-are-composed-not-imported",
+      comment: "Only the server, the CLI and tests build the apps.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(apps|cli)/|^src/server[.]ts$" },
+      to: { path: "^src/apps/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^dist/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { extensions: [".ts", ".js"] },
+  },
+};
