@@ -4,12 +4,12 @@
  * buf curl commands for the current half-month, and serves.
  */
 import { parseArgs } from "node:util";
-import type { RowDataPacket } from "mysql2/promise";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { loadConfig } from "../config.js";
 import { type SeedReport, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { serve } from "../server.js";
+import { usersOfAffiliate } from "../storage/affiliates.js";
 import type { Database } from "../storage/database.js";
 import { halfMonthOf } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
@@ -53,11 +53,7 @@ export async function runDemo(args: string[]): Promise<void> {
   // The demo always prepares its database, whatever MIGRATE_ON_START says.
   const key = await withDatabase(
     async (db) => {
-      const [rows] = await db.read.query<RowDataPacket[]>(
-        "SELECT COUNT(*) AS n FROM users u JOIN affiliates a ON a.id = u.affiliate_id WHERE a.external_id = ?",
-        [DEMO_AFFILIATE],
-      );
-      if (Number(rows[0]?.n ?? 0) === 0) {
+      if ((await usersOfAffiliate(db.read, DEMO_AFFILIATE)) === 0) {
         const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
         process.stderr.write(
           `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +

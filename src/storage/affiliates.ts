@@ -36,3 +36,12 @@ export async function ensureAffiliate(db: Pool | PoolConnection, externalId: str
   if (id === undefined) throw new Error(`affiliate ${externalId} could not be created`);
   return id;
 }
+
+/** How many users the affiliate has (0 when it is unknown). */
+export async function usersOfAffiliate(db: Pool | PoolConnection, externalId: string): Promise<number> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    "SELECT COUNT(*) AS n FROM users u JOIN affiliates a ON a.id = u.affiliate_id WHERE a.external_id = ?",
+    [externalId],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
