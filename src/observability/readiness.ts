@@ -8,7 +8,8 @@
  */
 import type { Pool } from "mysql2/promise";
 import { SingleFlight } from "../cache/expiring-cache.js";
-import { currentSchemaVersion, LATEST_SCHEMA_VERSION } from "../storage/migrations.js";
+import { currentSchemaVersion } from "../storage/migrations.js";
+import { LATEST_SCHEMA_VERSION } from "../storage/schema-migrations.js";
 
 export type ReadinessStatus =
   | { readonly status: "ready"; readonly schemaVersion: number }

@@ -21,7 +21,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
-import { LATEST_SCHEMA_VERSION } from "../../src/storage/migrations.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { freePort, sleep } from "../support/processes.js";

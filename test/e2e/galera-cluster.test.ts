@@ -17,7 +17,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/migrations.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { runCli } from "../support/cli.js";
 import {
   defineNode,

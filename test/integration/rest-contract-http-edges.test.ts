@@ -6,7 +6,7 @@
  */
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LATEST_SCHEMA_VERSION } from "../../src/storage/migrations.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
 import { OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import {

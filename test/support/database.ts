@@ -5,7 +5,8 @@
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
-import { type Migration, migrate } from "../../src/storage/migrations.js";
+import { migrate } from "../../src/storage/migrations.js";
+import type { Migration } from "../../src/storage/schema-migrations.js";
 
 /** Server to create test databases on; the database part of the URL is replaced. */
 export const TEST_SERVER_URL = process.env.TEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_test";

@@ -1,0 +1,217 @@
+/**
+ * The schema, as the list of versioned migrations (applied by ./migrations.ts). Never edit a
+ * shipped migration: add a new one.
+ *
+ * Ids of affiliates, users and wagers are the platform's opaque strings,
+ * stored as their UTF-8 bytes (`external_id`, VARBINARY): compared and ordered
+ * byte by byte, which is code point order, with no trailing-space padding
+ * ("pid" and "pid " are different ids). Usernames are stored the same way so
+ * the leaderboard's tie-break is code point order. 256 bytes hold 64 code
+ * points; the 64 limit itself is enforced where data comes in. Internally every row has a compact integer key, so the large tables
+ * and their indexes stay small. Times are Unix seconds in INT UNSIGNED (no time
+ * zone conversion, no 2038 limit); money is DECIMAL and is only ever summed by
+ * the database.
+ */
+import { addColumnsIfMissing, addIndexIfMissing, dropIndexIfPresent, type MigrationContext } from "./schema-steps.js";
+
+export type { MigrationContext };
+
+const ROLLUP_TABLES = ["wager_hourly", "wager_daily", "wager_halfmonthly", "wager_monthly"];
+
+/**
+ * A table of totals per affiliate, bucket and user, as migrations 2 and 3 created it. Part of
+ * those shipped migrations: never edit it (a new shape is a new migration).
+ */
+function createTotalsTable(table: string): string {
+  return `CREATE TABLE ${table} (
+        affiliate_id INT UNSIGNED NOT NULL,
+        bucket INT UNSIGNED NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        total DECIMAL(30,8) NOT NULL,
+        wagers INT UNSIGNED NOT NULL,
+        PRIMARY KEY (affiliate_id, bucket, user_id)
+      ) ENGINE=InnoDB`;
+}
+
+/** One step: a statement, or code for a step that must check the schema first (./schema-steps.ts). */
+export type MigrationStep = string | ((context: MigrationContext) => Promise<void>);
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly statements: readonly MigrationStep[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "affiliates, users, wagers and api keys",
+    statements: [
+      `CREATE TABLE affiliates (
+        id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        external_id VARBINARY(256) NOT NULL,
+        created_at INT UNSIGNED NOT NULL,
+        UNIQUE KEY ux_affiliates_external (external_id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      `CREATE TABLE users (
+        id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        external_id VARBINARY(256) NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        username VARBINARY(256) NOT NULL,
+        avatar_url VARCHAR(2048) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+        updated_at INT UNSIGNED NOT NULL,
+        UNIQUE KEY ux_users_external (external_id),
+        KEY ix_users_affiliate (affiliate_id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // affiliate_id is the user's affiliate when the wager was recorded, so a
+      // user who moves keeps their old wagers with the old affiliate.
+      `CREATE TABLE wagers (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        external_id VARBINARY(256) NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        amount DECIMAL(20,8) NOT NULL,
+        placed_at INT UNSIGNED NOT NULL,
+        UNIQUE KEY ux_wagers_external (external_id),
+        KEY ix_wagers_affiliate_time (affiliate_id, placed_at, user_id, amount)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // Keys are stored only as SHA-256 hashes of the secret.
+      `CREATE TABLE api_keys (
+        id VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+        key_hash BINARY(32) NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        label VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+        created_at INT UNSIGNED NOT NULL,
+        revoked_at INT UNSIGNED NULL,
+        rate_limit_points INT UNSIGNED NULL,
+        rate_limit_window_s INT UNSIGNED NULL,
+        UNIQUE KEY ux_api_keys_hash (key_hash),
+        KEY ix_api_keys_affiliate (affiliate_id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
+  {
+    version: 2,
+    name: "hourly, daily and monthly wager totals per affiliate and user",
+    // Maintained in the same transaction as the raw wagers (ingest), so they
+    // never disagree with them. bucket = Unix second at which the UTC hour, day
+    // or month starts. The read path answers a period from the coarsest aligned
+    // buckets plus raw wagers for partial-hour edges.
+    statements: ["wager_hourly", "wager_daily", "wager_monthly"].map(createTotalsTable),
+  },
+  {
+    version: 3,
+    name: "half-month wager totals (1st-15th and 16th-end) per affiliate and user",
+    // Filled from the daily totals, which are exact: a day lies in one half-month. The bucket
+    // expression is the half-month one of rollups.ts as it was when this migration shipped, written
+    // out so that a later change there cannot change what this migration did.
+    statements: [
+      createTotalsTable("wager_halfmonthly"),
+      `INSERT INTO wager_halfmonthly (affiliate_id, bucket, user_id, total, wagers)
+       SELECT affiliate_id, (bucket DIV 86400 + 1 - DAYOFMONTH(DATE '1970-01-01' + INTERVAL bucket DIV 86400 DAY) + IF(DAYOFMONTH(DATE '1970-01-01' + INTERVAL bucket DIV 86400 DAY) >= 16, 15, 0)) * 86400 AS b, user_id, SUM(total), SUM(wagers)
+         FROM wager_daily GROUP BY affiliate_id, b, user_id ORDER BY affiliate_id, b, user_id`,
+    ],
+  },
+  {
+    version: 4,
+    name: "wager voids and the change feed",
+    statements: [
+      // Every void ever asked for, by wager id; a void is final. While the wager is unknown the
+      // row is a pending void (applied_at NULL); once the wager is recorded and taken out of the
+      // totals the row holds its content (moved here from `wagers`). So `wagers` and the rollups
+      // only ever hold wagers that count, and the read path and `verify` need no filter.
+      `CREATE TABLE wager_voids (
+        external_id VARBINARY(256) NOT NULL PRIMARY KEY,
+        requested_at INT UNSIGNED NOT NULL,
+        applied_at INT UNSIGNED NULL,
+        user_id INT UNSIGNED NULL,
+        affiliate_id INT UNSIGNED NULL,
+        amount DECIMAL(20,8) NULL,
+        placed_at INT UNSIGNED NULL
+      ) ENGINE=InnoDB`,
+      // One row per committed write that can alter a leaderboard, written in the same transaction
+      // as the change: the affiliates and time spans of the wagers it changed (`wager_spans`, text
+      // "affiliate,first,last;…" with internal affiliate keys and Unix seconds), or a user whose
+      // profile changed (user_external_id). Every instance reads it a few times a second to drop
+      // exactly the cached answers a change touches (src/leaderboard/change-feed.ts).
+      `CREATE TABLE data_changes (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        wager_spans MEDIUMTEXT CHARACTER SET ascii COLLATE ascii_bin NULL,
+        user_external_id VARBINARY(256) NULL,
+        created_at INT UNSIGNED NOT NULL,
+        KEY ix_data_changes_created (created_at)
+      ) ENGINE=InnoDB`,
+    ],
+  },
+  {
+    version: 5,
+    name: "api key expiry",
+    // A key is refused from expires_at on (NULL: never expires). Rotation sets it on the old key.
+    statements: ["ALTER TABLE api_keys ADD COLUMN expires_at INT UNSIGNED NULL AFTER revoked_at"],
+  },
+  {
+    version: 6,
+    name: "publishable api keys, and api key changes in the change feed",
+    // Metadata only (ALGORITHM=INSTANT), and each column added only when missing.
+    statements: [
+      // A publishable key (browser-safe) may be used only from its allowed origins: a JSON array of
+      // exact origins ("https://board.example.com"); NULL for a secret key.
+      addColumnsIfMissing("api_keys", {
+        publishable: "TINYINT(1) NOT NULL DEFAULT 0",
+        allowed_origins: "TEXT CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+      // Every key change (create, revoke, rotate, new rate limit) adds a row with the key's id in
+      // its own transaction, so each instance's in-memory key set follows it within a poll.
+      addColumnsIfMissing("data_changes", {
+        api_key_id: "VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+    ],
+  },
+  {
+    version: 7,
+    name: "wager weights (basis points) and weighted totals",
+    // Metadata only (ALGORITHM=INSTANT: milliseconds at any size, no rows rewritten, no lock
+    // held for long; refused rather than copying a large table where a server cannot do it).
+    // Nothing to backfill: every wager recorded so far counts fully, which is what the defaults
+    // say. Rollups store what the weights take off the total (`weight_discount`, 0 for every
+    // existing row), and `weighted_total` is computed from it on read. An instance of the
+    // previous version still writing during a rolling deploy records full-weight wagers and
+    // leaves `weight_discount` alone, which is right for them. Weighted values have up to 12
+    // fraction digits (amount × weight_bps / 10000), so DECIMAL(34,12) holds every total exactly.
+    statements: [
+      addColumnsIfMissing("wagers", {
+        weight_bps: "SMALLINT UNSIGNED NOT NULL DEFAULT 10000",
+      }),
+      // A void's copy of its wager: NULL while pending, and for voids applied before weights (full weight).
+      addColumnsIfMissing("wager_voids", { weight_bps: "SMALLINT UNSIGNED NULL" }),
+      ...ROLLUP_TABLES.map((table) =>
+        addColumnsIfMissing(table, {
+          weight_discount: "DECIMAL(34,12) NOT NULL DEFAULT 0",
+          weighted_total: "DECIMAL(34,12) AS (total - weight_discount) VIRTUAL",
+        }),
+      ),
+      // 'wagered' or 'weighted': how this key's boards rank when a request does not say; NULL: wagered.
+      addColumnsIfMissing("api_keys", {
+        default_rank_by: "VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+    ],
+  },
+  {
+    version: 8,
+    name: "wager weights in the covering index of the raw edges",
+    // The read path sums raw wagers for partial hours from this index alone; it needs the
+    // weight too. Built online (ALGORITHM=INPLACE, LOCK=NONE): ingest and reads go on while it
+    // builds, and readers use the old index until it is there. Its time grows with the wagers
+    // (measured in docs/operations.md); the CLI's `migrate` prints a line while it runs.
+    statements: [
+      addIndexIfMissing(
+        "wagers",
+        "ix_wagers_affiliate_time_weight",
+        "affiliate_id, placed_at, user_id, amount, weight_bps",
+      ),
+      dropIndexIfPresent("wagers", "ix_wagers_affiliate_time"),
+    ],
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
