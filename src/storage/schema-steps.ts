@@ -3,7 +3,7 @@
  * that already ran (a migration interrupted after its DDL committed, or run by
  * a second instance that took over an expired lease) is skipped instead of
  * failing on a duplicate column or index. Table, column and index names and
- * definitions are constants of ./migrations.ts, never input.
+ * definitions are constants of ./schema-migrations.ts, never input.
  */
 import type { PoolConnection, RowDataPacket } from "mysql2/promise";
 

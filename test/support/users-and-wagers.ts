@@ -1,7 +1,7 @@
 /**
  * Writing users and wagers from code that has already checked its data (test
- * fixtures, benches). Both go through the ingest write path (src/storage/ingest.ts), so the
- * hourly, daily, half-month and monthly totals are always maintained in the same
+ * fixtures, benches). Both go through the ingest write path (src/storage/users.ts and
+ * src/storage/wagers.ts), so the hourly, daily, half-month and monthly totals are always maintained in the same
  * transaction as the raw wagers, and re-sent wager ids are recognised.
  */
 import type { Pool } from "mysql2/promise";
