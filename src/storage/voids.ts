@@ -1,25 +1,7 @@
 /**
- * Voids: taking recorded wagers out of the totals, for good (VoidWagers,
- * `import` void lines, `seed --void-per-mille`).
- *
- * One transaction per call, like recording:
- *  1. every id gets a row in `wager_voids` (INSERT IGNORE; a void is final, so
- *     an existing row stays as it is);
- *  2. the ids that are recorded and still count are read from `wagers` with a
- *     lock, copied into a small in-memory stage, subtracted from every rollup (the
- *     total and what the weights took off it)
- *     (rows that reach zero wagers are deleted, as if never written), moved
- *     into their `wager_voids` row and deleted from `wagers`;
- *  3. one change-feed row per affiliate touched.
- * So `wagers` and the rollups only ever hold wagers that count.
- *
- * Races: two callers voiding the same id serialise on its `wager_voids` row
- * (the second INSERT IGNORE waits for the first to commit, then finds the wager
- * gone from `wagers` and already moved: `alreadyVoided`). A void racing the
- * first recording of its wager: each side inserts its own row first and then
- * reads the other side's table with a lock (recordWagerBatch reads
- * `wager_voids` after inserting into `wagers`), so the one that runs second
- * sees the first, or InnoDB reports a deadlock and the retry does.
+ * Voids: taking recorded wagers out of the totals for good (VoidWagers, `import` void lines,
+ * `seed --void-per-mille`), one transaction per call, so `wagers` and the rollups only ever hold
+ * wagers that count. The steps and the races: docs/architecture.md, "Voiding wagers".
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { noteWagerTimes } from "./data-changes.js";
