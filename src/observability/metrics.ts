@@ -7,8 +7,9 @@
  */
 
 import type { Pool } from "mysql2/promise";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { poolUsage } from "../compat/mysql2.js";
+import { type CollectedValue, registerCollected } from "../compat/prom-client.js";
 import { packageInfo } from "../package-info.js";
 
 export type Protocol = "rest" | "sse" | "connect" | "grpc" | "grpc-web";
@@ -35,9 +36,33 @@ export interface MetricsSources {
   };
 }
 
-/** One procedure and protocol: its duration histogram's child, and its calls by code not yet exported. */
+/** Upper bounds (seconds) of topwagers_rpc_call_duration_seconds' buckets. */
+const CALL_DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5] as const;
+
+/**
+ * One procedure and protocol's call durations as a Prometheus histogram: observations per bucket (the last
+ * one above every bound), their sum and count. A call adds to it in place; it is exported when read.
+ */
+class DurationSeries {
+  /** Observations per bucket, not cumulative (exported cumulatively). */
+  readonly counts = new Float64Array(CALL_DURATION_BUCKETS.length + 1);
+  sum = 0;
+  count = 0;
+
+  constructor(readonly labels: Readonly<Record<"procedure" | "protocol", string>>) {}
+
+  observe(seconds: number): void {
+    let i = 0;
+    while (i < CALL_DURATION_BUCKETS.length && seconds > (CALL_DURATION_BUCKETS[i] as number)) i++;
+    this.counts[i] = (this.counts[i] as number) + 1;
+    this.sum += seconds;
+    this.count += 1;
+  }
+}
+
+/** One procedure and protocol: its durations, and its calls by code not yet exported. */
 interface CallSeries {
-  readonly durations: { observe(seconds: number): void };
+  readonly durations: DurationSeries;
   readonly pending: Map<string, { readonly labels: Record<"procedure" | "protocol" | "code", string>; count: number }>;
 }
 
@@ -45,7 +70,6 @@ export class Metrics {
   readonly registry = new Registry();
   /** By procedure, then protocol: found with two map lookups per call instead of prom-client hashing labels. */
   private readonly series = new Map<string, Map<Protocol, CallSeries>>();
-  private readonly durations: Histogram<"procedure" | "protocol">;
   private readonly rateLimited: Counter;
   readonly ingestedWagers: Counter<"result">;
   readonly upsertedUsers: Counter;
@@ -119,12 +143,14 @@ export class Metrics {
         }
       },
     });
-    this.durations = new Histogram({
+    // prom-client's Histogram checks and hashes the labels on every observation, even through a child made
+    // with labels(): the durations are kept per series here (DurationSeries, a bucket index and three
+    // additions per call) and exported in prom-client's histogram form when the registry is read.
+    registerCollected(this.registry, {
       name: "topwagers_rpc_call_duration_seconds",
       help: "Time from the request's headers to the answer, by procedure and protocol.",
-      labelNames: ["procedure", "protocol"],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers,
+      type: "histogram",
+      values: () => durationValues("topwagers_rpc_call_duration_seconds", series),
     });
     this.rateLimited = counter(
       "topwagers_rate_limit_rejections_total",
@@ -262,7 +288,7 @@ export class Metrics {
     }
     let series = byProtocol.get(protocol);
     if (series === undefined) {
-      series = { durations: this.durations.labels(procedure, protocol), pending: new Map() };
+      series = { durations: new DurationSeries({ procedure, protocol }), pending: new Map() };
       byProtocol.set(protocol, series);
     }
     const entry = series.pending.get(code);
@@ -271,4 +297,32 @@ export class Metrics {
     series.durations.observe(seconds);
     if (code === "resource_exhausted") this.rateLimited.inc();
   }
+}
+
+/**
+ * A histogram's samples as prom-client writes them: per series, each bucket's cumulative count (`le` first,
+ * then the series' labels), `+Inf`, the sum and the count.
+ */
+function durationValues(
+  name: string,
+  series: ReadonlyMap<string, ReadonlyMap<Protocol, CallSeries>>,
+): CollectedValue[] {
+  const values: CollectedValue[] = [];
+  for (const byProtocol of series.values()) {
+    for (const { durations } of byProtocol.values()) {
+      let cumulative = 0;
+      for (const [i, bound] of CALL_DURATION_BUCKETS.entries()) {
+        cumulative += durations.counts[i] as number;
+        values.push({ metricName: `${name}_bucket`, labels: { le: bound, ...durations.labels }, value: cumulative });
+      }
+      values.push({
+        metricName: `${name}_bucket`,
+        labels: { le: "+Inf", ...durations.labels },
+        value: durations.count,
+      });
+      values.push({ metricName: `${name}_sum`, labels: { ...durations.labels }, value: durations.sum });
+      values.push({ metricName: `${name}_count`, labels: { ...durations.labels }, value: durations.count });
+    }
+  }
+  return values;
 }

@@ -9,11 +9,13 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
+import { Histogram, Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { CONNECT_PARSE_BINARY_PREFIX, reportUnparsableMessagesAsInvalid } from "../../src/compat/connect.js";
 import { connectionIdentity, poolUsage } from "../../src/compat/mysql2.js";
 import { responseStarted, trackConnections } from "../../src/compat/node-http.js";
+import { Metrics } from "../../src/observability/metrics.js";
 import { connectionOptions } from "../../src/storage/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
@@ -114,6 +116,39 @@ describe("node:http", () => {
       }
     };
     expect([await closesIdle(false), await closesIdle(true)]).toEqual([false, true]);
+  });
+});
+
+describe("prom-client", () => {
+  it("reads a registered object in its metric shape: the call durations read as its own Histogram's", async () => {
+    const procedure = "topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
+    const observations: [string, number][] = [
+      ["rest", 0.0004],
+      ["rest", 0.003],
+      ["grpc", 0.0005],
+      ["rest", 0.75],
+      ["rest", 3],
+    ];
+    const metrics = new Metrics();
+    for (const [protocol, seconds] of observations) metrics.observeCall(procedure, protocol as "rest", "ok", seconds);
+    // The same observations in prom-client's own Histogram, with the buckets docs/operations.md names.
+    const registry = new Registry();
+    const own = new Histogram({
+      name: "topwagers_rpc_call_duration_seconds",
+      help: "Time from the request's headers to the answer, by procedure and protocol.",
+      labelNames: ["procedure", "protocol"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+    for (const [protocol, seconds] of observations) own.observe({ procedure, protocol }, seconds);
+    const family = (text: string) =>
+      text
+        .split("\n")
+        .filter((line) => line.includes("topwagers_rpc_call_duration_seconds"))
+        .sort();
+    const expected = family(await registry.metrics());
+    expect(expected).toHaveLength(2 + 2 * 15);
+    expect(family(await metrics.registry.metrics())).toEqual(expected);
   });
 });
 
