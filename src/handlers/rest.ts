@@ -20,7 +20,7 @@ import type { Protocol } from "../observability/metrics.js";
 import { acceptsGzip } from "../transport/accept-encoding.js";
 import { cacheControl } from "../transport/cache-control.js";
 import { type Exchange, nodeExchange } from "../transport/exchange.js";
-import { type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
+import { bodyIfComplete, type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
 import type { Violation } from "../values/violation.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 
@@ -85,13 +85,20 @@ export class RestApi {
       });
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
-      const fields = decodeRequestFields(await readJsonBody(exchange, this.options.maxBodyBytes));
-      const answer = await answerPeriodRequest(
+      const { maxBodyBytes } = this.options;
+      const tooLarge = () => payloadTooLarge(maxBodyBytes);
+      checkJsonBodyHeaders(exchange, maxBodyBytes);
+      const bytes =
+        bodyIfComplete(exchange.body, maxBodyBytes, tooLarge) ?? (await readJsonBody(exchange, maxBodyBytes));
+      const fields = decodeRequestFields(parseJsonObject(bytes));
+      // A cached answer comes at once, without a promise.
+      const answering = answerPeriodRequest(
         this.options.leaderboard,
         admitted.caller,
         fields.values,
         fields.violations,
       );
+      const answer = answering instanceof Promise ? await answering : answering;
       // A request that names rankBy, or a board ranked by weight (a key's default), shows the weighted total too;
       // any other answer is exactly the three fields it always was.
       const weighted = answer.rankByAsked || answer.rankBy === "weighted";
@@ -154,12 +161,17 @@ export class RestApi {
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
-async function readJsonBody(exchange: Exchange, maxBytes: number): Promise<unknown> {
-  const tooLarge = () =>
-    new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, { connection: "close" });
+function payloadTooLarge(maxBytes: number): HttpRefusal {
+  return new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, { connection: "close" });
+}
+
+/** Refuses a body declared too large (413) and one that is not JSON (415), before any of it is read. */
+function checkJsonBodyHeaders(exchange: Exchange, maxBytes: number): void {
   const declared = exchange.headers["content-length"];
-  if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge();
+  if (declared !== undefined && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
   const contentType = exchange.headers["content-type"] ?? "";
+  // The usual spelling needs no parsing.
+  if (contentType === "application/json") return;
   const mediaType = contentType.split(";", 1)[0]?.trim().toLowerCase() ?? "";
   if (mediaType !== "application/json") {
     throw new HttpRefusal(
@@ -169,7 +181,16 @@ async function readJsonBody(exchange: Exchange, maxBytes: number): Promise<unkno
         : `Content-Type ${contentType} is not supported. Send application/json`,
     );
   }
-  const text = (await readStream(exchange.body, maxBytes, tooLarge)).toString("utf8");
+}
+
+/** The body as it arrives (refused with 413 once it grows past `maxBytes`). */
+function readJsonBody(exchange: Exchange, maxBytes: number): Promise<Buffer> {
+  return readStream(exchange.body, maxBytes, () => payloadTooLarge(maxBytes));
+}
+
+/** The body's JSON object, or the operation's invalid_argument saying what is wrong with it. */
+function parseJsonObject(bytes: Buffer): unknown {
+  const text = bytes.toString("utf8");
   if (text.trim() === "")
     throw invalidArgument([
       { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },

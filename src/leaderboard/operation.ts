@@ -34,26 +34,28 @@ export interface TopWagersAnswer extends Standings {
 }
 
 /**
- * Answers one request. `decodingViolations` are the fields the skin's decoder could not read
- * (wrong type); they are reported with the rules' violations, one per field.
+ * Answers one request: at once when the answer is cached (no promise), else a promise of it. Throws the
+ * operation's `invalid_argument` at once. `decodingViolations` are the fields the skin's decoder could
+ * not read (wrong type); they are reported with the rules' violations, one per field.
  */
-export async function answerPeriodRequest(
+export function answerPeriodRequest(
   leaderboard: Leaderboard,
   caller: QueryCaller,
   request: PeriodRequestFields,
   decodingViolations: readonly Violation[] = [],
-): Promise<TopWagersAnswer> {
+): TopWagersAnswer | Promise<TopWagersAnswer> {
   const query = validPeriodQuery(request, decodingViolations, caller.defaultRankBy);
+  const rankByAsked = request.rankBy !== undefined;
   // A cache hit is answered without the loading path's promises.
-  const standings =
-    leaderboard.cachedStandings(caller.affiliateId, query) ??
-    (await leaderboard.topWagersForPeriod(caller.affiliateId, query));
-  return {
-    ...standings,
-    numUsers: query.numUsers,
-    rankBy: query.rankBy ?? "wagered",
-    rankByAsked: request.rankBy !== undefined,
-  };
+  const cached = leaderboard.cachedStandings(caller.affiliateId, query);
+  if (cached !== undefined) return answerOf(cached, query, rankByAsked);
+  return leaderboard
+    .topWagersForPeriod(caller.affiliateId, query)
+    .then((loaded) => answerOf(loaded, query, rankByAsked));
+}
+
+function answerOf(standings: Standings, query: PeriodQuery, rankByAsked: boolean): TopWagersAnswer {
+  return { ...standings, numUsers: query.numUsers, rankBy: query.rankBy ?? "wagered", rankByAsked };
 }
 
 /**

@@ -88,6 +88,20 @@ export function readBody(req: NodeRequest, maxBytes: number, tooLarge: () => Err
   return readStream(req, maxBytes, tooLarge);
 }
 
+/**
+ * The whole body of a request that has arrived complete and that nothing reads yet, taken at once (no
+ * listeners, no promise); undefined otherwise (then readStream). An HTTP/1.1 request's small body usually
+ * arrives with its headers and is parsed before the handler's first await resumes. Refused with
+ * `tooLarge()` past `maxBytes`, as readStream would.
+ */
+export function bodyIfComplete(body: Readable, maxBytes: number, tooLarge: () => Error): Buffer | undefined {
+  if ((body as { complete?: boolean }).complete !== true || body.readableFlowing !== null) return undefined;
+  if (body.readableLength > maxBytes) throw tooLarge();
+  // Paused with the end already pushed: read() hands over everything buffered (null when nothing is).
+  const bytes: Buffer | null = body.read();
+  return bytes ?? Buffer.alloc(0);
+}
+
 /** A body stream's bytes, refused with `tooLarge()` as soon as they grow past `maxBytes`. */
 export function readStream(body: Readable, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
   return new Promise((resolve, reject) => {
