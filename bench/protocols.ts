@@ -557,6 +557,8 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
               result.failed,
               bypassed > 0 ? `result cache missed ${bypassed} times: not a warm-cache figure` : "",
             ]);
+            // Each count as it is made (a run on a busy machine takes long; an interrupted one keeps these).
+            process.stderr.write(`counted: ${(instructionRows.at(-1) ?? []).join(" | ")}\n`);
           }
         }
         counts.set(path.name, counted);
