@@ -17,6 +17,7 @@ import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
 import { Leaderboard } from "../src/leaderboard/leaderboard.js";
 import { connectionOptions, type Database, openDatabase } from "../src/storage/database.js";
+import { mariadbStandings } from "../src/storage/stores.js";
 import { topUsersFromRawWagers } from "../test/support/naive-leaderboard.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
@@ -144,7 +145,7 @@ export async function runQueryBench(args: string[]): Promise<void> {
   await ensureSeeded(mainUrl, wagers);
   const data = await describeDataset(mainUrl);
   const leaderboard = new Leaderboard({
-    pool: data.db.read,
+    standings: mariadbStandings(data.db.read),
     defaultAvatarUrl: "https://x.example/a.png",
     cacheTtlMs: 0,
     now: () => data.month.end + 86_400 * 40,
@@ -197,7 +198,7 @@ export async function runQueryBench(args: string[]): Promise<void> {
       await ensureSeeded(smallUrl, compareWagers);
       const small = await describeDataset(smallUrl);
       const smallBoard = new Leaderboard({
-        pool: small.db.read,
+        standings: mariadbStandings(small.db.read),
         defaultAvatarUrl: "https://x.example/a.png",
         cacheTtlMs: 0,
         now: () => small.month.end + 86_400 * 40,

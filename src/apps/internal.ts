@@ -29,6 +29,7 @@ import { observeCalls } from "../observability/call-observation.js";
 import type { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Database } from "../storage/database.js";
+import { mariadbApiKeys, mariadbIngest, mariadbSchema } from "../storage/stores.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
 import { serveMetrics } from "./metrics-endpoint.js";
@@ -72,8 +73,8 @@ export function createInternalApp(config: Config, database: Database, options: I
     [WagerIngestService.typeName]: new ServiceTokenCheck(config.ingestToken, INGEST),
     [ApiKeyService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
   };
-  const readiness = options.readiness ?? new Readiness(database.read);
-  const keys = new KeyAdmin(database.write, {
+  const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read));
+  const keys = new KeyAdmin(mariadbApiKeys(database.write), {
     // This instance holds the change before answering; the others at their next change-feed poll, which
     // onCommitted brings forward (with Redis, every instance is woken at once).
     async afterChange(ids) {
@@ -95,7 +96,7 @@ export function createInternalApp(config: Config, database: Database, options: I
       );
     },
   });
-  const ingest = new WagerIngest(database.write, {
+  const ingest = new WagerIngest(mariadbIngest(database.write), {
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(options.onCommitted === undefined ? {} : { onCommitted: options.onCommitted }),
     ...(metrics === undefined

@@ -37,8 +37,8 @@ import { databaseAvailability } from "../observability/database-availability.js"
 import { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
-import { findApiKeysByIds, listUsableApiKeys } from "../storage/api-keys.js";
 import type { Database } from "../storage/database.js";
+import { mariadbChanges, mariadbKeyRecords, mariadbSchema, mariadbStandings } from "../storage/stores.js";
 import { clientAddressOf, clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { nodeExchange, streamExchange } from "../transport/exchange.js";
 import {
@@ -98,15 +98,9 @@ export const PUBLIC_SERVICES = [TopWagersService.typeName, ...OPEN_SERVICES] as 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
   const logger = options.logger ?? silentLogger;
   const outcomes = databaseAvailability(logger);
-  const readiness = new Readiness(database.read, outcomes);
+  const readiness = new Readiness(mariadbSchema(database.read), outcomes);
   // Every usable key in memory (no database work per call), kept current by the change feed.
-  const keys = new KeySet(
-    {
-      usable: (now) => listUsableApiKeys(database.read, now),
-      byIds: (ids) => findApiKeysByIds(database.read, ids),
-    },
-    { logger },
-  );
+  const keys = new KeySet(mariadbKeyRecords(database.read), { logger });
   readiness.keysLoaded = () => keys.loaded;
   const admission = new Admission(
     keys,
@@ -122,7 +116,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   // whoever wrote them (see leaderboard/change-feed.ts).
   let leaderboard: Leaderboard | undefined;
   let live: LiveBoards | undefined;
-  const changeFeed = new ChangeFeed(database.read, {
+  const changeFeed = new ChangeFeed(mariadbChanges(database.read), {
     logger,
     outcomes,
     onChanges(changes) {
@@ -138,7 +132,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   });
   leaderboard = new Leaderboard({
     // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
-    pool: database.leaderboard,
+    standings: mariadbStandings(database.leaderboard),
     defaultAvatarUrl: config.defaultAvatarUrl,
     cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),

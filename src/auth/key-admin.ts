@@ -4,19 +4,8 @@
  * and refuse the same things. Refusals are values (field violations by proto
  * JSON name, or an unknown id); the skins turn them into errors.
  */
-import type { Pool } from "mysql2/promise";
 import { idProblems } from "../ingest/validation.js";
-import {
-  affiliateHasUsers,
-  findApiKeyById,
-  insertApiKey,
-  listApiKeys,
-  revokeApiKey,
-  rotateApiKey,
-  type StoredApiKey,
-  setApiKeyRankBy,
-  setApiKeyRateLimit,
-} from "../storage/api-keys.js";
+import type { ApiKeyStore, StoredApiKey } from "../ports/api-keys.js";
 import { DAY, HOUR } from "../values/calendar.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
@@ -98,7 +87,8 @@ export class KeyAdmin {
   private readonly now: () => number;
 
   constructor(
-    private readonly pool: Pool,
+    /** Where keys are kept (storage/stores.ts on MariaDB). */
+    private readonly store: ApiKeyStore,
     private readonly options: KeyAdminOptions = {},
   ) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
@@ -115,7 +105,7 @@ export class KeyAdmin {
     if (violations.length > 0) return { kind: "invalid", violations };
     const publishable = input.publishable === true;
     const generated = generateApiKey(publishable ? "publishable" : "secret");
-    const key = await insertApiKey(this.pool, {
+    const key = await this.store.insert({
       id: generated.id,
       hash: generated.hash,
       affiliateExternalId: input.affiliateId,
@@ -127,19 +117,19 @@ export class KeyAdmin {
       defaultRankBy: input.defaultRankBy ?? null,
     });
     await this.changed([key.id], [{ action: "created", keyId: key.id, affiliateId: key.affiliateExternalId }]);
-    const hasUsers = await affiliateHasUsers(this.pool, input.affiliateId);
+    const hasUsers = await this.store.affiliateHasUsers(input.affiliateId);
     return { kind: "issued", key, secret: generated.secret, affiliateHasUsers: hasUsers };
   }
 
   list(affiliateId?: string): Promise<StoredApiKey[]> {
-    return listApiKeys(this.pool, affiliateId);
+    return this.store.list(affiliateId);
   }
 
   /** Revokes a key; revoking again changes nothing and answers the key as it is. */
   async revoke(id: string): Promise<{ kind: "revoked"; key: StoredApiKey } | Refused> {
     if (id === "") return { kind: "invalid", violations: [{ field: "id", message: "id is required" }] };
-    if (!(await revokeApiKey(this.pool, id))) return { kind: "not_found", id };
-    const key = await findApiKeyById(this.pool, id);
+    if (!(await this.store.revoke(id))) return { kind: "not_found", id };
+    const key = await this.store.findById(id);
     if (key === undefined) return { kind: "not_found", id };
     await this.changed([id], [{ action: "revoked", keyId: key.id, affiliateId: key.affiliateExternalId }]);
     return { kind: "revoked", key };
@@ -155,8 +145,8 @@ export class KeyAdmin {
       ...rateLimitProblems(rateLimit),
     ];
     if (violations.length > 0) return { kind: "invalid", violations };
-    if (!(await setApiKeyRateLimit(this.pool, id, rateLimit))) return { kind: "not_found", id };
-    const key = await findApiKeyById(this.pool, id);
+    if (!(await this.store.setRateLimit(id, rateLimit))) return { kind: "not_found", id };
+    const key = await this.store.findById(id);
     if (key === undefined) return { kind: "not_found", id };
     await this.changed([id], [{ action: "rate_limit_set", keyId: id, affiliateId: key.affiliateExternalId }]);
     return { kind: "updated", key };
@@ -168,8 +158,8 @@ export class KeyAdmin {
    */
   async setRankBy(id: string, rankBy: RankBy | null): Promise<{ kind: "updated"; key: StoredApiKey } | Refused> {
     if (id === "") return { kind: "invalid", violations: [{ field: "id", message: "id is required" }] };
-    if (!(await setApiKeyRankBy(this.pool, id, rankBy))) return { kind: "not_found", id };
-    const key = await findApiKeyById(this.pool, id);
+    if (!(await this.store.setRankBy(id, rankBy))) return { kind: "not_found", id };
+    const key = await this.store.findById(id);
     if (key === undefined) return { kind: "not_found", id };
     await this.changed([id], [{ action: "rank_by_set", keyId: id, affiliateId: key.affiliateExternalId }]);
     return { kind: "updated", key };
@@ -195,10 +185,10 @@ export class KeyAdmin {
       });
     }
     if (violations.length > 0) return { kind: "invalid", violations };
-    const old = await findApiKeyById(this.pool, id);
+    const old = await this.store.findById(id);
     if (old === undefined) return { kind: "not_found", id };
     const generated = generateApiKey(old.publishable ? "publishable" : "secret");
-    const rotated = await rotateApiKey(this.pool, id, generated, this.now() + overlapSeconds);
+    const rotated = await this.store.rotate(id, generated, this.now() + overlapSeconds);
     if (rotated === undefined) return { kind: "not_found", id };
     const affiliateId = rotated.created.affiliateExternalId;
     await this.changed(
@@ -210,7 +200,7 @@ export class KeyAdmin {
           : [{ action: "expiry_set" as const, keyId: id, affiliateId, expiresAt: rotated.old.expiresAt }]),
       ],
     );
-    const hasUsers = await affiliateHasUsers(this.pool, affiliateId);
+    const hasUsers = await this.store.affiliateHasUsers(affiliateId);
     return {
       kind: "issued",
       key: rotated.created,

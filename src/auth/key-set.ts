@@ -13,31 +13,12 @@
  */
 
 import type { Logger } from "../logger.js";
+import type { KeyRecord, KeyStore } from "../ports/api-keys.js";
 import type { RankBy } from "../values/weights.js";
 import { apiKeyHashText, type KeyKind } from "./api-key-secret.js";
 import type { Caller } from "./authenticator.js";
 
-/** A key as storage gives it (the fields the key set needs). */
-export interface KeyRecord {
-  readonly id: string;
-  readonly affiliateId: number;
-  readonly hash: Buffer;
-  readonly revokedAt: number | null;
-  /** Unix seconds. */
-  readonly expiresAt: number | null;
-  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
-  readonly publishable: boolean;
-  readonly allowedOrigins: readonly string[];
-  readonly defaultRankBy: RankBy | null;
-}
-
-/** Where the key set reads keys from (storage/api-keys.ts on MariaDB). */
-export interface KeyStore {
-  /** Every key neither revoked nor expired at `nowSeconds`. */
-  usable(nowSeconds: number): Promise<readonly KeyRecord[]>;
-  /** These keys as they are now; unknown ids are left out. */
-  byIds(ids: readonly string[]): Promise<readonly KeyRecord[]>;
-}
+export type { KeyRecord, KeyStore };
 
 export type KeyLookup =
   | { readonly found: true; readonly caller: Caller }

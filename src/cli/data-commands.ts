@@ -9,6 +9,7 @@ import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
+import { mariadbIngest } from "../storage/stores.js";
 import { type RollupContent, verifyRollups } from "../storage/verify.js";
 import { hourStart } from "../values/calendar.js";
 import { sameDecimal } from "../values/decimal.js";
@@ -80,7 +81,7 @@ export async function importCommand(args: string[]): Promise<void> {
   const progress = new Progress({ label: `import ${basename(path)}`, items: "lines", total: 1 });
   let shown = 0;
   const report = await withDatabase((db) =>
-    importFile(new WagerIngest(db.write), path, {
+    importFile(new WagerIngest(mariadbIngest(db.write)), path, {
       ...(format === undefined ? {} : { format: format as ImportFormat }),
       onProgress: (bytes, size, lines) => progress.update(size === 0 ? 1 : bytes / size, lines),
       onBadLine: (line, problem) => {

@@ -11,6 +11,7 @@ import type { SeedPlan } from "../ingest/seed-data.js";
 import { serve } from "../server.js";
 import { usersOfAffiliate } from "../storage/affiliates.js";
 import type { Database } from "../storage/database.js";
+import { mariadbApiKeys } from "../storage/stores.js";
 import { halfMonthOf } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 
@@ -63,7 +64,10 @@ export async function runDemo(args: string[]): Promise<void> {
         process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
       }
       // Through KeyAdmin, as every key change: the same rules, the change row, the event.
-      const issued = await new KeyAdmin(db.write).create({ affiliateId: DEMO_AFFILIATE, label: "demo" });
+      const issued = await new KeyAdmin(mariadbApiKeys(db.write)).create({
+        affiliateId: DEMO_AFFILIATE,
+        label: "demo",
+      });
       if (issued.kind !== "issued") throw new Error(`the demo key was refused: ${JSON.stringify(issued)}`);
       return issued;
     },

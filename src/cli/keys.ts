@@ -7,6 +7,7 @@
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
 import type { StoredApiKey } from "../storage/api-keys.js";
+import { mariadbApiKeys } from "../storage/stores.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 
@@ -74,7 +75,7 @@ function durationOption(name: string, text: string): number {
 
 /** Runs one KeyAdmin call on the configured database. */
 function withKeys<T>(work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
-  return withDatabase((db) => work(new KeyAdmin(db.write)));
+  return withDatabase((db) => work(new KeyAdmin(mariadbApiKeys(db.write))));
 }
 
 const SHOWN_ONCE = "This is the only time the key is shown: only its SHA-256 hash is stored.";

@@ -20,6 +20,7 @@ import {
   type WagerRow,
 } from "../storage/bulk-load.js";
 import type { Database } from "../storage/database.js";
+import { mariadbIngest } from "../storage/stores.js";
 import type { UserProfile } from "../values/records.js";
 import { amountText, SeedData, type SeedPlan } from "./seed-data.js";
 import { MAX_BATCH, type WagerInput } from "./validation.js";
@@ -69,7 +70,7 @@ export async function seedDatabase(db: Database, plan: SeedPlan, options: SeedOp
     throw new RangeError("--prefix must be at most 24 letters, digits, '_', '.' or '-'");
   }
   const data = new SeedData(plan);
-  const ingest = new WagerIngest(db.write);
+  const ingest = new WagerIngest(mariadbIngest(db.write));
   const progress = options.progress;
 
   progress?.phase("users", data.userCount);

@@ -4,12 +4,7 @@
  * through the storage write path. Results are values, not exceptions, so the
  * RPC skin, `import` and `seed` each decide how to report a refusal.
  */
-import type { Pool } from "mysql2/promise";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../storage/transactions.js";
-import { upsertUserBatch } from "../storage/users.js";
-import { type VoidOutcome, voidWagerBatch } from "../storage/voids.js";
-import { type RecordOutcome, recordWagerBatch } from "../storage/wagers.js";
-import type { UserProfile, WagerRecord } from "../values/records.js";
+import type { IngestStore, RecordOutcome, UserProfile, VoidOutcome, WagerRecord } from "../ports/ingest.js";
 import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
 
 /** One item of a batch that breaks a rule. */
@@ -42,7 +37,6 @@ export interface IngestCounters {
 export interface WagerIngestOptions {
   /** Current Unix time in seconds (wagers may be at most 5 minutes ahead of it). */
   readonly now?: () => number;
-  readonly retry?: RetryPolicy;
   readonly counters?: IngestCounters;
   /** Called after every commit that may change a leaderboard (the app reads its change feed at once). */
   readonly onCommitted?: () => void;
@@ -50,14 +44,13 @@ export interface WagerIngestOptions {
 
 export class WagerIngest {
   private readonly now: () => number;
-  private readonly retry: RetryPolicy;
 
   constructor(
-    private readonly pool: Pool,
+    /** The write path (storage/stores.ts on MariaDB). */
+    private readonly store: IngestStore,
     private readonly options: WagerIngestOptions = {},
   ) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
-    this.retry = options.retry ?? DEFAULT_RETRY_POLICY;
   }
 
   async upsertUsers(users: readonly UserProfile[]): Promise<UpsertUsersResult> {
@@ -68,7 +61,7 @@ export class WagerIngest {
       if (!checked.ok) items.push({ index, id: user.id, problems: checked.problems });
     }
     if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
-    const upserted = await upsertUserBatch(this.pool, users, this.retry);
+    const upserted = await this.store.upsertUsers(users);
     this.options.counters?.upserted?.(upserted);
     if (upserted > 0) this.options.onCommitted?.();
     return { kind: "upserted", upserted };
@@ -85,7 +78,7 @@ export class WagerIngest {
       else items.push({ index, id: wager.id, problems: checked.problems });
     }
     if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
-    const outcome = await recordWagerBatch(this.pool, valid, this.retry);
+    const outcome = await this.store.recordWagers(valid);
     if (outcome.kind === "recorded") {
       this.options.counters?.recorded?.(outcome.recorded, outcome.duplicates);
       if (outcome.recorded > 0) this.options.onCommitted?.();
@@ -93,7 +86,7 @@ export class WagerIngest {
     return outcome;
   }
 
-  /** Voids wagers by id (see storage/voids.ts): all or nothing; one bad id refuses the call. */
+  /** Voids wagers by id (see IngestStore): all or nothing; one bad id refuses the call. */
   async voidWagers(wagerIds: readonly string[]): Promise<VoidWagersResult> {
     const batchProblem = batchSizeProblem(wagerIds.length, "wager ids");
     const items: ItemProblem[] = [];
@@ -102,7 +95,7 @@ export class WagerIngest {
       if (problems.length > 0) items.push({ index, id, problems });
     }
     if (batchProblem !== undefined || items.length > 0) return invalid(batchProblem, items);
-    const outcome = await voidWagerBatch(this.pool, wagerIds, this.retry);
+    const outcome = await this.store.voidWagers(wagerIds);
     this.options.counters?.voided?.(outcome);
     if (outcome.voided > 0) this.options.onCommitted?.();
     return { kind: "voided", ...outcome };

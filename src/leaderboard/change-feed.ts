@@ -4,15 +4,8 @@
  * whether cached answers are fresh. The why (gaps, Galera steps, the freshness rule):
  * docs/architecture.md, "The change feed".
  */
-import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { Logger } from "../logger.js";
-import {
-  changeIdsBetween,
-  type DataChange,
-  latestChangeId,
-  pruneChanges,
-  readChanges,
-} from "../storage/data-changes.js";
+import type { ChangeStore, DataChange } from "../ports/changes.js";
 
 export interface ChangeFeedOptions {
   readonly onChanges: (changes: readonly DataChange[]) => void;
@@ -66,7 +59,8 @@ export class ChangeFeed {
   readonly stats = { polls: 0, changes: 0, failures: 0 };
 
   constructor(
-    private readonly pool: Pool,
+    /** The change rows (storage/stores.ts on MariaDB). */
+    private readonly store: ChangeStore,
     private readonly options: ChangeFeedOptions,
   ) {
     this.intervalMs = options.intervalMs ?? 200;
@@ -150,7 +144,7 @@ export class ChangeFeed {
       for (;;) {
         const now = this.nowMs();
         for (const [id, until] of this.gaps) if (until <= now) this.gaps.delete(id);
-        const read = await readChanges(this.pool, this.watermark, [...this.gaps.keys()], BATCH);
+        const read = await this.store.readChanges(this.watermark, [...this.gaps.keys()], BATCH);
         this.apply(read.changes, now);
         if (read.rows < BATCH) break;
       }
@@ -160,7 +154,7 @@ export class ChangeFeed {
       for (const resolve of waiting) resolve();
       if (startedAt - this.lastPrune >= PRUNE_EVERY_MS) {
         this.lastPrune = startedAt;
-        await pruneChanges(this.pool, this.keepSeconds);
+        await this.store.prune(this.keepSeconds);
       }
     } catch (error) {
       this.waiting.push(...waiting); // resolved by the next good poll
@@ -178,10 +172,10 @@ export class ChangeFeed {
 
   /** First poll: start after the newest change, remembering recent ids not committed yet. */
   private async begin(): Promise<void> {
-    this.idStep = this.options.idStep ?? (await autoIncrementStep(this.pool));
-    const latest = await latestChangeId(this.pool);
+    this.idStep = this.options.idStep ?? (await this.store.idStep());
+    const latest = await this.store.latestChangeId();
     const from = Math.max(0, latest - START_LOOKBACK);
-    const present = new Set(await changeIdsBetween(this.pool, from, latest));
+    const present = new Set(await this.store.changeIdsBetween(from, latest));
     const now = this.nowMs();
     for (const id of present) this.classesSeen.set(id % this.idStep, now);
     for (let id = from + 1; id <= latest; id++) if (!present.has(id)) this.rememberGap(id, now);
@@ -221,10 +215,4 @@ export class ChangeFeed {
     }
     this.gaps.set(id, now + this.gapRetryMs);
   }
-}
-
-async function autoIncrementStep(pool: Pool): Promise<number> {
-  const [rows] = await pool.query<RowDataPacket[]>("SELECT @@auto_increment_increment AS step");
-  const step = Number(rows[0]?.step ?? 1);
-  return Number.isInteger(step) && step > 0 ? step : 1;
 }

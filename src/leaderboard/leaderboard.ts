@@ -1,16 +1,14 @@
 /**
  * The answer to the one question: who are the top wagering users of this
- * affiliate in this period. Periods are answered from rollups (see
- * period-buckets) and cached briefly per affiliate, period and ranking (plain
- * or weighted total).
+ * affiliate in this period. Totals come from the standings store (a port: MariaDB's
+ * rollups, or the reference model in tests) and are cached briefly per affiliate, period and
+ * ranking (plain or weighted total).
  */
-import type { Pool } from "mysql2/promise";
-import { topUsersFromBuckets } from "../storage/leaderboard-queries.js";
+import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { DAY } from "../values/calendar.js";
 import { canonicalDecimal } from "../values/decimal.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import { StoreFailure } from "./domain-errors.js";
-import { bucketRanges } from "./period-buckets.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
 import { type CachedValue, ResultCache } from "./result-cache.js";
 
@@ -35,7 +33,8 @@ export interface Standings {
 }
 
 export interface LeaderboardOptions {
-  readonly pool: Pool;
+  /** Where the totals come from (storage/stores.ts on MariaDB). */
+  readonly standings: StandingsStore;
   readonly defaultAvatarUrl: string;
   /** Lifetime of a cached answer; 0 disables the cache. */
   readonly cacheTtlMs: number;
@@ -154,14 +153,14 @@ export class Leaderboard {
   }
 
   private async load(affiliateId: number, query: PeriodQuery, limit: number): Promise<RankedUser[]> {
-    let rows: Awaited<ReturnType<typeof topUsersFromBuckets>>;
+    let rows: RankedRow[];
     try {
-      rows = await topUsersFromBuckets(
-        this.options.pool,
+      rows = await this.options.standings.topUsers(
         affiliateId,
-        bucketRanges(query.start, query.end),
+        query.start,
+        query.end,
         limit,
-        query.rankBy,
+        query.rankBy ?? "wagered",
       );
     } catch (error) {
       throw new StoreFailure(error);

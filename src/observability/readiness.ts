@@ -6,10 +6,8 @@
  * database (a result is never reused: a probe right after an outage must see
  * it), but concurrent probes share one query, so probes cannot load it.
  */
-import type { Pool } from "mysql2/promise";
 import { SingleFlight } from "../cache/expiring-cache.js";
-import { currentSchemaVersion } from "../storage/migrations.js";
-import { LATEST_SCHEMA_VERSION } from "../storage/schema-migrations.js";
+import type { SchemaVersions } from "../ports/schema.js";
 
 export type ReadinessStatus =
   | { readonly status: "ready"; readonly schemaVersion: number }
@@ -26,7 +24,8 @@ export class Readiness {
   keysLoaded: (() => boolean) | undefined;
 
   constructor(
-    private readonly pool: Pool,
+    /** The version of the schema (storage/stores.ts on MariaDB). */
+    private readonly schema: SchemaVersions,
     /** Told whether each probe reached the database (the outage log lines). */
     private readonly outcomes?: { answered(): void; failed(error: unknown): void },
   ) {}
@@ -49,15 +48,15 @@ export class Readiness {
   private async probe(): Promise<ReadinessStatus> {
     let version: number;
     try {
-      version = await currentSchemaVersion(this.pool);
+      version = await this.schema.current();
     } catch (error) {
       // An empty schema is version 0 already (currentSchemaVersion): any error here is the database.
       this.outcomes?.failed(error);
       return { status: "database_unavailable" };
     }
     this.outcomes?.answered();
-    if (version < LATEST_SCHEMA_VERSION) {
-      return { status: "migrations_pending", schemaVersion: version, expected: LATEST_SCHEMA_VERSION };
+    if (version < this.schema.expected) {
+      return { status: "migrations_pending", schemaVersion: version, expected: this.schema.expected };
     }
     if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
     return { status: "ready", schemaVersion: version };

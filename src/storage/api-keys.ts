@@ -4,33 +4,13 @@
  * (data-changes.ts), so every instance's in-memory key set follows it within a poll.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import type { NewStoredKey, StoredApiKey, StoredKeyWithHash } from "../ports/api-keys.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { noteKeyChanges } from "./data-changes.js";
 import { inTransaction } from "./transactions.js";
 
-export interface StoredApiKey {
-  readonly id: string;
-  readonly affiliateId: number;
-  readonly affiliateExternalId: string;
-  readonly label: string;
-  readonly createdAt: number;
-  readonly revokedAt: number | null;
-  /** Unix seconds from which the key is refused; null: never expires. */
-  readonly expiresAt: number | null;
-  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
-  /** A browser-safe key, usable only from its allowed origins. */
-  readonly publishable: boolean;
-  /** Exact origins ("https://board.example.com") of a publishable key; empty for a secret key. */
-  readonly allowedOrigins: readonly string[];
-  /** How the key's boards rank when a request does not say; null: no default (total wagered). */
-  readonly defaultRankBy: RankBy | null;
-}
-
-/** A key as the in-memory key set holds it: with its hash. */
-export interface StoredKeyWithHash extends StoredApiKey {
-  readonly hash: Buffer;
-}
+export type { NewStoredKey, StoredApiKey, StoredKeyWithHash };
 
 const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_external_id, k.label, k.created_at,
     k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.publishable, k.allowed_origins,
@@ -70,18 +50,6 @@ function toStoredKey(row: RowDataPacket): StoredApiKey {
 
 function withHash(row: RowDataPacket): StoredKeyWithHash {
   return { ...toStoredKey(row), hash: row.key_hash as Buffer };
-}
-
-export interface NewStoredKey {
-  readonly id: string;
-  readonly hash: Buffer;
-  readonly affiliateExternalId: string;
-  readonly label: string;
-  readonly rateLimit: { points: number; windowSeconds: number } | null;
-  readonly expiresAt?: number | null;
-  readonly publishable?: boolean;
-  readonly allowedOrigins?: readonly string[];
-  readonly defaultRankBy?: RankBy | null;
 }
 
 export async function insertApiKey(pool: Pool, key: NewStoredKey): Promise<StoredApiKey> {

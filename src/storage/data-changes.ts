@@ -11,18 +11,9 @@
  * (created, revoked, rotated, a new limit), which the in-memory key sets reload.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import type { DataChange } from "../ports/changes.js";
 
-export interface DataChange {
-  readonly id: number;
-  /** Internal affiliate key of a wager change, or undefined for a profile change. */
-  readonly affiliateId: number | undefined;
-  readonly firstAt: number;
-  readonly lastAt: number;
-  /** The platform's user id of a profile change. */
-  readonly userExternalId: string | undefined;
-  /** The id of an API key that changed (absent on the other changes). */
-  readonly apiKeyId?: string;
-}
+export type { DataChange };
 
 /**
  * One change row for the given wagers (internal affiliate key and time): every affiliate with the

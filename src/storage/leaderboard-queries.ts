@@ -1,18 +1,11 @@
 /** SQL for the leaderboard: plain and weighted totals per user of one affiliate over an inclusive period. */
 import type { Pool, RowDataPacket } from "mysql2/promise";
+import type { RankedRow } from "../ports/standings.js";
 import type { BucketRange, Source } from "../values/bucket-range.js";
 import type { RankBy } from "../values/weights.js";
 import { ROLLUPS, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 
-export interface RankedRow {
-  readonly userExternalId: string;
-  readonly username: string;
-  readonly avatarUrl: string | null;
-  /** Exact DECIMAL sum as returned by the database, e.g. "15000.50000000". */
-  readonly total: string;
-  /** Exact weighted sum (amount × weight_bps / 10000 per wager), e.g. "7500.250000000000". */
-  readonly weightedTotal: string;
-}
+export type { RankedRow };
 
 /** The column a board is ordered by; a constant, never input. */
 const RANK_COLUMN: Readonly<Record<RankBy, "total" | "weighted">> = { wagered: "total", weighted: "weighted" };

@@ -4,18 +4,12 @@
  * wagers that count. The steps and the races: docs/architecture.md, "Voiding wagers".
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import type { VoidOutcome } from "../ports/ingest.js";
 import { noteWagerTimes } from "./data-changes.js";
 import { ROLLUPS, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
 import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
 
-export interface VoidOutcome {
-  /** Recorded wagers this call took out of the totals. */
-  readonly voided: number;
-  /** Recorded wagers that an earlier (or concurrent) call had voided already. */
-  readonly alreadyVoided: number;
-  /** Ids never recorded: remembered, so the wager is stored as voided when it arrives. */
-  readonly pending: number;
-}
+export type { VoidOutcome };
 
 const VOID_STAGE = "void_stage";
 

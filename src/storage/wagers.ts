@@ -4,6 +4,7 @@
  * fast path and a slow path. The why: docs/architecture.md, "Recording wagers".
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import type { RecordOutcome } from "../ports/ingest.js";
 import { sameDecimal } from "../values/decimal.js";
 import { sameWagerContent, type WagerRecord } from "../values/records.js";
 import { FULL_WEIGHT_BPS } from "../values/weights.js";
@@ -20,13 +21,7 @@ import {
 } from "./transactions.js";
 import { byExternalId, type InternalUser, usersByExternalId } from "./users.js";
 
-export type RecordOutcome =
-  /** Committed. recorded + duplicates = number of wagers given. */
-  | { readonly kind: "recorded"; readonly recorded: number; readonly duplicates: number }
-  /** Nothing written: these user ids are not known. */
-  | { readonly kind: "unknown_users"; readonly userIds: readonly string[] }
-  /** Nothing written: these wager ids are already recorded (or repeated in the batch) with other content. */
-  | { readonly kind: "conflict"; readonly wagerIds: readonly string[] };
+export type { RecordOutcome };
 
 /**
  * Records a batch of wagers all or nothing (see the module comment). The

@@ -11,6 +11,7 @@ import { ChangeFeed } from "../../src/leaderboard/change-feed.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import type { DataChange } from "../../src/storage/data-changes.js";
 import { connectionOptions } from "../../src/storage/database.js";
+import { mariadbChanges, mariadbStandings } from "../../src/storage/stores.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, wager } from "../support/fixtures.js";
 
@@ -35,7 +36,10 @@ async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> 
 describe("ChangeFeed", () => {
   it("delivers a change that commits after a later one (ids commit out of order)", async () => {
     const seen: DataChange[] = [];
-    const feed = new ChangeFeed(database.db.read, { onChanges: (rows) => seen.push(...rows), intervalMs: 50 });
+    const feed = new ChangeFeed(mariadbChanges(database.db.read), {
+      onChanges: (rows) => seen.push(...rows),
+      intervalMs: 50,
+    });
     const slow = await mysql.createConnection(connectionOptions(database.url));
     try {
       feed.start();
@@ -65,7 +69,7 @@ describe("ChangeFeed", () => {
   it("on a cluster's id step, asks only for missing ids of classes in use, and still delivers a late one", async () => {
     const seen: DataChange[] = [];
     // Ids step by 3 as on a 3-node Galera cluster where one node takes the writes (class 1).
-    const feed = new ChangeFeed(database.db.read, {
+    const feed = new ChangeFeed(mariadbChanges(database.db.read), {
       onChanges: (rows) => seen.push(...rows),
       intervalMs: 50,
       idStep: 3,
@@ -112,7 +116,7 @@ describe("ChangeFeed", () => {
     url.port = "1"; // nothing listens there
     const { openDatabase } = await import("../../src/storage/database.js");
     const nowhere = await openDatabase({ url: url.toString(), poolSize: 1, queryTimeoutMs: 1000 });
-    const feed = new ChangeFeed(nowhere.read, { onChanges: () => undefined, intervalMs: 20 });
+    const feed = new ChangeFeed(mariadbChanges(nowhere.read), { onChanges: () => undefined, intervalMs: 20 });
     try {
       expect(feed.isCurrent()).toBe(false);
       feed.start();
@@ -138,7 +142,7 @@ describe("Leaderboard.applyChanges", () => {
     )) as unknown as [{ id: number }[]];
     const [a, b] = rows.map((r) => Number(r.id));
     const leaderboard = new Leaderboard({
-      pool: database.db.read,
+      standings: mariadbStandings(database.db.read),
       defaultAvatarUrl: "https://d.example/a.png",
       cacheTtlMs: 60_000,
       now: () => DAY + 86_400 * 10,

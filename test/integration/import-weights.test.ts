@@ -11,6 +11,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importFile } from "../../src/ingest/import-file.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
+import { mariadbIngest } from "../../src/storage/stores.js";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { NOV_1, OCT_1 } from "../support/dates.js";
@@ -23,7 +24,7 @@ let ingest: WagerIngest;
 beforeAll(async () => {
   database = await createTestDatabase("import_weights");
   dir = await mkdtemp(join(tmpdir(), "tw-import-weights-"));
-  ingest = new WagerIngest(database.db.write, { now: () => NOV_1 });
+  ingest = new WagerIngest(mariadbIngest(database.db.write), { now: () => NOV_1 });
 }, 30_000);
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import {
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { KeyAdmin } from "../../src/auth/key-admin.js";
+import { mariadbApiKeys } from "../../src/storage/stores.js";
 import { JANUARY } from "../support/calls.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { keysFollowed } from "../support/fixtures.js";
@@ -132,7 +133,7 @@ describe("a key's default ranking", () => {
     await keysFollowed();
     expect(await rest(created.secret)).toEqual([200, body([BEA, ADA], true)]);
     // Another process (the CLI) changes it: this server's key set follows the change feed.
-    const other = new KeyAdmin(servers.database.db.write);
+    const other = new KeyAdmin(mariadbApiKeys(servers.database.db.write));
     expect(await other.setRankBy(id, "wagered")).toMatchObject({ kind: "updated", key: { defaultRankBy: "wagered" } });
     await keysFollowed();
     expect(await rest(created.secret)).toEqual([200, body([ADA, BEA], false)]);

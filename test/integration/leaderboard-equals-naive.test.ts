@@ -11,6 +11,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { mariadbStandings } from "../../src/storage/stores.js";
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
@@ -81,7 +82,7 @@ const randomPeriod = () => randomPeriodFrom(next);
 describe("bucketed answer equals the naive GROUP BY", () => {
   it("breaks ties at the cut by username, whatever order the rows were written in", async () => {
     const leaderboard = new Leaderboard({
-      pool: database.db.read,
+      standings: mariadbStandings(database.db.read),
       defaultAvatarUrl: "https://d.example/a.png",
       cacheTtlMs: 0,
     });
@@ -108,7 +109,7 @@ describe("bucketed answer equals the naive GROUP BY", () => {
 
   it("for 300 random periods, both affiliates, N from 1 to 100, ranked by either total", async () => {
     const leaderboard = new Leaderboard({
-      pool: database.db.read,
+      standings: mariadbStandings(database.db.read),
       defaultAvatarUrl: "https://default.example/a.png",
       cacheTtlMs: 0,
       now: () => NOW,

@@ -6,6 +6,7 @@
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { mariadbStandings } from "../../src/storage/stores.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample } from "../support/live.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -158,7 +159,7 @@ describe("single flight", () => {
       queries += 1;
     });
     const leaderboard = new Leaderboard({
-      pool: counting,
+      standings: mariadbStandings(counting),
       defaultAvatarUrl: "https://d.example/a.png",
       cacheTtlMs: 10_000,
       now: () => NOW,
@@ -194,7 +195,7 @@ describe("entry lifetimes", () => {
     });
     let now = NOW;
     const leaderboard = new Leaderboard({
-      pool: counting,
+      standings: mariadbStandings(counting),
       defaultAvatarUrl: "https://d.example/a.png",
       cacheTtlMs: 1_000,
       now: () => now,

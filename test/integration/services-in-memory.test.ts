@@ -30,6 +30,7 @@ import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
 import { findApiKeysByIds, listUsableApiKeys } from "../../src/storage/api-keys.js";
+import { mariadbApiKeys, mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { FEB_1_2026, JAN_1_2026 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
@@ -94,7 +95,7 @@ beforeAll(async () => {
     return next(request);
   };
   const leaderboard = new Leaderboard({
-    pool: db.read,
+    standings: mariadbStandings(db.read),
     defaultAvatarUrl: DEFAULT_AVATAR,
     cacheTtlMs: 0,
     now: () => NOW,
@@ -106,10 +107,15 @@ beforeAll(async () => {
     { router: { interceptors: [authenticate] } },
   );
   internalTransport = createRouterTransport((router) => {
-    router.service(WagerIngestService, wagerIngestService(new WagerIngest(db.write, { now: () => NOW })));
+    router.service(
+      WagerIngestService,
+      wagerIngestService(new WagerIngest(mariadbIngest(db.write), { now: () => NOW })),
+    );
     router.service(
       ApiKeyService,
-      apiKeyService(new KeyAdmin(db.write, { now: () => NOW, afterChange: (ids) => keys.refresh(ids) })),
+      apiKeyService(
+        new KeyAdmin(mariadbApiKeys(db.write), { now: () => NOW, afterChange: (ids) => keys.refresh(ids) }),
+      ),
     );
   });
 });

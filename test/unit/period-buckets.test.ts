@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
-import { bucketRanges } from "../../src/leaderboard/period-buckets.js";
+import { bucketRanges } from "../../src/storage/period-buckets.js";
 import { randomPeriod as randomPeriodFrom } from "../support/random-periods.js";
 
 const next = mulberry32(7);

@@ -1,0 +1,86 @@
+/** What key administration (KeyAdmin) and the in-memory key set (KeySet) read and write. */
+import type { RankBy } from "../values/weights.js";
+
+export interface StoredApiKey {
+  readonly id: string;
+  readonly affiliateId: number;
+  readonly affiliateExternalId: string;
+  readonly label: string;
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+  /** Unix seconds from which the key is refused; null: never expires. */
+  readonly expiresAt: number | null;
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
+  /** A browser-safe key, usable only from its allowed origins. */
+  readonly publishable: boolean;
+  /** Exact origins ("https://board.example.com") of a publishable key; empty for a secret key. */
+  readonly allowedOrigins: readonly string[];
+  /** How the key's boards rank when a request does not say; null: no default (total wagered). */
+  readonly defaultRankBy: RankBy | null;
+}
+
+/** A key as the in-memory key set holds it: with its hash. */
+export interface StoredKeyWithHash extends StoredApiKey {
+  readonly hash: Buffer;
+}
+
+export interface NewStoredKey {
+  readonly id: string;
+  readonly hash: Buffer;
+  readonly affiliateExternalId: string;
+  readonly label: string;
+  readonly rateLimit: { points: number; windowSeconds: number } | null;
+  readonly expiresAt?: number | null;
+  readonly publishable?: boolean;
+  readonly allowedOrigins?: readonly string[];
+  readonly defaultRankBy?: RankBy | null;
+}
+
+/**
+ * Keys by id, stored only as hashes. Every change is visible to every instance's key set
+ * (through the change feed); `insert` creates the affiliate on first sight and stamps the
+ * creation time. The boolean answers are false when no key has the id.
+ */
+export interface ApiKeyStore {
+  insert(key: NewStoredKey): Promise<StoredApiKey>;
+  findById(id: string): Promise<StoredApiKey | undefined>;
+  /** Every key (of one affiliate, by its external id), oldest first, then by id. */
+  list(affiliateExternalId?: string): Promise<StoredApiKey[]>;
+  /** Revoking twice keeps the first time. */
+  revoke(id: string): Promise<boolean>;
+  setRateLimit(id: string, rateLimit: { points: number; windowSeconds: number } | null): Promise<boolean>;
+  setRankBy(id: string, rankBy: RankBy | null): Promise<boolean>;
+  /**
+   * A new key with the old one's affiliate, label, limit, kind, origins and default ranking; the old
+   * key expires at `oldExpiresAt` (never later than it already would). Undefined: no such old key.
+   */
+  rotate(
+    oldId: string,
+    fresh: { id: string; hash: Buffer },
+    oldExpiresAt: number,
+  ): Promise<{ old: StoredApiKey; created: StoredApiKey } | undefined>;
+  /** Whether any user of this affiliate (external id) is known. */
+  affiliateHasUsers(affiliateExternalId: string): Promise<boolean>;
+}
+
+/** A key as storage gives it (the fields the key set needs). */
+export interface KeyRecord {
+  readonly id: string;
+  readonly affiliateId: number;
+  readonly hash: Buffer;
+  readonly revokedAt: number | null;
+  /** Unix seconds. */
+  readonly expiresAt: number | null;
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
+  readonly publishable: boolean;
+  readonly allowedOrigins: readonly string[];
+  readonly defaultRankBy: RankBy | null;
+}
+
+/** Where the key set reads keys from (storage/stores.ts on MariaDB). */
+export interface KeyStore {
+  /** Every key neither revoked nor expired at `nowSeconds`. */
+  usable(nowSeconds: number): Promise<readonly KeyRecord[]>;
+  /** These keys as they are now; unknown ids are left out. */
+  byIds(ids: readonly string[]): Promise<readonly KeyRecord[]>;
+}

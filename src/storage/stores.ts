@@ -1,0 +1,91 @@
+/**
+ * The MariaDB adapters of the storage ports (src/ports/): each binds a pool to the SQL modules
+ * beside this file. The services take the ports, so the same services run on the in-memory
+ * reference model in tests (test/support/reference-model.ts).
+ */
+import type { Pool, RowDataPacket } from "mysql2/promise";
+import type { ApiKeyStore, KeyStore } from "../ports/api-keys.js";
+import type { ChangeStore } from "../ports/changes.js";
+import type { IngestStore } from "../ports/ingest.js";
+import type { SchemaVersions } from "../ports/schema.js";
+import type { StandingsStore } from "../ports/standings.js";
+import {
+  affiliateHasUsers,
+  findApiKeyById,
+  findApiKeysByIds,
+  insertApiKey,
+  listApiKeys,
+  listUsableApiKeys,
+  revokeApiKey,
+  rotateApiKey,
+  setApiKeyRankBy,
+  setApiKeyRateLimit,
+} from "./api-keys.js";
+import { changeIdsBetween, latestChangeId, pruneChanges, readChanges } from "./data-changes.js";
+import { topUsersFromBuckets } from "./leaderboard-queries.js";
+import { currentSchemaVersion } from "./migrations.js";
+import { bucketRanges } from "./period-buckets.js";
+import { LATEST_SCHEMA_VERSION } from "./schema-migrations.js";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./transactions.js";
+import { upsertUserBatch } from "./users.js";
+import { voidWagerBatch } from "./voids.js";
+import { recordWagerBatch } from "./wagers.js";
+
+/** Periods answered from the rollups plus raw edges (./period-buckets.ts). */
+export function mariadbStandings(pool: Pool): StandingsStore {
+  return {
+    topUsers: (affiliateId, start, end, limit, rankBy) =>
+      topUsersFromBuckets(pool, affiliateId, bucketRanges(start, end), limit, rankBy),
+  };
+}
+
+/** Each batch one transaction, retried on deadlock and lock wait timeout by `retry`. */
+export function mariadbIngest(pool: Pool, retry: RetryPolicy = DEFAULT_RETRY_POLICY): IngestStore {
+  return {
+    upsertUsers: (users) => upsertUserBatch(pool, users, retry),
+    recordWagers: (wagers) => recordWagerBatch(pool, wagers, retry),
+    voidWagers: (ids) => voidWagerBatch(pool, ids, retry),
+  };
+}
+
+export function mariadbApiKeys(pool: Pool): ApiKeyStore {
+  return {
+    insert: (key) => insertApiKey(pool, key),
+    findById: (id) => findApiKeyById(pool, id),
+    list: (affiliateExternalId) => listApiKeys(pool, affiliateExternalId),
+    revoke: (id) => revokeApiKey(pool, id),
+    setRateLimit: (id, rateLimit) => setApiKeyRateLimit(pool, id, rateLimit),
+    setRankBy: (id, rankBy) => setApiKeyRankBy(pool, id, rankBy),
+    rotate: (oldId, fresh, oldExpiresAt) => rotateApiKey(pool, oldId, fresh, oldExpiresAt),
+    affiliateHasUsers: (affiliateExternalId) => affiliateHasUsers(pool, affiliateExternalId),
+  };
+}
+
+/** What the in-memory key set reads (auth/key-set.ts). */
+export function mariadbKeyRecords(pool: Pool): KeyStore {
+  return {
+    usable: (nowSeconds) => listUsableApiKeys(pool, nowSeconds),
+    byIds: (ids) => findApiKeysByIds(pool, ids),
+  };
+}
+
+export function mariadbChanges(pool: Pool): ChangeStore {
+  return {
+    idStep: () => autoIncrementStep(pool),
+    latestChangeId: () => latestChangeId(pool),
+    changeIdsBetween: (from, to) => changeIdsBetween(pool, from, to),
+    readChanges: (afterId, missingIds, limit) => readChanges(pool, afterId, missingIds, limit),
+    prune: (olderThanSeconds) => pruneChanges(pool, olderThanSeconds),
+  };
+}
+
+export function mariadbSchema(pool: Pool): SchemaVersions {
+  return { expected: LATEST_SCHEMA_VERSION, current: () => currentSchemaVersion(pool) };
+}
+
+/** `@@auto_increment_increment`: the change ids' step (the cluster size on Galera). */
+async function autoIncrementStep(pool: Pool): Promise<number> {
+  const [rows] = await pool.query<RowDataPacket[]>("SELECT @@auto_increment_increment AS step");
+  const step = Number(rows[0]?.step ?? 1);
+  return Number.isInteger(step) && step > 0 ? step : 1;
+}
