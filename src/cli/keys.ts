@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
-import type { StoredApiKey } from "../storage/api-keys.js";
+import type { StoredApiKey } from "../ports/api-keys.js";
 import { mariadbApiKeys } from "../storage/stores.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";

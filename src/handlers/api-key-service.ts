@@ -18,7 +18,7 @@ import {
 import type { KeyAdmin, Refused } from "../auth/key-admin.js";
 import { invalidArgument, ServiceError } from "../errors/catalogue.js";
 import { fromDatabase } from "../errors/database.js";
-import type { StoredApiKey } from "../storage/api-keys.js";
+import type { StoredApiKey } from "../ports/api-keys.js";
 import type { Violation } from "../values/violation.js";
 import { rankByMessage, rankByOf } from "./rank-by.js";
 
