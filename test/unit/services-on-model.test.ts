@@ -1,0 +1,307 @@
+/**
+ * The Connect services through connect-es's in-memory router transport (no socket, no HTTP) on the
+ * in-memory reference model (test/support/reference-model.ts): no database and no Redis, so this
+ * runs in the unit tier with both unreachable. The same services on MariaDB are
+ * test/integration/services-in-memory.test.ts; the model-based test holds the model to MariaDB's
+ * answers. Expected values are written out by hand from the data below.
+ */
+import { create } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createClient,
+  createRouterTransport,
+  type Interceptor,
+  type Transport,
+} from "@connectrpc/connect";
+import { beforeAll, describe, expect, it } from "vitest";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
+import {
+  GetTopAffiliateWagersByPeriodRequestSchema,
+  RankBy,
+  TopWagersService,
+} from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { Admission } from "../../src/auth/admission.js";
+import { KeyAdmin } from "../../src/auth/key-admin.js";
+import { KeySet } from "../../src/auth/key-set.js";
+import { apiKeyService } from "../../src/handlers/api-key-service.js";
+import { callerKey, leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
+import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
+import { WagerIngest } from "../../src/ingest/wager-ingest.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
+import { ReferenceModel } from "../support/reference-model.js";
+
+const JAN_1 = 1767225600; // 2026-01-01T00:00:00Z
+const FEB_1 = 1769904000; // 2026-02-01T00:00:00Z
+/** Every clock here: noon on 1 February 2026. */
+const NOW = FEB_1 + 12 * 3600;
+const DEFAULT_AVATAR = "https://cdn.example.test/default.png";
+const JANUARY = { startTimestamp: BigInt(JAN_1), endTimestamp: BigInt(FEB_1 - 1) };
+
+let publicTransport: Transport;
+let internalTransport: Transport;
+let key: string;
+
+const bearer = (secret: string) => ({ headers: { authorization: `Bearer ${secret}` } });
+
+/** The Connect error a call failed with: code, message, ErrorInfo reason and BadRequest violations. */
+async function failure(call: Promise<unknown>) {
+  const error = await call.then(
+    () => undefined,
+    (reason: unknown) => ConnectError.from(reason),
+  );
+  if (error === undefined) throw new Error("the call succeeded");
+  return {
+    code: error.code,
+    message: error.rawMessage,
+    reasons: error.findDetails(ErrorInfoSchema).map((i) => i.reason),
+    violations: error
+      .findDetails(BadRequestSchema)
+      .flatMap((b) => b.fieldViolations.map((v) => [v.field, v.description])),
+  };
+}
+
+beforeAll(async () => {
+  const model = new ReferenceModel({ now: () => NOW });
+  const keys = new KeySet(model.keyRecords);
+  const admin = new KeyAdmin(model.apiKeys, { now: () => NOW, afterChange: (ids) => keys.refresh(ids) });
+  const ingest = new WagerIngest(model.ingest, { now: () => NOW });
+  await keys.load();
+  const issued = await admin.create({ affiliateId: "aff-mem", label: "test" });
+  if (issued.kind !== "issued") throw new Error("no key");
+  key = issued.secret;
+  await ingest.upsertUsers([
+    { id: "m-1", affiliateId: "aff-mem", username: "alice", avatar: "https://img.example.test/alice.png" },
+    { id: "m-2", affiliateId: "aff-mem", username: "bob", avatar: "" },
+    { id: "o-1", affiliateId: "aff-other", username: "other", avatar: "" },
+  ]);
+  const recorded = await ingest.recordWagers([
+    { id: "w-1", userId: "m-1", amount: "1.00000001", placedAt: BigInt(JAN_1), weightBps: 10_000 },
+    { id: "w-2", userId: "m-1", amount: "2.5", placedAt: BigInt(FEB_1 - 1) }, // weight absent: counts fully
+    { id: "w-3", userId: "m-2", amount: "15000.5", placedAt: BigInt(JAN_1 + 1), weightBps: 1 },
+    { id: "w-4", userId: "m-2", amount: "99", placedAt: BigInt(FEB_1) }, // February: outside January
+    { id: "w-5", userId: "o-1", amount: "1000000", placedAt: BigInt(JAN_1) }, // another affiliate
+  ]);
+  expect(recorded).toEqual({ kind: "recorded", recorded: 5, duplicates: 0 });
+
+  const admission = new Admission(keys, new KeyRateLimiter({ points: 1000, windowSeconds: 60 }));
+  const authenticate: Interceptor = (next) => async (request) => {
+    const admitted = await admission.admit(request.header.get("authorization"));
+    request.contextValues.set(callerKey, admitted.caller);
+    return next(request);
+  };
+  const leaderboard = new Leaderboard({
+    standings: model.standings,
+    defaultAvatarUrl: DEFAULT_AVATAR,
+    cacheTtlMs: 0,
+    now: () => NOW,
+  });
+  publicTransport = createRouterTransport(
+    (router) => {
+      router.service(TopWagersService, leaderboardRpc(leaderboard));
+    },
+    { router: { interceptors: [authenticate] } },
+  );
+  internalTransport = createRouterTransport((router) => {
+    router.service(WagerIngestService, wagerIngestService(ingest));
+    router.service(ApiKeyService, apiKeyService(admin));
+  });
+});
+
+describe("TopWagersService on the reference model", () => {
+  it("answers the caller's affiliate for the period, both bounds inclusive, with exact totals", async () => {
+    const client = createClient(TopWagersService, publicTransport);
+    const response = await client.getTopAffiliateWagersByPeriod(
+      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
+      bearer(key),
+    );
+    expect(
+      response.data.map((e) => [
+        e.rank,
+        e.userId,
+        e.username,
+        e.avatar,
+        e.totalWageredDecimal,
+        e.weightedWageredDecimal,
+      ]),
+    ).toEqual([
+      // 15000.5 × 1 / 10000 = 1.50005
+      [1, "m-2", "bob", DEFAULT_AVATAR, "15000.5", "1.50005"],
+      [2, "m-1", "alice", "https://img.example.test/alice.png", "3.50000001", "3.50000001"],
+    ]);
+  });
+
+  it("ranks by the weighted total when asked", async () => {
+    const client = createClient(TopWagersService, publicTransport);
+    const response = await client.getTopAffiliateWagersByPeriod(
+      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10, rankBy: RankBy.WEIGHTED }),
+      bearer(key),
+    );
+    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal, e.weightedWageredDecimal])).toEqual([
+      [1, "m-1", "3.50000001", "3.50000001"],
+      [2, "m-2", "15000.5", "1.50005"],
+    ]);
+  });
+
+  it("refuses an invalid request with INVALID_ARGUMENT and one violation per field", async () => {
+    const client = createClient(TopWagersService, publicTransport);
+    const refused = await failure(
+      client.getTopAffiliateWagersByPeriod(
+        create(GetTopAffiliateWagersByPeriodRequestSchema, {
+          startTimestamp: BigInt(FEB_1),
+          endTimestamp: BigInt(FEB_1 - 1),
+          numUsers: 101,
+        }),
+        bearer(key),
+      ),
+    );
+    expect(refused).toEqual({
+      code: Code.InvalidArgument,
+      message:
+        "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). " +
+        "numUsers must be between 1 and 100",
+      reasons: ["INVALID_ARGUMENT"],
+      violations: [
+        [
+          "end_timestamp",
+          "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)",
+        ],
+        ["num_users", "numUsers must be between 1 and 100"],
+      ],
+    });
+  });
+
+  it("refuses a call without a key with UNAUTHENTICATED", async () => {
+    const client = createClient(TopWagersService, publicTransport);
+    const refused = await failure(
+      client.getTopAffiliateWagersByPeriod(
+        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
+      ),
+    );
+    expect(refused).toEqual({
+      code: Code.Unauthenticated,
+      message: "missing or invalid API key (send Authorization Bearer with your key)",
+      reasons: ["UNAUTHENTICATED"],
+      violations: [],
+    });
+  });
+});
+
+describe("WagerIngestService on the reference model", () => {
+  it("records a wager once, counts a re-send as a duplicate, and the leaderboard sums it exactly", async () => {
+    const ingest = createClient(WagerIngestService, internalTransport);
+    expect(
+      await ingest.upsertUsers({
+        users: [{ id: "m-3", affiliateId: "aff-mem", username: "carol", avatar: "https://img.example.test/c.png" }],
+      }),
+    ).toMatchObject({ upserted: 1 });
+    const wagers = [{ id: "w-new", userId: "m-3", amount: "0.00000001", placedAt: BigInt(JAN_1 + 60) }];
+    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 1, duplicates: 0 });
+    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 0, duplicates: 1 });
+
+    const top = createClient(TopWagersService, publicTransport);
+    const response = await top.getTopAffiliateWagersByPeriod(
+      create(GetTopAffiliateWagersByPeriodRequestSchema, {
+        startTimestamp: BigInt(JAN_1 + 60),
+        endTimestamp: BigInt(JAN_1 + 60),
+        numUsers: 10,
+      }),
+      bearer(key),
+    );
+    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "m-3", "0.00000001"]]);
+  });
+
+  it("refuses a re-sent wager with another weight as ALREADY_EXISTS", async () => {
+    const ingest = createClient(WagerIngestService, internalTransport);
+    const refused = await failure(
+      ingest.recordWagers({
+        wagers: [{ id: "w-3", userId: "m-2", amount: "15000.5", placedAt: BigInt(JAN_1 + 1), weightBps: 2 }],
+      }),
+    );
+    expect([refused.code, refused.reasons]).toEqual([Code.AlreadyExists, ["WAGER_CONFLICT"]]);
+  });
+
+  it("voids a recorded wager and one not recorded yet, which never counts", async () => {
+    const ingest = createClient(WagerIngestService, internalTransport);
+    expect(await ingest.voidWagers({ wagerIds: ["w-1", "w-later"] })).toMatchObject({
+      voided: 1,
+      alreadyVoided: 0,
+      pending: 1,
+    });
+    expect(
+      await ingest.recordWagers({
+        wagers: [{ id: "w-later", userId: "m-1", amount: "7", placedAt: BigInt(JAN_1 + 5) }],
+      }),
+    ).toMatchObject({ recorded: 1, duplicates: 0 });
+    const top = createClient(TopWagersService, publicTransport);
+    const response = await top.getTopAffiliateWagersByPeriod(
+      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
+      bearer(key),
+    );
+    expect(response.data.map((e) => [e.userId, e.totalWageredDecimal])).toEqual([
+      ["m-2", "15000.5"],
+      ["m-1", "2.5"],
+      ["m-3", "0.00000001"],
+    ]);
+  });
+
+  it("refuses a wager of an unknown user with FAILED_PRECONDITION and writes nothing", async () => {
+    const ingest = createClient(WagerIngestService, internalTransport);
+    const refused = await failure(
+      ingest.recordWagers({ wagers: [{ id: "w-orphan", userId: "nobody", amount: "1", placedAt: BigInt(JAN_1) }] }),
+    );
+    expect(refused).toEqual({
+      code: Code.FailedPrecondition,
+      message: 'unknown users "nobody". Send them with UpsertUsers before their wagers. Nothing was written',
+      reasons: ["UNKNOWN_USERS"],
+      violations: [["wagers", 'unknown users "nobody"']],
+    });
+  });
+});
+
+describe("ApiKeyService on the reference model", () => {
+  it("creates a key that lists under its affiliate and reads that affiliate's leaderboard", async () => {
+    const admin = createClient(ApiKeyService, internalTransport);
+    const created = await admin.createApiKey({
+      affiliateId: "aff-other",
+      label: "in memory",
+      rateLimit: { points: 5, windowSeconds: 60 },
+    });
+    expect(created.secret).toMatch(/^tw_sk_[0-9A-Za-z]{38}$/); // prefix, 32 random, 6 checksum
+    expect(created.apiKey).toMatchObject({
+      affiliateId: "aff-other",
+      label: "in memory",
+      rateLimit: { points: 5, windowSeconds: 60 },
+      createdAt: BigInt(NOW),
+    });
+    expect(created.apiKey?.id).toMatch(/^key_[0-9a-f]{16}$/);
+    expect(created.apiKey?.expiresAt).toBeUndefined();
+    expect(created.apiKey?.revokedAt).toBeUndefined();
+
+    expect((await admin.listApiKeys({ affiliateId: "aff-other" })).apiKeys).toEqual([created.apiKey]);
+
+    const top = createClient(TopWagersService, publicTransport);
+    const response = await top.getTopAffiliateWagersByPeriod(
+      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
+      bearer(created.secret),
+    );
+    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "o-1", "1000000"]]);
+  });
+
+  it("revokes a key: refused at once", async () => {
+    const admin = createClient(ApiKeyService, internalTransport);
+    const created = await admin.createApiKey({ affiliateId: "aff-mem", label: "short-lived" });
+    await admin.revokeApiKey({ id: created.apiKey?.id ?? "" });
+    const top = createClient(TopWagersService, publicTransport);
+    const refused = await failure(
+      top.getTopAffiliateWagersByPeriod(
+        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
+        bearer(created.secret),
+      ),
+    );
+    expect(refused.code).toBe(Code.Unauthenticated);
+  });
+});
