@@ -10,17 +10,6 @@ const OUTER =
   "|^src/(server|config|entry|main)[.]ts$|^gen/" +
   "|node_modules/(@connectrpc|@bufbuild|mysql2|ioredis|rate-limiter-flexible|prom-client|@opentelemetry)/";
 
-/**
- * Domain files that still reach storage, each until the domain takes a port for it
- * (issue 21 part B, "model", removes these as the ports land).
- */
-const DOMAIN_EXCEPTIONS = {
-  // The change feed's SQL (reading data_changes) is still inline; it moves behind a port.
-  "^src/leaderboard/change-feed[.]ts$": "node_modules/mysql2/|^src/storage/data-changes[.]ts$",
-  // Leaderboard takes a mysql2 Pool and calls the bucket query directly; it will take a port.
-  "^src/leaderboard/leaderboard[.]ts$": "node_modules/mysql2/|^src/storage/leaderboard-queries[.]ts$",
-};
-
 module.exports = {
   forbidden: [
     {
@@ -36,16 +25,18 @@ module.exports = {
         "The domain imports no transport, Connect, mysql2, ioredis, auth, handlers or storage code: " +
         "it returns values or throws its own errors (leaderboard/domain-errors.ts), see docs/architecture.md.",
       severity: "error",
-      from: { path: DOMAIN, pathNot: Object.keys(DOMAIN_EXCEPTIONS).join("|") },
+      from: { path: DOMAIN },
       to: { path: OUTER },
     },
-    ...Object.entries(DOMAIN_EXCEPTIONS).map(([file, allowed]) => ({
-      name: "domain-stays-pure (exception)",
-      comment: `${file} may reach only ${allowed} until its port lands; nothing else outside the domain.`,
+    {
+      name: "ports-are-interfaces",
+      comment:
+        "src/ports/ holds only the interfaces the services take (and their types): it imports values/ and " +
+        "nothing else, so a port never drags an adapter or the domain along.",
       severity: "error",
-      from: { path: file },
-      to: { path: OUTER, pathNot: allowed },
-    })),
+      from: { path: "^src/ports/" },
+      to: { path: "^src/|node_modules/", pathNot: "^src/(ports|values)/" },
+    },
     {
       name: "values-import-nothing",
       comment: "values/ is the vocabulary every layer shares: it imports nothing of ours outside itself.",
