@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_AFFILIATE, loadDemoData } from "../../src/cli/demo.js";
 import { NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -86,32 +86,17 @@ beforeAll(async () => {
   const db = server.database.db;
   key = (await createKey(db, "aff-examples")).secret;
   nowKey = (await createKey(db, "aff-now")).secret;
-  await addUsers(db, [
-    {
-      id: "demo-user-1",
-      affiliateId: "aff-examples",
-      username: "blaze_1007",
-      avatar: "https://avatars.example.com/demo/1.png",
-    },
-    {
-      id: "demo-user-2",
-      affiliateId: "aff-examples",
-      username: "nova_1014",
-      avatar: "https://avatars.example.com/demo/2.png",
-    },
-    { id: "demo-user-3", affiliateId: "aff-examples", username: "rex_1021", avatar: "" },
-    { id: "now-1", affiliateId: "aff-now", username: "kai_1500", avatar: "" },
-    { id: "now-2", affiliateId: "aff-now", username: "luna_2000", avatar: "https://avatars.example.com/demo/9.png" },
-  ]);
   const [currentStart] = currentHalfMonth();
-  await addWagers(db, [
-    wager("demo-user-1", "44559.4614105", NOV_16 + 3600),
-    wager("demo-user-2", "19330.5100052", NOV_16 + 7200),
-    wager("demo-user-3", "14199.99090758", NOV_16 + 10800),
-    // This half-month, whenever the test runs, and the second before it (which must not count).
-    wager("now-1", "1.25", currentStart),
-    wager("now-1", "1000000", currentStart - 1),
-    wager("now-2", "0.00000001", currentStart + 1),
+  const avatar = (n: number) => `https://avatars.example.com/demo/${n}.png`;
+  await addBoard(db, "aff-examples", [
+    ["demo-user-1", "blaze_1007", avatar(1), ["44559.4614105", NOV_16 + 3600]],
+    ["demo-user-2", "nova_1014", avatar(2), ["19330.5100052", NOV_16 + 7200]],
+    ["demo-user-3", "rex_1021", "", ["14199.99090758", NOV_16 + 10800]],
+  ]);
+  // This half-month, whenever the test runs, and the second before it (which must not count).
+  await addBoard(db, "aff-now", [
+    ["now-1", "kai_1500", "", ["1.25", currentStart], ["1000000", currentStart - 1]],
+    ["now-2", "luna_2000", avatar(9), ["0.00000001", currentStart + 1]],
   ]);
   // "Your first call" shows the demo's data: its users and wagers, loaded as the demo loads them.
   await loadDemoData(db, NOV_16);

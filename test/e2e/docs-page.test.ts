@@ -18,7 +18,7 @@ import { parse } from "yaml";
 import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const SCREENSHOT = new URL("../../test-artifacts/docs-page.png", import.meta.url);
@@ -46,27 +46,11 @@ beforeAll(async () => {
   server = await startTestServer("docs_page", { DEFAULT_AVATAR_URL: DEFAULT_AVATAR }, { now: () => NOW });
   const db = server.database.db;
   demoKey = (await createKey(db, "demo-affiliate")).secret;
-  await addUsers(db, [
-    {
-      id: "d-1",
-      affiliateId: "demo-affiliate",
-      username: "nova_1023",
-      avatar: "https://avatars.example.test/nova.png",
-    },
-    { id: "d-2", affiliateId: "demo-affiliate", username: "ace_1443", avatar: "" },
-    {
-      id: "d-3",
-      affiliateId: "demo-affiliate",
-      username: "blaze_1009",
-      avatar: "https://avatars.example.test/blaze.png",
-    },
-  ]);
-  await addWagers(db, [
-    wager("d-1", "15000", NOV_16),
-    wager("d-1", "0.5", DEC_1 - 1),
-    wager("d-2", "12000.75", NOV_16 + 60),
-    wager("d-3", "0.00000001", NOV_16 + 120),
-    wager("d-3", "500", DEC_1), // December: outside the half-month
+  await addBoard(db, "demo-affiliate", [
+    ["d-1", "nova_1023", "https://avatars.example.test/nova.png", ["15000", NOV_16], ["0.5", DEC_1 - 1]],
+    ["d-2", "ace_1443", "", ["12000.75", NOV_16 + 60]],
+    // blaze's December wager is outside the half-month.
+    ["d-3", "blaze_1009", "https://avatars.example.test/blaze.png", ["0.00000001", NOV_16 + 120], ["500", DEC_1]],
   ]);
 });
 

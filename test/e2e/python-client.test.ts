@@ -14,7 +14,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { collectOutput, untilPrinted } from "../support/cli.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const run = promisify(execFile);
@@ -78,17 +78,18 @@ describe.skipIf(missing !== undefined)("the Python gRPC client example", () => {
     const db = server.database.db;
     key = (await createKey(db, "aff-py")).secret;
     nowKey = (await createKey(db, "aff-py-now")).secret;
-    await addUsers(db, [
-      { id: "py-1", affiliateId: "aff-py", username: "éclair", avatar: "https://img.example.test/e.png" },
-      { id: "py-2", affiliateId: "aff-py", username: "zed", avatar: "" },
-      { id: "py-3", affiliateId: "aff-py-now", username: "now", avatar: "https://img.example.test/n.png" },
+    await addBoard(db, "aff-py", [
+      [
+        "py-1",
+        "éclair",
+        "https://img.example.test/e.png",
+        ["999999999999.99999999", NOV_16],
+        ["0.00000001", DEC_1 - 1],
+      ],
+      // zed's December wager is not in the half-month.
+      ["py-2", "zed", "", ["12.5", NOV_16 + 60], ["100", DEC_1]],
     ]);
-    await addWagers(db, [
-      wager("py-1", "999999999999.99999999", NOV_16),
-      wager("py-1", "0.00000001", DEC_1 - 1),
-      wager("py-2", "12.5", NOV_16 + 60),
-      wager("py-2", "100", DEC_1), // December: not in the half-month
-    ]);
+    await addBoard(db, "aff-py-now", [["py-3", "now", "https://img.example.test/n.png"]]);
     // Message classes, generated as docs/clients.md says: a buf image, then protoc's Python output.
     work = mkdtempSync(join(tmpdir(), "topwagers-python-"));
     gen = join(work, "gen");

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { currentHalfMonth, topWagers, topWagersClient } from "../../examples/typescript/client.js";
 import { collectOutput, untilPrinted } from "../support/cli.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const SECOND_HALF_OF_NOVEMBER = { startTimestamp: BigInt(NOV_16), endTimestamp: BigInt(DEC_1 - 1) };
@@ -23,16 +23,9 @@ beforeAll(async () => {
   server = await startTestServer("typescript_client", { DEFAULT_AVATAR_URL: "https://cdn.example.test/default.png" });
   const db = server.database.db;
   key = (await createKey(db, "aff-ts")).secret;
-  await addUsers(db, [
-    { id: "ts-1", affiliateId: "aff-ts", username: "whale", avatar: "https://img.example.test/w.png" },
-    { id: "ts-2", affiliateId: "aff-ts", username: "minnow", avatar: "" },
-  ]);
-  await addWagers(db, [
-    wager("ts-1", "15000.25", NOV_16),
-    wager("ts-1", "0.25", DEC_1 - 1),
-    wager("ts-2", "0.1", NOV_16 + 1),
-    wager("ts-2", "0.2", NOV_16 + 2),
-    wager("ts-2", "5", DEC_1),
+  await addBoard(db, "aff-ts", [
+    ["ts-1", "whale", "https://img.example.test/w.png", ["15000.25", NOV_16], ["0.25", DEC_1 - 1]],
+    ["ts-2", "minnow", "", ["0.1", NOV_16 + 1], ["0.2", NOV_16 + 2], ["5", DEC_1]],
   ]);
 });
 

@@ -13,7 +13,7 @@ import { EARLIEST_START, MAX_TIMESTAMP } from "../../src/leaderboard/period-requ
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 import { type Json, type ObservedResponse, OpenApiChecker } from "../support/openapi.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -72,17 +72,11 @@ describe("real responses match the document", () => {
     );
     const db = server.database.db;
     key = (await createKey(db, "aff-docs")).secret;
-    await addUsers(db, [
-      { id: "u-1", affiliateId: "aff-docs", username: "nova_1023", avatar: "https://avatars.example.test/1.png" },
-      { id: "u-2", affiliateId: "aff-docs", username: "ace_1443", avatar: "" },
-      { id: "u-3", affiliateId: "aff-docs", username: "blaze_1009", avatar: "https://avatars.example.test/3.png" },
-    ]);
-    await addWagers(db, [
-      wager("u-1", "15000.25", NOV_16),
-      wager("u-1", "0.25", DEC_1 - 1),
-      wager("u-2", "12000.75", NOV_16 + 3600),
-      wager("u-3", "0.00000001", NOV_16 + 7200),
-      wager("u-3", "99", DEC_1), // the first second of December: not in the half-month
+    await addBoard(db, "aff-docs", [
+      ["u-1", "nova_1023", "https://avatars.example.test/1.png", ["15000.25", NOV_16], ["0.25", DEC_1 - 1]],
+      ["u-2", "ace_1443", "", ["12000.75", NOV_16 + 3600]],
+      // blaze's second wager, in the first second of December, is not in the half-month.
+      ["u-3", "blaze_1009", "https://avatars.example.test/3.png", ["0.00000001", NOV_16 + 7200], ["99", DEC_1]],
     ]);
   });
 

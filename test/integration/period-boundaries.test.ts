@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 let server: TestServer;
@@ -24,17 +24,12 @@ beforeAll(async () => {
   server = await startTestServer("period_boundaries");
   const db = server.database.db;
   key = (await createKey(db, "aff-1")).secret;
-  await addUsers(db, [
-    { id: "u1", affiliateId: "aff-1", username: "alice", avatar: "https://a.example/1.png" },
-    { id: "u2", affiliateId: "aff-1", username: "bob", avatar: "" },
-  ]);
-  await addWagers(db, [
-    wager("u1", "1.00000001", OCT_1), // first second of the month
-    wager("u1", "2.5", OCT_16 - 1), // last second of the first half
-    wager("u2", "10", OCT_16), // first second of the second half
-    wager("u2", "0.00000001", NOV_1 - 1), // last second of the month
-    wager("u2", "1000", NOV_1), // first second of the next month: never in October
-    wager("u1", "1000", OCT_1 - 1), // last second of September
+  await addBoard(db, "aff-1", [
+    // alice: the first second of the month, the last second of its first half, the last second of September
+    ["u1", "alice", "https://a.example/1.png", ["1.00000001", OCT_1], ["2.5", OCT_16 - 1], ["1000", OCT_1 - 1]],
+    // bob: the first second of the second half, the last second of the month, the first second of the next
+    // month (never in October)
+    ["u2", "bob", "", ["10", OCT_16], ["0.00000001", NOV_1 - 1], ["1000", NOV_1]],
   ]);
 });
 

@@ -27,7 +27,7 @@ import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "../support/details.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
@@ -292,24 +292,16 @@ beforeAll(async () => {
   server = await startTestServer("rpc_protocols", {}, { failedAuthPolicy: { points: 10_000, windowSeconds: 60 } });
   db = server.database.db;
   defaultKey = (await createKey(db, "aff-rpc")).secret;
-  await addUsers(db, [
-    { id: "u-alice", affiliateId: "aff-rpc", username: "alice", avatar: "https://img.example/alice.png" },
-    { id: "u-bob", affiliateId: "aff-rpc", username: "bob", avatar: "" },
-    { id: "u-carl", affiliateId: "aff-rpc", username: "carl", avatar: "https://img.example/carl.png" },
-    { id: "u-dave", affiliateId: "aff-rpc", username: "dave", avatar: "https://img.example/dave.png" },
-    { id: "u-eve", affiliateId: "aff-other", username: "eve", avatar: "" },
+  const img = (name: string) => `https://img.example/${name}.png`;
+  await addBoard(db, "aff-rpc", [
+    // alice's third wager is before the period.
+    ["u-alice", "alice", img("alice"), ["1.00000001", JAN_1_2025], ["2.5", FEB_1_2025 - 1], ["1000", JAN_1_2025 - 1]],
+    ["u-bob", "bob", "", ["15000", JAN_1_2025 + 10], ["0.5", JAN_1_2025 + 20]],
+    ["u-carl", "carl", img("carl"), ["3.50000001", JAN_1_2025 + 30]],
+    ["u-dave", "dave", img("dave"), ["20", JAN_1_2025 + 40], ["30", JAN_1_2025 + 50]],
   ]);
-  await addWagers(db, [
-    wager("u-alice", "1.00000001", JAN_1_2025),
-    wager("u-alice", "2.5", FEB_1_2025 - 1),
-    wager("u-alice", "1000", JAN_1_2025 - 1), // before the period
-    wager("u-bob", "15000", JAN_1_2025 + 10),
-    wager("u-bob", "0.5", JAN_1_2025 + 20),
-    wager("u-carl", "3.50000001", JAN_1_2025 + 30),
-    wager("u-dave", "20", JAN_1_2025 + 40),
-    wager("u-dave", "30", JAN_1_2025 + 50),
-    wager("u-eve", "99999", JAN_1_2025 + 60), // another affiliate's user
-  ]);
+  // Another affiliate's user.
+  await addBoard(db, "aff-other", [["u-eve", "eve", "", ["99999", JAN_1_2025 + 60]]]);
 
   const base = server.baseUrl;
   const h2 = () => {

@@ -33,7 +33,7 @@ import { findApiKeysByIds, listUsableApiKeys } from "../../src/storage/api-keys.
 import { mariadbApiKeys, mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { FEB_1_2026, JAN_1_2026 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 
 /** Both services' clock: noon on 1 February 2026. */
 const NOW = FEB_1_2026 + 12 * 3600;
@@ -70,18 +70,12 @@ beforeAll(async () => {
   database = await createTestDatabase("services_in_memory");
   const db = database.db;
   key = (await createKey(db, "aff-mem")).secret;
-  await addUsers(db, [
-    { id: "m-1", affiliateId: "aff-mem", username: "alice", avatar: "https://img.example.test/alice.png" },
-    { id: "m-2", affiliateId: "aff-mem", username: "bob", avatar: "" },
-    { id: "o-1", affiliateId: "aff-other", username: "other", avatar: "" },
+  await addBoard(db, "aff-mem", [
+    ["m-1", "alice", "https://img.example.test/alice.png", ["1.00000001", JAN_1_2026], ["2.5", FEB_1_2026 - 1]],
+    // bob's February wager is outside January.
+    ["m-2", "bob", "", ["15000.5", JAN_1_2026 + 1], ["99", FEB_1_2026]],
   ]);
-  await addWagers(db, [
-    wager("m-1", "1.00000001", JAN_1_2026),
-    wager("m-1", "2.5", FEB_1_2026 - 1),
-    wager("m-2", "15000.5", JAN_1_2026 + 1),
-    wager("m-2", "99", FEB_1_2026), // February: outside January
-    wager("o-1", "1000000", JAN_1_2026), // another affiliate
-  ]);
+  await addBoard(db, "aff-other", [["o-1", "other", "", ["1000000", JAN_1_2026]]]);
 
   const keys = new KeySet({
     usable: (now) => listUsableApiKeys(db.read, now),

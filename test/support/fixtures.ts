@@ -61,3 +61,18 @@ export function wager(userId: string, amount: string, placedAt: number): WagerRe
   wagerSequence += 1;
   return { id: `w-${wagerSequence}-${Math.random().toString(36).slice(2, 8)}`, userId, amount, placedAt };
 }
+
+/** A user and their wagers: id, username, avatar, then each wager as [amount, placedAt]. */
+export type UserRow = readonly [id: string, username: string, avatar: string, ...wagers: (readonly [string, number])[]];
+
+/** Adds users of one affiliate, one row each, and their wagers (each with a fresh id). */
+export async function addBoard(db: Database, affiliateId: string, rows: readonly UserRow[]): Promise<void> {
+  await addUsers(
+    db,
+    rows.map(([id, username, avatar]) => ({ id, affiliateId, username, avatar })),
+  );
+  await addWagers(
+    db,
+    rows.flatMap(([id, , , ...wagers]) => wagers.map(([amount, placedAt]) => wager(id, amount, placedAt))),
+  );
+}

@@ -4,7 +4,7 @@
  */
 import type { Database } from "../../src/storage/database.js";
 import { FEB_1_2025, JAN_1_2025 } from "./dates.js";
-import { addUsers, addWagers, createKey, wager } from "./fixtures.js";
+import { addBoard, createKey } from "./fixtures.js";
 
 /** What reflection and health list on the public port, written out here. */
 export const SERVICES = [
@@ -17,14 +17,9 @@ export const SERVICES = [
 /** Adds the affiliate `aff-hr`, its users alice and bob and their wagers; returns the affiliate's key. */
 export async function addReflectionData(db: Database): Promise<string> {
   const key = (await createKey(db, "aff-hr")).secret;
-  await addUsers(db, [
-    { id: "u-1", affiliateId: "aff-hr", username: "alice", avatar: "https://img.example/alice.png" },
-    { id: "u-2", affiliateId: "aff-hr", username: "bob", avatar: "" },
-  ]);
-  await addWagers(db, [
-    wager("u-1", "1.00000001", JAN_1_2025),
-    wager("u-1", "2.5", FEB_1_2025 - 1),
-    wager("u-2", "15000.5", JAN_1_2025 + 1),
+  await addBoard(db, "aff-hr", [
+    ["u-1", "alice", "https://img.example/alice.png", ["1.00000001", JAN_1_2025], ["2.5", FEB_1_2025 - 1]],
+    ["u-2", "bob", "", ["15000.5", JAN_1_2025 + 1]],
   ]);
   return key;
 }

@@ -12,7 +12,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, expect } from "vitest";
 import { NOV_1, OCT_1, OCT_16 } from "./dates.js";
-import { addUsers, addWagers, createKey, wager } from "./fixtures.js";
+import { addBoard, addUsers, addWagers, createKey, wager } from "./fixtures.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 export const OP = "/top-affiliate-wagers-by-period";
@@ -350,59 +350,30 @@ export async function startRestContractServer(now: () => number = () => NOW): Pr
 
   // Inserted in an order unlike the expected one, so insertion order or
   // internal ids cannot produce the right answer by accident.
-  await addUsers(db, [
-    { id: "r-small", affiliateId: "aff-rank", username: "small", avatar: img("small") },
-    { id: "r-emoji", affiliateId: "aff-rank", username: "😀", avatar: img("emoji") },
-    { id: "r-private", affiliateId: "aff-rank", username: "\uE000x", avatar: img("private-use") },
-    { id: "r-eclair", affiliateId: "aff-rank", username: "éclair", avatar: img("eclair") },
-    { id: "r-zebra", affiliateId: "aff-rank", username: "zebra", avatar: "" },
-    { id: "rank-a", affiliateId: "aff-rank", username: "twin", avatar: img("twin-a") },
-    { id: "rank-B", affiliateId: "aff-rank", username: "twin", avatar: img("twin-B") },
-    { id: "r-alice", affiliateId: "aff-rank", username: "alice", avatar: img("alice") },
-    { id: "r-zed", affiliateId: "aff-rank", username: "Zed", avatar: img("zed") },
-    { id: "r-whale", affiliateId: "aff-rank", username: "whale", avatar: img("whale") },
-    { id: "r-big", affiliateId: "aff-rank", username: "big", avatar: img("big") },
-  ]);
-  await addWagers(db, [
-    wager("r-big", "1000", OCT_16),
-    wager("r-big", "0.5", OCT_16 + 1),
-    // 499 at the first second and 1 at the last second of October: 500 only if both bounds are inclusive.
-    wager("r-whale", "499", OCT_1),
-    wager("r-whale", "1", NOV_1 - 1),
-    wager("r-whale", "10000", OCT_1 - 1), // last second of September
-    wager("r-whale", "10000", NOV_1), // first second of November
-    wager("r-zed", "100", OCT_16),
-    wager("r-alice", "60", OCT_16),
-    wager("r-alice", "40.00000000", OCT_16 + 7200),
-    wager("rank-a", "100", OCT_16),
-    wager("rank-B", "100", OCT_16),
-    wager("r-zebra", "99.5", OCT_16),
-    wager("r-zebra", "0.5", OCT_16 + 60),
-    wager("r-eclair", "100", OCT_16),
-    wager("r-private", "100", OCT_16),
-    wager("r-emoji", "100", OCT_16),
-    wager("r-small", "99.99999999", OCT_16), // below 100 as a number, above it as text
-    wager("r-small", "1000", NOV_1),
+  await addBoard(db, "aff-rank", [
+    // below 100 as a number, above it as text
+    ["r-small", "small", img("small"), ["99.99999999", OCT_16], ["1000", NOV_1]],
+    ["r-emoji", "😀", img("emoji"), ["100", OCT_16]],
+    ["r-private", "\uE000x", img("private-use"), ["100", OCT_16]],
+    ["r-eclair", "éclair", img("eclair"), ["100", OCT_16]],
+    ["r-zebra", "zebra", "", ["99.5", OCT_16], ["0.5", OCT_16 + 60]],
+    ["rank-a", "twin", img("twin-a"), ["100", OCT_16]],
+    ["rank-B", "twin", img("twin-B"), ["100", OCT_16]],
+    ["r-alice", "alice", img("alice"), ["60", OCT_16], ["40.00000000", OCT_16 + 7200]],
+    ["r-zed", "Zed", img("zed"), ["100", OCT_16]],
+    // 499 at the first second and 1 at the last second of October: 500 only if both bounds are inclusive;
+    // then the last second of September and the first second of November.
+    ["r-whale", "whale", img("whale"), ["499", OCT_1], ["1", NOV_1 - 1], ["10000", OCT_1 - 1], ["10000", NOV_1]],
+    ["r-big", "big", img("big"), ["1000", OCT_16], ["0.5", OCT_16 + 1]],
   ]);
 
-  await addUsers(db, [
-    { id: "s-many", affiliateId: "aff-sum", username: "summer", avatar: img("summer") },
-    { id: "s-whole", affiliateId: "aff-sum", username: "whole", avatar: img("whole") },
-    { id: "s-huge", affiliateId: "aff-sum", username: "huge", avatar: img("huge") },
-    { id: "s-tiny", affiliateId: "aff-sum", username: "tiny", avatar: img("tiny") },
-    { id: "s-half", affiliateId: "aff-sum", username: "half", avatar: img("half") },
-  ]);
-  await addWagers(db, [
-    ...MANY.amounts.map((amount, i) => wager("s-many", amount, OCT_1 + i * 600)),
-    wager("s-whole", "0.5", OCT_16),
-    wager("s-whole", "0.50000000", OCT_16),
-    wager("s-whole", "12999", OCT_16),
-    wager("s-huge", "999999999999.99999999", OCT_16),
-    wager("s-huge", "999999999999.99999999", OCT_16),
-    wager("s-huge", "999999999999.99999999", OCT_16),
-    wager("s-tiny", "0.00000001", OCT_16),
-    wager("s-half", "1.00000001", OCT_1),
-    wager("s-half", "2.5", OCT_16 - 1),
+  const huge = ["999999999999.99999999", OCT_16] as const;
+  await addBoard(db, "aff-sum", [
+    ["s-many", "summer", img("summer"), ...MANY.amounts.map((amount, i) => [amount, OCT_1 + i * 600] as const)],
+    ["s-whole", "whole", img("whole"), ["0.5", OCT_16], ["0.50000000", OCT_16], ["12999", OCT_16]],
+    ["s-huge", "huge", img("huge"), huge, huge, huge],
+    ["s-tiny", "tiny", img("tiny"), ["0.00000001", OCT_16]],
+    ["s-half", "half", img("half"), ["1.00000001", OCT_1], ["2.5", OCT_16 - 1]],
   ]);
 
   // Two affiliates; "mover" starts with aff-a and moves to aff-b after two wagers.
@@ -428,17 +399,11 @@ export async function startRestContractServer(now: () => number = () => NOW): Pr
   await addWagers(db, [wager("l-1", "5", NOV_1), wager("l-1", "7.25", NOW - 10), wager("l-2", "3", NOW + 60)]);
 
   // Usernames equal but for trailing characters below U+0021.
-  await addUsers(db, [
-    { id: "pad-1", affiliateId: "aff-pad", username: "pad ", avatar: img("pad-space") },
-    { id: "pad-2", affiliateId: "aff-pad", username: "pad", avatar: img("pad") },
-    { id: "tab-1", affiliateId: "aff-pad", username: "a\t", avatar: img("a-tab") },
-    { id: "tab-2", affiliateId: "aff-pad", username: "a", avatar: img("a") },
-  ]);
-  await addWagers(db, [
-    wager("pad-1", "1", OCT_16),
-    wager("pad-2", "1", OCT_16),
-    wager("tab-1", "1", OCT_16),
-    wager("tab-2", "1", OCT_16),
+  await addBoard(db, "aff-pad", [
+    ["pad-1", "pad ", img("pad-space"), ["1", OCT_16]],
+    ["pad-2", "pad", img("pad"), ["1", OCT_16]],
+    ["tab-1", "a\t", img("a-tab"), ["1", OCT_16]],
+    ["tab-2", "a", img("a"), ["1", OCT_16]],
   ]);
   return server;
 }
