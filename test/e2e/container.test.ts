@@ -22,7 +22,9 @@ import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
+import { restTop } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { freePort, sleep } from "../support/processes.js";
 
@@ -78,8 +80,18 @@ const env = { ...process.env, CONTAINERS_CONF: path.resolve("containers/containe
 const suffix = `${process.pid}-${randomBytes(3).toString("hex")}`;
 const tag = `localhost/topwagers:test-${suffix}`;
 const name = `topwagers-test-${suffix}`;
-const JAN = 1735689600;
 const AVATAR = "https://cdn.example.com/a.png";
+/** The REST answer for the first day of January 2025, top 10, wherever the image runs. */
+const DAY_BOARD = {
+  status: 200,
+  body: {
+    data: [
+      { username: "alice", avatar: AVATAR, totalWagered: 12.75 },
+      { username: "bob", avatar: AVATAR, totalWagered: 5 },
+    ],
+    errors: null,
+  },
+};
 const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 
 function podman(...args: string[]) {
@@ -131,6 +143,15 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
   let built = false;
   let ports: { public: number; internal: number };
   let documented: ReturnType<typeof documentedRun>;
+  /** The first day of January over REST on this port: the status and the parsed body. */
+  const dayOverRest = async (on: number) => {
+    const reply = await restTop(`http://127.0.0.1:${on}`, key, {
+      startTimestamp: JAN_1_2025,
+      endTimestamp: JAN_1_2025 + 86_399,
+      numUsers: 10,
+    });
+    return { status: reply.status, body: reply.json };
+  };
 
   beforeAll(async () => {
     database = await createTestDatabase("container");
@@ -139,9 +160,9 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       { id: "c-u2", affiliateId: "c-aff", username: "bob", avatar: AVATAR },
     ]);
     await addWagers(database.db, [
-      wager("c-u1", "10.50", JAN + 60),
-      wager("c-u1", "2.25", JAN + 7200),
-      wager("c-u2", "5", JAN + 3600),
+      wager("c-u1", "10.50", JAN_1_2025 + 60),
+      wager("c-u1", "2.25", JAN_1_2025 + 7200),
+      wager("c-u2", "5", JAN_1_2025 + 3600),
     ]);
     ({ secret: key, id: keyId } = await createKey(database.db, "c-aff"));
     await run("bash", ["scripts/image.sh"], {
@@ -220,21 +241,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
   }, 60_000);
 
   it("answers REST", async () => {
-    const response = await fetch(`http://127.0.0.1:${port}/top-affiliate-wagers-by-period`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 10 }),
-    });
-    expect({ status: response.status, body: await response.json() }).toEqual({
-      status: 200,
-      body: {
-        data: [
-          { username: "alice", avatar: AVATAR, totalWagered: 12.75 },
-          { username: "bob", avatar: AVATAR, totalWagered: 5 },
-        ],
-        errors: null,
-      },
-    });
+    expect(await dayOverRest(port)).toEqual(DAY_BOARD);
   });
 
   it("answers gRPC (@grpc/grpc-js)", async () => {
@@ -251,7 +258,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
           method.path,
           method.requestSerialize,
           method.responseDeserialize,
-          { startTimestamp: String(JAN), endTimestamp: String(JAN + 86_399), numUsers: 10 },
+          { startTimestamp: String(JAN_1_2025), endTimestamp: String(JAN_1_2025 + 86_399), numUsers: 10 },
           metadata,
           (error, value) => (error === null ? resolve(value) : reject(error)),
         );
@@ -396,21 +403,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     }, 40_000);
 
     it("answers REST 200, runs as non-root on a read-only root, and serves /metrics on its own port only", async () => {
-      const response = await fetch(`http://127.0.0.1:${kubePorts.public}/top-affiliate-wagers-by-period`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 10 }),
-      });
-      expect({ status: response.status, body: await response.json() }).toEqual({
-        status: 200,
-        body: {
-          data: [
-            { username: "alice", avatar: AVATAR, totalWagered: 12.75 },
-            { username: "bob", avatar: AVATAR, totalWagered: 5 },
-          ],
-          errors: null,
-        },
-      });
+      expect(await dayOverRest(kubePorts.public)).toEqual(DAY_BOARD);
       const { stdout } = await podman(
         "inspect",
         container,

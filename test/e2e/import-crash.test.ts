@@ -11,7 +11,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { runCli, startCli } from "../support/cli.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { type TestDatabase, useTestDatabase, wagerTotals } from "../support/database.js";
 import { OCT_1 } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";
 
@@ -28,26 +28,17 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function wagerTotals(database: TestDatabase): Promise<[string, string, number][]> {
-  const [rows] = await database.db.read.query<RowDataPacket[]>(
-    `SELECT u.external_id AS user, SUM(w.amount) AS total, COUNT(*) AS n
-       FROM wagers w JOIN users u ON u.id = w.user_id GROUP BY u.external_id ORDER BY u.external_id`,
-  );
-  return rows.map((r) => [String(r.user), unitsToDecimal(toUnits(String(r.total))), Number(r.n)]);
-}
-
 async function count(database: TestDatabase): Promise<number> {
   const [rows] = await database.db.read.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM wagers");
   return Number(rows[0]?.n);
 }
 
 describe("kill -9 in the middle of an import", () => {
-  let database: TestDatabase;
+  const database = useTestDatabase("import_crash");
   let file: string;
   const expected = new Map<string, [bigint, number]>();
 
   beforeAll(async () => {
-    database = await createTestDatabase("import_crash");
     const lines: string[] = [];
     for (let u = 0; u < USERS; u++) {
       lines.push(JSON.stringify({ type: "user", id: `user-${u}`, affiliateId: `aff-${u % 7}`, username: `p${u}` }));
@@ -69,10 +60,6 @@ describe("kill -9 in the middle of an import", () => {
     }
     file = path.join(dir, "history.jsonl");
     await writeFile(file, `${lines.join("\n")}\n`);
-  });
-
-  afterAll(async () => {
-    await database?.drop();
   });
 
   it("keeps whole batches only, then a re-run records exactly the rest", async () => {
@@ -109,13 +96,7 @@ describe("kill -9 in the middle of an import", () => {
 });
 
 describe("bad lines", () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase("import_bad_lines");
-  });
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const database = useTestDatabase("import_bad_lines");
 
   it("are reported with their line numbers while every good line goes in (JSON Lines)", async () => {
     const file = path.join(dir, "mixed.jsonl");

@@ -10,7 +10,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyRollups } from "../../src/storage/verify.js";
 import { runCli, startCli } from "../support/cli.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { useTestDatabase, wagerTotals } from "../support/database.js";
 import { OCT_1 } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";
 
@@ -23,15 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-/** Per user: [sum of counted wagers, count], from the raw table. */
-async function totals(database: TestDatabase): Promise<[string, string, number][]> {
-  const [rows] = await database.db.read.query<RowDataPacket[]>(
-    `SELECT u.external_id AS user, SUM(w.amount) AS total, COUNT(*) AS n
-       FROM wagers w JOIN users u ON u.id = w.user_id GROUP BY u.external_id ORDER BY u.external_id`,
-  );
-  return rows.map((r) => [String(r.user), unitsToDecimal(toUnits(String(r.total))), Number(r.n)]);
-}
 
 function expectedTotals(wagers: Map<string, { user: string; amount: string }>, voided: Set<string>) {
   const sums = new Map<string, [bigint, number]>();
@@ -46,13 +37,7 @@ function expectedTotals(wagers: Map<string, { user: string; amount: string }>, v
 }
 
 describe("void lines", () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase("import_voids");
-  });
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const database = useTestDatabase("import_voids");
 
   it("apply before or after their wager line, in JSON Lines and CSV, with exact counts", async () => {
     const jsonl = path.join(dir, "mixed.jsonl");
@@ -90,7 +75,7 @@ describe("void lines", () => {
       badLines: 1,
       seconds: 0,
     });
-    expect(await totals(database)).toEqual([["u1", "20.25", 1]]);
+    expect(await wagerTotals(database)).toEqual([["u1", "20.25", 1]]);
 
     const csv = path.join(dir, "mixed.csv");
     await writeFile(
@@ -109,25 +94,19 @@ describe("void lines", () => {
     expect(second.stdout).toMatch(
       /^Imported .*mixed\.csv \(csv\) in \d+:\d\d: 5 lines, 0 users upserted, 1 wagers recorded, 0 already recorded, 1 wagers voided, 1 already voided, 1 voids pending \(wager not recorded yet\), 0 bad lines\.\n$/,
     );
-    expect(await totals(database)).toEqual([["u2", "5.00000001", 1]]);
+    expect(await wagerTotals(database)).toEqual([["u2", "5.00000001", 1]]);
     const verify = await verifyRollups(database.db.read);
     expect({ mismatches: verify.mismatchCount, wagers: verify.wagers }).toEqual({ mismatches: 0, wagers: 1 });
     // The pending void applies when its wager finally arrives.
     const late = path.join(dir, "late.jsonl");
     await writeFile(late, `{"type":"wager","id":"never-sent","userId":"u1","amount":"99","placedAt":${OCT_1}}\n`);
     expect((await runCli(["import", late], database.url)).code).toBe(0);
-    expect(await totals(database)).toEqual([["u2", "5.00000001", 1]]);
+    expect(await wagerTotals(database)).toEqual([["u2", "5.00000001", 1]]);
   }, 30_000);
 });
 
 describe("kill -9 in the middle of an import with voids", () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase("import_voids_crash");
-  });
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const database = useTestDatabase("import_voids_crash");
 
   it("ends exact after the same import is run again", async () => {
     const wagers = new Map<string, { user: string; amount: string }>();
@@ -172,7 +151,7 @@ describe("kill -9 in the middle of an import with voids", () => {
 
     const again = await runCli(["import", file, "--json"], database.url);
     expect(again.code).toBe(0);
-    expect(await totals(database)).toEqual(expectedTotals(wagers, voided));
+    expect(await wagerTotals(database)).toEqual(expectedTotals(wagers, voided));
     const report = await verifyRollups(database.db.read);
     expect({ mismatches: report.mismatchCount, wagers: report.wagers }).toEqual({
       mismatches: 0,

@@ -6,18 +6,17 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
 
 const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 
-let database: TestDatabase;
+const database = useTestDatabase("metrics_families");
 let server: ServerProcess;
 let metricsPort: number;
 let internalPort: number;
 
 beforeAll(async () => {
-  database = await createTestDatabase("metrics_families");
   metricsPort = await freePort();
   server = await startServerProcess({
     DATABASE_URL: database.url,
@@ -32,7 +31,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await database?.drop();
 });
 
 /** The documented families: name (or a `prefix*` pattern) → type ("" for the prefix rows), from the table. */

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { useTestDatabase } from "../support/database.js";
 import { type ServerProcess, startServerProcess } from "../support/processes.js";
 
 const run = promisify(execFile);
@@ -36,13 +36,12 @@ function readmeCalls(): { command: string; shown: string }[] {
   return calls;
 }
 
-let database: TestDatabase;
+const database = useTestDatabase("readme_ingest");
 let server: ServerProcess;
 let internalPort: number;
 let work: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase("readme_ingest");
   server = await startServerProcess({ DATABASE_URL: database.url, INGEST_TOKEN });
   internalPort = Number((await server.waitForLog((l) => l.msg.startsWith("internal listener"))).port);
   work = mkdtempSync(join(tmpdir(), "topwagers-readme-"));
@@ -50,7 +49,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await database?.drop();
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 

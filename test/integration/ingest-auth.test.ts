@@ -6,11 +6,11 @@
  */
 import { Code } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { refusal } from "../support/calls.js";
 import { connectDetails, errorInfo } from "../support/details.js";
 import { createKey } from "../support/fixtures.js";
-import { INGEST_PROTOCOLS, type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { INGEST_PROTOCOLS, type IngestServers, TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 
 const RESERVED = /[:;,/?@&=+$#]/;
 const USER = { id: "u-1", affiliateId: "aff-1", username: "alice", avatar: "" };
@@ -28,13 +28,7 @@ async function rowCounts(servers: IngestServers): Promise<Record<string, number>
 const EMPTY = { users: 0, wagers: 0, wager_hourly: 0, wager_daily: 0, wager_halfmonthly: 0, wager_monthly: 0 };
 
 describe("ingest with no INGEST_TOKEN configured", () => {
-  let servers: IngestServers;
-  beforeAll(async () => {
-    servers = await startIngestServers("ingest_auth_off", {});
-  });
-  afterAll(async () => {
-    await servers?.close();
-  });
+  const servers = useIngestServers("ingest_auth_off", {});
 
   it.each(INGEST_PROTOCOLS)("refuses every call over %s with how to enable ingest", async (protocol) => {
     for (const token of [TEST_INGEST_TOKEN, "", null]) {
@@ -56,16 +50,11 @@ describe("ingest with no INGEST_TOKEN configured", () => {
 });
 
 describe("ingest with INGEST_TOKEN", () => {
-  let servers: IngestServers;
+  const servers = useIngestServers("ingest_auth_on");
   let apiKey: string;
   beforeAll(async () => {
-    servers = await startIngestServers("ingest_auth_on");
     apiKey = (await createKey(servers.database.db, "aff-1")).secret;
   });
-  afterAll(async () => {
-    await servers?.close();
-  });
-
   it.each(INGEST_PROTOCOLS)("refuses a wrong, missing or affiliate credential over %s", async (protocol) => {
     const cases: [string | null, string][] = [
       [
@@ -141,13 +130,7 @@ describe("ingest with INGEST_TOKEN", () => {
 });
 
 describe("the public port", () => {
-  let servers: IngestServers;
-  beforeAll(async () => {
-    servers = await startIngestServers("ingest_auth_public");
-  });
-  afterAll(async () => {
-    await servers?.close();
-  });
+  const servers = useIngestServers("ingest_auth_public");
 
   it("answers 404 for the ingest paths, whatever the credential", async () => {
     for (const method of ["UpsertUsers", "RecordWagers"]) {

@@ -3,21 +3,16 @@
  * procedure, protocol and code, ingest results, cache use and pool state. That
  * logs are JSON and never carry keys or tokens: test/unit/log-redaction.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { OCT_1 } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
-import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 
-let servers: IngestServers;
+const servers = useIngestServers("metrics");
 let key: string;
 
 beforeAll(async () => {
-  servers = await startIngestServers("metrics");
   key = (await createKey(servers.database.db, "aff-m")).secret;
-});
-
-afterAll(async () => {
-  await servers?.close();
 });
 
 async function metricsText(): Promise<string> {

@@ -3,10 +3,12 @@
  * every migration applied. Dropped again in afterAll.
  */
 import { randomBytes } from "node:crypto";
-import mysql from "mysql2/promise";
+import mysql, { type RowDataPacket } from "mysql2/promise";
 import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
 import { migrate } from "../../src/storage/migrations.js";
 import type { Migration } from "../../src/storage/schema-migrations.js";
+import { toUnits, unitsToDecimal } from "./decimals.js";
+import { useStarted } from "./lifecycle.js";
 
 /** Server to create test databases on; the database part of the URL is replaced. */
 export const TEST_SERVER_URL = process.env.TEST_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_test";
@@ -38,4 +40,21 @@ export async function createTestDatabase(label: string, migrations?: readonly Mi
       await conn.end();
     },
   };
+}
+
+/** A throwaway database for the enclosing describe (or file): made in beforeAll, dropped in afterAll. */
+export function useTestDatabase(label: string, migrations?: readonly Migration[]): TestDatabase {
+  return useStarted(
+    () => createTestDatabase(label, migrations),
+    (database) => database.drop(),
+  );
+}
+
+/** Per user: [sum of the raw wagers (canonical decimal), count], ordered by user id. */
+export async function wagerTotals(database: TestDatabase): Promise<[string, string, number][]> {
+  const [rows] = await database.db.read.query<RowDataPacket[]>(
+    `SELECT u.external_id AS user, SUM(w.amount) AS total, COUNT(*) AS n
+       FROM wagers w JOIN users u ON u.id = w.user_id GROUP BY u.external_id ORDER BY u.external_id`,
+  );
+  return rows.map((r) => [String(r.user), unitsToDecimal(toUnits(String(r.total))), Number(r.n)]);
 }

@@ -20,6 +20,7 @@ import type { Database } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { followKeys } from "./fixtures.js";
+import { useStarted } from "./lifecycle.js";
 
 export const TEST_INGEST_TOKEN = "test-ingest-token-0123456789abcdef";
 
@@ -137,4 +138,12 @@ export function wagerMessage(
     placedAt: BigInt(placedAt),
     ...(weightBps === undefined ? {} : { weightBps }),
   };
+}
+
+/** startIngestServers for the enclosing describe (or file): started in beforeAll, closed in afterAll. */
+export function useIngestServers(...args: Parameters<typeof startIngestServers>): IngestServers {
+  return useStarted(
+    () => startIngestServers(...args),
+    (servers) => servers.close(),
+  );
 }
