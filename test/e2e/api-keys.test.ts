@@ -237,17 +237,9 @@ describe("keys create", () => {
   });
 
   it("--publishable --origin makes a tw_pub_ key for those origins; listed with its kind and origins", async () => {
-    const result = await cli(
-      "keys",
-      "create",
-      "--affiliate",
-      "aff-x",
-      "--publishable",
-      "--origin",
-      "https://board.example.com",
-      "--origin",
-      "http://localhost:5173",
-    );
+    const publishable = (...origins: string[]) =>
+      cli("keys", "create", "--affiliate", "aff-x", "--publishable", ...origins.flatMap((o) => ["--origin", o]));
+    const result = await publishable("https://board.example.com", "http://localhost:5173");
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
     const match =
       /^Created publishable key (key_[0-9a-f]{16}) for affiliate aff-x \(usable from https:\/\/board\.example\.com, http:\/\/localhost:5173\)\.\n\n {2}(tw_pub_[0-9A-Za-z]{38})\n\n/.exec(
@@ -259,20 +251,12 @@ describe("keys create", () => {
       "publishable",
       ["https://board.example.com", "http://localhost:5173"],
     ]);
-    const usage = await cli("keys", "create", "--affiliate", "aff-x", "--publishable");
+    const usage = await publishable();
     expect([usage.code, usage.stderr.split("\n")[0]]).toEqual([
       2,
       "error: keys create --publishable needs at least one --origin <https://…> (repeatable)",
     ]);
-    const path = await cli(
-      "keys",
-      "create",
-      "--affiliate",
-      "aff-x",
-      "--publishable",
-      "--origin",
-      "https://a.example/x",
-    );
+    const path = await publishable("https://a.example/x");
     expect([path.code, path.stderr.split("\n")[0]]).toEqual([
       2,
       'error: "https://a.example/x" is not an exact origin; write it as https://a.example (no path, query, user or default port, host in lower case)',

@@ -75,36 +75,20 @@ describe("buf curl end to end, schema from reflection only", () => {
     }
   }
 
+  /** The period with the key over HTTP/2 prior knowledge, with these options first. */
+  const askPeriod = (...options: string[]) =>
+    bufCurl([...options, "--http2-prior-knowledge", "-H", `Authorization: Bearer ${key}`, "-d", period, procedure()]);
+
   for (const protocol of ["grpc", "connect", "grpcweb"] as const) {
     it(`--protocol ${protocol}: the exact JSON answer`, async () => {
-      const result = await bufCurl([
-        "--protocol",
-        protocol,
-        "--http2-prior-knowledge",
-        "-H",
-        `Authorization: Bearer ${key}`,
-        "-d",
-        period,
-        procedure(),
-      ]);
+      const result = await askPeriod("--protocol", protocol);
       expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
       expect(result.stdout).toBe(`${JSON.stringify(expected, null, 2)}\n`);
     });
   }
 
   it("works over reflection v1alpha too (older grpcurl, Postman)", async () => {
-    const result = await bufCurl([
-      "--protocol",
-      "grpc",
-      "--http2-prior-knowledge",
-      "--reflect-protocol",
-      "grpc-v1alpha",
-      "-H",
-      `Authorization: Bearer ${key}`,
-      "-d",
-      period,
-      procedure(),
-    ]);
+    const result = await askPeriod("--protocol", "grpc", "--reflect-protocol", "grpc-v1alpha");
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
     expect(JSON.parse(result.stdout)).toEqual(expected);
   });

@@ -79,6 +79,9 @@ async function withFixtures<T>(work: (db: Database) => Promise<T>): Promise<T> {
   }
 }
 
+/** The first day of January 2025, top 5. */
+const FIRST_DAY = { startTimestamp: JAN_1_2025, endTimestamp: JAN_1_2025 + 86_399, numUsers: 5 };
+
 async function sampleOnce(protocol: Protocol): Promise<Sample> {
   const base = server?.baseUrl ?? "";
   const startedAt = Date.now();
@@ -88,11 +91,7 @@ async function sampleOnce(protocol: Protocol): Promise<Sample> {
       return { protocol, startedAt, endedAt: Date.now(), result: response.status, body: await response.json() };
     }
     if (protocol === "rest") {
-      const reply = await restTop(base, key, {
-        startTimestamp: JAN_1_2025,
-        endTimestamp: JAN_1_2025 + 86_399,
-        numUsers: 5,
-      });
+      const reply = await restTop(base, key, FIRST_DAY);
       return {
         protocol,
         startedAt,
@@ -102,11 +101,7 @@ async function sampleOnce(protocol: Protocol): Promise<Sample> {
         retryAfter: reply.headers["retry-after"],
       };
     }
-    const reply = await rpcTop(protocol === "connect" ? connect : grpc, key, {
-      startTimestamp: JAN_1_2025,
-      endTimestamp: JAN_1_2025 + 86_399,
-      numUsers: 5,
-    });
+    const reply = await rpcTop(protocol === "connect" ? connect : grpc, key, FIRST_DAY);
     return {
       protocol,
       startedAt,

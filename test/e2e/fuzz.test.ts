@@ -21,7 +21,7 @@ import { createConnectTransport, type Http2SessionManager } from "@connectrpc/co
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { envelopeProblems, OPERATION, PROCEDURE } from "../support/calls.js";
+import { envelopeProblems, grpcStreamHeaders, OPERATION, PROCEDURE } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { badRequest, connectDetails, errorInfo } from "../support/details.js";
@@ -451,13 +451,7 @@ describe("protobuf binary that does not parse", () => {
     sessions.push(session);
     const framed = Buffer.from([0, 0, 0, 0, 1, 0]);
     const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": PROCEDURE,
-        "content-type": "application/grpc",
-        te: "trailers",
-        authorization: `Bearer ${key}`,
-      });
+      const stream = session.request(grpcStreamHeaders(key, "application/grpc"));
       let seen: http2.IncomingHttpHeaders = {};
       stream.on("response", (headers) => {
         if (headers["grpc-status"] !== undefined) seen = headers;
@@ -603,13 +597,7 @@ describe("the RPC path under arbitrary input", () => {
           }
           const result = await new Promise<{ status: number; grpcStatus: string | undefined; message: string }>(
             (resolve, reject) => {
-              const stream = session.request({
-                ":method": "POST",
-                ":path": PROCEDURE,
-                "content-type": "application/grpc+proto",
-                te: "trailers",
-                authorization: `Bearer ${key}`,
-              });
+              const stream = session.request(grpcStreamHeaders(key));
               let status = 0;
               let grpcStatus: string | undefined;
               let message = "";

@@ -18,7 +18,7 @@ import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   GetTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { JANUARY, OPERATION, PROCEDURE, rpcTop } from "../support/calls.js";
+import { grpcStreamHeaders, JANUARY, OPERATION, rpcTop } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
@@ -47,6 +47,23 @@ let key = "";
 const samples: Sample[] = [];
 let running = true;
 
+/** A REST call's headers: the key, JSON, and the body's length. */
+function restHeaders(): http.OutgoingHttpHeaders {
+  return { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": String(BODY.length) };
+}
+
+/** Reads the whole response, then hands over its status and text. */
+function whenAnswered(response: http.IncomingMessage, answered: (status: number | undefined, text: string) => void) {
+  const chunks: Buffer[] = [];
+  response.on("data", (chunk: Buffer) => chunks.push(chunk));
+  response.on("end", () => answered(response.statusCode, Buffer.concat(chunks).toString("utf8")));
+}
+
+/** "ok" for the expected REST answer, else its status and text. */
+function restOutcome(status: number | undefined, text: string): string {
+  return status === 200 && text === EXPECTED_REST ? "ok" : `${status} ${text}`;
+}
+
 function http1Call(agent: http.Agent, path = OPERATION, method = "POST"): Promise<string> {
   return new Promise((resolve) => {
     const request = http.request(
@@ -56,23 +73,12 @@ function http1Call(agent: http.Agent, path = OPERATION, method = "POST"): Promis
         path,
         method,
         agent,
-        headers:
-          method === "POST"
-            ? {
-                authorization: `Bearer ${key}`,
-                "content-type": "application/json",
-                "content-length": String(BODY.length),
-              }
-            : {},
+        headers: method === "POST" ? restHeaders() : {},
       },
       (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          if (path === "/readyz") resolve(String(response.statusCode));
-          else resolve(response.statusCode === 200 && text === EXPECTED_REST ? "ok" : `${response.statusCode} ${text}`);
-        });
+        whenAnswered(response, (status, text) =>
+          resolve(path === "/readyz" ? String(status) : restOutcome(status, text)),
+        );
         response.on("error", (error) => resolve(`connection: ${error.message}`));
       },
     );
@@ -103,7 +109,7 @@ function h2Call(session: http2.ClientHttp2Session): Promise<string> {
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.on("end", () => {
       const text = Buffer.concat(chunks).toString("utf8");
-      resolve(status === 200 && text === EXPECTED_REST ? "ok" : `${status} ${text}`);
+      resolve(restOutcome(status, text));
     });
     stream.on("error", (error) => {
       const code = (error as NodeJS.ErrnoException).code ?? error.message;
@@ -162,20 +168,9 @@ function halfSentHttp1(): { finish: () => void; result: Promise<string> } {
         path: OPERATION,
         method: "POST",
         agent,
-        headers: {
-          authorization: `Bearer ${key}`,
-          "content-type": "application/json",
-          "content-length": String(BODY.length),
-        },
+        headers: restHeaders(),
       },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          resolve(response.statusCode === 200 && text === EXPECTED_REST ? "ok" : `${response.statusCode} ${text}`);
-        });
-      },
+      (response) => whenAnswered(response, (status, text) => resolve(restOutcome(status, text))),
     );
     request.on("error", (error) => resolve(`connection: ${error.message}`));
     request.flushHeaders();
@@ -201,7 +196,7 @@ function halfSentH2(session: http2.ClientHttp2Session): { finish: () => void; re
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.on("end", () => {
       const text = Buffer.concat(chunks).toString("utf8");
-      resolve(status === 200 && text === EXPECTED_REST ? "ok" : `${status} ${text}`);
+      resolve(restOutcome(status, text));
     });
     stream.on("error", (error) => resolve(`connection: ${error.message}`));
   });
@@ -222,13 +217,7 @@ function halfSentGrpc(session: http2.ClientHttp2Session): { finish: () => void; 
   const framed = Buffer.alloc(5 + message.length);
   framed.writeUInt32BE(message.length, 1);
   framed.set(message, 5);
-  const stream = session.request({
-    ":method": "POST",
-    ":path": PROCEDURE,
-    "content-type": "application/grpc+proto",
-    te: "trailers",
-    authorization: `Bearer ${key}`,
-  });
+  const stream = session.request(grpcStreamHeaders(key));
   const result = new Promise<string>((resolve) => {
     const chunks: Buffer[] = [];
     let grpcStatus: string | undefined;

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { collectOutput, untilPrinted } from "../support/cli.js";
+import { collectOutput, watchOneChange } from "../support/cli.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addBoard, addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -165,15 +165,9 @@ describe.skipIf(missing !== undefined)("the Python gRPC client example", () => {
       { env: { ...process.env, PYTHONPATH: gen, TOPWAGERS_KEY: watchKey }, stdio: ["ignore", "pipe", "pipe"] },
     );
     const output = collectOutput(child);
-    const until = (boards: number) => untilPrinted(output, /"board"/g, boards, 400);
-    try {
-      await until(1);
-      await addWagers(db, [wager("py-w", "0.25", NOV_16 + 6)]);
-      await until(2);
-    } finally {
-      child.kill("SIGINT");
-    }
-    const code = await new Promise((resolve) => child.once("exit", resolve));
+    const code = await watchOneChange(child, output, { pattern: /"board"/g, checks: 400 }, () =>
+      addWagers(db, [wager("py-w", "0.25", NOV_16 + 6)]),
+    );
     expect(output.stderr).toBe("");
     expect(code).toBe(0);
     const lines = jsonLines(output.stdout);

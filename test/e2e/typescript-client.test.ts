@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { currentHalfMonth, topWagers, topWagersClient } from "../../examples/typescript/client.js";
-import { collectOutput, untilPrinted } from "../support/cli.js";
+import { collectOutput, watchOneChange } from "../support/cli.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addBoard, addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -130,15 +130,9 @@ describe("the connect-es client example", () => {
         stdio: ["ignore", "pipe", "pipe"],
       });
       const output = collectOutput(child);
-      const until = (boards: number) => untilPrinted(output, /^board /gm, boards, 200);
-      try {
-        await until(1);
-        await addWagers(db, [wager(`ts-w-${protocol}`, "2", start)]);
-        await until(2);
-      } finally {
-        child.kill("SIGINT");
-      }
-      const code = await new Promise((resolve) => child.once("exit", resolve));
+      const code = await watchOneChange(child, output, { pattern: /^board /gm, checks: 200 }, () =>
+        addWagers(db, [wager(`ts-w-${protocol}`, "2", start)]),
+      );
       expect(output.stderr).toBe("");
       expect(code).toBe(0);
       const board = /^board [A-Za-z0-9_-]{22} as of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/;

@@ -35,15 +35,19 @@ async function counts(): Promise<number[]> {
 
 const valid = { id: "ok-1", userId: "u-1", amount: "1.5", placedAt: BigInt(NOW - 60) };
 
-/** Sends a valid wager and a bad one; expects INVALID_ARGUMENT with exactly this message and nothing written. */
-async function expectRefused(bad: Partial<typeof valid>, message: string): Promise<void> {
+/** Sends the call; expects INVALID_ARGUMENT with exactly this message and nothing written. */
+async function expectInvalid(send: () => Promise<unknown>, message: string): Promise<void> {
   const before = await counts();
-  const error = await refusal(
-    servers.client("grpc").recordWagers({ wagers: [valid, { ...valid, id: "bad-1", ...bad }] }),
-  );
+  const error = await refusal(send());
   expect(error.code).toBe(Code.InvalidArgument);
   expect(error.rawMessage).toBe(message);
   expect(await counts()).toEqual(before);
+}
+
+/** Sends a valid wager and a bad one: refused as a whole (see expectInvalid). */
+function expectRefused(bad: Partial<typeof valid>, message: string): Promise<void> {
+  const wagers = [valid, { ...valid, id: "bad-1", ...bad }];
+  return expectInvalid(() => servers.client("grpc").recordWagers({ wagers }), message);
 }
 
 beforeAll(async () => {
@@ -264,14 +268,9 @@ describe("RecordWagers ids, users and times", () => {
 describe("UpsertUsers", () => {
   const user = { id: "v-1", affiliateId: "aff-2", username: "victor", avatar: "https://img.example.com/v.png" };
 
-  async function expectUserRefused(bad: Partial<typeof user>, message: string): Promise<void> {
-    const before = await counts();
-    const error = await refusal(
-      servers.client("grpc").upsertUsers({ users: [user, { ...user, id: "bad-u", ...bad }] }),
-    );
-    expect(error.code).toBe(Code.InvalidArgument);
-    expect(error.rawMessage).toBe(message);
-    expect(await counts()).toEqual(before);
+  function expectUserRefused(bad: Partial<typeof user>, message: string): Promise<void> {
+    const users = [user, { ...user, id: "bad-u", ...bad }];
+    return expectInvalid(() => servers.client("grpc").upsertUsers({ users }), message);
   }
 
   const notUrl = 'users[1] (id "bad-u") avatar must be empty or an absolute http or https URL';

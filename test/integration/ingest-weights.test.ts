@@ -6,9 +6,11 @@
  * BigInt sums computed here, through voids before and after their wagers);
  * verify stays clean.
  */
+
 import { Code } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { verifyRollups } from "../../src/storage/verify.js";
@@ -90,26 +92,19 @@ describe("weight_bps on RecordWagers", () => {
         ],
       }),
     ).toMatchObject({ recorded: 0, duplicates: 2 });
-    const conflict = await refusal(
-      client.recordWagers({
-        wagers: [
-          wagerMessage("n-1", "wt-u0", "1", OCT_1 + 70, 5000),
-          wagerMessage("s-2", "wt-u0", "10", OCT_1 + 20, 2501),
-        ],
-      }),
+    const record = (...wagers: IngestWager[]) => refusal(client.recordWagers({ wagers }));
+    const conflict = await record(
+      wagerMessage("n-1", "wt-u0", "1", OCT_1 + 70, 5000),
+      wagerMessage("s-2", "wt-u0", "10", OCT_1 + 20, 2501),
     );
     expect(conflict.code).toBe(Code.AlreadyExists);
     expect(conflict.rawMessage).toContain('"s-2"');
-    const absent = await refusal(client.recordWagers({ wagers: [wagerMessage("s-1", "wt-u0", "10", OCT_1 + 10)] }));
+    const absent = await record(wagerMessage("s-1", "wt-u0", "10", OCT_1 + 10));
     expect(absent.code).toBe(Code.AlreadyExists);
     // A repeat inside one call with another weight is a conflict too.
-    const inBatch = await refusal(
-      client.recordWagers({
-        wagers: [
-          wagerMessage("n-2", "wt-u0", "1", OCT_1 + 80, 100),
-          wagerMessage("n-2", "wt-u0", "1", OCT_1 + 80, 200),
-        ],
-      }),
+    const inBatch = await record(
+      wagerMessage("n-2", "wt-u0", "1", OCT_1 + 80, 100),
+      wagerMessage("n-2", "wt-u0", "1", OCT_1 + 80, 200),
     );
     expect(inBatch.code).toBe(Code.AlreadyExists);
     expect(await storedWeights(["n-1", "n-2"])).toEqual({});

@@ -1,4 +1,5 @@
 /** Calls of the one operation over REST (fetch) and Connect (connect-es), returning what a test asserts on. */
+import type http2 from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
@@ -138,4 +139,15 @@ export async function refusal(call: Promise<unknown>): Promise<ConnectError> {
     throw new Error(`the call was refused with something other than a ConnectError: ${String(error)}`);
   }
   throw new Error("the call succeeded but should have been refused");
+}
+
+/** The request headers of a gRPC call of the operation on a raw HTTP/2 stream, with this key. */
+export function grpcStreamHeaders(key: string, contentType = "application/grpc+proto"): http2.OutgoingHttpHeaders {
+  return {
+    ":method": "POST",
+    ":path": PROCEDURE,
+    "content-type": contentType,
+    te: "trailers",
+    authorization: `Bearer ${key}`,
+  };
 }

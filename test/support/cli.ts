@@ -62,3 +62,24 @@ export async function untilPrinted(output: Output, pattern: RegExp, count: numbe
 export function runCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}) {
   return startCli(args, databaseUrl, env).done;
 }
+
+/**
+ * Lets a watching child print `pattern` once, runs `change` (e.g. a wager), waits for the second
+ * print, then stops it with SIGINT (also when waiting fails). Resolves with its exit code.
+ */
+export async function watchOneChange(
+  child: ChildProcess,
+  output: Output,
+  printed: { pattern: RegExp; checks: number },
+  change: () => Promise<void>,
+): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  try {
+    await untilPrinted(output, printed.pattern, 1, printed.checks);
+    await change();
+    await untilPrinted(output, printed.pattern, 2, printed.checks);
+  } finally {
+    child.kill("SIGINT");
+  }
+  return exited;
+}
