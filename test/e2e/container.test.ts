@@ -22,11 +22,11 @@ import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
-import { restTop } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { freePort, sleep } from "../support/processes.js";
+import { restTop } from "../support/rest.js";
 
 /** The parts of a manifest this test reads or changes. */
 interface Manifest {

@@ -14,7 +14,7 @@ import { createConnectTransport, createGrpcTransport, Http2SessionManager } from
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../src/storage/database.js";
-import { restTop, rpcTop } from "../support/calls.js";
+import { rpcTop } from "../support/calls.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, connectEsWatch, type OpenStream, RawHttp1Stream } from "../support/live.js";
@@ -26,6 +26,7 @@ import {
   startMariaDb,
   startServerProcess,
 } from "../support/processes.js";
+import { restTop } from "../support/rest.js";
 
 const available = mariaDbAvailable();
 if (!available) {

@@ -21,12 +21,13 @@ import { createConnectTransport, type Http2SessionManager } from "@connectrpc/co
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { envelopeProblems, grpcStreamHeaders, OPERATION, PROCEDURE } from "../support/calls.js";
+import { grpcStreamHeaders, PROCEDURE } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { badRequest, connectDetails, errorInfo } from "../support/details.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { type ServerProcess, startServerProcess } from "../support/processes.js";
+import { envelopeProblems, OPERATION } from "../support/rest.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const KEYED_ADDRESS = "127.0.0.1";

@@ -18,11 +18,12 @@ import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   GetTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { grpcStreamHeaders, JANUARY, OPERATION, rpcTop } from "../support/calls.js";
+import { grpcStreamHeaders, rpcTop } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { exited, type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
+import { OPERATION } from "../support/rest.js";
 
 const LOOPS_PER_KIND = 4;
 const BODY = JSON.stringify(JANUARY);
@@ -57,6 +58,17 @@ function whenAnswered(response: http.IncomingMessage, answered: (status: number 
   const chunks: Buffer[] = [];
   response.on("data", (chunk: Buffer) => chunks.push(chunk));
   response.on("end", () => answered(response.statusCode, Buffer.concat(chunks).toString("utf8")));
+}
+
+/** Reads a REST answer on an HTTP/2 stream, then hands over its outcome (restOutcome). */
+function whenStreamAnswered(stream: http2.ClientHttp2Stream, answered: (outcome: string) => void) {
+  let status = 0;
+  const chunks: Buffer[] = [];
+  stream.on("response", (headers) => {
+    status = Number(headers[":status"]);
+  });
+  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+  stream.on("end", () => answered(restOutcome(status, Buffer.concat(chunks).toString("utf8"))));
 }
 
 /** "ok" for the expected REST answer, else its status and text. */
@@ -101,16 +113,7 @@ function h2Call(session: http2.ClientHttp2Session): Promise<string> {
       resolve(`connection: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
       return;
     }
-    let status = 0;
-    const chunks: Buffer[] = [];
-    stream.on("response", (headers) => {
-      status = Number(headers[":status"]);
-    });
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8");
-      resolve(restOutcome(status, text));
-    });
+    whenStreamAnswered(stream, resolve);
     stream.on("error", (error) => {
       const code = (error as NodeJS.ErrnoException).code ?? error.message;
       // A stream reset by the server counts as refused only when it says REFUSED_STREAM (never processed).
@@ -188,16 +191,7 @@ function halfSentH2(session: http2.ClientHttp2Session): { finish: () => void; re
     "content-type": "application/json",
   });
   const result = new Promise<string>((resolve) => {
-    let status = 0;
-    const chunks: Buffer[] = [];
-    stream.on("response", (headers) => {
-      status = Number(headers[":status"]);
-    });
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8");
-      resolve(restOutcome(status, text));
-    });
+    whenStreamAnswered(stream, resolve);
     stream.on("error", (error) => resolve(`connection: ${error.message}`));
   });
   stream.write(BODY.slice(0, 10));

@@ -15,9 +15,8 @@ import {
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { JANUARY } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import {
   boardEvents,

@@ -13,11 +13,12 @@
 import { Code, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RestReply, type RpcReply, restTop, rpcTop } from "../support/calls.js";
+import { type RpcReply, rpcTop } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { type RedisProcess, type ServerProcess, sleep, startRedis, startServerProcess } from "../support/processes.js";
+import { type RestReply, restTop } from "../support/rest.js";
 
 const POINTS = 5;
 const WINDOW_S = 3;

@@ -14,11 +14,12 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { OPERATION, PROCEDURE } from "../support/calls.js";
+import { PROCEDURE } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { residentKiB, type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
+import { OPERATION } from "../support/rest.js";
 
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16);

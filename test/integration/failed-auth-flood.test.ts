@@ -10,7 +10,7 @@
  * In-process server on a real socket; calls come from distinct loopback
  * addresses (127.0.0.1, 127.0.0.2, 127.0.0.3) so the per-address brake can be seen.
  */
-import http from "node:http";
+import type http from "node:http";
 import { Writable } from "node:stream";
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,9 +20,10 @@ import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { Database } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
-import { JANUARY, OPERATION } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JANUARY } from "../support/dates.js";
 import { createKey, followKeys } from "../support/fixtures.js";
+import { httpRequest, OPERATION } from "../support/rest.js";
 
 /** The brake's default: an address is braked once more than 30 authentications failed in 60 s. */
 const BRAKE_POINTS = 30;
@@ -64,39 +65,18 @@ interface Reply {
   readonly json: unknown;
 }
 
-function call(from: string, key: string | null, options: { port?: number; xff?: string } = {}): Promise<Reply> {
-  const body = JSON.stringify(JANUARY);
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        host: "127.0.0.1",
-        port: options.port ?? port,
-        localAddress: from,
-        method: "POST",
-        path: OPERATION,
-        agent: false,
-        headers: {
-          "content-type": "application/json",
-          "content-length": String(body.length),
-          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-          ...(options.xff === undefined ? {} : { "x-forwarded-for": options.xff }),
-        },
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            json: JSON.parse(Buffer.concat(chunks).toString("utf8")),
-          }),
-        );
-      },
-    );
-    request.on("error", reject);
-    request.end(body);
+async function call(from: string, key: string | null, options: { port?: number; xff?: string } = {}): Promise<Reply> {
+  const reply = await httpRequest(options.port ?? port, {
+    path: OPERATION,
+    localAddress: from,
+    headers: {
+      "content-type": "application/json",
+      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+      ...(options.xff === undefined ? {} : { "x-forwarded-for": options.xff }),
+    },
+    body: JSON.stringify(JANUARY),
   });
+  return { status: reply.status, headers: reply.headers, json: JSON.parse(reply.body.toString("utf8")) };
 }
 
 function expectAddressBrake(reply: Reply) {

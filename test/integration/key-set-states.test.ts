@@ -12,9 +12,10 @@ import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
 import { loadConfig } from "../../src/config.js";
 import { revokeApiKey } from "../../src/storage/api-keys.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
-import { JANUARY, OPERATION } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
+import { OPERATION } from "../support/rest.js";
 
 let database: TestDatabase;
 let app: PublicApp;

@@ -15,8 +15,9 @@ import { loadConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/logger.js";
 import { type ChangeWakeups, createChangeWakeups } from "../../src/redis/change-wakeups.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
-import { JANUARY, OPERATION } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { JANUARY } from "../support/dates.js";
+import { OPERATION } from "../support/rest.js";
 
 const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";

@@ -6,8 +6,7 @@
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JANUARY } from "../support/calls.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { connectEsWatch, metricSample, type OpenStream } from "../support/live.js";

@@ -18,8 +18,7 @@ import {
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { revokeApiKey } from "../../src/storage/api-keys.js";
-import { JANUARY } from "../support/calls.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { connectEsWatch, metricSample, type OpenStream, RawHttp1Stream, watchRequest } from "../support/live.js";

@@ -17,8 +17,8 @@ import {
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { JANUARY, restTop, rpcTop } from "../support/calls.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { rpcTop } from "../support/calls.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
@@ -30,6 +30,7 @@ import {
   type OpenStream,
   type WatchFields,
 } from "../support/live.js";
+import { restTop } from "../support/rest.js";
 
 const AFFILIATE = "aff-live";
 const OTHER = "aff-else";

@@ -9,12 +9,12 @@
  */
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JANUARY, OPERATION, restTop } from "../support/calls.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { boardEvents, metricSample, RawHttp1Stream, RawHttp2Stream, type RawReply } from "../support/live.js";
 import { OpenApiChecker } from "../support/openapi.js";
+import { OPERATION, restTop } from "../support/rest.js";
 
 const STREAM = `${OPERATION}/stream`;
 const QUERY = `startTimestamp=${JANUARY.startTimestamp}&endTimestamp=${JANUARY.endTimestamp}&numUsers=10`;

@@ -19,6 +19,7 @@ import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { refusal } from "../support/calls.js";
 import { createKey, keysFollowed } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { httpRequest } from "../support/rest.js";
 
 const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
 const BOARD = "https://board.example.com";
@@ -47,26 +48,10 @@ interface Reply {
   readonly text: string;
 }
 
-function request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Reply> {
-  const url = new URL(servers.publicUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: url.hostname, port: url.port, method, path, agent: false, headers },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            text: Buffer.concat(chunks).toString("utf8"),
-          }),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+async function request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Reply> {
+  const port = Number(new URL(servers.publicUrl).port);
+  const reply = await httpRequest(port, { method, path, headers, ...(body === undefined ? {} : { body }) });
+  return { status: reply.status, headers: reply.headers, text: reply.body.toString("utf8") };
 }
 
 function post(key: string | undefined, extra: Record<string, string> = {}, query = ""): Promise<Reply> {

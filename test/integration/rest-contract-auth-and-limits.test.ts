@@ -7,9 +7,9 @@
 import { describe, expect, it } from "vitest";
 import { revokeApiKey } from "../../src/storage/api-keys.js";
 import { createKey, keysFollowed } from "../support/fixtures.js";
+import { type ErrorItem, errorBody } from "../support/rest.js";
 import {
   call,
-  type ErrorItem,
   expectUnauthenticated,
   keys,
   MAX_BODY,
@@ -17,7 +17,6 @@ import {
   OCTOBER_RANKING,
   OP,
   rawExchange,
-  refusal,
   TOO_LARGE_MESSAGE,
   top,
   UNAUTHENTICATED_MESSAGE,
@@ -114,7 +113,7 @@ describe("429: the key's rate limit", () => {
     const refused = await top(limited.secret, body);
     expect(refused.status).toBe(429);
     expect(refused.json).toEqual(
-      refusal({
+      errorBody({
         code: "resource_exhausted",
         message: "rate limit exceeded for this API key (4 requests per 60 s). Retry in 60 s",
       }),
@@ -174,7 +173,9 @@ describe("check order", () => {
     );
     expect(oversized.status).toBe(401);
     expect(oversized.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE);
-    expect(JSON.parse(oversized.body)).toEqual(refusal({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }));
+    expect(JSON.parse(oversized.body)).toEqual(
+      errorBody({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }),
+    );
   });
 
   it("body size and media type before the body", async () => {
@@ -182,6 +183,6 @@ describe("check order", () => {
     expect(wrongType.status).toBe(415);
     const oversized = await call(OP, { key: keys.rank, body: `{not json${" ".repeat(MAX_BODY)}` });
     expect(oversized.status).toBe(413);
-    expect(oversized.json).toEqual(refusal({ code: "payload_too_large", message: TOO_LARGE_MESSAGE }));
+    expect(oversized.json).toEqual(errorBody({ code: "payload_too_large", message: TOO_LARGE_MESSAGE }));
   });
 });

@@ -13,6 +13,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../support/database.js";
 import { OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { errorBody } from "../support/rest.js";
 import {
   call,
   img,
@@ -24,7 +25,6 @@ import {
   OCTOBER_RANKING,
   OP,
   rawExchange,
-  refusal,
   TOO_LARGE_MESSAGE,
   useRestContractServer,
 } from "../support/rest-contract.js";
@@ -42,7 +42,7 @@ describe("404 and 405: path and method, checked first", () => {
     for (const key of [keys.rank, null]) {
       const reply = await call(path, { key, body: { ...OCTOBER, numUsers: 3 } });
       expect(reply.status).toBe(404);
-      expect(reply.json).toEqual(refusal({ code: "not_found", message: NOT_FOUND_MESSAGE }));
+      expect(reply.json).toEqual(errorBody({ code: "not_found", message: NOT_FOUND_MESSAGE }));
       expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
       expect(reply.headers["www-authenticate"]).toBeUndefined();
       expect(reply.headers.allow).toBeUndefined();
@@ -52,7 +52,7 @@ describe("404 and 405: path and method, checked first", () => {
   it("answers GET on an unknown path with 404", async () => {
     const reply = await call("/nothing-here", { method: "GET" });
     expect(reply.status).toBe(404);
-    expect(reply.json).toEqual(refusal({ code: "not_found", message: NOT_FOUND_MESSAGE }));
+    expect(reply.json).toEqual(errorBody({ code: "not_found", message: NOT_FOUND_MESSAGE }));
   });
 
   it.each([["GET"], ["PUT"], ["DELETE"], ["PATCH"]])(
@@ -65,7 +65,7 @@ describe("404 and 405: path and method, checked first", () => {
           ...(method === "GET" ? {} : { body: { ...OCTOBER, numUsers: 3 } }),
         });
         expect(reply.status).toBe(405);
-        expect(reply.json).toEqual(refusal({ code: "method_not_allowed", message: `use POST for ${OP}` }));
+        expect(reply.json).toEqual(errorBody({ code: "method_not_allowed", message: `use POST for ${OP}` }));
         expect(reply.headers.allow).toBe("POST");
         expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
         expect(reply.headers["www-authenticate"]).toBeUndefined();
@@ -93,7 +93,7 @@ describe("413: body over 64 KiB", () => {
     const json = JSON.stringify({ ...OCTOBER, numUsers: 3 });
     return `${json.slice(0, -1)}${" ".repeat(size - json.length)}}`;
   }
-  const TOO_LARGE = refusal({ code: "payload_too_large", message: TOO_LARGE_MESSAGE });
+  const TOO_LARGE = errorBody({ code: "payload_too_large", message: TOO_LARGE_MESSAGE });
   const jsonHeaders = () => ({ authorization: `Bearer ${keys.rank}`, "content-type": "application/json" });
 
   it("accepts a body of exactly 64 KiB and refuses one byte more (Content-Length)", async () => {
@@ -163,7 +163,7 @@ describe("415: Content-Type not JSON", () => {
   ])("refuses %s", async (contentType, message) => {
     const reply = await call(OP, { key: keys.rank, body, headers: { "content-type": contentType } });
     expect(reply.status).toBe(415);
-    expect(reply.json).toEqual(refusal({ code: "unsupported_media_type", message }));
+    expect(reply.json).toEqual(errorBody({ code: "unsupported_media_type", message }));
     expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
   });
 
@@ -171,7 +171,7 @@ describe("415: Content-Type not JSON", () => {
     const reply = await nodeRequest({ path: OP, headers: { authorization: `Bearer ${keys.rank}` }, body });
     expect(reply.status).toBe(415);
     expect(JSON.parse(reply.body.toString("utf8"))).toEqual(
-      refusal({ code: "unsupported_media_type", message: "Content-Type is required. Send application/json" }),
+      errorBody({ code: "unsupported_media_type", message: "Content-Type is required. Send application/json" }),
     );
   });
 
@@ -235,7 +235,7 @@ describe("503: database unreachable", () => {
   let baseUrl: string;
   let key: string;
   const body = { ...OCTOBER, numUsers: 10 };
-  const UNAVAILABLE = refusal({
+  const UNAVAILABLE = errorBody({
     code: "unavailable",
     message: "the leaderboard database is unavailable right now. Retry shortly",
   });

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
 import { OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { errorBody, invalid } from "../support/rest.js";
 import {
   call,
   h2Request,
   img,
-  invalid,
   keys,
   MAX_BODY,
   nodeRequest,
@@ -21,7 +21,6 @@ import {
   OCTOBER_RANKING,
   OP,
   rawExchange,
-  refusal,
   TOO_LARGE_MESSAGE,
   top,
   UNAUTHENTICATED_MESSAGE,
@@ -112,7 +111,7 @@ describe("BASE_PATH prefixes the REST path", () => {
     const reply = await call(OP, { key, body, baseUrl: prefixed.baseUrl });
     expect(reply.status).toBe(404);
     expect(reply.json).toEqual(
-      refusal({ code: "not_found", message: `no such path. The operation is POST ${PREFIXED_OP}` }),
+      errorBody({ code: "not_found", message: `no such path. The operation is POST ${PREFIXED_OP}` }),
     );
   });
 
@@ -120,7 +119,7 @@ describe("BASE_PATH prefixes the REST path", () => {
     const reply = await call(PREFIXED_OP, { method: "GET", baseUrl: prefixed.baseUrl });
     expect(reply.status).toBe(405);
     expect(reply.headers.allow).toBe("POST");
-    expect(reply.json).toEqual(refusal({ code: "method_not_allowed", message: `use POST for ${PREFIXED_OP}` }));
+    expect(reply.json).toEqual(errorBody({ code: "method_not_allowed", message: `use POST for ${PREFIXED_OP}` }));
   });
 });
 
@@ -184,14 +183,14 @@ describe("HTTP/2 cleartext with prior knowledge", () => {
     expect(unauthenticated.status).toBe(401);
     expect(unauthenticated.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE);
     expect(JSON.parse(unauthenticated.body)).toEqual(
-      refusal({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }),
+      errorBody({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }),
     );
 
     const auth = { authorization: `Bearer ${keys.rank}`, "content-type": "application/json" };
     const bad = await h2Request(auth, "{}");
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body)).toEqual(
-      refusal(
+      errorBody(
         invalid("startTimestamp is required", "startTimestamp"),
         invalid("endTimestamp is required", "endTimestamp"),
         invalid("numUsers is required", "numUsers"),
@@ -200,7 +199,7 @@ describe("HTTP/2 cleartext with prior knowledge", () => {
 
     const tooLarge = await h2Request(auth, " ".repeat(MAX_BODY + 1));
     expect(tooLarge.status).toBe(413);
-    expect(JSON.parse(tooLarge.body)).toEqual(refusal({ code: "payload_too_large", message: TOO_LARGE_MESSAGE }));
+    expect(JSON.parse(tooLarge.body)).toEqual(errorBody({ code: "payload_too_large", message: TOO_LARGE_MESSAGE }));
   });
 });
 

@@ -6,19 +6,16 @@
  */
 import { describe, expect, it } from "vitest";
 import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
+import { type ErrorItem, errorBody, invalid, jsonParseMessage } from "../support/rest.js";
 import {
   EARLIEST_START,
   EMPTY_BODY_MESSAGE,
   END_BEFORE_START_MESSAGE,
-  type ErrorItem,
   entries,
-  invalid,
-  jsonParseMessage,
   keys,
   NOT_AN_OBJECT_MESSAGE,
   OCTOBER,
   OCTOBER_RANKING,
-  refusal,
   top,
   useRestContractServer,
 } from "../support/rest-contract.js";
@@ -111,7 +108,7 @@ describe("400: validation, every problem reported with its field", () => {
   it.each(cases)("rejects %s", async (_name, body, items) => {
     const reply = await top(keys.rank, body);
     expect(reply.status).toBe(400);
-    expect(reply.json).toEqual(refusal(...items));
+    expect(reply.json).toEqual(errorBody(...items));
     expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(reply.headers["ratelimit-policy"]).toBe('"default";q=100000;w=60');
   });
@@ -167,6 +164,6 @@ describe("400: validation, every problem reported with its field", () => {
   it.each(bodies)("answers %s with 400 in the envelope, naming no field", async (_name, body, message) => {
     const reply = await top(keys.rank, body);
     expect(reply.status).toBe(400);
-    expect(reply.json).toEqual(refusal(invalid(message)));
+    expect(reply.json).toEqual(errorBody(invalid(message)));
   });
 });

@@ -15,8 +15,7 @@ import {
   WatchTopAffiliateWagersByPeriodRequestSchema,
   type WatchTopAffiliateWagersByPeriodResponse,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { JANUARY } from "../support/calls.js";
-import { JAN_1_2025 } from "../support/dates.js";
+import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { boardEvents, RawHttp1Stream } from "../support/live.js";

@@ -10,3 +10,6 @@ export const OCT_16 = 1_792_108_800;
 export const NOV_1 = 1_793_491_200;
 export const NOV_16 = 1_794_787_200;
 export const DEC_1 = 1_796_083_200;
+
+/** A valid request for January 2025. */
+export const JANUARY = { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 } as const;

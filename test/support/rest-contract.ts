@@ -7,15 +7,24 @@
  * used where fetch cannot say it (no Content-Type, a chunked or lying body,
  * header-name casing, gzip bytes, HTTP/2 prior knowledge).
  */
-import http from "node:http";
 import http2 from "node:http2";
-import net from "node:net";
 import { afterAll, beforeAll, expect } from "vitest";
 import { NOV_1, OCT_1, OCT_16 } from "./dates.js";
 import { addBoard, addUsers, addWagers, createKey, wager } from "./fixtures.js";
+import {
+  errorBody,
+  type HttpRequestOptions,
+  httpRequest,
+  type NodeReply,
+  OPERATION,
+  type RawReply,
+  type RestReply,
+  rawExchange as rawExchangeOn,
+  restCall,
+} from "./rest.js";
 import { startTestServer, type TestServer } from "./server.js";
 
-export const OP = "/top-affiliate-wagers-by-period";
+export const OP = OPERATION;
 export const EARLIEST_START = 1733115600; // 2024-12-02T05:00:00Z
 /** The server's clock: noon on 1 November 2026 unless a test moves it. */
 export const NOW = NOV_1 + 12 * 3600;
@@ -53,24 +62,8 @@ export interface Entry {
   readonly totalWagered: number;
 }
 
-export interface Reply {
-  readonly status: number;
-  /** Lower-case names; undefined when absent. */
-  readonly headers: Readonly<Record<string, string | undefined>>;
-  readonly text: string;
-  readonly json: unknown;
-}
-
-function parseOrText(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-/** One call with fetch. `body` is sent as given when it is a string, else as JSON. */
-export async function call(
+/** One call with fetch to this file's server (or `baseUrl`); see restCall. */
+export function call(
   path: string,
   options: {
     method?: string;
@@ -79,32 +72,23 @@ export async function call(
     headers?: Record<string, string>;
     baseUrl?: string;
   } = {},
-): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (options.key != null) headers.authorization = `Bearer ${options.key}`;
-  const method = options.method ?? "POST";
-  let body: string | undefined;
-  if (options.body !== undefined) {
-    body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
-    headers["content-type"] = "application/json";
-  }
-  Object.assign(headers, options.headers ?? {});
-  const response = await fetch(`${options.baseUrl ?? server.baseUrl}${path}`, {
-    method,
-    headers,
-    ...(body === undefined ? {} : { body }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    headers: Object.fromEntries(response.headers),
-    text,
-    json: parseOrText(text),
-  };
+): Promise<RestReply> {
+  const { baseUrl = server.baseUrl, ...rest } = options;
+  return restCall(`${baseUrl}${path}`, rest);
+}
+
+/** httpRequest to this file's server unless given another port. */
+export function nodeRequest(options: HttpRequestOptions & { port?: number }): Promise<NodeReply> {
+  return httpRequest(options.port ?? server.port, options);
+}
+
+/** rawExchange with this file's server unless given another port. */
+export function rawExchange(request: string, port = server.port): Promise<RawReply> {
+  return rawExchangeOn(request, port);
 }
 
 /** POST to the operation with a key and a JSON body. */
-export function top(key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+export function top(key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<RestReply> {
   return call(OP, { key, body, headers });
 }
 
@@ -119,112 +103,14 @@ export async function entries(key: string, body: unknown): Promise<Entry[]> {
   return json.data;
 }
 
-export interface ErrorItem {
-  code: string;
-  message: string;
-  field?: string;
-}
-
-export function refusal(...items: ErrorItem[]): { data: null; errors: ErrorItem[] } {
-  return { data: null, errors: items };
-}
-
-export function invalid(message: string, field?: string): ErrorItem {
-  return field === undefined ? { code: "invalid_argument", message } : { code: "invalid_argument", message, field };
-}
-
 /** The answer to an unauthenticated call: exact body and headers, and no rate-limit headers. */
-export function expectUnauthenticated(reply: Reply): void {
+export function expectUnauthenticated(reply: RestReply): void {
   expect(reply.status).toBe(401);
-  expect(reply.json).toEqual(refusal({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }));
+  expect(reply.json).toEqual(errorBody({ code: "unauthenticated", message: UNAUTHENTICATED_MESSAGE }));
   expect(reply.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE);
   expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
   expect(reply.headers.ratelimit).toBeUndefined();
   expect(reply.headers["ratelimit-policy"]).toBeUndefined();
-}
-
-export interface NodeReply {
-  readonly status: number;
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: Buffer;
-}
-
-/**
- * One call with node:http on its own connection: only the headers given are
- * sent (plus Host and Connection), header names exactly as written, the body
- * as one piece with a Content-Length or as chunks without one (chunked).
- */
-export function nodeRequest(options: {
-  method?: string;
-  path: string;
-  headers?: Record<string, string>;
-  body?: string | Buffer;
-  chunks?: readonly Buffer[];
-  /** With `chunks`: never end the body, like a client still uploading; the connection is dropped after the response. */
-  unfinished?: boolean;
-  port?: number;
-}): Promise<NodeReply> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        host: "127.0.0.1",
-        port: options.port ?? server.port,
-        method: options.method ?? "POST",
-        path: options.path,
-        agent: false,
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () => {
-          if (options.unfinished === true) request.destroy();
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) });
-        });
-        response.on("error", reject);
-      },
-    );
-    request.on("error", reject);
-    for (const [name, value] of Object.entries(options.headers ?? {})) request.setHeader(name, value);
-    if (options.body !== undefined) {
-      request.setHeader("Content-Length", Buffer.byteLength(options.body));
-      request.end(options.body);
-    } else if (options.chunks !== undefined) {
-      for (const chunk of options.chunks) request.write(chunk);
-      if (options.unfinished !== true) request.end();
-    } else {
-      request.end();
-    }
-  });
-}
-
-export interface RawReply {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
-}
-
-/** Writes the bytes as given on a fresh socket and reads the response until the server closes it. */
-export function rawExchange(request: string, port = server.port): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, "127.0.0.1");
-    const chunks: Buffer[] = [];
-    socket.setTimeout(5_000, () => socket.destroy(new Error("no complete response within 5 s")));
-    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-    socket.on("error", reject);
-    socket.on("close", () => {
-      const raw = Buffer.concat(chunks).toString("utf8");
-      const headerEnd = raw.indexOf("\r\n\r\n");
-      if (headerEnd < 0) return reject(new Error(`no response head in ${JSON.stringify(raw)}`));
-      const [statusLine = "", ...lines] = raw.slice(0, headerEnd).split("\r\n");
-      const headers: Record<string, string> = {};
-      for (const line of lines) {
-        const colon = line.indexOf(":");
-        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-      }
-      resolve({ status: Number(statusLine.split(" ")[1]), headers, body: raw.slice(headerEnd + 4) });
-    });
-    socket.write(request);
-  });
 }
 
 /** One POST over HTTP/2 cleartext with prior knowledge (no upgrade), on its own session. */
@@ -253,16 +139,6 @@ export async function h2Request(
   } finally {
     await new Promise<void>((resolve) => session.close(() => resolve()));
   }
-}
-
-/** What V8 says about text that is not JSON; the server quotes it in its message. */
-export function jsonParseMessage(text: string): string {
-  try {
-    JSON.parse(text);
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error(`${JSON.stringify(text)} is valid JSON`);
 }
 
 // ---- test data -------------------------------------------------------------
