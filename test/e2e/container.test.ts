@@ -18,10 +18,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
+import { grpcJsMethod } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
@@ -245,10 +245,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
   });
 
   it("answers gRPC (@grpc/grpc-js)", async () => {
-    const definition = protoLoader.loadSync("proto/topwagers/v1/top_wagers.proto", { longs: String, defaults: true });
-    const method = (definition["topwagers.v1.TopWagersService"] as protoLoader.ServiceDefinition)
-      .GetTopAffiliateWagersByPeriod;
-    if (method === undefined) throw new Error("no GetTopAffiliateWagersByPeriod in the proto");
+    const method = grpcJsMethod("GetTopAffiliateWagersByPeriod", { longs: String, defaults: true });
     const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     try {
       const metadata = new grpc.Metadata();

@@ -18,19 +18,22 @@ let cached: TestServer;
 let uncached: TestServer;
 const keys: Record<string, string> = {};
 
-/** The pool, with every `execute` (how the leaderboard queries) counted. */
-function countingQueries(pool: Pool, count: () => void): Pool {
-  return new Proxy(pool, {
+/** The cached server's read pool, with every `execute` (how the leaderboard queries) counted. */
+function countingQueries(): { pool: Pool; counting: Pool; queries: () => number } {
+  const pool = cached.database.db.read;
+  let queries = 0;
+  const counting = new Proxy(pool, {
     get(target, property, receiver) {
       if (property === "execute") {
         return (...args: Parameters<Pool["execute"]>) => {
-          count();
+          queries += 1;
           return target.execute(...args);
         };
       }
       return Reflect.get(target, property, receiver);
     },
   });
+  return { pool, counting, queries: () => queries };
 }
 
 /** Whether cached answers are served now: the change feed's lag (as its metric reads) is under CHANGE_FEED_MAX_LAG_MS. */
@@ -153,11 +156,7 @@ describe("result cache over REST", () => {
 
 describe("single flight", () => {
   it("lets 20 concurrent identical requests share one database query", async () => {
-    let queries = 0;
-    const pool = cached.database.db.read;
-    const counting = countingQueries(pool, () => {
-      queries += 1;
-    });
+    const { pool, counting, queries } = countingQueries();
     const leaderboard = new Leaderboard({
       standings: mariadbStandings(counting),
       defaultAvatarUrl: "https://d.example/a.png",
@@ -172,7 +171,7 @@ describe("single flight", () => {
         leaderboard.topWagersForPeriod(affiliate?.id ?? 0, { start: DAY, end: DAY + 86_399, numUsers: 1 + (i % 10) }),
       ),
     );
-    expect(queries).toBe(1);
+    expect(queries()).toBe(1);
     expect(leaderboard.cacheStats).toEqual({ hits: 19, misses: 1, size: 1 });
     expect(answers.map((a) => a.ranked.length)).toEqual(Array.from({ length: 20 }, (_, i) => 1 + (i % 10)));
     expect(answers[9]?.ranked[0]).toEqual({
@@ -188,11 +187,7 @@ describe("single flight", () => {
 
 describe("entry lifetimes", () => {
   it("keeps a running period for CACHE_TTL_MS and one that ended over a day ago 360 times longer", async () => {
-    let queries = 0;
-    const pool = cached.database.db.read;
-    const counting = countingQueries(pool, () => {
-      queries += 1;
-    });
+    const { counting, queries } = countingQueries();
     let now = NOW;
     const leaderboard = new Leaderboard({
       standings: mariadbStandings(counting),
@@ -204,16 +199,16 @@ describe("entry lifetimes", () => {
     const settled = { start: DAY - 10 * 86_400, end: DAY - 2 * 86_400, numUsers: 1 };
     await leaderboard.topWagersForPeriod(1, running);
     await leaderboard.topWagersForPeriod(1, settled);
-    const afterFirst = queries;
+    const afterFirst = queries();
     now += 1; // 1 s later: the running period's entry (1 s) has expired, the settled one (360 s) has not
     await leaderboard.topWagersForPeriod(1, running);
     await leaderboard.topWagersForPeriod(1, settled);
-    expect(queries - afterFirst).toBeGreaterThan(0);
-    const afterSecond = queries;
+    expect(queries() - afterFirst).toBeGreaterThan(0);
+    const afterSecond = queries();
     await leaderboard.topWagersForPeriod(1, settled);
-    expect(queries).toBe(afterSecond);
+    expect(queries()).toBe(afterSecond);
     now += 359; // 360 s after it was stored
     await leaderboard.topWagersForPeriod(1, settled);
-    expect(queries).toBeGreaterThan(afterSecond);
+    expect(queries()).toBeGreaterThan(afterSecond);
   });
 });

@@ -14,7 +14,6 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   GetTopAffiliateWagersByPeriodRequestSchema,
@@ -25,6 +24,7 @@ import { createPublicApp } from "../../src/apps/public.js";
 import { DEFAULT_AVATAR_URL, loadConfig } from "../../src/config.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { grpcJsMethod } from "../support/calls.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "../support/details.js";
 import { addBoard, createKey } from "../support/fixtures.js";
@@ -170,14 +170,7 @@ interface GrpcJsClient extends RpcClient {
 
 /** @grpc/grpc-js with the proto loaded at run time by @grpc/proto-loader: what a plain Node gRPC user has. */
 function grpcJsClient(port: number): GrpcJsClient {
-  const definition = protoLoader.loadSync("proto/topwagers/v1/top_wagers.proto", {
-    longs: String,
-    enums: String,
-    defaults: true,
-  });
-  const service = definition["topwagers.v1.TopWagersService"] as protoLoader.ServiceDefinition;
-  const method = service.GetTopAffiliateWagersByPeriod;
-  if (method === undefined) throw new Error("proto-loader found no GetTopAffiliateWagersByPeriod");
+  const method = grpcJsMethod("GetTopAffiliateWagersByPeriod");
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   grpcClients.push(client);
   return {

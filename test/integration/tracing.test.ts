@@ -13,7 +13,6 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
@@ -21,6 +20,7 @@ import { createPublicApp } from "../../src/apps/public.js";
 import { loadConfig } from "../../src/config.js";
 import { createTracing, type Tracing } from "../../src/observability/tracing.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { grpcJsMethod } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, followKeys, wager } from "../support/fixtures.js";
 
@@ -163,10 +163,7 @@ describe("a caller's traceparent is continued, with spans for the call and its q
 
   it("gRPC (@grpc/grpc-js, h2c)", async () => {
     const { traceId, parentId, traceparent } = callerContext();
-    const definition = protoLoader.loadSync("proto/topwagers/v1/top_wagers.proto", { longs: String, defaults: true });
-    const method = (definition["topwagers.v1.TopWagersService"] as protoLoader.ServiceDefinition)
-      .GetTopAffiliateWagersByPeriod;
-    if (method === undefined) throw new Error("no method in the proto");
+    const method = grpcJsMethod("GetTopAffiliateWagersByPeriod", { longs: String, defaults: true });
     const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     try {
       const metadata = new grpc.Metadata();

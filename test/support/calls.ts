@@ -2,6 +2,7 @@
 import type http2 from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import { type Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import * as protoLoader from "@grpc/proto-loader";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { JANUARY } from "./dates.js";
 import { recordOf } from "./rest.js";
@@ -67,4 +68,22 @@ export function grpcStreamHeaders(key: string, contentType = "application/grpc+p
     te: "trailers",
     authorization: `Bearer ${key}`,
   };
+}
+
+const protoDefinitions = new Map<string, protoLoader.PackageDefinition>();
+
+/** A method of TopWagersService as @grpc/grpc-js calls it, read from the .proto by proto-loader (once per options). */
+export function grpcJsMethod(
+  name: "GetTopAffiliateWagersByPeriod" | "WatchTopAffiliateWagersByPeriod",
+  options: protoLoader.Options = { longs: String, enums: String, defaults: true },
+): protoLoader.MethodDefinition<object, object> {
+  const cacheKey = JSON.stringify(options, (_, value: unknown) => (typeof value === "function" ? value.name : value));
+  let definition = protoDefinitions.get(cacheKey);
+  if (definition === undefined) {
+    definition = protoLoader.loadSync("proto/topwagers/v1/top_wagers.proto", options);
+    protoDefinitions.set(cacheKey, definition);
+  }
+  const method = (definition["topwagers.v1.TopWagersService"] as protoLoader.ServiceDefinition)[name];
+  if (method === undefined) throw new Error(`proto-loader found no ${name}`);
+  return method;
 }

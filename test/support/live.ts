@@ -10,11 +10,11 @@ import net from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import {
   TopWagersService,
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { grpcJsMethod } from "./calls.js";
 
 /** One board or heartbeat as a test compares it: entries in proto JSON names, the exact decimal. */
 export interface Board {
@@ -155,18 +155,9 @@ export function connectEsWatch(name: string, transport: Transport, key: string, 
   return { name, collected, close: () => abort.abort() };
 }
 
-let grpcDefinition: protoLoader.PackageDefinition | undefined;
-
 /** @grpc/grpc-js with the proto loaded at run time, as a plain Node gRPC user has it. */
 export function grpcJsWatch(client: grpc.Client, key: string, fields: WatchFields): OpenStream {
-  grpcDefinition ??= protoLoader.loadSync("proto/topwagers/v1/top_wagers.proto", {
-    longs: String,
-    enums: String,
-    defaults: true,
-  });
-  const service = grpcDefinition["topwagers.v1.TopWagersService"] as protoLoader.ServiceDefinition;
-  const method = service.WatchTopAffiliateWagersByPeriod;
-  if (method === undefined) throw new Error("proto-loader found no WatchTopAffiliateWagersByPeriod");
+  const method = grpcJsMethod("WatchTopAffiliateWagersByPeriod");
   const metadata = new grpc.Metadata();
   metadata.set("authorization", `Bearer ${key}`);
   const request = {

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import mysql from "mysql2/promise";
-import { freePort, sleep, stopChild } from "./processes.js";
+import { freePort, installMariaDbDataDir, sleep, stopChild } from "./processes.js";
 
 const run = promisify(execFile);
 
@@ -51,14 +51,7 @@ export async function giveToMysql(dir: string): Promise<void> {
 
 export async function installDataDir(dataDir: string): Promise<void> {
   mkdirSync(dataDir, { recursive: true });
-  await run("mariadb-install-db", [
-    "--no-defaults",
-    `--datadir=${dataDir}`,
-    "--user=mysql",
-    "--auth-root-authentication-method=normal",
-    "--skip-test-db",
-    "--innodb-log-file-size=16M",
-  ]);
+  await installMariaDbDataDir(dataDir, "mysql", ["--innodb-log-file-size=16M"]);
 }
 
 async function acceptsLogin(port: number): Promise<boolean> {

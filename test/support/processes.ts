@@ -293,6 +293,18 @@ export function mariaDbAvailable(): boolean {
   return has("mariadb-install-db") && has("mariadbd");
 }
 
+/** A fresh data directory for mariadbd, owned by `user`, root logging in without a password. */
+export function installMariaDbDataDir(dataDir: string, user: string, extra: readonly string[] = []): Promise<void> {
+  return run("mariadb-install-db", [
+    "--no-defaults",
+    `--datadir=${dataDir}`,
+    `--user=${user}`,
+    "--auth-root-authentication-method=normal",
+    "--skip-test-db",
+    ...extra,
+  ]);
+}
+
 function run(command: string, args: readonly string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
@@ -355,13 +367,7 @@ export async function startMariaDb(): Promise<MariaDbProcess> {
     }
   };
   try {
-    await run("mariadb-install-db", [
-      "--no-defaults",
-      `--datadir=${dataDir}`,
-      "--user=root",
-      "--auth-root-authentication-method=normal",
-      "--skip-test-db",
-    ]);
+    await installMariaDbDataDir(dataDir, "root");
     await start();
   } catch (error) {
     await stopChild(child, "SIGKILL");

@@ -18,6 +18,7 @@ import {
   type NodeReply,
   OPERATION,
   type RawReply,
+  type RestCallOptions,
   type RestReply,
   rawExchange as rawExchangeOn,
   restCall,
@@ -63,16 +64,7 @@ export interface Entry {
 }
 
 /** One call with fetch to this file's server (or `baseUrl`); see restCall. */
-export function call(
-  path: string,
-  options: {
-    method?: string;
-    key?: string | null;
-    body?: unknown;
-    headers?: Record<string, string>;
-    baseUrl?: string;
-  } = {},
-): Promise<RestReply> {
+export function call(path: string, options: RestCallOptions & { baseUrl?: string } = {}): Promise<RestReply> {
   const { baseUrl = server.baseUrl, ...rest } = options;
   return restCall(`${baseUrl}${path}`, rest);
 }

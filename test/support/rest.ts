@@ -34,17 +34,17 @@ function parseOrText(text: string): unknown {
   }
 }
 
+export interface RestCallOptions {
+  method?: string;
+  /** Sent as `Authorization: Bearer <key>`; null or absent: no Authorization. */
+  key?: string | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
 /** One call with fetch. `body` is sent as given when it is a string, else as JSON (with Content-Type JSON). */
-export async function restCall(
-  url: string,
-  options: {
-    method?: string;
-    key?: string | null;
-    body?: unknown;
-    headers?: Record<string, string>;
-    signal?: AbortSignal;
-  } = {},
-): Promise<RestReply> {
+export async function restCall(url: string, options: RestCallOptions = {}): Promise<RestReply> {
   const headers: Record<string, string> = {};
   if (options.key != null) headers.authorization = `Bearer ${options.key}`;
   let body: string | undefined;
