@@ -152,6 +152,13 @@ function streamProgram(script: string, environment: Record<string, string>, done
   });
 }
 
+/** Runs a section's streaming shell example until `done`; returns its output and what the page shows for it. */
+async function watchExample(section: string, shownAs: string, done: (stdout: string) => boolean) {
+  const [script] = codeBlocks(section, "sh");
+  const [shown] = codeBlocks(section, shownAs);
+  return { shown, output: await streamProgram(script ?? "", env(), done) };
+}
+
 describe("docs/api.md examples", () => {
   it("your first call: the curl line answers the JSON the page shows", async () => {
     const [script, shown] = [codeBlocks("Your first call", "sh")[0] ?? "", codeBlocks("Your first call", "json")[0]];
@@ -255,22 +262,18 @@ describe("docs/api.md examples", () => {
   }, 60_000);
 
   it("live boards: curl -N prints the stream's start exactly as the page shows it", async () => {
-    const [script] = codeBlocks("Watching with curl", "sh");
-    const [shown] = codeBlocks("Watching with curl", "text");
-    const output = await streamProgram(
-      script ?? "",
-      env(),
+    const { shown, output } = await watchExample(
+      "Watching with curl",
+      "text",
       (out) => out.includes("data:") && out.includes("\n\n", out.indexOf("data:")),
     );
     expect(output).toBe(`${shown}\n`);
   });
 
   it("live boards: buf curl prints the first message as the page shows it", async () => {
-    const [script] = codeBlocks("Watching with `buf curl`", "sh");
-    const [shown] = codeBlocks("Watching with `buf curl`", "json");
-    const output = await streamProgram(
-      script ?? "",
-      env(),
+    const { shown, output } = await watchExample(
+      "Watching with `buf curl`",
+      "json",
       (out) => out.trimEnd().endsWith("}") && out.includes('"asOf"'),
     );
     const message = JSON.parse(output) as { asOf: string };

@@ -123,6 +123,15 @@ function documentedRun(): { setUp: string; commands: { command: string; comment:
   return { setUp: setUp?.command ?? "", commands: rest };
 }
 
+/** The `msg` of every JSON log line the container wrote (stdout and stderr), in order. */
+async function logMessages(container: string): Promise<string[]> {
+  const logs = await podman("logs", container);
+  return `${logs.stdout}${logs.stderr}`
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => (JSON.parse(l) as { msg: string }).msg);
+}
+
 /** A documented command as this test runs it: its own tag, name, ports and database; in bash, after the set-up line. */
 function asRun(command: string, setUp: string, ports: { public: number; internal: number }, databaseUrl: string) {
   const script = command
@@ -278,12 +287,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     const seconds = (Date.now() - started) / 1000;
     expect(stdout.trim()).toBe("0");
     expect(seconds).toBeLessThan(5);
-    const logs = await podman("logs", name);
-    const messages = `${logs.stdout}${logs.stderr}`
-      .split("\n")
-      .filter((l) => l.startsWith("{"))
-      .map((l) => (JSON.parse(l) as { msg: string }).msg);
-    expect(messages.slice(-2)).toEqual(["shutting down: finishing in-flight requests", "stopped"]);
+    expect((await logMessages(name)).slice(-2)).toEqual(["shutting down: finishing in-flight requests", "stopped"]);
     await asRun(documented.commands[4]?.command ?? "", documented.setUp, ports, database.url); // podman rm
     await expect(podman("container", "exists", name)).rejects.toThrow();
   }, 30_000);
@@ -419,11 +423,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       stopped = { seconds: (Date.now() - started) / 1000, exitCode: stdout.trim() };
       expect(stopped.exitCode).toBe("0");
       expect(stopped.seconds).toBeLessThan(5);
-      const logs = await podman("logs", container);
-      const messages = `${logs.stdout}${logs.stderr}`
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => (JSON.parse(l) as { msg: string }).msg);
+      const messages = await logMessages(container);
       expect(messages.slice(-2)).toEqual(["shutting down: finishing in-flight requests", "stopped"]);
       await podman("kube", "down", path.join(work, "play.yaml")).catch(() => undefined);
       await expect(podman("pod", "exists", pod)).rejects.toThrow();

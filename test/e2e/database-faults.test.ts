@@ -14,7 +14,7 @@ import { createConnectTransport, createGrpcTransport, Http2SessionManager } from
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../../src/storage/database.js";
-import { rpcTop } from "../support/calls.js";
+import { rpcTop, type Timed } from "../support/calls.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, connectEsWatch, type OpenStream, RawHttp1Stream } from "../support/live.js";
@@ -44,12 +44,11 @@ const GOOD_BODY = {
   errors: null,
 };
 
-type Protocol = "rest" | "connect" | "grpc" | "readyz";
+const PROTOCOLS = ["rest", "connect", "grpc", "readyz"] as const;
+type Protocol = (typeof PROTOCOLS)[number];
 
-interface Sample {
+interface Sample extends Timed {
   readonly protocol: Protocol;
-  readonly startedAt: number;
-  readonly endedAt: number;
   /** HTTP status (REST, readyz) or "ok" / the Connect code name (RPC). */
   readonly result: number | string;
   readonly body?: unknown;
@@ -120,7 +119,7 @@ async function sampleOnce(protocol: Protocol): Promise<Sample> {
 function startTraffic() {
   trafficRunning = true;
   traffic = Promise.all(
-    (["rest", "connect", "grpc", "readyz"] as const).map(async (protocol) => {
+    PROTOCOLS.map(async (protocol) => {
       while (trafficRunning) {
         samples.push(await sampleOnce(protocol));
         await sleep(10);
@@ -200,15 +199,21 @@ afterAll(async () => {
   await mariadb?.destroy();
 });
 
+/** The samples taken between two instants; more than `moreThan` of every protocol. */
+function samplesOfEach(from: number, to: number, moreThan: number): Sample[] {
+  const found = between(from, to);
+  for (const protocol of PROTOCOLS) {
+    expect(found.filter((s) => s.protocol === protocol).length, protocol).toBeGreaterThan(moreThan);
+  }
+  return found;
+}
+
 describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", () => {
   it("serves every protocol while the database is up", async () => {
     startTraffic();
     const from = Date.now();
     await sleep(1_000);
-    const up = between(from, Date.now());
-    for (const protocol of ["rest", "connect", "grpc", "readyz"] as const) {
-      expect(up.filter((s) => s.protocol === protocol).length).toBeGreaterThan(5);
-    }
+    const up = samplesOfEach(from, Date.now(), 5);
     for (const s of up) expectServing(s);
   });
 
@@ -236,10 +241,7 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
     const gone = Date.now();
     // Longer than the key cache (2 s): both the key lookup and the leaderboard query meet the outage.
     await sleep(3_500);
-    const down = between(gone, Date.now());
-    for (const protocol of ["rest", "connect", "grpc", "readyz"] as const) {
-      expect(down.filter((s) => s.protocol === protocol).length).toBeGreaterThan(20);
-    }
+    const down = samplesOfEach(gone, Date.now(), 20);
     for (const s of down) expectUnavailable(s);
     // Calls that overlapped the shutdown itself: served or unavailable, nothing else.
     for (const s of samples.filter((x) => x.endedAt >= stopping && x.startedAt < gone)) {
@@ -258,7 +260,7 @@ describe.skipIf(!available)("MariaDB stopped mid-traffic, then started again", (
     // Give the service 5 s (plus one call's time) to be back.
     await sleep(5_500);
     const recovery: Record<string, number> = {};
-    for (const protocol of ["rest", "connect", "grpc", "readyz"] as const) {
+    for (const protocol of PROTOCOLS) {
       const after = samples.filter((s) => s.protocol === protocol && s.startedAt >= ready);
       const firstGood = after.find((s) => s.result === 200 || s.result === "ok");
       expect(firstGood, `${protocol} never recovered`).toBeDefined();

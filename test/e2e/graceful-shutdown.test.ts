@@ -18,7 +18,7 @@ import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   GetTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { grpcStreamHeaders, rpcTop } from "../support/calls.js";
+import { grpcStreamHeaders, rpcTop, type Timed } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
@@ -34,10 +34,8 @@ const EXPECTED_REST = JSON.stringify({
 
 type Kind = "http1" | "h2c-rest" | "grpc" | "readyz";
 
-interface Sample {
+interface Sample extends Timed {
   readonly kind: Kind;
-  readonly startedAt: number;
-  readonly endedAt: number;
   /** "ok", an HTTP status or RPC code that is not success, or "connection: <message>". */
   readonly outcome: string;
 }

@@ -81,6 +81,17 @@ async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => 
   return value;
 }
 
+/** A page of this width and height, once it shows `count` rows. */
+async function openWithRows(path: string, width: number, height: number, count: number) {
+  const opened = await open(path, { width, height });
+  await until(
+    `${count} rows`,
+    () => rows(opened.page),
+    (r) => r.length === count,
+  );
+  return opened;
+}
+
 /** Avatars as a player's would be: images on another host (here a local one), one colour per name. */
 let avatarServer: http.Server;
 let avatars = "";
@@ -185,15 +196,7 @@ describe("the overlay page", () => {
   });
 
   it("shows full names unmasked, fits a phone, and reconnects by itself when the server restarts", async () => {
-    const { page } = await open(`/board?key=${key}&${PERIOD}&numUsers=5&theme=transparent`, {
-      width: 390,
-      height: 844,
-    });
-    await until(
-      "rows",
-      () => rows(page),
-      (r) => r.length === 3,
-    );
+    const { page } = await openWithRows(`/board?key=${key}&${PERIOD}&numUsers=5&theme=transparent`, 390, 844, 3);
     expect((await rows(page)).map((r) => r[1])).toEqual(["nova_1014", HOSTILE, "blaze_1007"]);
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     await server.stop();
@@ -232,15 +235,7 @@ describe("the overlay page", () => {
         ),
       ),
     );
-    const { page, violations } = await open(`/board?key=${demo}&${PERIOD}&numUsers=6&mask=true`, {
-      width: 800,
-      height: 480,
-    });
-    await until(
-      "six rows",
-      () => rows(page),
-      (r) => r.length === 6,
-    );
+    const { page, violations } = await openWithRows(`/board?key=${demo}&${PERIOD}&numUsers=6&mask=true`, 800, 480, 6);
     await until(
       "avatars loaded",
       () => page.$$eval("img.ready", (list) => list.length),

@@ -7,7 +7,7 @@
  * another affiliate's change and a change that leaves the answer as it was
  * send nothing; resume; heartbeats; the unary call's errors.
  */
-import { Code } from "@connectrpc/connect";
+import { Code, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -117,44 +117,21 @@ function streams(fields: WatchFields, apiKey = key): OpenStream[] {
   };
   const grpcClient = new grpc.Client(base.replace("http://", ""), grpc.credentials.createInsecure());
   grpcClients.push(grpcClient);
+  const watch = (name: string, transport: Transport) => connectEsWatch(name, transport, apiKey, fields);
   const list = [
-    connectEsWatch(
+    watch(
       "Connect binary HTTP/1.1",
       createConnectTransport({ baseUrl: base, httpVersion: "1.1", useBinaryFormat: true }),
-      apiKey,
-      fields,
     ),
-    connectEsWatch(
-      "Connect JSON HTTP/1.1",
-      createConnectTransport({ baseUrl: base, httpVersion: "1.1" }),
-      apiKey,
-      fields,
-    ),
-    connectEsWatch(
+    watch("Connect JSON HTTP/1.1", createConnectTransport({ baseUrl: base, httpVersion: "1.1" })),
+    watch(
       "Connect binary HTTP/2",
       createConnectTransport({ baseUrl: base, httpVersion: "2", useBinaryFormat: true, sessionManager: h2() }),
-      apiKey,
-      fields,
     ),
-    connectEsWatch(
-      "Connect JSON HTTP/2",
-      createConnectTransport({ baseUrl: base, httpVersion: "2", sessionManager: h2() }),
-      apiKey,
-      fields,
-    ),
-    connectEsWatch("gRPC (connect-es)", createGrpcTransport({ baseUrl: base, sessionManager: h2() }), apiKey, fields),
-    connectEsWatch(
-      "gRPC-Web HTTP/1.1",
-      createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1", useBinaryFormat: true }),
-      apiKey,
-      fields,
-    ),
-    connectEsWatch(
-      "gRPC-Web JSON HTTP/1.1",
-      createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1" }),
-      apiKey,
-      fields,
-    ),
+    watch("Connect JSON HTTP/2", createConnectTransport({ baseUrl: base, httpVersion: "2", sessionManager: h2() })),
+    watch("gRPC (connect-es)", createGrpcTransport({ baseUrl: base, sessionManager: h2() })),
+    watch("gRPC-Web HTTP/1.1", createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1", useBinaryFormat: true })),
+    watch("gRPC-Web JSON HTTP/1.1", createGrpcWebTransport({ baseUrl: base, httpVersion: "1.1" })),
     grpcJsWatch(grpcClient, apiKey, fields),
   ];
   open.push(...list);

@@ -95,16 +95,20 @@ describe("413: body over 64 KiB", () => {
   }
   const TOO_LARGE = errorBody({ code: "payload_too_large", message: TOO_LARGE_MESSAGE });
   const jsonHeaders = () => ({ authorization: `Bearer ${keys.rank}`, "content-type": "application/json" });
+  /** Sends the body (as one piece or in chunks) and reads the answer's status and JSON. */
+  const send = async (body: { body: string } | { chunks: Buffer[] }) => {
+    const reply = await nodeRequest({ path: OP, headers: jsonHeaders(), ...body });
+    return { ...reply, json: JSON.parse(reply.body.toString("utf8")) as unknown };
+  };
+  const TOP_3 = { data: OCTOBER_RANKING.slice(0, 3), errors: null };
 
   it("accepts a body of exactly 64 KiB and refuses one byte more (Content-Length)", async () => {
     expect(paddedBody(MAX_BODY)).toHaveLength(MAX_BODY);
-    const ok = await nodeRequest({ path: OP, headers: jsonHeaders(), body: paddedBody(MAX_BODY) });
-    expect(ok.status).toBe(200);
-    expect(JSON.parse(ok.body.toString("utf8"))).toEqual({ data: OCTOBER_RANKING.slice(0, 3), errors: null });
+    const ok = await send({ body: paddedBody(MAX_BODY) });
+    expect([ok.status, ok.json]).toEqual([200, TOP_3]);
 
-    const refused = await nodeRequest({ path: OP, headers: jsonHeaders(), body: paddedBody(MAX_BODY + 1) });
-    expect(refused.status).toBe(413);
-    expect(JSON.parse(refused.body.toString("utf8"))).toEqual(TOO_LARGE);
+    const refused = await send({ body: paddedBody(MAX_BODY + 1) });
+    expect([refused.status, refused.json]).toEqual([413, TOO_LARGE]);
     expect(refused.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(refused.headers["ratelimit-policy"]).toBe('"default";q=100000;w=60');
   });
@@ -116,13 +120,11 @@ describe("413: body over 64 KiB", () => {
       for (let i = 0; i < bytes.length; i += 10_000) chunks.push(bytes.subarray(i, i + 10_000));
       return chunks;
     };
-    const ok = await nodeRequest({ path: OP, headers: jsonHeaders(), chunks: chunked(MAX_BODY) });
-    expect(ok.status).toBe(200);
-    expect(JSON.parse(ok.body.toString("utf8"))).toEqual({ data: OCTOBER_RANKING.slice(0, 3), errors: null });
+    const ok = await send({ chunks: chunked(MAX_BODY) });
+    expect([ok.status, ok.json]).toEqual([200, TOP_3]);
 
-    const refused = await nodeRequest({ path: OP, headers: jsonHeaders(), chunks: chunked(MAX_BODY + 1) });
-    expect(refused.status).toBe(413);
-    expect(JSON.parse(refused.body.toString("utf8"))).toEqual(TOO_LARGE);
+    const refused = await send({ chunks: chunked(MAX_BODY + 1) });
+    expect([refused.status, refused.json]).toEqual([413, TOO_LARGE]);
     expect(refused.headers.connection).toBe("close");
   });
 

@@ -87,3 +87,9 @@ export function grpcJsMethod(
   if (method === undefined) throw new Error(`proto-loader found no ${name}`);
   return method;
 }
+
+/** When a call of a traffic loop started and ended (Date.now() milliseconds). */
+export interface Timed {
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
