@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, closed, collectOutput, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { startServerProcess } from "../support/processes.js";
+import { startServerProcess, statusThenStop } from "../support/processes.js";
 
 const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 const root = process.cwd();
@@ -54,12 +54,7 @@ describe("starts however it is installed", () => {
   it("the server runs through a symlinked checkout whose path has spaces, and stops on SIGTERM", async () => {
     const entry = path.join(linkedCheckout, "dist", "src", "main.js");
     const server = await startServerProcess({ DATABASE_URL: database.url }, { entry });
-    try {
-      const health = await fetch(`${server.baseUrl}/healthz`);
-      expect(health.status).toBe(200);
-    } finally {
-      await server.stop();
-    }
+    expect(await statusThenStop(server, "/healthz")).toBe(200);
     expect(server.child.exitCode).toBe(0);
   }, 30_000);
 

@@ -13,13 +13,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { startTestServer, useTestServer } from "../support/server.js";
 
 const SCREENSHOT = new URL("../../test-artifacts/docs-page.png", import.meta.url);
 const SCREENSHOT_TOP = new URL("../../test-artifacts/docs-page-top.png", import.meta.url);
@@ -39,11 +39,10 @@ const EXPECTED = {
   errors: null,
 };
 
-let server: TestServer;
+const server = useTestServer("docs_page", { DEFAULT_AVATAR_URL: DEFAULT_AVATAR }, { now: () => NOW });
 let demoKey: string;
 
 beforeAll(async () => {
-  server = await startTestServer("docs_page", { DEFAULT_AVATAR_URL: DEFAULT_AVATAR }, { now: () => NOW });
   const db = server.database.db;
   demoKey = (await createKey(db, "demo-affiliate")).secret;
   await addBoard(db, "demo-affiliate", [
@@ -52,10 +51,6 @@ beforeAll(async () => {
     // blaze's December wager is outside the half-month.
     ["d-3", "blaze_1009", "https://avatars.example.test/blaze.png", ["0.00000001", NOV_16 + 120], ["500", DEC_1]],
   ]);
-});
-
-afterAll(async () => {
-  await server?.close();
 });
 
 describe("served files", () => {

@@ -10,7 +10,7 @@ import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_ENTRY, type CliResult, closed, collectOutput } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { freePort, SERVER_ENTRY, sleep, startServerProcess } from "../support/processes.js";
+import { freePort, SERVER_ENTRY, sleep, startServerProcess, statusThenStop } from "../support/processes.js";
 
 const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { version: string; engines: { node: string } };
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -89,12 +89,7 @@ describe("every entry point answers --help and --version without listening", () 
 describe("topwagers serve", () => {
   it("starts the server from the environment, answers, and stops on SIGTERM with exit 0", async () => {
     const server = await startServerProcess({ DATABASE_URL: database.url }, { entry: CLI_ENTRY, args: ["serve"] });
-    try {
-      const ready = await fetch(`${server.baseUrl}/readyz`);
-      expect(ready.status).toBe(200);
-    } finally {
-      await server.stop();
-    }
+    expect(await statusThenStop(server, "/readyz")).toBe(200);
     expect(server.child.exitCode).toBe(0);
     expect(server.logs.at(-1)?.msg).toBe("stopped");
     expect(server.otherOutput).toEqual([]);

@@ -20,10 +20,15 @@ import {
 import { revokeApiKey } from "../../src/storage/api-keys.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
-import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 import { connectEsWatch, metricSample, type OpenStream, RawHttp1Stream, watchRequest } from "../support/live.js";
 
-let servers: IngestServers;
+const servers = useIngestServers("live_limits", {
+  INGEST_TOKEN: TEST_INGEST_TOKEN,
+  STREAM_LIMIT_PER_KEY: "4",
+  STREAM_LIMIT_PER_ADDRESS: "3",
+  STREAM_LIMIT: "5",
+});
 let keyA = "";
 let keyB = "";
 const sessions: Http2SessionManager[] = [];
@@ -49,12 +54,6 @@ function from(address: string, key: string, numUsers = 10): OpenStream {
 const metric = (series: string) => metricSample(servers.app.metrics, series);
 
 beforeAll(async () => {
-  servers = await startIngestServers("live_limits", {
-    INGEST_TOKEN: TEST_INGEST_TOKEN,
-    STREAM_LIMIT_PER_KEY: "4",
-    STREAM_LIMIT_PER_ADDRESS: "3",
-    STREAM_LIMIT: "5",
-  });
   keyA = (await createKey(servers.database.db, "aff-lim-a")).secret;
   keyB = (await createKey(servers.database.db, "aff-lim-b")).secret;
   const avatar = (i: number) => `https://img.example/${String(i).padStart(4, "0")}/${"a".repeat(1_990)}.png`;
@@ -88,7 +87,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const stream of opened) stream.close();
   for (const session of sessions) session.abort();
-  await servers?.close();
 });
 
 function envelope(payload: Uint8Array): Buffer {

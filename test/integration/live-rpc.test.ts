@@ -21,7 +21,7 @@ import { rpcTop } from "../support/calls.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";
-import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 import {
   type Board,
   connectEsWatch,
@@ -40,7 +40,12 @@ const PUSH_WITHIN_MS = 1_500;
 /** What the test knows it sent: per user, January's total in 10^-8 units, and the profile. */
 const ledger = new Map<string, { username: string; avatar: string; units: bigint; affiliate: string }>();
 const wagers = new Map<string, { userId: string; units: bigint }>();
-let servers: IngestServers;
+const servers = useIngestServers("live_rpc", {
+  INGEST_TOKEN: TEST_INGEST_TOKEN,
+  STREAM_HEARTBEAT_S: "1",
+  // Every client here is 127.0.0.1 (live-limits.test.ts covers the limit).
+  STREAM_LIMIT_PER_ADDRESS: "1000",
+});
 let key = "";
 let otherKey = "";
 const sessions: Http2SessionManager[] = [];
@@ -152,12 +157,6 @@ async function nextOnAll(list: readonly OpenStream[], n: number, since: number):
 const metricValue = (series: string) => metricSample(servers.app.metrics, series);
 
 beforeAll(async () => {
-  servers = await startIngestServers("live_rpc", {
-    INGEST_TOKEN: TEST_INGEST_TOKEN,
-    STREAM_HEARTBEAT_S: "1",
-    // Every client here is 127.0.0.1 (live-limits.test.ts covers the limit).
-    STREAM_LIMIT_PER_ADDRESS: "1000",
-  });
   key = (await createKey(servers.database.db, AFFILIATE)).secret;
   otherKey = (await createKey(servers.database.db, OTHER)).secret;
   await upsert("u-ann", "ann", "https://img.example/ann.png", AFFILIATE);
@@ -178,7 +177,6 @@ afterAll(async () => {
   for (const stream of open) stream.close();
   for (const client of grpcClients) client.close();
   for (const session of sessions) session.abort();
-  await servers?.close();
 });
 
 describe("WatchTopAffiliateWagersByPeriod", () => {

@@ -6,7 +6,7 @@
  */
 import { once } from "node:events";
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createPublicApp, MAX_BODY_BYTES } from "../../src/apps/public.js";
 import { loadConfig } from "../../src/config.js";
 import { EARLIEST_START, MAX_TIMESTAMP } from "../../src/leaderboard/period-request.js";
@@ -15,7 +15,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";
 import { type Json, type ObservedResponse, OpenApiChecker } from "../support/openapi.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { startTestServer, useTestServer } from "../support/server.js";
 
 const OP = "/top-affiliate-wagers-by-period";
 /** The second half of November 2026, the document's first example. */
@@ -31,7 +31,11 @@ beforeAll(async () => {
 });
 
 describe("real responses match the document", () => {
-  let server: TestServer;
+  const server = useTestServer(
+    "openapi",
+    { CACHE_TTL_MS: "10000", DEFAULT_AVATAR_URL: DEFAULT_AVATAR },
+    { now: () => NOW, failedAuthPolicy: { points: 10_000, windowSeconds: 60 } },
+  );
   let key: string;
   const seen = new Set<string>();
 
@@ -65,11 +69,6 @@ describe("real responses match the document", () => {
     call({ key: withKey, body: JSON.stringify(body), contentType: "application/json" });
 
   beforeAll(async () => {
-    server = await startTestServer(
-      "openapi",
-      { CACHE_TTL_MS: "10000", DEFAULT_AVATAR_URL: DEFAULT_AVATAR },
-      { now: () => NOW, failedAuthPolicy: { points: 10_000, windowSeconds: 60 } },
-    );
     const db = server.database.db;
     key = (await createKey(db, "aff-docs")).secret;
     await addBoard(db, "aff-docs", [
@@ -78,10 +77,6 @@ describe("real responses match the document", () => {
       // blaze's second wager, in the first second of December, is not in the half-month.
       ["u-3", "blaze_1009", "https://avatars.example.test/3.png", ["0.00000001", NOV_16 + 7200], ["99", DEC_1]],
     ]);
-  });
-
-  afterAll(async () => {
-    await server?.close();
   });
 
   it("200: the half-month example, with RateLimit and Cache-Control", async () => {

@@ -293,6 +293,15 @@ export function mariaDbAvailable(): boolean {
   return has("mariadb-install-db") && has("mariadbd");
 }
 
+/** The status of one GET of `path` on a started server, which is then stopped with SIGTERM (also when the GET fails). */
+export async function statusThenStop(server: ServerProcess, path: string): Promise<number> {
+  try {
+    return (await fetch(`${server.baseUrl}${path}`)).status;
+  } finally {
+    await server.stop();
+  }
+}
+
 /** A fresh data directory for mariadbd, owned by `user`, root logging in without a password. */
 export function installMariaDbDataDir(dataDir: string, user: string, extra: readonly string[] = []): Promise<void> {
   return run("mariadb-install-db", [

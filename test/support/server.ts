@@ -9,6 +9,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { createOnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { followKeys } from "./fixtures.js";
+import { useStarted } from "./lifecycle.js";
 
 export interface TestServer {
   readonly baseUrl: string;
@@ -46,4 +47,12 @@ export async function startTestServer(
       await database.drop();
     },
   };
+}
+
+/** startTestServer for the enclosing describe (or file): started in beforeAll, closed in afterAll. */
+export function useTestServer(...args: Parameters<typeof startTestServer>): TestServer {
+  return useStarted(
+    () => startTestServer(...args),
+    (server) => server.close(),
+  );
 }
