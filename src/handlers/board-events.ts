@@ -16,8 +16,7 @@ import { HttpRefusal } from "../errors/catalogue.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
-import type { CallParty } from "../observability/access-log.js";
-import type { Protocol } from "../observability/metrics.js";
+import type { ObserveCall } from "../observability/call-observation.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
 import { type Frames, liveError, ResponseViewer } from "./live-streams.js";
 import { decodeRequestFields, OPERATION_PATH, renderEntries } from "./rest.js";
@@ -54,13 +53,7 @@ export interface BoardEventsOptions {
     reason: unknown,
     headers?: Readonly<Record<string, string>>,
   ) => Promise<void>;
-  readonly observe?: (
-    procedure: string,
-    protocol: Protocol,
-    startedAt: bigint,
-    failure?: unknown,
-    party?: CallParty,
-  ) => void;
+  readonly observe?: ObserveCall;
 }
 
 export class BoardEvents {

@@ -15,8 +15,7 @@ import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, TOP_WAGERS_PROCEDURE } from "../leaderboard/operation.js";
 import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Logger } from "../logger.js";
-import type { CallParty } from "../observability/access-log.js";
-import type { Protocol } from "../observability/metrics.js";
+import type { ObserveCall } from "../observability/call-observation.js";
 import { acceptsGzip } from "../transport/accept-encoding.js";
 import { cacheControl } from "../transport/cache-control.js";
 import { type Exchange, nodeExchange } from "../transport/exchange.js";
@@ -34,13 +33,7 @@ export interface RestOptions {
   /** Bodies larger than this are refused with 413 (the listener's limit, the same for every protocol). */
   readonly maxBodyBytes: number;
   /** Counts, times and logs the call, as for every protocol (observability/call-observation.ts). */
-  readonly observe?: (
-    procedure: string,
-    protocol: Protocol,
-    startedAt: bigint,
-    failure?: unknown,
-    party?: CallParty,
-  ) => void;
+  readonly observe?: ObserveCall;
   readonly logger?: Logger;
 }
 

@@ -26,8 +26,7 @@ import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
 import type { Logger } from "../logger.js";
-import type { CallParty } from "../observability/access-log.js";
-import type { Protocol } from "../observability/metrics.js";
+import type { ObserveCall } from "../observability/call-observation.js";
 import { type NodeRequest, type NodeResponse, readBody, writeHead } from "../transport/http.js";
 import {
   deadlineMs,
@@ -49,13 +48,7 @@ export interface WatchRpcOptions {
   readonly maxBodyBytes: number;
   /** The client's address for the per-address stream limit. */
   readonly clientAddress: (req: NodeRequest) => string;
-  readonly observe?: (
-    procedure: string,
-    protocol: Protocol,
-    startedAt: bigint,
-    failure?: unknown,
-    party?: CallParty,
-  ) => void;
+  readonly observe?: ObserveCall;
   readonly logger?: Logger;
 }
 

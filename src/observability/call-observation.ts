@@ -43,12 +43,20 @@ function secondsSince(startedAt: bigint): number {
   return Number(process.hrtime.bigint() - startedAt) / 1e9;
 }
 
+/**
+ * Counts and times one call; logs it when it failed by a fault of ours (an error with a cause), and
+ * writes its access log line when ACCESS_LOG is on. Every skin reports its calls through one.
+ */
+export type ObserveCall = (
+  procedure: string,
+  protocol: Protocol,
+  startedAt: bigint,
+  failure?: unknown,
+  party?: CallParty,
+) => void;
+
 export interface CallObservation {
-  /**
-   * Counts and times one call; logs it when it failed by a fault of ours (an error with a cause), and
-   * writes its access log line when ACCESS_LOG is on.
-   */
-  observe(procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown, party?: CallParty): void;
+  readonly observe: ObserveCall;
   /**
    * The call's facts, its protocol now set from Connect's own protocol name: the request gate's
    * first step, before any body is read.
