@@ -121,13 +121,33 @@ class SseParser {
   }
 }
 
+/**
+ * Tells onFirst(true) at a viewer's first board (once), or onFirst(false) when its stream closes
+ * before one; counts the close.
+ */
+function firstBoard(viewer: Viewer, onFirst: (ok: boolean) => void) {
+  let first = true;
+  return {
+    seen(board: boolean): void {
+      if (first && board) {
+        first = false;
+        onFirst(true);
+      }
+    },
+    closed(): void {
+      ended[viewer.kind] += 1;
+      if (first) onFirst(false);
+    },
+  };
+}
+
 function sseHttp1(plan: ViewersPlan, viewer: Viewer, path: string, onFirst: (ok: boolean) => void): void {
   const url = new URL(plan.baseUrl);
   const socket = net.connect({ port: Number(url.port), host: url.hostname });
   const parser = new SseParser(viewer, plan.pacerBase);
   let head = true;
   let buffer: Buffer = Buffer.alloc(0);
-  let first = true;
+  const board = firstBoard(viewer, onFirst);
   socket.setNoDelay(true);
   socket.write(
     `GET ${path} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${plan.keys[viewer.board]}\r\naccept: text/event-stream\r\n\r\n`,
@@ -154,16 +174,10 @@ function sseHttp1(plan: ViewersPlan, viewer: Viewer, path: string, onFirst: (ok:
       if (buffer.length < line + 2 + size + 2) break;
       parser.push(buffer.subarray(line + 2, line + 2 + size).toString("utf8"));
       buffer = buffer.subarray(line + 4 + size);
-      if (first && viewer.last >= 0) {
-        first = false;
-        onFirst(true);
-      }
+      board.seen(viewer.last >= 0);
     }
   });
-  socket.on("close", () => {
-    ended[viewer.kind] += 1;
-    if (first) onFirst(false);
-  });
+  socket.on("close", () => board.closed());
   socket.on("error", () => undefined);
 }
 
@@ -192,22 +206,16 @@ function sseHttp2(plan: ViewersPlan, viewer: Viewer, path: string, onFirst: (ok:
     authorization: `Bearer ${plan.keys[viewer.board]}`,
   });
   const parser = new SseParser(viewer, plan.pacerBase);
-  let first = true;
+  const board = firstBoard(viewer, onFirst);
   stream.setEncoding("utf8");
   stream.on("response", (headers) => {
     if (headers[":status"] !== 200) onFirst(false);
   });
   stream.on("data", (text: string) => {
     parser.push(text);
-    if (first && viewer.last >= 0) {
-      first = false;
-      onFirst(true);
-    }
+    board.seen(viewer.last >= 0);
   });
-  stream.on("close", () => {
-    ended[viewer.kind] += 1;
-    if (first) onFirst(false);
-  });
+  stream.on("close", () => board.closed());
   stream.on("error", () => undefined);
 }
 
@@ -254,7 +262,7 @@ function grpc(plan: ViewersPlan, viewer: Viewer, request: Buffer, onFirst: (ok: 
   });
   stream.end(request);
   let buffer: Buffer = Buffer.alloc(0);
-  let first = true;
+  const board = firstBoard(viewer, onFirst);
   stream.on("data", (chunk: Buffer) => {
     buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
     while (buffer.length >= 5) {
@@ -275,16 +283,10 @@ function grpc(plan: ViewersPlan, viewer: Viewer, request: Buffer, onFirst: (ok: 
         countByVersion.set(version, count);
       }
       viewer.received(count);
-      if (first) {
-        first = false;
-        onFirst(true);
-      }
+      board.seen(true);
     }
   });
-  stream.on("close", () => {
-    ended[viewer.kind] += 1;
-    if (first) onFirst(false);
-  });
+  stream.on("close", () => board.closed());
   stream.on("error", () => undefined);
 }
 
