@@ -6,13 +6,12 @@
  */
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, closed, collectOutput, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { startServerProcess, statusThenStop } from "../support/processes.js";
+import { freePort, startServerProcess, statusThenStop } from "../support/processes.js";
 
 const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 const root = process.cwd();
@@ -20,16 +19,6 @@ let work: string;
 /** The checkout as a release behind a `current` symlink, in a folder whose path has spaces. */
 let linkedCheckout: string;
 let database: TestDatabase;
-
-/** A port nothing listens on: bound once to learn a free number, then closed again. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function run(file: string, args: readonly string[], env: Record<string, string>): Promise<CliResult> {
   const child = spawn(file, args, { env: { ...env }, stdio: ["ignore", "pipe", "pipe"] });
@@ -106,7 +95,7 @@ describe("--help on every command prints its usage and exits 0 without touching 
   ];
   let url: string;
   beforeAll(async () => {
-    url = `mysql://root@127.0.0.1:${await closedPort()}/topwagers_nothing`;
+    url = `mysql://root@127.0.0.1:${await freePort()}/topwagers_nothing`;
   });
 
   for (const [index, [args, start]] of commands.entries()) {

@@ -20,6 +20,7 @@ import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { OpenApiChecker } from "../support/openapi.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
 
@@ -110,8 +111,7 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "image/svg+xml" });
     res.end(avatarSvg(decodeURIComponent((req.url ?? "/").split("/").pop() ?? "").replace(/\.svg$/, "")));
   });
-  await new Promise<void>((resolve) => avatarServer.listen(0, "127.0.0.1", resolve));
-  avatars = `http://127.0.0.1:${(avatarServer.address() as { port: number }).port}/avatars`;
+  avatars = `http://127.0.0.1:${await listenOnFreePort(avatarServer)}/avatars`;
   database = await createTestDatabase("live_overlay");
   port = await freePort();
   await addUsers(database.db, [

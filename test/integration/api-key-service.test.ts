@@ -19,6 +19,7 @@ import { createOnePortServer } from "../../src/transport/one-port-server.js";
 import { refusal } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { listenOnFreePort } from "../support/listen.js";
 
 const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
 const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999, numUsers: 10 };
@@ -214,9 +215,8 @@ describe("another instance", () => {
     const db = await openDatabase({ url: servers.database.url, poolSize: 2, queryTimeoutMs: 10_000 });
     const other = createPublicApp(servers.config, db);
     const server = createOnePortServer(other.handler);
-    await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
-    const address = server.server.address();
-    const otherUrl = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+    const port = await listenOnFreePort(server.server);
+    const otherUrl = `http://127.0.0.1:${port}`;
     try {
       const created = await admin().createApiKey({ affiliateId: "aff-elsewhere" });
       await other.caughtUp(); // the other instance's keys are loaded (it is ready)

@@ -18,13 +18,14 @@ import { responseStarted, trackConnections } from "../../src/compat/node-http.js
 import { Metrics } from "../../src/observability/metrics.js";
 import { connectionOptions } from "../../src/storage/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { listenOnFreePort } from "../support/listen.js";
 
 /** Serves `handler` on a loopback port for the duration of `use`. */
 async function withServer(handler: http.RequestListener, use: (url: string) => Promise<void>): Promise<void> {
   const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = await listenOnFreePort(server);
   try {
-    await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    await use(`http://127.0.0.1:${port}`);
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));

@@ -23,6 +23,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JANUARY } from "../support/dates.js";
 import { createKey, followKeys } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { httpRequest, OPERATION } from "../support/rest.js";
 
 /** The brake's default: an address is braked once more than 30 authentications failed in 60 s. */
@@ -108,9 +109,8 @@ async function listen(env: Record<string, string>, db: Database): Promise<number
   await app.caughtUp();
   const server = createOnePortServer(app.handler);
   servers.push(server);
-  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
-  const address = server.server.address();
-  return typeof address === "object" && address !== null ? address.port : 0;
+  const port = await listenOnFreePort(server.server);
+  return port;
 }
 
 beforeAll(async () => {

@@ -15,6 +15,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { OPERATION } from "../support/rest.js";
 
 let database: TestDatabase;
@@ -75,9 +76,8 @@ beforeAll(async () => {
   const config = loadConfig({ DATABASE_URL: database.url, RATE_LIMIT_POINTS: "100000", CACHE_TTL_MS: "0" });
   app = createPublicApp(config, { ...database.db, read: gated(database.db.read) });
   server = createOnePortServer(app.handler);
-  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
-  const address = server.server.address();
-  base = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+  const port = await listenOnFreePort(server.server);
+  base = `http://127.0.0.1:${port}`;
 });
 
 afterAll(async () => {

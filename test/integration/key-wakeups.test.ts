@@ -17,6 +17,7 @@ import { type ChangeWakeups, createChangeWakeups } from "../../src/redis/change-
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JANUARY } from "../support/dates.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { OPERATION } from "../support/rest.js";
 
 const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
@@ -32,9 +33,8 @@ let bUrl = "";
 async function listen(handler: Parameters<typeof createOnePortServer>[0]): Promise<string> {
   const server = createOnePortServer(handler);
   servers.push(server);
-  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
-  const address = server.server.address();
-  return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+  const port = await listenOnFreePort(server.server);
+  return `http://127.0.0.1:${port}`;
 }
 
 async function post(base: string, secret: string): Promise<number> {

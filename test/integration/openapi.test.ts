@@ -1,11 +1,3 @@
-/**
- * docs/openapi.yaml: real responses of a running server match it, for every
- * documented status but 500 (a bug, not provokable). The document itself (valid
- * OpenAPI 3.1, strict JSON Schema 2020-12, examples, the code's limits):
- * test/unit/openapi-document.test.ts.
- */
-import { once } from "node:events";
-import net from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createPublicApp, MAX_BODY_BYTES } from "../../src/apps/public.js";
 import { loadConfig } from "../../src/config.js";
@@ -14,7 +6,9 @@ import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { type Json, type ObservedResponse, OpenApiChecker } from "../support/openapi.js";
+import { freePort } from "../support/processes.js";
 import { startTestServer, useTestServer } from "../support/server.js";
 
 const OP = "/top-affiliate-wagers-by-period";
@@ -231,19 +225,14 @@ describe("real responses match the document", () => {
 
   it("503: the database is unreachable", async () => {
     // A port nobody listens on: taken from the OS, then released.
-    const probe = net.createServer().listen(0, "127.0.0.1");
-    await once(probe, "listening");
-    const deadPort = (probe.address() as net.AddressInfo).port;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const deadPort = await freePort();
     const url = `mysql://root@127.0.0.1:${deadPort}/tw_unreachable`;
     let database: Database | undefined;
     let unreachable: OnePortServer | undefined;
     try {
       database = await openDatabase({ url, poolSize: 1, queryTimeoutMs: 1_000 });
       unreachable = createOnePortServer(createPublicApp(loadConfig({ DATABASE_URL: url }), database).handler);
-      unreachable.server.listen(0, "127.0.0.1");
-      await once(unreachable.server, "listening");
-      const baseUrl = `http://127.0.0.1:${(unreachable.server.address() as net.AddressInfo).port}`;
+      const baseUrl = `http://127.0.0.1:${await listenOnFreePort(unreachable.server)}`;
       const reply = await call(
         { key: `tw_${"C".repeat(32)}`, body: JSON.stringify(HALF_MONTH), contentType: "application/json" },
         baseUrl,

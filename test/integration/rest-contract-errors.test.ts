@@ -13,6 +13,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../support/database.js";
 import { OCT_16 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { errorBody } from "../support/rest.js";
 import {
   call,
@@ -257,8 +258,7 @@ describe("503: database unreachable", () => {
     const app = createPublicApp(config, relayed);
     await app.caughtUp();
     publicServer = createOnePortServer(app.handler);
-    await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
-    baseUrl = `http://127.0.0.1:${(publicServer.server.address() as net.AddressInfo).port}`;
+    baseUrl = `http://127.0.0.1:${await listenOnFreePort(publicServer.server)}`;
   });
 
   afterAll(async () => {

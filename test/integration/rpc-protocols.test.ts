@@ -28,6 +28,7 @@ import { grpcJsMethod } from "../support/calls.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "../support/details.js";
 import { addBoard, createKey } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
@@ -451,9 +452,7 @@ describe("errors: same code and exact message on every protocol", () => {
     const unreachable = await openDatabase({ url: "mysql://root@127.0.0.1:1/tw_unreachable", poolSize: 1 });
     const app = createPublicApp(loadConfig({ DATABASE_URL: "mysql://root@127.0.0.1:1/tw_unreachable" }), unreachable);
     const down: OnePortServer = createOnePortServer(app.handler);
-    await new Promise<void>((resolve) => down.server.listen(0, "127.0.0.1", resolve));
-    const address = down.server.address();
-    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const port = await listenOnFreePort(down.server);
     const downClient = grpcJsClient(port);
     const manager = new Http2SessionManager(`http://127.0.0.1:${port}`);
     const downClients = [
@@ -535,9 +534,7 @@ describe("grpc-js users read the failed-authentication brake unescaped", () => {
     const app = createPublicApp(server.config, db, { failedAuthPolicy: { points: 1, windowSeconds: 60 } });
     await app.keysLoaded;
     const braked: OnePortServer = createOnePortServer(app.handler);
-    await new Promise<void>((resolve) => braked.server.listen(0, "127.0.0.1", resolve));
-    const address = braked.server.address();
-    const client = grpcJsClient(typeof address === "object" && address !== null ? address.port : 0);
+    const client = grpcJsClient(await listenOnFreePort(braked.server));
     try {
       const bad = `Bearer tw_${"D".repeat(32)}`;
       expect((await client.call(VALID, bad)).code).toBe(grpc.status.UNAUTHENTICATED);

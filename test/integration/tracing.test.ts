@@ -23,6 +23,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { grpcJsMethod } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, followKeys, wager } from "../support/fixtures.js";
+import { listenOnFreePort } from "../support/listen.js";
 
 const JAN = 1735689600;
 const REQUEST = { startTimestamp: JAN, endTimestamp: JAN + 86_399, numUsers: 10 };
@@ -98,9 +99,7 @@ beforeAll(async () => {
   const app = createPublicApp(config, database.db, { tracing });
   followKeys(app);
   server = createOnePortServer(app.handler);
-  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
-  const address = server.server.address();
-  port = typeof address === "object" && address !== null ? address.port : 0;
+  port = await listenOnFreePort(server.server);
   base = `http://127.0.0.1:${port}`;
 });
 

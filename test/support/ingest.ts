@@ -21,6 +21,7 @@ import { createOnePortServer, type OnePortServer } from "../../src/transport/one
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { followKeys } from "./fixtures.js";
 import { useStarted } from "./lifecycle.js";
+import { listenOnFreePort } from "./listen.js";
 
 export const TEST_INGEST_TOKEN = "test-ingest-token-0123456789abcdef";
 
@@ -50,9 +51,8 @@ export interface IngestServers {
 }
 
 async function listen(server: OnePortServer): Promise<string> {
-  await new Promise<void>((resolve) => server.server.listen(0, "127.0.0.1", resolve));
-  const address = server.server.address();
-  return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+  const port = await listenOnFreePort(server.server);
+  return `http://127.0.0.1:${port}`;
 }
 
 /** `label`: of a new throwaway database, or a database already made (it is dropped on close all the same). */

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import mysql from "mysql2/promise";
 import { followKeys } from "./fixtures.js";
+import { listenOnFreePort } from "./listen.js";
 
 /** The contract: a key change reaches every running server within 1 second. */
 export const KEY_CHANGE_WITHIN_MS = 1_000;
@@ -20,15 +21,10 @@ export const SERVER_ENTRY = path.resolve("dist/src/main.js");
 
 /** A port nobody listens on right now: listen on 0, note the port, close. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
+  const probe = net.createServer();
+  const port = await listenOnFreePort(probe);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -10,6 +10,7 @@ import { createOnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { followKeys } from "./fixtures.js";
 import { useStarted } from "./lifecycle.js";
+import { listenOnFreePort } from "./listen.js";
 
 export interface TestServer {
   readonly baseUrl: string;
@@ -31,9 +32,7 @@ export async function startTestServer(
   const unfollow = followKeys(app);
   await app.keysLoaded;
   const publicServer = createOnePortServer(app);
-  await new Promise<void>((resolve) => publicServer.server.listen(0, "127.0.0.1", resolve));
-  const address = publicServer.server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
+  const port = await listenOnFreePort(publicServer.server);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     port,
