@@ -1,31 +1,18 @@
 /**
  * The Connect service implementations called through connect-es's in-memory router transport (no
  * socket, no HTTP) over a real test database: what each service answers, with exact values, apart
- * from the transports, which the other integration files cover. The public service reads its
- * caller from the context value `callerKey` that the request gate sets (`admit` in
- * src/apps/public.ts); here an interceptor sets it from the same Authenticator, without the rate
- * limits (the gate's other job).
+ * from the transports, which the other integration files cover. The wiring is
+ * test/support/services-harness.ts, shared with the same services on the reference model
+ * (test/unit/services-on-model.test.ts).
  */
 import { create } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type Interceptor,
-  type Transport,
-} from "@connectrpc/connect";
+import { createClient, type Transport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { Admission } from "../../src/auth/admission.js";
 import { KeyAdmin } from "../../src/auth/key-admin.js";
 import { KeySet } from "../../src/auth/key-set.js";
-import { apiKeyService } from "../../src/handlers/api-key-service.js";
-import { callerKey, leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
-import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
@@ -34,6 +21,7 @@ import { mariadbApiKeys, mariadbIngest, mariadbStandings } from "../../src/stora
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { FEB_1_2026, JAN_1_2026 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";
+import { bearer, ingestCases, refusedCallCases, serviceTransports } from "../support/services-harness.js";
 
 /** Both services' clock: noon on 1 February 2026. */
 const NOW = FEB_1_2026 + 12 * 3600;
@@ -46,25 +34,6 @@ let publicTransport: Transport;
 /** WagerIngestService and ApiKeyService, as on the internal port. */
 let internalTransport: Transport;
 let key: string;
-
-const bearer = (secret: string) => ({ headers: { authorization: `Bearer ${secret}` } });
-
-/** The Connect error a call failed with: code, message, ErrorInfo reason and BadRequest violations. */
-async function failure(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (reason: unknown) => ConnectError.from(reason),
-  );
-  if (error === undefined) throw new Error("the call succeeded");
-  return {
-    code: error.code,
-    message: error.rawMessage,
-    reasons: error.findDetails(ErrorInfoSchema).map((i) => i.reason),
-    violations: error
-      .findDetails(BadRequestSchema)
-      .flatMap((b) => b.fieldViolations.map((v) => [v.field, v.description])),
-  };
-}
 
 beforeAll(async () => {
   database = await createTestDatabase("services_in_memory");
@@ -83,35 +52,18 @@ beforeAll(async () => {
   });
   await keys.load();
   const admission = new Admission(keys, new KeyRateLimiter({ points: 1000, windowSeconds: 60 }));
-  const authenticate: Interceptor = (next) => async (request) => {
-    const admitted = await admission.admit(request.header.get("authorization"));
-    request.contextValues.set(callerKey, admitted.caller);
-    return next(request);
-  };
   const leaderboard = new Leaderboard({
     standings: mariadbStandings(db.read),
     defaultAvatarUrl: DEFAULT_AVATAR,
     cacheTtlMs: 0,
     now: () => NOW,
   });
-  publicTransport = createRouterTransport(
-    (router) => {
-      router.service(TopWagersService, leaderboardRpc(leaderboard));
-    },
-    { router: { interceptors: [authenticate] } },
-  );
-  internalTransport = createRouterTransport((router) => {
-    router.service(
-      WagerIngestService,
-      wagerIngestService(new WagerIngest(mariadbIngest(db.write), { now: () => NOW })),
-    );
-    router.service(
-      ApiKeyService,
-      apiKeyService(
-        new KeyAdmin(mariadbApiKeys(db.write), { now: () => NOW, afterChange: (ids) => keys.refresh(ids) }),
-      ),
-    );
-  });
+  ({ publicTransport, internalTransport } = serviceTransports({
+    admission,
+    leaderboard,
+    ingest: new WagerIngest(mariadbIngest(db.write), { now: () => NOW }),
+    admin: new KeyAdmin(mariadbApiKeys(db.write), { now: () => NOW, afterChange: (ids) => keys.refresh(ids) }),
+  }));
 });
 
 afterAll(async () => {
@@ -119,6 +71,8 @@ afterAll(async () => {
 });
 
 describe("TopWagersService.getTopAffiliateWagersByPeriod", () => {
+  refusedCallCases(() => ({ publicTransport, internalTransport, key }));
+
   it("answers the caller's affiliate for the period, both bounds inclusive, with exact totals", async () => {
     const client = createClient(TopWagersService, publicTransport);
     const response = await client.getTopAffiliateWagersByPeriod(
@@ -132,89 +86,10 @@ describe("TopWagersService.getTopAffiliateWagersByPeriod", () => {
       [2, "m-1", "alice", "https://img.example.test/alice.png", 3.50000001, "3.50000001"],
     ]);
   });
-
-  it("refuses an invalid request with INVALID_ARGUMENT and one violation per field", async () => {
-    const client = createClient(TopWagersService, publicTransport);
-    const refused = await failure(
-      client.getTopAffiliateWagersByPeriod(
-        create(GetTopAffiliateWagersByPeriodRequestSchema, {
-          startTimestamp: BigInt(FEB_1_2026),
-          endTimestamp: BigInt(FEB_1_2026 - 1),
-          numUsers: 101,
-        }),
-        bearer(key),
-      ),
-    );
-    expect(refused).toEqual({
-      code: Code.InvalidArgument,
-      message:
-        "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). " +
-        "numUsers must be between 1 and 100",
-      reasons: ["INVALID_ARGUMENT"],
-      violations: [
-        [
-          "end_timestamp",
-          "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)",
-        ],
-        ["num_users", "numUsers must be between 1 and 100"],
-      ],
-    });
-  });
-
-  it("refuses a call without a key with UNAUTHENTICATED", async () => {
-    const client = createClient(TopWagersService, publicTransport);
-    const refused = await failure(
-      client.getTopAffiliateWagersByPeriod(
-        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-      ),
-    );
-    expect(refused).toEqual({
-      code: Code.Unauthenticated,
-      message: "missing or invalid API key (send Authorization Bearer with your key)",
-      reasons: ["UNAUTHENTICATED"],
-      violations: [],
-    });
-  });
 });
 
 describe("WagerIngestService", () => {
-  it("records a wager once, counts a re-send as a duplicate, and the leaderboard sums it exactly", async () => {
-    const ingest = createClient(WagerIngestService, internalTransport);
-    expect(
-      await ingest.upsertUsers({
-        users: [{ id: "m-3", affiliateId: "aff-mem", username: "carol", avatar: "https://img.example.test/c.png" }],
-      }),
-    ).toMatchObject({ upserted: 1 });
-    const wagers = [{ id: "w-new", userId: "m-3", amount: "0.00000001", placedAt: BigInt(JAN_1_2026 + 60) }];
-    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 1, duplicates: 0 });
-    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 0, duplicates: 1 });
-
-    const top = createClient(TopWagersService, publicTransport);
-    const response = await top.getTopAffiliateWagersByPeriod(
-      create(GetTopAffiliateWagersByPeriodRequestSchema, {
-        startTimestamp: BigInt(JAN_1_2026 + 60),
-        endTimestamp: BigInt(JAN_1_2026 + 60),
-        numUsers: 10,
-      }),
-      bearer(key),
-    );
-    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "m-3", "0.00000001"]]);
-  });
-
-  it("refuses a wager of an unknown user with FAILED_PRECONDITION and writes nothing", async () => {
-    const ingest = createClient(WagerIngestService, internalTransport);
-    const refused = await failure(
-      ingest.recordWagers({
-        wagers: [{ id: "w-orphan", userId: "nobody", amount: "1", placedAt: BigInt(JAN_1_2026) }],
-      }),
-    );
-    expect(refused).toEqual({
-      code: Code.FailedPrecondition,
-      message: 'unknown users "nobody". Send them with UpsertUsers before their wagers. Nothing was written',
-      reasons: ["UNKNOWN_USERS"],
-      violations: [["wagers", 'unknown users "nobody"']],
-    });
-  });
+  ingestCases(() => ({ publicTransport, internalTransport, key }));
 });
 
 describe("ApiKeyService", () => {

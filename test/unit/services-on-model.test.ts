@@ -6,16 +6,8 @@
  * answers. Expected values are written out by hand from the data below.
  */
 import { create } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type Interceptor,
-  type Transport,
-} from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import {
   GetTopAffiliateWagersByPeriodRequestSchema,
@@ -26,16 +18,13 @@ import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { Admission } from "../../src/auth/admission.js";
 import { KeyAdmin } from "../../src/auth/key-admin.js";
 import { KeySet } from "../../src/auth/key-set.js";
-import { apiKeyService } from "../../src/handlers/api-key-service.js";
-import { callerKey, leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
-import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
+import { FEB_1_2026 as FEB_1, JAN_1_2026 as JAN_1 } from "../support/dates.js";
 import { ReferenceModel } from "../support/reference-model.js";
+import { bearer, failure, ingestCases, refusedCallCases, serviceTransports } from "../support/services-harness.js";
 
-const JAN_1 = 1767225600; // 2026-01-01T00:00:00Z
-const FEB_1 = 1769904000; // 2026-02-01T00:00:00Z
 /** Every clock here: noon on 1 February 2026. */
 const NOW = FEB_1 + 12 * 3600;
 const DEFAULT_AVATAR = "https://cdn.example.test/default.png";
@@ -44,25 +33,6 @@ const JANUARY = { startTimestamp: BigInt(JAN_1), endTimestamp: BigInt(FEB_1 - 1)
 let publicTransport: Transport;
 let internalTransport: Transport;
 let key: string;
-
-const bearer = (secret: string) => ({ headers: { authorization: `Bearer ${secret}` } });
-
-/** The Connect error a call failed with: code, message, ErrorInfo reason and BadRequest violations. */
-async function failure(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (reason: unknown) => ConnectError.from(reason),
-  );
-  if (error === undefined) throw new Error("the call succeeded");
-  return {
-    code: error.code,
-    message: error.rawMessage,
-    reasons: error.findDetails(ErrorInfoSchema).map((i) => i.reason),
-    violations: error
-      .findDetails(BadRequestSchema)
-      .flatMap((b) => b.fieldViolations.map((v) => [v.field, v.description])),
-  };
-}
 
 beforeAll(async () => {
   const model = new ReferenceModel({ now: () => NOW });
@@ -88,30 +58,18 @@ beforeAll(async () => {
   expect(recorded).toEqual({ kind: "recorded", recorded: 5, duplicates: 0 });
 
   const admission = new Admission(keys, new KeyRateLimiter({ points: 1000, windowSeconds: 60 }));
-  const authenticate: Interceptor = (next) => async (request) => {
-    const admitted = await admission.admit(request.header.get("authorization"));
-    request.contextValues.set(callerKey, admitted.caller);
-    return next(request);
-  };
   const leaderboard = new Leaderboard({
     standings: model.standings,
     defaultAvatarUrl: DEFAULT_AVATAR,
     cacheTtlMs: 0,
     now: () => NOW,
   });
-  publicTransport = createRouterTransport(
-    (router) => {
-      router.service(TopWagersService, leaderboardRpc(leaderboard));
-    },
-    { router: { interceptors: [authenticate] } },
-  );
-  internalTransport = createRouterTransport((router) => {
-    router.service(WagerIngestService, wagerIngestService(ingest));
-    router.service(ApiKeyService, apiKeyService(admin));
-  });
+  ({ publicTransport, internalTransport } = serviceTransports({ admission, leaderboard, ingest, admin }));
 });
 
 describe("TopWagersService on the reference model", () => {
+  refusedCallCases(() => ({ publicTransport, internalTransport, key }));
+
   it("answers the caller's affiliate for the period, both bounds inclusive, with exact totals", async () => {
     const client = createClient(TopWagersService, publicTransport);
     const response = await client.getTopAffiliateWagersByPeriod(
@@ -145,74 +103,10 @@ describe("TopWagersService on the reference model", () => {
       [2, "m-2", "15000.5", "1.50005"],
     ]);
   });
-
-  it("refuses an invalid request with INVALID_ARGUMENT and one violation per field", async () => {
-    const client = createClient(TopWagersService, publicTransport);
-    const refused = await failure(
-      client.getTopAffiliateWagersByPeriod(
-        create(GetTopAffiliateWagersByPeriodRequestSchema, {
-          startTimestamp: BigInt(FEB_1),
-          endTimestamp: BigInt(FEB_1 - 1),
-          numUsers: 101,
-        }),
-        bearer(key),
-      ),
-    );
-    expect(refused).toEqual({
-      code: Code.InvalidArgument,
-      message:
-        "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). " +
-        "numUsers must be between 1 and 100",
-      reasons: ["INVALID_ARGUMENT"],
-      violations: [
-        [
-          "end_timestamp",
-          "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)",
-        ],
-        ["num_users", "numUsers must be between 1 and 100"],
-      ],
-    });
-  });
-
-  it("refuses a call without a key with UNAUTHENTICATED", async () => {
-    const client = createClient(TopWagersService, publicTransport);
-    const refused = await failure(
-      client.getTopAffiliateWagersByPeriod(
-        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-      ),
-    );
-    expect(refused).toEqual({
-      code: Code.Unauthenticated,
-      message: "missing or invalid API key (send Authorization Bearer with your key)",
-      reasons: ["UNAUTHENTICATED"],
-      violations: [],
-    });
-  });
 });
 
 describe("WagerIngestService on the reference model", () => {
-  it("records a wager once, counts a re-send as a duplicate, and the leaderboard sums it exactly", async () => {
-    const ingest = createClient(WagerIngestService, internalTransport);
-    expect(
-      await ingest.upsertUsers({
-        users: [{ id: "m-3", affiliateId: "aff-mem", username: "carol", avatar: "https://img.example.test/c.png" }],
-      }),
-    ).toMatchObject({ upserted: 1 });
-    const wagers = [{ id: "w-new", userId: "m-3", amount: "0.00000001", placedAt: BigInt(JAN_1 + 60) }];
-    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 1, duplicates: 0 });
-    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 0, duplicates: 1 });
-
-    const top = createClient(TopWagersService, publicTransport);
-    const response = await top.getTopAffiliateWagersByPeriod(
-      create(GetTopAffiliateWagersByPeriodRequestSchema, {
-        startTimestamp: BigInt(JAN_1 + 60),
-        endTimestamp: BigInt(JAN_1 + 60),
-        numUsers: 10,
-      }),
-      bearer(key),
-    );
-    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "m-3", "0.00000001"]]);
-  });
+  ingestCases(() => ({ publicTransport, internalTransport, key }));
 
   it("refuses a re-sent wager with another weight as ALREADY_EXISTS", async () => {
     const ingest = createClient(WagerIngestService, internalTransport);
@@ -246,19 +140,6 @@ describe("WagerIngestService on the reference model", () => {
       ["m-1", "2.5"],
       ["m-3", "0.00000001"],
     ]);
-  });
-
-  it("refuses a wager of an unknown user with FAILED_PRECONDITION and writes nothing", async () => {
-    const ingest = createClient(WagerIngestService, internalTransport);
-    const refused = await failure(
-      ingest.recordWagers({ wagers: [{ id: "w-orphan", userId: "nobody", amount: "1", placedAt: BigInt(JAN_1) }] }),
-    );
-    expect(refused).toEqual({
-      code: Code.FailedPrecondition,
-      message: 'unknown users "nobody". Send them with UpsertUsers before their wagers. Nothing was written',
-      reasons: ["UNKNOWN_USERS"],
-      violations: [["wagers", 'unknown users "nobody"']],
-    });
   });
 });
 

@@ -1,0 +1,164 @@
+/**
+ * The Connect services behind connect-es's in-memory router transport, wired as the two ports wire
+ * them, for tests that run the same services on MariaDB (integration) and on the reference model
+ * (unit). The public service reads its caller from `callerKey`, which the request gate sets on the
+ * real port; here an interceptor sets it from the same Admission (its rate limits included).
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, createClient, createRouterTransport, type Interceptor, type Transport } from "@connectrpc/connect";
+import { expect, it } from "vitest";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
+import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import type { Admission } from "../../src/auth/admission.js";
+import type { KeyAdmin } from "../../src/auth/key-admin.js";
+import { apiKeyService } from "../../src/handlers/api-key-service.js";
+import { callerKey, leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
+import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
+import type { WagerIngest } from "../../src/ingest/wager-ingest.js";
+import type { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { refusal } from "./calls.js";
+import { FEB_1_2026, JAN_1_2026 } from "./dates.js";
+
+const JANUARY = { startTimestamp: BigInt(JAN_1_2026), endTimestamp: BigInt(FEB_1_2026 - 1) };
+
+export interface ServiceTransports {
+  /** TopWagersService, as on the public port. */
+  readonly publicTransport: Transport;
+  /** WagerIngestService and ApiKeyService, as on the internal port. */
+  readonly internalTransport: Transport;
+}
+
+export function serviceTransports(services: {
+  readonly admission: Admission;
+  readonly leaderboard: Leaderboard;
+  readonly ingest: WagerIngest;
+  readonly admin: KeyAdmin;
+}): ServiceTransports {
+  const authenticate: Interceptor = (next) => async (request) => {
+    const admitted = await services.admission.admit(request.header.get("authorization"));
+    request.contextValues.set(callerKey, admitted.caller);
+    return next(request);
+  };
+  return {
+    publicTransport: createRouterTransport(
+      (router) => {
+        router.service(TopWagersService, leaderboardRpc(services.leaderboard));
+      },
+      { router: { interceptors: [authenticate] } },
+    ),
+    internalTransport: createRouterTransport((router) => {
+      router.service(WagerIngestService, wagerIngestService(services.ingest));
+      router.service(ApiKeyService, apiKeyService(services.admin));
+    }),
+  };
+}
+
+export const bearer = (secret: string) => ({ headers: { authorization: `Bearer ${secret}` } });
+
+/** The Connect error a call failed with: code, message, ErrorInfo reasons and BadRequest violations. */
+export async function failure(call: Promise<unknown>) {
+  const error = await refusal(call);
+  return {
+    code: error.code,
+    message: error.rawMessage,
+    reasons: error.findDetails(ErrorInfoSchema).map((i) => i.reason),
+    violations: error
+      .findDetails(BadRequestSchema)
+      .flatMap((b) => b.fieldViolations.map((v) => [v.field, v.description])),
+  };
+}
+
+/** What the shared cases call: the transports and a key of affiliate aff-mem, read once beforeAll has set them. */
+export type ServiceCaseContext = () => ServiceTransports & { readonly key: string };
+
+/** Refusals of the public call, the same whatever stores the services run on. */
+export function refusedCallCases(ctx: ServiceCaseContext): void {
+  it("refuses an invalid request with INVALID_ARGUMENT and one violation per field", async () => {
+    const client = createClient(TopWagersService, ctx().publicTransport);
+    const refused = await failure(
+      client.getTopAffiliateWagersByPeriod(
+        create(GetTopAffiliateWagersByPeriodRequestSchema, {
+          startTimestamp: BigInt(FEB_1_2026),
+          endTimestamp: BigInt(FEB_1_2026 - 1),
+          numUsers: 101,
+        }),
+        bearer(ctx().key),
+      ),
+    );
+    expect(refused).toEqual({
+      code: Code.InvalidArgument,
+      message:
+        "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). " +
+        "numUsers must be between 1 and 100",
+      reasons: ["INVALID_ARGUMENT"],
+      violations: [
+        [
+          "end_timestamp",
+          "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second)",
+        ],
+        ["num_users", "numUsers must be between 1 and 100"],
+      ],
+    });
+  });
+
+  it("refuses a call without a key with UNAUTHENTICATED", async () => {
+    const client = createClient(TopWagersService, ctx().publicTransport);
+    const refused = await failure(
+      client.getTopAffiliateWagersByPeriod(
+        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
+      ),
+    );
+    expect(refused).toEqual({
+      code: Code.Unauthenticated,
+      message: "missing or invalid API key (send Authorization Bearer with your key)",
+      reasons: ["UNAUTHENTICATED"],
+      violations: [],
+    });
+  });
+}
+
+/**
+ * Ingest cases the same on every store. They record user m-3 of aff-mem and wager w-new at
+ * 1 January 2026 00:01:00, which later cases of the file see.
+ */
+export function ingestCases(ctx: ServiceCaseContext): void {
+  it("records a wager once, counts a re-send as a duplicate, and the leaderboard sums it exactly", async () => {
+    const ingest = createClient(WagerIngestService, ctx().internalTransport);
+    expect(
+      await ingest.upsertUsers({
+        users: [{ id: "m-3", affiliateId: "aff-mem", username: "carol", avatar: "https://img.example.test/c.png" }],
+      }),
+    ).toMatchObject({ upserted: 1 });
+    const wagers = [{ id: "w-new", userId: "m-3", amount: "0.00000001", placedAt: BigInt(JAN_1_2026 + 60) }];
+    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 1, duplicates: 0 });
+    expect(await ingest.recordWagers({ wagers })).toMatchObject({ recorded: 0, duplicates: 1 });
+
+    const top = createClient(TopWagersService, ctx().publicTransport);
+    const response = await top.getTopAffiliateWagersByPeriod(
+      create(GetTopAffiliateWagersByPeriodRequestSchema, {
+        startTimestamp: BigInt(JAN_1_2026 + 60),
+        endTimestamp: BigInt(JAN_1_2026 + 60),
+        numUsers: 10,
+      }),
+      bearer(ctx().key),
+    );
+    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "m-3", "0.00000001"]]);
+  });
+
+  it("refuses a wager of an unknown user with FAILED_PRECONDITION and writes nothing", async () => {
+    const ingest = createClient(WagerIngestService, ctx().internalTransport);
+    const refused = await failure(
+      ingest.recordWagers({
+        wagers: [{ id: "w-orphan", userId: "nobody", amount: "1", placedAt: BigInt(JAN_1_2026) }],
+      }),
+    );
+    expect(refused).toEqual({
+      code: Code.FailedPrecondition,
+      message: 'unknown users "nobody". Send them with UpsertUsers before their wagers. Nothing was written',
+      reasons: ["UNKNOWN_USERS"],
+      violations: [["wagers", 'unknown users "nobody"']],
+    });
+  });
+}
