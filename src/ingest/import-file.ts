@@ -29,7 +29,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { ImportBatches } from "./import-batches.js";
+import { ImportBatches, type ImportCounts } from "./import-batches.js";
 import { csvHeader, type Parsed, parseCsvLine, parseJsonLine } from "./import-formats.js";
 import type { WagerIngest } from "./wager-ingest.js";
 
@@ -44,17 +44,10 @@ export interface ImportOptions {
   readonly onProgress?: (bytes: number, size: number, lines: number) => void;
 }
 
-export interface ImportReport {
+/** The batches' counts (void lines: voided now, already voided before, pending), with the file's format and lines. */
+export interface ImportReport extends ImportCounts {
   readonly format: ImportFormat | undefined;
   readonly lines: number;
-  readonly users: number;
-  readonly recorded: number;
-  readonly duplicates: number;
-  /** Void lines: wagers taken out now, already voided before, and not recorded yet (pending). */
-  readonly voided: number;
-  readonly alreadyVoided: number;
-  readonly pendingVoids: number;
-  readonly badLines: number;
 }
 
 export function formatOf(path: string, firstLine: string): ImportFormat {

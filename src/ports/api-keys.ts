@@ -64,18 +64,18 @@ export interface ApiKeyStore {
 }
 
 /** A key as storage gives it (the fields the key set needs). */
-export interface KeyRecord {
-  readonly id: string;
-  readonly affiliateId: number;
-  readonly hash: Buffer;
-  readonly revokedAt: number | null;
-  /** Unix seconds. */
-  readonly expiresAt: number | null;
-  readonly rateLimit: { readonly points: number; readonly windowSeconds: number } | null;
-  readonly publishable: boolean;
-  readonly allowedOrigins: readonly string[];
-  readonly defaultRankBy: RankBy | null;
-}
+export type KeyRecord = Pick<
+  StoredKeyWithHash,
+  | "id"
+  | "affiliateId"
+  | "hash"
+  | "revokedAt"
+  | "expiresAt"
+  | "rateLimit"
+  | "publishable"
+  | "allowedOrigins"
+  | "defaultRankBy"
+>;
 
 /** Where the key set reads keys from (storage/stores.ts on MariaDB). */
 export interface KeyStore {
