@@ -165,7 +165,7 @@ describe.skipIf(missing !== undefined)("the Python gRPC client example", () => {
       { env: { ...process.env, PYTHONPATH: gen, TOPWAGERS_KEY: watchKey }, stdio: ["ignore", "pipe", "pipe"] },
     );
     const output = collectOutput(child);
-    const code = await watchOneChange(child, output, { pattern: /"board"/g, checks: 400 }, () =>
+    const code = await watchOneChange(child, output, { pattern: /"userId"/g, checks: 400 }, () =>
       addWagers(db, [wager("py-w", "0.25", NOV_16 + 6)]),
     );
     expect(output.stderr).toBe("");

@@ -130,7 +130,7 @@ describe("the connect-es client example", () => {
         stdio: ["ignore", "pipe", "pipe"],
       });
       const output = collectOutput(child);
-      const code = await watchOneChange(child, output, { pattern: /^board /gm, checks: 200 }, () =>
+      const code = await watchOneChange(child, output, { pattern: /^ {2}1 {2}watched/gm, checks: 200 }, () =>
         addWagers(db, [wager(`ts-w-${protocol}`, "2", start)]),
       );
       expect(output.stderr).toBe("");

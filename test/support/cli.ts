@@ -65,7 +65,9 @@ export function runCli(args: readonly string[], databaseUrl: string, env: Record
 
 /**
  * Lets a watching child print `pattern` once, runs `change` (e.g. a wager), waits for the second
- * print, then stops it with SIGINT (also when waiting fails). Resolves with its exit code.
+ * print, then stops it with SIGINT (also when waiting fails). Resolves with its exit code once its
+ * pipes are closed, so everything it wrote is in `output`. `pattern` must match the last line a
+ * board prints: a child may write a board's lines one by one and be stopped between them.
  */
 export async function watchOneChange(
   child: ChildProcess,
@@ -73,7 +75,7 @@ export async function watchOneChange(
   printed: { pattern: RegExp; checks: number },
   change: () => Promise<void>,
 ): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
   try {
     await untilPrinted(output, printed.pattern, 1, printed.checks);
     await change();
