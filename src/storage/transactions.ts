@@ -49,23 +49,42 @@ function isRetryable(error: unknown): boolean {
 }
 
 /** Per-connection one-time set-up already done, by purpose (keyed by the driver's connection object). */
-const prepared = new Map<string, WeakSet<object>>();
+class PreparedConnections {
+  private readonly done = new Map<string, WeakSet<object>>();
 
-/** Runs `setUp` once per pooled connection and purpose (session settings, temporary tables). */
-export async function oncePerConnection(
+  async once(connection: PoolConnection, purpose: string, setUp: () => Promise<unknown>): Promise<void> {
+    const core = connectionIdentity(connection);
+    let done = this.done.get(purpose);
+    if (done === undefined) {
+      done = new WeakSet();
+      this.done.set(purpose, done);
+    }
+    if (done.has(core)) return;
+    await setUp();
+    done.add(core);
+  }
+}
+
+const PREPARED = Symbol("prepared connections");
+
+/**
+ * The pool's own record of prepared connections, kept on the pool object (made by openDatabase,
+ * ./database.ts), so two databases in one process never share it and it goes with its pool.
+ */
+function preparedConnections(pool: Pool): PreparedConnections {
+  const owner = pool as Pool & { [PREPARED]?: PreparedConnections };
+  owner[PREPARED] ??= new PreparedConnections();
+  return owner[PREPARED];
+}
+
+/** Runs `setUp` once per connection of `pool` and purpose (session settings, temporary tables). */
+export function oncePerConnection(
+  pool: Pool,
   connection: PoolConnection,
   purpose: string,
   setUp: () => Promise<unknown>,
 ): Promise<void> {
-  const core = connectionIdentity(connection);
-  let done = prepared.get(purpose);
-  if (done === undefined) {
-    done = new WeakSet();
-    prepared.set(purpose, done);
-  }
-  if (done.has(core)) return;
-  await setUp();
-  done.add(core);
+  return preparedConnections(pool).once(connection, purpose, setUp);
 }
 
 /**
@@ -87,7 +106,7 @@ export async function inTransaction<T>(
   for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
     const connection = await pool.getConnection();
     try {
-      await oncePerConnection(connection, "lock wait", () =>
+      await oncePerConnection(pool, connection, "lock wait", () =>
         connection.query("SET SESSION innodb_lock_wait_timeout = ?", [policy.lockWaitTimeoutSeconds]),
       );
       await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");

@@ -36,7 +36,7 @@ export async function voidWagerBatch(
         "SELECT external_id FROM wager_voids WHERE external_id IN (?) AND applied_at IS NOT NULL FOR UPDATE",
         [ids],
       );
-      if (counting.length > 0) await takeOut(connection, counting);
+      if (counting.length > 0) await takeOut(pool, connection, counting);
       return {
         voided: counting.length,
         alreadyVoided: applied.length,
@@ -47,8 +47,8 @@ export async function voidWagerBatch(
   );
 }
 
-async function takeOut(connection: PoolConnection, rows: readonly RowDataPacket[]): Promise<void> {
-  await oncePerConnection(connection, VOID_STAGE, () =>
+async function takeOut(pool: Pool, connection: PoolConnection, rows: readonly RowDataPacket[]): Promise<void> {
+  await oncePerConnection(pool, connection, VOID_STAGE, () =>
     connection.query(
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${VOID_STAGE} (
         id BIGINT UNSIGNED NOT NULL PRIMARY KEY, external_id VARBINARY(256) NOT NULL,

@@ -53,7 +53,7 @@ export async function recordWagerBatch(
       const users = await usersByExternalId(connection, userIds);
       const unknown = userIds.filter((id) => !users.has(id));
       if (unknown.length > 0) return { kind: "unknown_users", userIds: unknown };
-      await stage(connection, batch, users);
+      await stage(pool, connection, batch, users);
 
       let fresh = batch;
       try {
@@ -181,11 +181,12 @@ const STAGE = "ingest_stage";
 const COLUMNS = "external_id, user_id, affiliate_id, amount, placed_at, weight_bps";
 
 async function stage(
+  pool: Pool,
   connection: PoolConnection,
   batch: readonly WagerRecord[],
   users: ReadonlyMap<string, InternalUser>,
 ): Promise<void> {
-  await oncePerConnection(connection, STAGE, () =>
+  await oncePerConnection(pool, connection, STAGE, () =>
     connection.query(
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGE} (
         external_id VARBINARY(256) NOT NULL, user_id INT UNSIGNED NOT NULL, affiliate_id INT UNSIGNED NOT NULL,
