@@ -5,7 +5,6 @@
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { type ImportFormat, importFile } from "../ingest/import-file.js";
-import { type SeedMethod, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
@@ -15,6 +14,7 @@ import { hourStart } from "../values/calendar.js";
 import { sameDecimal } from "../values/decimal.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
 import { formatDuration, Progress } from "./progress.js";
+import { type SeedMethod, seedDatabase } from "./seed.js";
 
 const number = new Intl.NumberFormat("en-US");
 

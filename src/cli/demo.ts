@@ -6,7 +6,6 @@
 import { parseArgs } from "node:util";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { loadConfig } from "../config.js";
-import { type SeedReport, seedDatabase } from "../ingest/seed.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { serve } from "../server.js";
 import { usersOfAffiliate } from "../storage/affiliates.js";
@@ -14,6 +13,7 @@ import type { Database } from "../storage/database.js";
 import { mariadbApiKeys } from "../storage/stores.js";
 import { halfMonthOf } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
+import { type SeedReport, seedDatabase } from "./seed.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
 

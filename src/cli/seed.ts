@@ -1,5 +1,5 @@
 /**
- * `seed`: writes a deterministic synthetic data set (./seed-data.ts).
+ * `seed`: writes a deterministic synthetic data set (ingest/seed-data.ts).
  *
  * Users always go through the ingest path (UpsertUsers' validation and SQL).
  * Wagers go through RecordWagers' path for small sets ("record"), or through
@@ -10,6 +10,9 @@
  * duplicate), and a crashed run can simply be run again.
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { amountText, SeedData, type SeedPlan } from "../ingest/seed-data.js";
+import { MAX_BATCH, type WagerInput } from "../ingest/validation.js";
+import { type RecordWagersResult, type UpsertUsersResult, WagerIngest } from "../ingest/wager-ingest.js";
 import {
   isLocalInfileRefused,
   LOCAL_INFILE_FIX,
@@ -22,9 +25,6 @@ import {
 import type { Database } from "../storage/database.js";
 import { mariadbIngest } from "../storage/stores.js";
 import type { UserProfile } from "../values/records.js";
-import { amountText, SeedData, type SeedPlan } from "./seed-data.js";
-import { MAX_BATCH, type WagerInput } from "./validation.js";
-import { type RecordWagersResult, type UpsertUsersResult, WagerIngest } from "./wager-ingest.js";
 
 export type SeedMethod = "auto" | "record" | "bulk";
 
