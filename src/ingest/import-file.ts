@@ -1,30 +1,6 @@
 /**
- * `import <file>`: users and wagers from a JSON Lines or CSV file, streamed
- * through the same ingest path as the RPC service, in batches of 1000.
- *
- * A bad line (unparseable, breaking a rule, naming an unknown user, or re-using
- * a wager id with other content) is reported with its line number and skipped;
- * the rest goes on. Each batch commits on its own and wager ids make recording
- * idempotent, so after a crash the same command can simply be run again: what
- * was recorded counts as duplicates, the rest is recorded, totals stay exact.
- *
- * JSON Lines, one object per line:
- *   {"type":"user","id":"u1","affiliateId":"aff-1","username":"alice","avatar":"https://…"}
- *   {"type":"wager","id":"w1","userId":"u1","amount":"12.5","placedAt":1733115600,"weightBps":5000}
- *   {"type":"void","id":"w1"}
- * A void line takes the wager with that id out of the totals for good
- * (VoidWagers), whether its wager line comes before, after, or in another file.
- * `amount` must be a JSON string (a JSON number may already have lost digits);
- * `weightBps` (basis points, 0 to 10000) is optional: absent, the wager counts
- * fully. snake_case keys (affiliate_id, user_id, placed_at, weight_bps) are
- * accepted too.
- *
- * CSV: a header line names the columns, in any order, in camelCase or
- * snake_case, quoted or not: users `id,affiliateId,username,avatar` (avatar
- * optional), wagers `id,userId,amount,placedAt[,weightBps]` (an empty weight
- * counts fully). A file may mix both with a
- * `type` column (user, wager or void: the wager id in `id`) and the union of the columns. Fields may be
- * quoted with "…" ("" inside for a quote); a record is one line.
+ * `import <file>`: users, wagers and voids from JSON Lines or CSV, streamed through the ingest path in batches of
+ * 1000; a bad line is reported and skipped. Formats and re-runs: README.md, "Data tools: import, seed, verify".
  */
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";

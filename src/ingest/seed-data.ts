@@ -1,28 +1,6 @@
 /**
- * Deterministic synthetic casino data for demos and benchmarks, shaped like a
- * casino affiliate programme's data (the data set docs/benchmarks.md measures on):
- *
- * - affiliates of Zipf-like size: users of the k-th ∝ 1 / k^1.1; with the
- *   default user count (max(3, round(100000 / k^1.1)) for the k-th)
- *   the largest has 100,000 users and 2,000 affiliates have 590,835;
- * - each user signs up at a uniform time from 90 days before the window to its
- *   end, stays active for an exponential lifetime (mean 120 days), and plays
- *   sessions at a log-normal rate (median 0.05 a day); a session lasts 60 s +
- *   an exponential 30 minutes;
- * - wagers are spread over sessions by a per-user log-normal session size so
- *   the total is exactly the requested number; amounts are log-normal around a
- *   per-user median bet (median $3) clamped to [0.01, 1,000,000], with 8
- *   decimals. An amount is an integer count of 10^-8 units and its text is
- *   built from that integer; no amount text ever comes from float formatting;
- * - 30 % of users have no avatar;
- * - weights (race rules) as a casino with Roobet-like rules would send them:
- *   70 % of wagers count fully (10000 basis points), 20 % half (5000), 10 %
- *   a tenth (1000), chosen by a hash of the seed and the wager's number, so
- *   amounts, times and users are the same as without weights.
- *
- * The same seed and options always give the same data. Wagers are numbered in
- * affiliate order and, within an affiliate, in time order, so ids, the
- * primary key and the (affiliate, time) index all grow together when loaded.
+ * Deterministic synthetic casino data for demos and benchmarks (`seed`): the same seed and options always give the
+ * same data. Its shape, and why ids are numbered as they are: docs/architecture.md, "The seed data".
  */
 
 import { EARLIEST_START } from "../leaderboard/period-request.js";

@@ -1,21 +1,6 @@
 /**
- * Opt-in OpenTelemetry tracing. Off unless `OTEL_TRACES_EXPORTER` is `otlp` or
- * `console`; when off nothing of OpenTelemetry is even loaded (the packages are
- * imported here on demand only) and requests take exactly the path they take
- * without this module.
- *
- * When on, every request on either listener (REST, Connect, gRPC, gRPC-Web,
- * health, ingest) gets a SERVER span that continues the caller's W3C
- * `traceparent` / `tracestate` (the caller's sampling decision is kept: the
- * default sampler is parent-based), and every database query made while a
- * span is active gets a CLIENT child span with its parameterised SQL text
- * (never the bound values).
- *
- * Settings, as the OpenTelemetry specification names them:
- *   OTEL_TRACES_EXPORTER          unset / none (off, the default), otlp, console
- *   OTEL_EXPORTER_OTLP_ENDPOINT   e.g. http://otel-collector:4318 (OTLP over HTTP; read by the exporter)
- *   OTEL_SERVICE_NAME             default "topwagers"
- *   OTEL_TRACES_SAMPLER(_ARG)     default parentbased_always_on (read by the SDK)
+ * Opt-in OpenTelemetry tracing: when off, nothing of OpenTelemetry is loaded (the packages are imported here on
+ * demand only). Settings, spans and the sampler: docs/operations.md, "Tracing".
  */
 import type * as Api from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";

@@ -1,21 +1,6 @@
 /**
- * `verify`: recomputes every rollup row from the raw wagers (the total, what
- * the weights take off it, and the count) and reports each row that differs,
- * is missing, or should not exist.
- *
- * Work is split into ranges of affiliates of about a million wagers. Each
- * range is first screened cheaply: its raw wagers are grouped by hour once
- * into an in-memory temporary table, the hourly rollup is compared with it,
- * and the daily, half-month and monthly rollups with its sums per day, half and month (DECIMAL
- * addition is exact, so grouping hours into days changes nothing).
- *
- * The session runs at READ COMMITTED so these reads take no locks and ingest
- * can keep writing; each statement then sees its own moment, so a wager
- * committed between two of them can make a range look wrong. A range and
- * level that the screen flags is therefore checked again by one exact
- * statement (raw wagers and rollup rows lined up in a single read, a full
- * outer join written as UNION ALL + GROUP BY), and only what that statement
- * finds is reported.
+ * `verify`: recomputes every rollup row from the raw wagers and reports each row that differs, is missing, or should
+ * not exist. How it screens and re-checks without locks: docs/architecture.md, "Verifying the rollups".
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { ROLLUPS, type Rollup, rollupTable, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
