@@ -207,13 +207,6 @@ export class KeySet {
     return false;
   }
 
-  /** Whether the key with this id is held and not expired (e.g. for a stream that stays open). */
-  isUsable(keyId: string): boolean {
-    const hash = this.hashById.get(keyId);
-    const entry = hash === undefined ? undefined : this.byHash.get(hash);
-    return entry !== undefined && entry.expiresAtMs > this.nowMs();
-  }
-
   /** Called with the id of each key this instance stops holding (revoked, expired at a reload, or gone). */
   onRemoved(listener: (keyId: string) => void): void {
     this.removedListeners.push(listener);
