@@ -409,7 +409,13 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
   // --only rest|grpc|binary|json|h1|h2c: run the paths whose name contains it (case-insensitive), e.g. to profile one.
   const only = values.only?.toLowerCase();
   if (only !== undefined) {
-    for (let i = paths.length - 1; i >= 0; i--) if (!paths[i]?.name.toLowerCase().includes(only)) paths.splice(i, 1);
+    // A path's name says "HTTP/1.1", not "h1": match that short form too.
+    const words = (path: PathSpec) => `${path.name.toLowerCase()}${path.http1 ? " h1" : ""}`;
+    for (let i = paths.length - 1; i >= 0; i--) {
+      const path = paths[i];
+      if (path !== undefined && !words(path).includes(only)) paths.splice(i, 1);
+    }
+    if (paths.length === 0) throw new Error(`--only ${values.only} matches no path`);
   }
   const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
   /** Load for `seconds`: wrk -c(connections x streams) for HTTP/1.1, h2load -c -m for h2c. */
