@@ -82,7 +82,8 @@ export class RestApi {
       const tooLarge = () => payloadTooLarge(maxBodyBytes);
       checkJsonBodyHeaders(exchange, maxBodyBytes);
       const bytes =
-        bodyIfComplete(exchange.body, maxBodyBytes, tooLarge) ?? (await readJsonBody(exchange, maxBodyBytes));
+        bodyIfComplete(exchange.body, maxBodyBytes, tooLarge, exchange.headers["content-length"]) ??
+        (await readJsonBody(exchange, maxBodyBytes));
       const fields = decodeRequestFields(parseJsonObject(bytes));
       // A cached answer comes at once, without a promise.
       const answering = answerPeriodRequest(

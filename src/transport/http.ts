@@ -89,16 +89,27 @@ export function readBody(req: NodeRequest, maxBytes: number, tooLarge: () => Err
 }
 
 /**
- * The whole body of a request that has arrived complete and that nothing reads yet, taken at once (no
- * listeners, no promise); undefined otherwise (then readStream). An HTTP/1.1 request's small body usually
- * arrives with its headers and is parsed before the handler's first await resumes. Refused with
+ * The whole body of a request when all of it is buffered and nothing reads it yet, taken at once (no
+ * listeners, no promise); undefined otherwise (then readStream). Whole means the end has been pushed
+ * (`complete`), or the buffered bytes are exactly the declared Content-Length: after a connection's
+ * first HTTP/1.1 request, Node's parser hands the body over before it reports the message complete, and
+ * the handler's first await resumes in between (docs/benchmarks.md, issue 23). Refused with
  * `tooLarge()` past `maxBytes`, as readStream would.
  */
-export function bodyIfComplete(body: Readable, maxBytes: number, tooLarge: () => Error): Buffer | undefined {
-  if ((body as { complete?: boolean }).complete !== true || body.readableFlowing !== null) return undefined;
+export function bodyIfComplete(
+  body: Readable,
+  maxBytes: number,
+  tooLarge: () => Error,
+  declaredLength?: string,
+): Buffer | undefined {
+  if (body.readableFlowing !== null) return undefined;
+  const ended = (body as { complete?: boolean }).complete === true;
+  if (!ended && (body.readableLength === 0 || Number(declaredLength) !== body.readableLength)) return undefined;
   if (body.readableLength > maxBytes) throw tooLarge();
-  // Paused with the end already pushed: read() hands over everything buffered (null when nothing is).
+  // Paused: read() hands over everything buffered (null when nothing is).
   const bytes: Buffer | null = body.read();
+  // The end is still to come: flowing, the stream reads it and ends as a drained one does.
+  if (!ended) body.resume();
   return bytes ?? Buffer.alloc(0);
 }
 
