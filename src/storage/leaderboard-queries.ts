@@ -2,6 +2,7 @@
 import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { RankedRow } from "../ports/standings.js";
 import type { BucketRange, Source } from "../values/bucket-range.js";
+import { bucketCeil, nextBucketStart } from "../values/calendar.js";
 import type { RankBy } from "../values/weights.js";
 import { ROLLUPS, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 
@@ -29,6 +30,61 @@ function pieces(table: string, plain: string, weighted: string, time: string): P
   return { add: select(""), subtract: select("-") };
 }
 
+/** The column of each source that holds a board's ranking value; constants only. */
+const RANKED_COLUMN: Readonly<Record<RankBy, Readonly<Record<Source, string>>>> = {
+  wagered: { raw: "amount", ...Object.fromEntries(ROLLUPS.map((r) => [r.level, "total"])) } as Record<Source, string>,
+  weighted: {
+    raw: WEIGHTED_AMOUNT_OF_WAGER,
+    ...Object.fromEntries(ROLLUPS.map((r) => [r.level, "weighted_total"])),
+  } as Record<Source, string>,
+};
+const TABLE: Readonly<Record<Source, string>> = {
+  raw: "wagers",
+  ...Object.fromEntries(ROLLUPS.map((r) => [r.level, r.table])),
+} as Record<Source, string>;
+
+/** A piece summing only the ranking value (a second DECIMAL sum over every row costs a third more). */
+function rankedPiece(range: BucketRange, rankBy: RankBy): string {
+  const time = range.source === "raw" ? "placed_at" : "bucket";
+  const sign = range.sign === 1 ? "" : "-";
+  return `SELECT user_id, ${sign}(${RANKED_COLUMN[rankBy][range.source]}) AS r FROM ${TABLE[range.source]} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
+}
+
+/** More bucket starts than this in one piece are read as a range (never with today's periods). */
+const MAX_LISTED_BUCKETS = 400;
+
+/**
+ * A piece with both values for the listed users only. A rollup piece names its bucket starts, so
+ * that MariaDB reads each (affiliate, bucket, user) by its primary key instead of scanning the range.
+ * Sent as text with escaped values (`IN (?)` takes an array): its shape varies with the number of
+ * users and buckets, and a prepared statement per shape would fill the server's statement cache.
+ */
+function chosenPiece(
+  range: BucketRange,
+  affiliateId: number,
+  users: readonly number[],
+): { sql: string; params: unknown[] } {
+  const sign = range.sign === 1 ? "" : "-";
+  const raw = range.source === "raw";
+  const head = `SELECT user_id, ${sign}${raw ? "amount" : "total"} AS v, ${sign}(${raw ? WEIGHTED_AMOUNT_OF_WAGER : "weighted_total"}) AS w FROM ${TABLE[range.source]} WHERE affiliate_id = ?`;
+  if (range.source !== "raw") {
+    const starts: number[] = [];
+    for (let b = bucketCeil(range.source, range.from); b < range.to; b = nextBucketStart(range.source, b)) {
+      starts.push(b);
+      if (starts.length > MAX_LISTED_BUCKETS) break;
+    }
+    if (starts.length === 0) return { sql: `${head} AND FALSE`, params: [affiliateId] };
+    if (starts.length <= MAX_LISTED_BUCKETS) {
+      return { sql: `${head} AND bucket IN (?) AND user_id IN (?)`, params: [affiliateId, starts, users] };
+    }
+  }
+  const time = raw ? "placed_at" : "bucket";
+  return {
+    sql: `${head} AND ${time} >= ? AND ${time} < ? AND user_id IN (?)`,
+    params: [affiliateId, range.from, range.to, users],
+  };
+}
+
 function toRows(rows: RowDataPacket[]): RankedRow[] {
   return rows.map((row) => ({
     userExternalId: String(row.external_id),
@@ -41,13 +97,15 @@ function toRows(rows: RowDataPacket[]): RankedRow[] {
 
 /**
  * The top `limit` users from the rollups plus raw edges, ordered by the plain or the weighted
- * total descending, then username and user id in binary (code point) order. Both totals are
- * summed in the same pass over the same rows, whichever orders the board.
+ * total descending, then username and user id in binary (code point) order, each with both totals.
  *
- * Only the leading `limit + 1` totals are joined with users; the extra row
- * shows whether a tie crosses the cut. When it does (rare), a second query
- * fetches every user at or above the cut's total so the username tie-break
- * decides who is in, exactly as a full sort would.
+ * In two steps, so that a board costs one DECIMAL sum per row, as before weights existed: the
+ * ranking value alone is summed over the period's rows for the leading `limit + 1` users (the extra
+ * one shows whether a tie crosses the cut; when it does, every user at or above the cut's value is
+ * taken, so the username tie-break decides who is in, exactly as a full sort would); then both
+ * totals of just those users are read by primary key, joined with users and ordered. Weighted
+ * boards with fewer users of a positive weighted total than the limit may also list users whose
+ * wagers all had weight 0 (weighted 0): those are read in one pass with both sums (small boards).
  */
 export async function topUsersFromBuckets(
   pool: Pool,
@@ -55,6 +113,56 @@ export async function topUsersFromBuckets(
   ranges: readonly BucketRange[],
   limit: number,
   rankBy: RankBy = "wagered",
+): Promise<RankedRow[]> {
+  if (ranges.length === 0) return [];
+  const union = ranges.map((r) => rankedPiece(r, rankBy)).join(" UNION ALL ");
+  const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
+  // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
+  // period; a positive weighted total implies a positive plain one (weights are at most 1).
+  const ranked = `SELECT user_id, SUM(r) AS ranked FROM (${union}) x GROUP BY user_id HAVING ranked > 0`;
+  const [leading] = await pool.execute<RowDataPacket[]>(`${ranked} ORDER BY ranked DESC LIMIT ?`, [
+    ...params,
+    String(limit + 1),
+  ]);
+  if (rankBy === "weighted" && leading.length <= limit) {
+    return topUsersSummingBoth(pool, affiliateId, ranges, limit, rankBy);
+  }
+  let chosen = leading;
+  if (leading.length > limit) {
+    const cut = String(leading[limit]?.ranked);
+    if (String(leading[limit - 1]?.ranked) !== cut) chosen = leading.slice(0, limit);
+    else
+      [chosen] = await pool.execute<RowDataPacket[]>(`${ranked} AND ranked >= CAST(? AS DECIMAL(65,12))`, [
+        ...params,
+        cut,
+      ]);
+  }
+  if (chosen.length === 0) return [];
+  const users = chosen.map((row) => Number(row.user_id));
+  const parts = ranges.map((r) => chosenPiece(r, affiliateId, users));
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+       FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
+               FROM (${parts.map((p) => p.sql).join(" UNION ALL ")}) x GROUP BY user_id HAVING total > 0) t
+       JOIN users u ON u.id = t.user_id
+      ${order(rankBy)}
+      LIMIT ?`,
+    [...parts.flatMap((p) => p.params), limit],
+  );
+  return toRows(rows);
+}
+
+/**
+ * The same board in one pass summing both totals over every row of the period (what
+ * topUsersFromBuckets did before it ranked first): used for weighted boards that may have to list
+ * users with a weighted total of 0.
+ */
+async function topUsersSummingBoth(
+  pool: Pool,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  limit: number,
+  rankBy: RankBy,
 ): Promise<RankedRow[]> {
   if (ranges.length === 0) return [];
   const rank = RANK_COLUMN[rankBy];
