@@ -9,19 +9,31 @@ import { Code, createClient, createRouterTransport, type Interceptor, type Trans
 import { expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
-import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import {
+  GetTopAffiliateWagersByPeriodRequestSchema,
+  type RankBy,
+  TopWagersService,
+} from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import type { Admission } from "../../src/auth/admission.js";
-import type { KeyAdmin } from "../../src/auth/key-admin.js";
+import { Admission } from "../../src/auth/admission.js";
+import { KeyAdmin } from "../../src/auth/key-admin.js";
+import { KeySet } from "../../src/auth/key-set.js";
 import { apiKeyService } from "../../src/handlers/api-key-service.js";
 import { callerKey, leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
 import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
-import type { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import type { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { WagerIngest } from "../../src/ingest/wager-ingest.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
+import type { ApiKeyStore, KeyStore } from "../../src/ports/api-keys.js";
+import type { IngestStore } from "../../src/ports/ingest.js";
+import type { StandingsStore } from "../../src/ports/standings.js";
 import { refusal } from "./calls.js";
 import { FEB_1_2026, JAN_1_2026 } from "./dates.js";
 
-const JANUARY = { startTimestamp: BigInt(JAN_1_2026), endTimestamp: BigInt(FEB_1_2026 - 1) };
+/** Every clock of the services: noon on 1 February 2026. */
+export const NOW = FEB_1_2026 + 12 * 3600;
+export const DEFAULT_AVATAR = "https://cdn.example.test/default.png";
+export const JANUARY = { startTimestamp: BigInt(JAN_1_2026), endTimestamp: BigInt(FEB_1_2026 - 1) };
 
 export interface ServiceTransports {
   /** TopWagersService, as on the public port. */
@@ -30,7 +42,36 @@ export interface ServiceTransports {
   readonly internalTransport: Transport;
 }
 
-export function serviceTransports(services: {
+/** What the services run on: MariaDB's adapters (storage/stores.ts) or the reference model. */
+export interface ServiceStores {
+  readonly standings: StandingsStore;
+  readonly ingest: IngestStore;
+  readonly apiKeys: ApiKeyStore;
+  readonly keyRecords: KeyStore;
+}
+
+/**
+ * The services on `stores` as the two ports build them, every clock at NOW, no answer cache, and the key set
+ * loaded (a key created through `admin` is read into it at once).
+ */
+export async function servicesOn(
+  stores: ServiceStores,
+): Promise<ServiceTransports & { readonly admin: KeyAdmin; readonly ingest: WagerIngest }> {
+  const keys = new KeySet(stores.keyRecords);
+  await keys.load();
+  const admission = new Admission(keys, new KeyRateLimiter({ points: 1000, windowSeconds: 60 }));
+  const leaderboard = new Leaderboard({
+    standings: stores.standings,
+    defaultAvatarUrl: DEFAULT_AVATAR,
+    cacheTtlMs: 0,
+    now: () => NOW,
+  });
+  const ingest = new WagerIngest(stores.ingest, { now: () => NOW });
+  const admin = new KeyAdmin(stores.apiKeys, { now: () => NOW, afterChange: (ids) => keys.refresh(ids) });
+  return { ...serviceTransports({ admission, leaderboard, ingest, admin }), admin, ingest };
+}
+
+function serviceTransports(services: {
   readonly admission: Admission;
   readonly leaderboard: Leaderboard;
   readonly ingest: WagerIngest;
@@ -56,6 +97,18 @@ export function serviceTransports(services: {
 }
 
 export const bearer = (secret: string) => ({ headers: { authorization: `Bearer ${secret}` } });
+
+/** The board of January 2026 (top 10) through TopWagersService, sent with `secret` as the key (none: no key). */
+export function januaryTop(transport: Transport, secret?: string, rankBy?: RankBy) {
+  return createClient(TopWagersService, transport).getTopAffiliateWagersByPeriod(
+    create(GetTopAffiliateWagersByPeriodRequestSchema, {
+      ...JANUARY,
+      numUsers: 10,
+      ...(rankBy === undefined ? {} : { rankBy }),
+    }),
+    secret === undefined ? {} : bearer(secret),
+  );
+}
 
 /** The Connect error a call failed with: code, message, ErrorInfo reasons and BadRequest violations. */
 export async function failure(call: Promise<unknown>) {
@@ -104,12 +157,7 @@ export function refusedCallCases(ctx: ServiceCaseContext): void {
   });
 
   it("refuses a call without a key with UNAUTHENTICATED", async () => {
-    const client = createClient(TopWagersService, ctx().publicTransport);
-    const refused = await failure(
-      client.getTopAffiliateWagersByPeriod(
-        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-      ),
-    );
+    const refused = await failure(januaryTop(ctx().publicTransport));
     expect(refused).toEqual({
       code: Code.Unauthenticated,
       message: "missing or invalid API key (send Authorization Bearer with your key)",
@@ -160,5 +208,42 @@ export function ingestCases(ctx: ServiceCaseContext): void {
       reasons: ["UNKNOWN_USERS"],
       violations: [["wagers", 'unknown users "nobody"']],
     });
+  });
+}
+
+/**
+ * The ApiKeyService create case, the same on every store: a key of aff-other (whose only user o-1 wagered
+ * 1000000 in January 2026) lists under its affiliate and reads that affiliate's board. `stamp` bounds the
+ * creation time the store writes: `before()` is read before the call and `after()` after it.
+ */
+export function keyCreationCases(
+  ctx: ServiceCaseContext,
+  stamp: { readonly before: () => bigint; readonly after: () => bigint },
+): void {
+  it("creates a key that lists under its affiliate and reads that affiliate's leaderboard", async () => {
+    const admin = createClient(ApiKeyService, ctx().internalTransport);
+    const before = stamp.before();
+    const created = await admin.createApiKey({
+      affiliateId: "aff-other",
+      label: "in memory",
+      rateLimit: { points: 5, windowSeconds: 60 },
+    });
+    const after = stamp.after();
+    expect(created.secret).toMatch(/^tw_sk_[0-9A-Za-z]{38}$/); // prefix, 32 random, 6 checksum
+    expect(created.apiKey).toMatchObject({
+      affiliateId: "aff-other",
+      label: "in memory",
+      rateLimit: { points: 5, windowSeconds: 60 },
+    });
+    expect(created.apiKey?.id).toMatch(/^key_[0-9a-f]{16}$/);
+    expect(created.apiKey?.createdAt).toBeGreaterThanOrEqual(before);
+    expect(created.apiKey?.createdAt).toBeLessThanOrEqual(after);
+    expect(created.apiKey?.expiresAt).toBeUndefined();
+    expect(created.apiKey?.revokedAt).toBeUndefined();
+
+    expect((await admin.listApiKeys({ affiliateId: "aff-other" })).apiKeys).toEqual([created.apiKey]);
+
+    const response = await januaryTop(ctx().publicTransport, created.secret);
+    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "o-1", "1000000"]]);
   });
 }

@@ -5,30 +5,23 @@
  * test/integration/services-in-memory.test.ts; the model-based test holds the model to MariaDB's
  * answers. Expected values are written out by hand from the data below.
  */
-import { create } from "@bufbuild/protobuf";
 import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
-import {
-  GetTopAffiliateWagersByPeriodRequestSchema,
-  RankBy,
-  TopWagersService,
-} from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { Admission } from "../../src/auth/admission.js";
-import { KeyAdmin } from "../../src/auth/key-admin.js";
-import { KeySet } from "../../src/auth/key-set.js";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
 import { FEB_1_2026 as FEB_1, JAN_1_2026 as JAN_1 } from "../support/dates.js";
 import { ReferenceModel } from "../support/reference-model.js";
-import { bearer, failure, ingestCases, refusedCallCases, serviceTransports } from "../support/services-harness.js";
-
-/** Every clock here: noon on 1 February 2026. */
-const NOW = FEB_1 + 12 * 3600;
-const DEFAULT_AVATAR = "https://cdn.example.test/default.png";
-const JANUARY = { startTimestamp: BigInt(JAN_1), endTimestamp: BigInt(FEB_1 - 1) };
+import {
+  DEFAULT_AVATAR,
+  failure,
+  ingestCases,
+  januaryTop,
+  keyCreationCases,
+  NOW,
+  refusedCallCases,
+  servicesOn,
+} from "../support/services-harness.js";
 
 let publicTransport: Transport;
 let internalTransport: Transport;
@@ -36,19 +29,17 @@ let key: string;
 
 beforeAll(async () => {
   const model = new ReferenceModel({ now: () => NOW });
-  const keys = new KeySet(model.keyRecords);
-  const admin = new KeyAdmin(model.apiKeys, { now: () => NOW, afterChange: (ids) => keys.refresh(ids) });
-  const ingest = new WagerIngest(model.ingest, { now: () => NOW });
-  await keys.load();
-  const issued = await admin.create({ affiliateId: "aff-mem", label: "test" });
+  const services = await servicesOn(model);
+  ({ publicTransport, internalTransport } = services);
+  const issued = await services.admin.create({ affiliateId: "aff-mem", label: "test" });
   if (issued.kind !== "issued") throw new Error("no key");
   key = issued.secret;
-  await ingest.upsertUsers([
+  await services.ingest.upsertUsers([
     { id: "m-1", affiliateId: "aff-mem", username: "alice", avatar: "https://img.example.test/alice.png" },
     { id: "m-2", affiliateId: "aff-mem", username: "bob", avatar: "" },
     { id: "o-1", affiliateId: "aff-other", username: "other", avatar: "" },
   ]);
-  const recorded = await ingest.recordWagers([
+  const recorded = await services.ingest.recordWagers([
     { id: "w-1", userId: "m-1", amount: "1.00000001", placedAt: BigInt(JAN_1), weightBps: 10_000 },
     { id: "w-2", userId: "m-1", amount: "2.5", placedAt: BigInt(FEB_1 - 1) }, // weight absent: counts fully
     { id: "w-3", userId: "m-2", amount: "15000.5", placedAt: BigInt(JAN_1 + 1), weightBps: 1 },
@@ -56,26 +47,13 @@ beforeAll(async () => {
     { id: "w-5", userId: "o-1", amount: "1000000", placedAt: BigInt(JAN_1) }, // another affiliate
   ]);
   expect(recorded).toEqual({ kind: "recorded", recorded: 5, duplicates: 0 });
-
-  const admission = new Admission(keys, new KeyRateLimiter({ points: 1000, windowSeconds: 60 }));
-  const leaderboard = new Leaderboard({
-    standings: model.standings,
-    defaultAvatarUrl: DEFAULT_AVATAR,
-    cacheTtlMs: 0,
-    now: () => NOW,
-  });
-  ({ publicTransport, internalTransport } = serviceTransports({ admission, leaderboard, ingest, admin }));
 });
 
 describe("TopWagersService on the reference model", () => {
   refusedCallCases(() => ({ publicTransport, internalTransport, key }));
 
   it("answers the caller's affiliate for the period, both bounds inclusive, with exact totals", async () => {
-    const client = createClient(TopWagersService, publicTransport);
-    const response = await client.getTopAffiliateWagersByPeriod(
-      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-      bearer(key),
-    );
+    const response = await januaryTop(publicTransport, key);
     expect(
       response.data.map((e) => [
         e.rank,
@@ -93,11 +71,7 @@ describe("TopWagersService on the reference model", () => {
   });
 
   it("ranks by the weighted total when asked", async () => {
-    const client = createClient(TopWagersService, publicTransport);
-    const response = await client.getTopAffiliateWagersByPeriod(
-      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10, rankBy: RankBy.WEIGHTED }),
-      bearer(key),
-    );
+    const response = await januaryTop(publicTransport, key, RankBy.WEIGHTED);
     expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal, e.weightedWageredDecimal])).toEqual([
       [1, "m-1", "3.50000001", "3.50000001"],
       [2, "m-2", "15000.5", "1.50005"],
@@ -130,11 +104,7 @@ describe("WagerIngestService on the reference model", () => {
         wagers: [{ id: "w-later", userId: "m-1", amount: "7", placedAt: BigInt(JAN_1 + 5) }],
       }),
     ).toMatchObject({ recorded: 1, duplicates: 0 });
-    const top = createClient(TopWagersService, publicTransport);
-    const response = await top.getTopAffiliateWagersByPeriod(
-      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-      bearer(key),
-    );
+    const response = await januaryTop(publicTransport, key);
     expect(response.data.map((e) => [e.userId, e.totalWageredDecimal])).toEqual([
       ["m-2", "15000.5"],
       ["m-1", "2.5"],
@@ -144,45 +114,17 @@ describe("WagerIngestService on the reference model", () => {
 });
 
 describe("ApiKeyService on the reference model", () => {
-  it("creates a key that lists under its affiliate and reads that affiliate's leaderboard", async () => {
-    const admin = createClient(ApiKeyService, internalTransport);
-    const created = await admin.createApiKey({
-      affiliateId: "aff-other",
-      label: "in memory",
-      rateLimit: { points: 5, windowSeconds: 60 },
-    });
-    expect(created.secret).toMatch(/^tw_sk_[0-9A-Za-z]{38}$/); // prefix, 32 random, 6 checksum
-    expect(created.apiKey).toMatchObject({
-      affiliateId: "aff-other",
-      label: "in memory",
-      rateLimit: { points: 5, windowSeconds: 60 },
-      createdAt: BigInt(NOW),
-    });
-    expect(created.apiKey?.id).toMatch(/^key_[0-9a-f]{16}$/);
-    expect(created.apiKey?.expiresAt).toBeUndefined();
-    expect(created.apiKey?.revokedAt).toBeUndefined();
-
-    expect((await admin.listApiKeys({ affiliateId: "aff-other" })).apiKeys).toEqual([created.apiKey]);
-
-    const top = createClient(TopWagersService, publicTransport);
-    const response = await top.getTopAffiliateWagersByPeriod(
-      create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-      bearer(created.secret),
-    );
-    expect(response.data.map((e) => [e.rank, e.userId, e.totalWageredDecimal])).toEqual([[1, "o-1", "1000000"]]);
+  // The services' clock stamps a new key.
+  keyCreationCases(() => ({ publicTransport, internalTransport, key }), {
+    before: () => BigInt(NOW),
+    after: () => BigInt(NOW),
   });
 
   it("revokes a key: refused at once", async () => {
     const admin = createClient(ApiKeyService, internalTransport);
     const created = await admin.createApiKey({ affiliateId: "aff-mem", label: "short-lived" });
     await admin.revokeApiKey({ id: created.apiKey?.id ?? "" });
-    const top = createClient(TopWagersService, publicTransport);
-    const refused = await failure(
-      top.getTopAffiliateWagersByPeriod(
-        create(GetTopAffiliateWagersByPeriodRequestSchema, { ...JANUARY, numUsers: 10 }),
-        bearer(created.secret),
-      ),
-    );
+    const refused = await failure(januaryTop(publicTransport, created.secret));
     expect(refused.code).toBe(Code.Unauthenticated);
   });
 });
