@@ -11,8 +11,6 @@ import { loadConfig } from "../../src/config.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../support/database.js";
-import { OCT_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { errorBody } from "../support/rest.js";
 import {
@@ -25,6 +23,7 @@ import {
   OCTOBER,
   OCTOBER_RANKING,
   OP,
+  oneWagerBoard,
   rawExchange,
   TOO_LARGE_MESSAGE,
   useRestContractServer,
@@ -246,9 +245,7 @@ describe("503: database unreachable", () => {
 
   beforeAll(async () => {
     direct = await createTestDatabase("rest_contract_503");
-    key = (await createKey(direct.db, "aff-steady")).secret;
-    await addUsers(direct.db, [{ id: "st", affiliateId: "aff-steady", username: "steady", avatar: img("steady") }]);
-    await addWagers(direct.db, [wager("st", "7", OCT_16)]);
+    key = await oneWagerBoard(direct.db, "aff-steady", "st", "steady", "7");
     await relay.open();
     const url = new URL(direct.url);
     url.hostname = "127.0.0.1";

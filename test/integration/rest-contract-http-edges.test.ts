@@ -7,8 +7,6 @@
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
-import { OCT_16 } from "../support/dates.js";
-import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { errorBody, invalid } from "../support/rest.js";
 import {
   call,
@@ -20,6 +18,7 @@ import {
   OCTOBER,
   OCTOBER_RANKING,
   OP,
+  oneWagerBoard,
   rawExchange,
   TOO_LARGE_MESSAGE,
   top,
@@ -88,11 +87,7 @@ describe("BASE_PATH prefixes the REST path", () => {
 
   beforeAll(async () => {
     prefixed = await startTestServer("rest_contract_base", { BASE_PATH: "/api", CACHE_TTL_MS: "0" });
-    key = (await createKey(prefixed.database.db, "aff-solo")).secret;
-    await addUsers(prefixed.database.db, [
-      { id: "solo", affiliateId: "aff-solo", username: "solo", avatar: img("solo") },
-    ]);
-    await addWagers(prefixed.database.db, [wager("solo", "42.42", OCT_16)]);
+    key = await oneWagerBoard(prefixed.database.db, "aff-solo", "solo", "solo", "42.42");
   });
 
   afterAll(async () => {

@@ -9,6 +9,7 @@
  */
 import http2 from "node:http2";
 import { afterAll, beforeAll, expect } from "vitest";
+import type { Database } from "../../src/storage/database.js";
 import { NOV_1, OCT_1, OCT_16 } from "./dates.js";
 import { addBoard, addUsers, addWagers, createKey, wager } from "./fixtures.js";
 import {
@@ -180,6 +181,22 @@ export function renderUnits(units: bigint): string {
 }
 
 export const MANY = manyAmounts(2000);
+
+/**
+ * The data of a test with a server of its own: a key of `affiliateId`, whose board holds one user (avatar
+ * img(username)) with one wager of `amount` on 16 October. Returns the key.
+ */
+export async function oneWagerBoard(
+  db: Database,
+  affiliateId: string,
+  userId: string,
+  username: string,
+  amount: string,
+): Promise<string> {
+  const key = (await createKey(db, affiliateId)).secret;
+  await addBoard(db, affiliateId, [[userId, username, img(username), [amount, OCT_16]]]);
+  return key;
+}
 
 /**
  * Starts this test file's server and data before its tests and closes them after; returns the
