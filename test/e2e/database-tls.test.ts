@@ -14,10 +14,7 @@ import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
 import { runCli } from "../support/cli.js";
 import {
@@ -28,7 +25,7 @@ import {
   type NodeProcess,
   removeRoot,
 } from "../support/mariadb-topology.js";
-import { type ServerProcess, startServerProcess } from "../support/processes.js";
+import { ingestClientOn, internalPortOf, type ServerProcess, startServerProcess } from "../support/processes.js";
 
 const openssl = promisify(execFile);
 const TOKEN = "tls-ingest-token-0123456789abcdef";
@@ -165,21 +162,7 @@ describe("TLS to the database and a DML-only runtime user", () => {
         "platform sends some (check the affiliate id for a typo).\n",
     });
     const key = String((JSON.parse(created.stdout) as { key: string }).key);
-    const internal = await server?.waitForLog((line) => line.msg.startsWith("internal listener"));
-    const internalUrl = `http://127.0.0.1:${Number(internal?.port)}`;
-    const ingest = createClient(
-      WagerIngestService,
-      createConnectTransport({
-        baseUrl: internalUrl,
-        httpVersion: "1.1",
-        interceptors: [
-          (next) => async (request) => {
-            request.header.set("authorization", `Bearer ${TOKEN}`);
-            return next(request);
-          },
-        ],
-      }),
-    );
+    const ingest = ingestClientOn(await internalPortOf(server as ServerProcess), TOKEN);
     await ingest.upsertUsers({
       users: [
         { id: "u-1", affiliateId: "aff-tls", username: "alice", avatar: "" },

@@ -13,23 +13,12 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { runCli } from "../support/cli.js";
-import {
-  defineNode,
-  giveToMysql,
-  installDataDir,
-  makeRoot,
-  type NodeProcess,
-  queryOne,
-  removeRoot,
-  until,
-} from "../support/mariadb-topology.js";
-import { freePort, type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
+import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
+import { freePort, ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
 
 const TOKEN = "galera-ingest-token-0123456789abcdef";
 const DB = "tw_galera";
@@ -38,9 +27,9 @@ const FAST_FAILURE_DETECTION =
   "evs.join_retrans_period=PT0.1S;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;" +
   "evs.suspect_timeout=PT2S;evs.inactive_timeout=PT3S;evs.install_timeout=PT3S";
 
-let root = "";
-const nodes: NodeProcess[] = [];
-const servers: ServerProcess[] = [];
+let topology: Topology | undefined;
+/** The three nodes, in DATABASE_URL order of A (set by startCluster). */
+let nodes: NodeProcess[] = [];
 let a: ServerProcess;
 let b: ServerProcess;
 const internalPorts = new Map<ServerProcess, number>();
@@ -55,34 +44,34 @@ async function synced(node: NodeProcess, size: number): Promise<boolean> {
 }
 
 async function startCluster(): Promise<void> {
-  root = makeRoot("galera");
+  const cluster = new Topology("galera");
+  topology = cluster;
+  nodes = cluster.nodes;
   const ports = await Promise.all(
     [0, 1, 2].map(async () => ({ g: await freePort(), i: await freePort(), s: await freePort() })),
   );
   const address = `gcomm://${ports.map((p) => `127.0.0.1:${p.g}`).join(",")}`;
   for (const [index, p] of ports.entries()) {
-    const dataDir = path.join(root, `node${index + 1}`);
-    if (index === 0) await installDataDir(dataDir);
-    else mkdirSync(dataDir, { recursive: true });
-    nodes.push(
-      await defineNode(`node${index + 1}`, dataDir, [
-        "--skip-log-bin",
-        "--binlog-format=ROW",
-        "--default-storage-engine=InnoDB",
-        "--innodb-autoinc-lock-mode=2",
-        "--wsrep-on=ON",
-        "--wsrep-provider=/usr/lib/galera/libgalera_smm.so",
-        "--wsrep-cluster-name=topwagers-test",
-        `--wsrep-cluster-address=${address}`,
-        `--wsrep-node-name=node${index + 1}`,
-        `--wsrep-node-address=127.0.0.1:${p.g}`,
-        `--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${p.g};ist.recv_addr=127.0.0.1:${p.i};gcache.size=32M;${FAST_FAILURE_DETECTION}`,
-        "--wsrep-sst-method=rsync",
-        `--wsrep-sst-receive-address=127.0.0.1:${p.s}`,
-      ]),
-    );
+    const name = `node${index + 1}`;
+    if (index === 0) await cluster.install(name);
+    else mkdirSync(cluster.dir(name), { recursive: true });
+    await cluster.node(name, [
+      "--skip-log-bin",
+      "--binlog-format=ROW",
+      "--default-storage-engine=InnoDB",
+      "--innodb-autoinc-lock-mode=2",
+      "--wsrep-on=ON",
+      "--wsrep-provider=/usr/lib/galera/libgalera_smm.so",
+      "--wsrep-cluster-name=topwagers-test",
+      `--wsrep-cluster-address=${address}`,
+      `--wsrep-node-name=node${index + 1}`,
+      `--wsrep-node-address=127.0.0.1:${p.g}`,
+      `--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${p.g};ist.recv_addr=127.0.0.1:${p.i};gcache.size=32M;${FAST_FAILURE_DETECTION}`,
+      "--wsrep-sst-method=rsync",
+      `--wsrep-sst-receive-address=127.0.0.1:${p.s}`,
+    ]);
   }
-  await giveToMysql(root);
+  await cluster.giveToMysql();
   const [first, second, third] = nodes as [NodeProcess, NodeProcess, NodeProcess];
   await first.start(["--wsrep-new-cluster"]);
   await until("node 1 synced", () => synced(first, 1));
@@ -109,31 +98,17 @@ async function recoveredPosition(node: NodeProcess): Promise<string> {
 const urls = (order: readonly number[]) => order.map((i) => nodes[i]?.url("root", DB)).join(",");
 
 async function startInstance(order: readonly number[]): Promise<ServerProcess> {
-  const server = await startServerProcess({
+  const server = await (topology as Topology).startServer({
     DATABASE_URL: urls(order),
     INGEST_TOKEN: TOKEN,
     RATE_LIMIT_POINTS: "1000000",
   });
-  servers.push(server);
-  const internal = await server.waitForLog((line) => line.msg.startsWith("internal listener"));
-  internalPorts.set(server, Number(internal.port));
+  internalPorts.set(server, await internalPortOf(server));
   return server;
 }
 
 function ingest(server: ServerProcess) {
-  return createClient(
-    WagerIngestService,
-    createConnectTransport({
-      baseUrl: `http://127.0.0.1:${internalPorts.get(server)}`,
-      httpVersion: "1.1",
-      interceptors: [
-        (next) => async (request) => {
-          request.header.set("authorization", `Bearer ${TOKEN}`);
-          return next(request);
-        },
-      ],
-    }),
-  );
+  return ingestClientOn(internalPorts.get(server) ?? 0, TOKEN);
 }
 
 async function board(server: ServerProcess): Promise<[number, string]> {
@@ -154,16 +129,13 @@ beforeAll(async () => {
     // Both servers at the same moment, against two different nodes.
     [a, b] = await Promise.all([startInstance([0, 1, 2]), startInstance([1, 2, 0])]);
   } catch (error) {
-    await Promise.all(servers.map((server) => server.stop("SIGKILL")));
-    await Promise.all(nodes.map((node) => node.kill()));
+    await topology?.kill();
     throw error;
   }
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
-  await Promise.all(nodes.map((node) => node.kill()));
-  if (root !== "") removeRoot(root);
+  await topology?.remove();
 }, 60_000);
 
 const USERS = 12;

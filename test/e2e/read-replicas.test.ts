@@ -9,34 +9,21 @@
  * unavailable.
  */
 import { execFile } from "node:child_process";
-import path from "node:path";
 import { promisify } from "node:util";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { runCli } from "../support/cli.js";
-import {
-  defineNode,
-  giveToMysql,
-  installDataDir,
-  makeRoot,
-  type NodeProcess,
-  queryOne,
-  removeRoot,
-  until,
-} from "../support/mariadb-topology.js";
-import { type ServerProcess, sleep, startServerProcess } from "../support/processes.js";
+import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
+import { ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
 
 const exec = promisify(execFile);
 const TOKEN = "replica-ingest-token-0123456789abcdef";
 const DB = "tw_replicas";
 const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999 };
 
-let root = "";
+let topology: Topology | undefined;
 let primary: NodeProcess;
 let replica: NodeProcess;
-const servers: ServerProcess[] = [];
 let a: ServerProcess;
 let b: ServerProcess;
 let key = "";
@@ -58,32 +45,13 @@ async function startReplication(): Promise<void> {
 }
 
 async function startInstance(waitMs: number): Promise<ServerProcess> {
-  const server = await startServerProcess({
+  return (topology as Topology).startServer({
     DATABASE_URL: primary.url("root", DB),
     DATABASE_READ_URL: replica.url("root", DB),
     DATABASE_REPLICA_WAIT_MS: String(waitMs),
     INGEST_TOKEN: TOKEN,
     RATE_LIMIT_POINTS: "1000000",
   });
-  servers.push(server);
-  return server;
-}
-
-function ingest(server: ServerProcess, internalPort: number) {
-  void server;
-  return createClient(
-    WagerIngestService,
-    createConnectTransport({
-      baseUrl: `http://127.0.0.1:${internalPort}`,
-      httpVersion: "1.1",
-      interceptors: [
-        (next) => async (request) => {
-          request.header.set("authorization", `Bearer ${TOKEN}`);
-          return next(request);
-        },
-      ],
-    }),
-  );
 }
 
 let internalPortOfA = 0;
@@ -111,16 +79,13 @@ async function acceptedAfter(server: ServerProcess, key: string, since: number):
 }
 
 beforeAll(async () => {
-  root = makeRoot("replicas");
-  await installDataDir(path.join(root, "primary"));
-  await exec("cp", ["-a", path.join(root, "primary"), path.join(root, "replica")]);
-  await giveToMysql(root);
-  primary = await defineNode("primary", path.join(root, "primary"), [
-    "--server-id=1",
-    "--log-bin=mysql-bin",
-    "--binlog-format=ROW",
-  ]);
-  replica = await defineNode("replica", path.join(root, "replica"), [
+  const pair = new Topology("replicas");
+  topology = pair;
+  await pair.install("primary");
+  await exec("cp", ["-a", pair.dir("primary"), pair.dir("replica")]);
+  await pair.giveToMysql();
+  primary = await pair.node("primary", ["--server-id=1", "--log-bin=mysql-bin", "--binlog-format=ROW"]);
+  replica = await pair.node("replica", [
     "--server-id=2",
     "--skip-log-bin",
     "--relay-log=relay-bin",
@@ -140,12 +105,11 @@ beforeAll(async () => {
   await startReplication();
   a = await startInstance(500); // creates the database and migrates on the primary
   b = await startInstance(3_000);
-  const internal = await a.waitForLog((line) => line.msg.startsWith("internal listener"));
-  internalPortOfA = Number(internal.port);
+  internalPortOfA = await internalPortOf(a);
   const created = await runCli(["keys", "create", "--affiliate", "aff-r", "--json"], primary.url("root", DB));
   expect(created.code).toBe(0);
   key = String((JSON.parse(created.stdout) as { key: string }).key);
-  await ingest(a, internalPortOfA).upsertUsers({
+  await ingestClientOn(internalPortOfA, TOKEN).upsertUsers({
     users: [
       { id: "u-1", affiliateId: "aff-r", username: "alice", avatar: "" },
       { id: "u-2", affiliateId: "aff-r", username: "bob", avatar: "" },
@@ -154,9 +118,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
-  await Promise.all([primary?.kill(), replica?.kill()]);
-  if (root !== "") removeRoot(root);
+  await topology?.remove();
 }, 60_000);
 
 describe("primary + replica with MASTER_DELAY=2", () => {
@@ -193,7 +155,7 @@ describe("primary + replica with MASTER_DELAY=2", () => {
     await sleep(2_100); // past the skip window of anything before
     const skipsBefore = { a: skips(a), b: skips(b) };
     for (const [step, batch] of batches.entries()) {
-      await ingest(a, internalPortOfA).recordWagers({ wagers: batch });
+      await ingestClientOn(internalPortOfA, TOKEN).recordWagers({ wagers: batch });
       const since = Date.now();
       const reached = await Promise.all(
         [a, b].map(async (server, index) => {
@@ -282,7 +244,7 @@ describe("primary + replica with MASTER_DELAY=2", () => {
       expect([status, answer]).toEqual([200, expected3()]);
     }
     expect((await board(a))[0]).toBe(200);
-    const failure = await ingest(a, internalPortOfA)
+    const failure = await ingestClientOn(internalPortOfA, TOKEN)
       .recordWagers({ wagers: [{ id: "w-9", userId: "u-1", amount: "1", placedAt: 1735689900n }] })
       .then(
         () => undefined,

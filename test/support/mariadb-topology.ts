@@ -12,7 +12,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import mysql from "mysql2/promise";
-import { freePort, installMariaDbDataDir, sleep, stopChild } from "./processes.js";
+import {
+  freePort,
+  installMariaDbDataDir,
+  type ServerProcess,
+  sleep,
+  startServerProcess,
+  stopChild,
+} from "./processes.js";
 
 const run = promisify(execFile);
 
@@ -119,6 +126,59 @@ export async function defineNode(name: string, dataDir: string, args: readonly s
     },
   };
   return node;
+}
+
+/**
+ * One throwaway topology of a test file: its folder, the nodes defined in it and the server processes started
+ * on them. `kill()` SIGKILLs the servers, then the nodes; `remove()` does that and deletes the folder.
+ */
+export class Topology {
+  readonly root: string;
+  readonly nodes: NodeProcess[] = [];
+  readonly servers: ServerProcess[] = [];
+
+  constructor(label: string) {
+    this.root = makeRoot(label);
+  }
+
+  /** `<root>/<name>`: a node's data directory. */
+  dir(name: string): string {
+    return path.join(this.root, name);
+  }
+
+  /** Installs a fresh data directory at `<root>/<name>`. */
+  install(name: string): Promise<void> {
+    return installDataDir(this.dir(name));
+  }
+
+  /** Gives the folder to the mysql user; call it once every data directory is in place. */
+  giveToMysql(): Promise<void> {
+    return giveToMysql(this.root);
+  }
+
+  /** Prepares (does not start) node `name` on `<root>/<name>` with the common flags plus `args`. */
+  async node(name: string, args: readonly string[]): Promise<NodeProcess> {
+    const node = await defineNode(name, this.dir(name), args);
+    this.nodes.push(node);
+    return node;
+  }
+
+  /** Starts a server process (startServerProcess) that `kill()` stops. */
+  async startServer(env: Record<string, string>): Promise<ServerProcess> {
+    const server = await startServerProcess(env);
+    this.servers.push(server);
+    return server;
+  }
+
+  async kill(): Promise<void> {
+    await Promise.all(this.servers.map((server) => server.stop("SIGKILL")));
+    await Promise.all(this.nodes.map((node) => node.kill()));
+  }
+
+  async remove(): Promise<void> {
+    await this.kill();
+    removeRoot(this.root);
+  }
 }
 
 /** Polls `check` every 100 ms until it is true, or fails after `timeoutMs` with `what`. */

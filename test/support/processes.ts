@@ -10,7 +10,10 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
+import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { followKeys } from "./fixtures.js";
 import { listenOnFreePort } from "./listen.js";
 
@@ -85,6 +88,29 @@ export interface ServerProcess {
   /** Resolves with the first log line (already written or future) that matches, or rejects after `timeoutMs`. */
   waitForLog(match: (line: LogLine) => boolean, timeoutMs?: number, from?: number): Promise<LogLine>;
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<void>;
+}
+
+/** The port of a server process's internal listener, from the log line that announces it. */
+export async function internalPortOf(server: ServerProcess): Promise<number> {
+  const internal = await server.waitForLog((line) => line.msg.startsWith("internal listener"));
+  return Number(internal.port);
+}
+
+/** A WagerIngestService client over Connect (HTTP/1.1) on an internal port, sending `Bearer <token>`. */
+export function ingestClientOn(internalPort: number, token: string) {
+  return createClient(
+    WagerIngestService,
+    createConnectTransport({
+      baseUrl: `http://127.0.0.1:${internalPort}`,
+      httpVersion: "1.1",
+      interceptors: [
+        (next) => async (request) => {
+          request.header.set("authorization", `Bearer ${token}`);
+          return next(request);
+        },
+      ],
+    }),
+  );
 }
 
 /**
