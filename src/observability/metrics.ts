@@ -66,6 +66,16 @@ interface CallSeries {
   readonly pending: Map<string, { readonly labels: Record<"procedure" | "protocol" | "code", string>; count: number }>;
 }
 
+/** A value read when scraped: one number (no labels), or numbers by the one label. */
+function eachReading(
+  value: number | Readonly<Record<string, number>>,
+  label: string,
+  put: (labels: Record<string, string>, n: number) => void,
+): void {
+  if (typeof value === "number") put({}, value);
+  else for (const [labelValue, n] of Object.entries(value)) put({ [label]: labelValue }, n);
+}
+
 export class Metrics {
   readonly registry = new Registry();
   /** By procedure, then protocol: found with two map lookups per call instead of prom-client hashing labels. */
@@ -93,9 +103,7 @@ export class Metrics {
         labelNames: label === "" ? [] : [label],
         registers,
         collect() {
-          const value = read();
-          if (typeof value === "number") this.set(value);
-          else for (const [labelValue, n] of Object.entries(value)) this.set({ [label]: labelValue }, n);
+          eachReading(read(), label, (labels, n) => this.set(labels, n));
         },
       });
     /**
@@ -111,8 +119,7 @@ export class Metrics {
         collect() {
           const value = read();
           this.reset();
-          if (typeof value === "number") this.inc(value);
-          else for (const [labelValue, n] of Object.entries(value)) this.inc({ [label]: labelValue }, n);
+          eachReading(value, label, (labels, n) => this.inc(labels, n));
         },
       });
 
