@@ -264,7 +264,8 @@ describe("three-node Galera cluster", () => {
     }
     console.log(`both servers show the exact totals ${Date.now() - lastWrite} ms after the last write`);
     const verify = await runCli(["verify"], nodes[1]?.url("root", DB) ?? "");
-    expect(verify.code).toBe(0);
+    // On failure, say what verify said (one CI run saw exit 1 here; the run did not show why).
+    expect(verify.code, `verify: ${verify.stdout}${verify.stderr}`).toBe(0);
     expect(verify.stdout).toMatch(/^verify OK: /);
   });
 
