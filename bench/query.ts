@@ -238,7 +238,7 @@ export async function runQueryBench(args: string[]): Promise<void> {
         `machine: ${await machineDescription(mainUrl)}`,
         `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000 --end 1795323600); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
         "latency in ms, cache off, client and server on the same 2 cores; plain / weighted = ranked by the plain / weighted total",
-        "(both sums are computed either way); naive = one GROUP BY over raw wagers with the weight applied, ranked by weight (N=10)",
+        "(each answer carries both totals); naive = one GROUP BY over raw wagers with the weight applied, ranked by weight (N=10)",
         `load average before the run: ${loadBefore}; after: ${loadavg()
           .map((l) => l.toFixed(2))
           .join(", ")}`,

@@ -13,41 +13,34 @@ const RANK_COLUMN: Readonly<Record<RankBy, "total" | "weighted">> = { wagered: "
 
 const order = (rankBy: RankBy) => `ORDER BY t.${RANK_COLUMN[rankBy]} DESC, u.username, u.external_id`;
 
-interface Piece {
-  readonly add: string;
-  readonly subtract: string;
+/** Where each piece of a period is read: table and column names are constants (./rollups.ts), never input. */
+interface SourceColumns {
+  readonly table: string;
+  readonly time: "placed_at" | "bucket";
+  readonly plain: string;
+  readonly weighted: string;
 }
 
-/** One SELECT per piece of the period; table and column names come only from constants (./rollups.ts). */
-const PIECE = Object.fromEntries([
-  ["raw", pieces("wagers", "amount", WEIGHTED_AMOUNT_OF_WAGER, "placed_at")],
-  ...ROLLUPS.map((rollup) => [rollup.level, pieces(rollup.table, "total", "weighted_total", "bucket")]),
-]) as Readonly<Record<Source, Piece>>;
+const SOURCE = Object.fromEntries([
+  ["raw", { table: "wagers", time: "placed_at", plain: "amount", weighted: WEIGHTED_AMOUNT_OF_WAGER }],
+  ...ROLLUPS.map((r) => [r.level, { table: r.table, time: "bucket", plain: "total", weighted: "weighted_total" }]),
+]) as Readonly<Record<Source, SourceColumns>>;
 
-function pieces(table: string, plain: string, weighted: string, time: string): Piece {
-  const select = (sign: string) =>
-    `SELECT user_id, ${sign}${plain} AS v, ${sign}(${weighted}) AS w FROM ${table} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
-  return { add: select(""), subtract: select("-") };
-}
+const inPeriod = (c: SourceColumns) => `${c.time} >= ? AND ${c.time} < ?`;
 
-/** The column of each source that holds a board's ranking value; constants only. */
-const RANKED_COLUMN: Readonly<Record<RankBy, Readonly<Record<Source, string>>>> = {
-  wagered: { raw: "amount", ...Object.fromEntries(ROLLUPS.map((r) => [r.level, "total"])) } as Record<Source, string>,
-  weighted: {
-    raw: WEIGHTED_AMOUNT_OF_WAGER,
-    ...Object.fromEntries(ROLLUPS.map((r) => [r.level, "weighted_total"])),
-  } as Record<Source, string>,
-};
-const TABLE: Readonly<Record<Source, string>> = {
-  raw: "wagers",
-  ...Object.fromEntries(ROLLUPS.map((r) => [r.level, r.table])),
-} as Record<Source, string>;
-
-/** A piece summing only the ranking value (a second DECIMAL sum over every row costs a third more). */
-function rankedPiece(range: BucketRange, rankBy: RankBy): string {
-  const time = range.source === "raw" ? "placed_at" : "bucket";
+/** A piece's rows with both values, v (plain) and w (weighted), negated for a subtracted piece. */
+function bothValues(range: BucketRange): string {
+  const c = SOURCE[range.source];
   const sign = range.sign === 1 ? "" : "-";
-  return `SELECT user_id, ${sign}(${RANKED_COLUMN[rankBy][range.source]}) AS r FROM ${TABLE[range.source]} WHERE affiliate_id = ? AND ${time} >= ? AND ${time} < ?`;
+  return `SELECT user_id, ${sign}(${c.plain}) AS v, ${sign}(${c.weighted}) AS w FROM ${c.table} WHERE affiliate_id = ?`;
+}
+
+/** A piece summing only the ranking value, r (a second DECIMAL sum over every row costs a third more). */
+function rankedPiece(range: BucketRange, rankBy: RankBy): string {
+  const c = SOURCE[range.source];
+  const sign = range.sign === 1 ? "" : "-";
+  const value = rankBy === "weighted" ? c.weighted : c.plain;
+  return `SELECT user_id, ${sign}(${value}) AS r FROM ${c.table} WHERE affiliate_id = ? AND ${inPeriod(c)}`;
 }
 
 /** More bucket starts than this in one piece are read as a range (never with today's periods). */
@@ -64,9 +57,7 @@ function chosenPiece(
   affiliateId: number,
   users: readonly number[],
 ): { sql: string; params: unknown[] } {
-  const sign = range.sign === 1 ? "" : "-";
-  const raw = range.source === "raw";
-  const head = `SELECT user_id, ${sign}${raw ? "amount" : "total"} AS v, ${sign}(${raw ? WEIGHTED_AMOUNT_OF_WAGER : "weighted_total"}) AS w FROM ${TABLE[range.source]} WHERE affiliate_id = ?`;
+  const head = bothValues(range);
   if (range.source !== "raw") {
     const starts: number[] = [];
     for (let b = bucketCeil(range.source, range.from); b < range.to; b = nextBucketStart(range.source, b)) {
@@ -78,9 +69,8 @@ function chosenPiece(
       return { sql: `${head} AND bucket IN (?) AND user_id IN (?)`, params: [affiliateId, starts, users] };
     }
   }
-  const time = raw ? "placed_at" : "bucket";
   return {
-    sql: `${head} AND ${time} >= ? AND ${time} < ? AND user_id IN (?)`,
+    sql: `${head} AND ${inPeriod(SOURCE[range.source])} AND user_id IN (?)`,
     params: [affiliateId, range.from, range.to, users],
   };
 }
@@ -106,6 +96,9 @@ function toRows(rows: RowDataPacket[]): RankedRow[] {
  * totals of just those users are read by primary key, joined with users and ordered. Weighted
  * boards with fewer users of a positive weighted total than the limit may also list users whose
  * wagers all had weight 0 (weighted 0): those are read in one pass with both sums (small boards).
+ * The two statements read two snapshots, as the tie query always did: a write between them can
+ * change a chosen user's totals (shown as read by the second) but not who was chosen; the change
+ * feed then drops the cached answer and the next read takes the new order.
  */
 export async function topUsersFromBuckets(
   pool: Pool,
@@ -164,9 +157,8 @@ async function topUsersSummingBoth(
   limit: number,
   rankBy: RankBy,
 ): Promise<RankedRow[]> {
-  if (ranges.length === 0) return [];
   const rank = RANK_COLUMN[rankBy];
-  const union = ranges.map((r) => (r.sign === 1 ? PIECE[r.source].add : PIECE[r.source].subtract)).join(" UNION ALL ");
+  const union = ranges.map((r) => `${bothValues(r)} AND ${inPeriod(SOURCE[r.source])}`).join(" UNION ALL ");
   const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
   // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
   // period. A user whose wagers all had weight 0 did wager: listed, with a weighted total of 0.
