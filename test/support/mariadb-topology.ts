@@ -117,7 +117,10 @@ export async function defineNode(name: string, dataDir: string, args: readonly s
           await stopChild(child, "SIGKILL");
           let log = "";
           try {
-            log = readFileSync(path.join(dataDir, "error.log"), "utf8").slice(-3000);
+            // Every error line (the SST script's own say why it failed), then the end of the log.
+            const text = readFileSync(path.join(dataDir, "error.log"), "utf8");
+            const errors = text.split("\n").filter((line) => line.includes("[ERROR]"));
+            log = `${errors.slice(0, 30).join("\n")}\n...\n${text.slice(-3000)}`;
           } catch {}
           throw new Error(`mariadbd ${name} on port ${port} did not start:\n${log}`);
         }

@@ -15,19 +15,50 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { followKeys } from "./fixtures.js";
-import { listenOnFreePort } from "./listen.js";
 
 /** The contract: a key change reaches every running server within 1 second. */
 export const KEY_CHANGE_WITHIN_MS = 1_000;
 
 export const SERVER_ENTRY = path.resolve("dist/src/main.js");
 
-/** A port nobody listens on right now: listen on 0, note the port, close. */
+/** Ports this process has handed out already: never the same one twice. */
+const handedOut = new Set<number>();
+
+/** The first port of the system's ephemeral range (outgoing connections take their local ports from it). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 2_048) return low;
+  } catch {}
+  return 32_768;
+}
+
+function listensOn(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A loopback port for a child process to listen on: nobody listens on it now, this process has not handed it out
+ * before, and it lies below the ephemeral range, so no outgoing connection of the suite (thousands, in parallel
+ * files) can take it in the seconds before the child binds it. Port 0 cannot promise that: a Galera joiner's
+ * SST port is bound only when the node joins, and one CI run lost node 3 that way ("Failed to prepare for
+ * 'rsync' SST").
+ */
 export async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  const port = await listenOnFreePort(probe);
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
+  const high = ephemeralLow() - 1;
+  const low = Math.max(1_024, high - 12_000);
+  for (let attempt = 0; attempt < 1_000; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port)) continue;
+    if (!(await listensOn(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free loopback port between ${low} and ${high}`);
 }
 
 export function sleep(ms: number): Promise<void> {
