@@ -1,26 +1,24 @@
 /**
  * What a skin made from one cached answer (REST's rendered bytes, RPC's response message), kept
- * so a cache hit does not make it again. Keyed by the answer's cache key (new whenever the answer
- * is reloaded) and the list length; bounded, the entry stored longest ago goes first; entries
- * never expire (a reloaded answer has a new key), so this is a plain bounded map, not an
- * ExpiringCache. Values are never mutated.
+ * so a cache hit does not make it again. Keyed by the cached answer itself (`Standings.memoKey`, a
+ * new object whenever the answer is reloaded) and a variant number (the list length, and for REST
+ * whether the weighted total is shown): no key text is built or hashed per call. What is kept goes
+ * with the cached answer it was made from (a WeakMap), so it needs no bound of its own. Values are
+ * never mutated.
  */
 export class AnswerMemo<T> {
-  // A Map iterates in insertion order: the first key is the oldest.
-  private readonly made = new Map<string, T>();
+  private readonly made = new WeakMap<object, Map<number, T>>();
 
-  constructor(private readonly maxEntries = 2_000) {}
-
-  get(cacheKey: string, numUsers: number, make: () => T): T {
-    const key = `${cacheKey}:${numUsers}`;
-    const known = this.made.get(key);
+  get(memoKey: object, variant: number, make: () => T): T {
+    let variants = this.made.get(memoKey);
+    if (variants === undefined) {
+      variants = new Map();
+      this.made.set(memoKey, variants);
+    }
+    const known = variants.get(variant);
     if (known !== undefined) return known;
     const value = make();
-    this.made.set(key, value);
-    if (this.made.size > this.maxEntries) {
-      const oldest = this.made.keys().next();
-      if (oldest.done !== true) this.made.delete(oldest.value);
-    }
+    variants.set(variant, value);
     return value;
   }
 }

@@ -46,9 +46,9 @@ export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof Top
         throw fromDomain(reason);
       }
       context.responseHeader.set("cache-control", cacheControl(answer.maxAgeSeconds));
-      return answer.cacheKey === undefined
+      return answer.memoKey === undefined
         ? buildAnswer(answer.ranked)
-        : answers.get(answer.cacheKey, answer.numUsers, () => buildAnswer(answer.ranked));
+        : answers.get(answer.memoKey, answer.numUsers, () => buildAnswer(answer.ranked));
     },
     // Served by handlers/watch-rpc.ts on every protocol and codec; connect-es only sees what that skin does not take.
     watchTopAffiliateWagersByPeriod() {

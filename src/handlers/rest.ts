@@ -51,6 +51,8 @@ export class RestApi {
   readonly path: string;
   /** Rendered success bodies of cached answers: a cache hit costs no JSON rendering or compression. */
   private readonly renderedBodies = new AnswerMemo<Body>();
+  /** Request bodies seen lately, decoded: a leaderboard sends the same few bodies again and again. */
+  private readonly decodedBodies = new DecodedBodies();
 
   constructor(private readonly options: RestOptions) {
     this.path = `${options.basePath}${OPERATION_PATH}`;
@@ -84,7 +86,7 @@ export class RestApi {
       const bytes =
         bodyIfComplete(exchange.body, maxBodyBytes, tooLarge, exchange.headers["content-length"]) ??
         (await readJsonBody(exchange, maxBodyBytes));
-      const fields = decodeRequestFields(parseJsonObject(bytes));
+      const fields = this.decodedBodies.decode(bytes);
       // A cached answer comes at once, without a promise.
       const answering = answerPeriodRequest(
         this.options.leaderboard,
@@ -98,9 +100,9 @@ export class RestApi {
       const weighted = answer.rankByAsked || answer.rankBy === "weighted";
       const render = () => bodyOf(renderEntries(answer.ranked, weighted));
       const body =
-        answer.cacheKey === undefined
+        answer.memoKey === undefined
           ? render()
-          : this.renderedBodies.get(`${answer.cacheKey}:${weighted ? "w" : "p"}`, answer.numUsers, render);
+          : this.renderedBodies.get(answer.memoKey, answer.numUsers * 2 + (weighted ? 1 : 0), render);
       const gzipping = send(exchange, 200, body, rateHeaders, { "cache-control": cacheControl(answer.maxAgeSeconds) });
       if (gzipping !== undefined) await gzipping;
     } catch (reason) {
@@ -201,6 +203,42 @@ function parseJsonObject(bytes: Buffer): unknown {
     ]);
   }
   return body;
+}
+
+type DecodedFields = ReturnType<typeof decodeRequestFields>;
+
+/**
+ * The fields of a request body (parseJsonObject, then decodeRequestFields), remembered by the body's
+ * text for the bodies seen lately: decoding is a pure function of the bytes, and a leaderboard asks
+ * the same question again and again. Bounded (the body remembered longest ago goes first); bodies
+ * larger than MAX_BYTES, and bodies that are not a JSON object (an error), are decoded every time.
+ * What it hands out is frozen: callers share it.
+ */
+export class DecodedBodies {
+  static readonly MAX_BYTES = 512;
+  // A Map iterates in insertion order: the first key is the oldest.
+  private readonly known = new Map<string, DecodedFields>();
+
+  constructor(private readonly maxEntries = 256) {}
+
+  decode(bytes: Buffer): DecodedFields {
+    if (bytes.length > DecodedBodies.MAX_BYTES) return decodeRequestFields(parseJsonObject(bytes));
+    // The bytes as a key (latin1 maps each byte to one character, so different bodies never share one).
+    const key = bytes.toString("latin1");
+    const known = this.known.get(key);
+    if (known !== undefined) return known;
+    const decoded = decodeRequestFields(parseJsonObject(bytes));
+    const frozen = Object.freeze({
+      values: Object.freeze(decoded.values),
+      violations: Object.freeze(decoded.violations.map((v) => Object.freeze(v))) as Violation[],
+    });
+    this.known.set(key, frozen);
+    if (this.known.size > this.maxEntries) {
+      const oldest = this.known.keys().next();
+      if (oldest.done !== true) this.known.delete(oldest.value);
+    }
+    return frozen;
+  }
 }
 
 /**

@@ -28,8 +28,11 @@ export interface Standings {
   readonly ranked: readonly RankedUser[];
   /** Whole seconds this answer may still be reused by the caller (Cache-Control max-age). */
   readonly maxAgeSeconds: number;
-  /** Key for renderers that want to cache their own bytes of this exact answer. */
-  readonly cacheKey: string | undefined;
+  /**
+   * This exact cached answer's identity (a new object whenever it is reloaded), for renderers that keep
+   * what they make of it (cache/answer-memo.ts); undefined when the answer is not cached.
+   */
+  readonly memoKey: object | undefined;
 }
 
 export interface LeaderboardOptions {
@@ -95,25 +98,25 @@ export class Leaderboard {
   cachedStandings(affiliateId: number, query: PeriodQuery): Standings | undefined {
     // A period that has not started yet has no wagers by definition (ingest
     // accepts wagers a few minutes ahead of the clock; they must not show early).
-    if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, cacheKey: undefined };
+    if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, memoKey: undefined };
     if (this.options.cacheTtlMs <= 0) return undefined;
     if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) return undefined;
     const key = cacheKeyOf(affiliateId, query);
     const entry = this.cache.peek(key);
-    return entry === undefined ? undefined : this.standingsOf(key, entry, query);
+    return entry === undefined ? undefined : this.standingsOf(entry, query);
   }
 
   async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<Standings> {
     const cached = this.cachedStandings(affiliateId, query);
     if (cached !== undefined) return cached;
-    if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, cacheKey: undefined };
+    if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, memoKey: undefined };
     if (this.options.cacheTtlMs <= 0) {
-      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
+      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
     }
     if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) {
       // The change feed is behind (database trouble): answer from the database, store nothing.
       this.bypassed += 1;
-      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, cacheKey: undefined };
+      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
     }
     const key = cacheKeyOf(affiliateId, query);
     const ttlMs = this.ttlFor(query);
@@ -122,13 +125,13 @@ export class Leaderboard {
       () => this.load(affiliateId, query, MAX_NUM_USERS),
       () => ttlMs,
     );
-    return this.standingsOf(key, entry, query);
+    return this.standingsOf(entry, query);
   }
 
-  private standingsOf(key: string, entry: CachedValue<readonly RankedUser[]>, query: PeriodQuery): Standings {
+  private standingsOf(entry: CachedValue<readonly RankedUser[]>, query: PeriodQuery): Standings {
     const ranked = entry.value.length > query.numUsers ? entry.value.slice(0, query.numUsers) : entry.value;
     const left = Math.max(0, Math.floor((entry.expiresAt - this.now() * 1000) / 1000));
-    return { ranked, maxAgeSeconds: Math.min(MAX_CLIENT_AGE_SECONDS, left), cacheKey: `${key}:${entry.serial}` };
+    return { ranked, maxAgeSeconds: Math.min(MAX_CLIENT_AGE_SECONDS, left), memoKey: entry };
   }
 
   /**

@@ -15,15 +15,12 @@ export interface CachedValue<T> {
   readonly value: T;
   /** Unix ms after which the value is stale. */
   readonly expiresAt: number;
-  /** Unique per stored value: renderers key their own bytes by it. */
-  readonly serial: number;
 }
 
 export class ResultCache<T> {
   /** Least recently used first. */
   private readonly entries: ExpiringCache<CachedValue<T>>;
   private readonly loads = new SingleFlight<CachedValue<T>>();
-  private serials = 0;
   hits = 0;
   misses = 0;
   /** Entries dropped because their data changed. */
@@ -61,8 +58,8 @@ export class ResultCache<T> {
     this.misses += 1;
     const flight: Promise<CachedValue<T>> = this.loads.run(key, () =>
       load().then((value) => {
-        this.serials += 1;
-        const entry = { value, expiresAt: this.nowMs() + ttlMs(value), serial: this.serials };
+        // A new object per load: renderers key what they make of it by its identity (Standings.memoKey).
+        const entry = { value, expiresAt: this.nowMs() + ttlMs(value) };
         // Dropped while loading (no longer the current load of its key): answer, but do not store.
         if (this.loads.current(key) === flight) this.entries.set(key, entry);
         return entry;

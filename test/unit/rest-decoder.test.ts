@@ -5,7 +5,7 @@
  * are left to the rules ("is required"), unknown fields are ignored.
  */
 import { describe, expect, it } from "vitest";
-import { decodeRequestFields } from "../../src/handlers/rest.js";
+import { DecodedBodies, decodeRequestFields } from "../../src/handlers/rest.js";
 
 describe("decodeRequestFields", () => {
   it("reads numbers and digit strings as whole numbers, and ignores unknown fields", () => {
@@ -50,5 +50,52 @@ describe("decodeRequestFields", () => {
     expect(decodeRequestFields({ numUsers: value }).violations).toEqual([
       { field: "numUsers", message: `numUsers must be a whole number, got ${shown}` },
     ]);
+  });
+});
+
+describe("DecodedBodies (request bodies seen lately, decoded once)", () => {
+  const body = (text: string) => Buffer.from(text, "utf8");
+  const JAN = '{"startTimestamp":1735689600,"endTimestamp":"1738367999","numUsers":10}';
+
+  it("decodes a body as decodeRequestFields does, and hands out the same frozen fields for the same bytes", () => {
+    const bodies = new DecodedBodies();
+    const first = bodies.decode(body(JAN));
+    expect(first).toEqual({
+      values: { startTimestamp: 1735689600n, endTimestamp: 1738367999n, numUsers: 10n, rankBy: undefined },
+      violations: [],
+    });
+    expect(bodies.decode(body(JAN))).toBe(first);
+    expect(Object.isFrozen(first) && Object.isFrozen(first.values) && Object.isFrozen(first.violations)).toBe(true);
+    // One byte more is another body.
+    expect(bodies.decode(body(`${JAN} `))).not.toBe(first);
+  });
+
+  it("remembers a body with a wrong field too, its violation included", () => {
+    const bodies = new DecodedBodies();
+    const decoded = bodies.decode(body('{"startTimestamp":"x"}'));
+    expect(decoded.violations).toEqual([
+      { field: "startTimestamp", message: 'startTimestamp must be a whole number, got "x"' },
+    ]);
+    expect(bodies.decode(body('{"startTimestamp":"x"}'))).toBe(decoded);
+  });
+
+  it("keeps at most its bound, dropping the body remembered longest ago", () => {
+    const bodies = new DecodedBodies(2);
+    const a = bodies.decode(body('{"numUsers":1}'));
+    const b = bodies.decode(body('{"numUsers":2}'));
+    bodies.decode(body('{"numUsers":3}'));
+    expect(bodies.decode(body('{"numUsers":2}'))).toBe(b);
+    const again = bodies.decode(body('{"numUsers":1}'));
+    expect(again).not.toBe(a);
+    expect(again).toEqual(a);
+  });
+
+  it("decodes bodies larger than its limit every time, and refuses one that is not a JSON object every time", () => {
+    const bodies = new DecodedBodies();
+    const large = body(`{"numUsers":5,"pad":"${"x".repeat(DecodedBodies.MAX_BYTES)}"}`);
+    const once = bodies.decode(large);
+    expect(once.values.numUsers).toBe(5n);
+    expect(bodies.decode(large)).not.toBe(once);
+    for (let i = 0; i < 2; i++) expect(() => bodies.decode(body("[1]"))).toThrow(/must be a JSON object/);
   });
 });
