@@ -4,9 +4,9 @@
 
 /**
  * The domain: the leaderboard's rules, its cache policy, the change-feed logic, the live boards, the ingest
- * rules and readers, and the key rules (auth/key-admin.ts).
+ * rules and readers, the key rules (auth/key-admin.ts) and the races' rules (races/).
  */
-const DOMAIN = "^src/(leaderboard|values|cache|ingest)/|^src/auth/key-admin[.]ts$";
+const DOMAIN = "^src/(leaderboard|values|cache|ingest|races)/|^src/auth/key-admin[.]ts$";
 /** Infrastructure the domain never imports (its errors are its own; skins map them). */
 const OUTER =
   "^src/(transport|apps|handlers|auth|errors|compat|storage|cli|observability|limits)/" +
@@ -32,6 +32,15 @@ module.exports = {
       // auth/api-key-secret.ts is the key format (generate, hash, recognise) on node:crypto alone: key-admin.ts
       // makes keys with it. It stays beside the gate that reads keys; it imports nothing of ours.
       to: { path: OUTER, pathNot: "^src/auth/api-key-secret[.]ts$" },
+    },
+    {
+      name: "races-are-pure",
+      comment:
+        "races/ is the races' rules as pure functions (standings and prizes, validation, recurrence, states, the " +
+        "digest): it imports values/, ports' types, its own modules, luxon and node: modules, nothing else.",
+      severity: "error",
+      from: { path: "^src/races/" },
+      to: { path: "^src/|node_modules/", pathNot: "^src/(races|values|ports)/|node_modules/(@types/)?luxon/" },
     },
     {
       name: "ports-are-interfaces",
