@@ -1,0 +1,88 @@
+/**
+ * The webhook outbox: an event is written in the transaction of the state change that causes it,
+ * never from memory after a commit, so a crash between the change and the delivery loses nothing.
+ * The delivery worker (src/webhooks/delivery-worker.ts) sends what this writes, from any instance.
+ */
+import { randomBytes } from "node:crypto";
+import type { PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import {
+  isWebhookEventType,
+  WEBHOOK_MAX_ATTEMPTS,
+  type WebhookEventType,
+  webhookBody,
+} from "../values/webhook-events.js";
+
+/** An event to send: `affiliateId` is the internal affiliate key, `at` Unix seconds. */
+export interface WebhookEventInput {
+  readonly affiliateId: number;
+  readonly type: string;
+  readonly data: unknown;
+  readonly at: number;
+}
+
+/** The `webhook-id` of a new event: `msg_` and 128 random bits in hex. */
+export function newMessageId(): string {
+  return `msg_${randomBytes(16).toString("hex")}`;
+}
+
+/** Whether an endpoint's stored subscription (a JSON array of event types) includes `type`. */
+function subscribes(eventTypes: unknown, type: string): boolean {
+  const parsed: unknown = JSON.parse(String(eventTypes));
+  return Array.isArray(parsed) && parsed.includes(type);
+}
+
+/**
+ * Writes the event and one due delivery per enabled endpoint of the affiliate subscribed to its
+ * type, on the caller's connection inside the caller's open transaction: they commit or roll back
+ * with the state change. Nothing is written when no endpoint subscribes. Throws (rolling the
+ * caller back) on an unknown type, a time not in Unix seconds or a body of 20 KB or more.
+ */
+export async function enqueueWebhookEvent(connection: PoolConnection, event: WebhookEventInput): Promise<void> {
+  if (!isWebhookEventType(event.type)) throw new Error(`unknown webhook event type ${event.type}`);
+  const body = webhookBody(event.type, event.at, event.data);
+  // A plain read: an endpoint created by a transaction that has not committed yet does not get this event.
+  const [endpoints] = await connection.query<RowDataPacket[]>(
+    "SELECT id, event_types FROM webhook_endpoints WHERE affiliate_id = ? AND enabled = 1 ORDER BY id",
+    [event.affiliateId],
+  );
+  const subscribed = endpoints.filter((row) => subscribes(row.event_types, event.type)).map((row) => String(row.id));
+  if (subscribed.length === 0) return;
+  await insertEvent(connection, event.affiliateId, event.type, event.at, body, subscribed);
+}
+
+/**
+ * Writes one event with deliveries to the given endpoints, due now; returns its row id and message
+ * id. Also used by SendTestEvent (one endpoint, whatever it subscribes to).
+ */
+export async function insertEvent(
+  connection: PoolConnection,
+  affiliateId: number,
+  type: WebhookEventType,
+  at: number,
+  body: string,
+  endpointIds: readonly string[],
+): Promise<{ eventId: string; messageId: string }> {
+  const messageId = newMessageId();
+  const [inserted] = await connection.query<ResultSetHeader>(
+    "INSERT INTO webhook_events (message_id, affiliate_id, type, body, created_at) VALUES (?, ?, ?, ?, ?)",
+    [messageId, affiliateId, type, Buffer.from(body, "utf8"), Math.floor(at)],
+  );
+  const eventId = String(inserted.insertId);
+  const now = Date.now();
+  await connection.query(
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, max_attempts, next_attempt_at_ms, created_at)
+     VALUES ?`,
+    [
+      endpointIds.map((endpointId) => [
+        eventId,
+        endpointId,
+        "pending",
+        0,
+        WEBHOOK_MAX_ATTEMPTS,
+        now,
+        Math.floor(now / 1000),
+      ]),
+    ],
+  );
+  return { eventId, messageId };
+}
