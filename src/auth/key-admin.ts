@@ -75,7 +75,10 @@ export interface NewKey {
   readonly rateLimit?: { readonly points: number; readonly windowSeconds: number } | null;
   /** Unix seconds; must lie in the future. */
   readonly expiresAt?: number | null;
-  /** A browser-safe key (tw_pub_…), usable from `allowedOrigins` only (at least one). */
+  /**
+   * A browser-safe key (tw_pub_…), readable by pages on `allowedOrigins` (CORS); with none, by no
+   * other site's page: an overlay-only key (the overlay is served by this service, so needs no CORS).
+   */
   readonly publishable?: boolean;
   /** Exact origins such as https://board.example.com; only for a publishable key. */
   readonly allowedOrigins?: readonly string[];
@@ -232,22 +235,15 @@ function labelProblems(label: string): Violation[] {
 }
 
 /**
- * A publishable key needs 1 to MAX_ORIGINS exact origins (scheme http or https, host, optional port,
- * nothing else); a secret key takes none (it never goes to a browser).
+ * A publishable key takes 0 to MAX_ORIGINS exact origins (scheme http or https, host, optional port,
+ * nothing else); with none it is an overlay-only key (`GET /board` is served by this service, no CORS
+ * needed). A secret key takes none (it never goes to a browser).
  */
 export function originProblems(publishable: boolean, origins: readonly string[]): Violation[] {
   if (!publishable) {
     return origins.length === 0
       ? []
       : [{ field: "allowedOrigins", message: "allowedOrigins are only for a publishable key (set publishable)" }];
-  }
-  if (origins.length === 0) {
-    return [
-      {
-        field: "allowedOrigins",
-        message: "a publishable key needs at least one allowed origin, e.g. https://board.example.com",
-      },
-    ];
   }
   if (origins.length > MAX_ORIGINS) {
     return [{ field: "allowedOrigins", message: `at most ${MAX_ORIGINS} allowed origins per key` }];

@@ -94,9 +94,6 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
     throw new UsageError("keys create needs --affiliate <affiliateId> (1 to 64 characters)");
   }
   const origins = values.origin ?? [];
-  if (values.publishable && origins.length === 0) {
-    throw new UsageError("keys create --publishable needs at least one --origin <https://…> (repeatable)");
-  }
   if (!values.publishable && origins.length > 0) {
     throw new UsageError("--origin is only for a publishable key (add --publishable)");
   }
@@ -131,7 +128,13 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
   }
   const kind = stored.publishable ? "publishable key" : "key";
   const notes = [
-    ...(stored.publishable ? [`usable from ${stored.allowedOrigins.join(", ")}`] : []),
+    ...(stored.publishable
+      ? [
+          stored.allowedOrigins.length === 0
+            ? "for the overlay only: no --origin, so no other site's page can read with it"
+            : `usable from ${stored.allowedOrigins.join(", ")}`,
+        ]
+      : []),
     ...(stored.expiresAt === null ? [] : [`expires ${isoSeconds(stored.expiresAt)}`]),
     ...(stored.defaultRankBy === null ? [] : [`boards ranked by ${stored.defaultRankBy} by default`]),
   ];

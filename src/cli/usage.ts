@@ -39,17 +39,18 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   "keys create": {
     synopsis:
       "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] " +
-      "[--publishable --origin <origin>...] [--rank-by wagered|weighted] [--json]",
+      "[--publishable [--origin <origin>...]] [--rank-by wagered|weighted] [--json]",
     summary: "create an API key for an affiliate; the key is printed once, only its hash is stored",
     details:
       "  --affiliate    the platform's affiliate id whose wagers the key reads (required; 1 to 64 characters)\n" +
       "  --label        a note for people, e.g. the affiliate's site (up to 200 characters)\n" +
       "  --rate-limit   the key's own limit, e.g. 120/60s (default: RATE_LIMIT_POINTS per RATE_LIMIT_WINDOW_S)\n" +
       "  --expires-in   the key stops working after this long: a number with s, m, h, d or w (e.g. 90d)\n" +
-      "  --publishable  a browser-safe key (tw_pub_...) for a public page: usable only from its origins, may go\n" +
-      "                 in ?key= on the GET paths, counted per key and client address\n" +
-      "  --origin       an origin the publishable key may be used from, e.g. https://board.example.com\n" +
-      "                 (scheme, host, optional port; repeat for several; required with --publishable)\n" +
+      "  --publishable  a browser-safe key (tw_pub_...) for a public page or the OBS overlay: may go in ?key=\n" +
+      "                 on the GET paths, counted per key and client address; without --origin it is for the\n" +
+      "                 overlay ({BASE_PATH}/board) only, no other site's page can read with it\n" +
+      "  --origin       an origin whose pages may read with the publishable key (CORS), e.g.\n" +
+      "                 https://board.example.com (scheme, host, optional port; repeat for several)\n" +
       "  --rank-by      how the key's boards rank when a request does not say: weighted gives weighted\n" +
       "                 boards (race rules) to a site that cannot change its requests; its rankBy still wins\n" +
       "  --json         print one JSON document {id, key, affiliateId, ...} on stdout\n" +

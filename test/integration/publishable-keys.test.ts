@@ -1,6 +1,6 @@
 /**
  * Publishable keys (issue 19 item 3): issued by the ApiKeyService with their
- * allowed origins (checked), listed with kind and origins; browser-safe on the
+ * allowed origins (checked), or none for an overlay-only key (issue 29), listed with kind and origins; browser-safe on the
  * public port: CORS for their origins only (preflight 204 / 403, actual
  * requests with Access-Control-Allow-Origin and Vary), never for a secret key;
  * counted per key and client address (two viewers behind a trusted proxy each
@@ -111,12 +111,24 @@ describe("issuing publishable keys", () => {
     expect([secretOne?.publishable, secretOne?.allowedOrigins]).toEqual([false, []]);
   });
 
+  it("issues an overlay-only key without origins: it reads with ?key=, and no site's page gets CORS for it", async () => {
+    const created = await admin().createApiKey({ affiliateId: "aff-pub", label: "obs", publishable: true });
+    expect([created.apiKey?.publishable, created.apiKey?.allowedOrigins]).toEqual([true, []]);
+    const query = `startTimestamp=${JAN.startTimestamp}&endTimestamp=${JAN.endTimestamp}&numUsers=1`;
+    // The overlay's own page and its stream are same-origin: no Origin, no CORS needed.
+    const page = await request("GET", `/board?key=${created.secret}&${query}`, {});
+    expect(page.status).toBe(200);
+    const fromSite = await request("GET", `/board?key=${created.secret}&${query}`, { origin: BOARD });
+    expect([fromSite.status, corsHeaders(fromSite)]).toEqual([200, {}]);
+    const preflight = await request("OPTIONS", "/top-affiliate-wagers-by-period/stream", {
+      origin: "https://obs.example.net",
+      "access-control-request-method": "GET",
+    });
+    expect([preflight.status, corsHeaders(preflight)]).toEqual([403, {}]);
+    await admin().revokeApiKey({ id: created.apiKey?.id ?? "" });
+  });
+
   it.each([
-    [
-      { publishable: true, allowedOrigins: [] },
-      "allowed_origins",
-      "a publishable key needs at least one allowed origin, e.g. https://board.example.com",
-    ],
     [
       { publishable: true, allowedOrigins: ["https://board.example.com/overlay"] },
       "allowed_origins[0]",

@@ -102,8 +102,8 @@ export type ApiKey = Message<"topwagers.v1.ApiKey"> & {
   rateLimit?: RateLimit | undefined;
 
   /**
-   * A publishable key (`tw_pub_…`): browser-safe, usable only from
-   * `allowed_origins`, sent as `Authorization` or `?key=` on the GET paths,
+   * A publishable key (`tw_pub_…`): browser-safe, readable by pages on
+   * `allowed_origins` (none: the overlay only), sent as `Authorization` or `?key=` on the GET paths,
    * rate-limited per key and client address. False for a secret key.
    *
    * @generated from field: bool publishable = 8;
@@ -172,16 +172,18 @@ export type CreateApiKeyRequest = Message<"topwagers.v1.CreateApiKeyRequest"> & 
 
   /**
    * Issue a publishable key (`tw_pub_…`, browser-safe) instead of a secret
-   * one; it needs at least one allowed origin.
+   * one.
    *
    * @generated from field: bool publishable = 5;
    */
   publishable: boolean;
 
   /**
-   * For a publishable key, 1 to 20 exact origins: scheme http or https, host
-   * and optional port, no path (e.g. "https://board.example.com"). None for a
-   * secret key.
+   * For a publishable key, up to 20 exact origins whose pages may read with it
+   * (CORS): scheme http or https, host and optional port, no path (e.g.
+   * "https://board.example.com"). None makes an overlay-only key: the overlay
+   * (`GET /board`) is served by this service and needs no CORS, and no other
+   * site's page can read with the key. None for a secret key.
    *
    * @generated from field: repeated string allowed_origins = 6;
    */
