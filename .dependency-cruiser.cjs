@@ -9,7 +9,7 @@
 const DOMAIN = "^src/(leaderboard|values|cache|ingest|races)/|^src/auth/key-admin[.]ts$";
 /** Infrastructure the domain never imports (its errors are its own; skins map them). */
 const OUTER =
-  "^src/(transport|apps|handlers|auth|errors|compat|storage|cli|observability|limits)/" +
+  "^src/(transport|apps|handlers|codecs|auth|errors|compat|storage|cli|observability|limits)/" +
   "|^src/(server|config|entry|main)[.]ts$|^gen/" +
   "|node_modules/(@connectrpc|@bufbuild|mysql2|ioredis|rate-limiter-flexible|prom-client|@opentelemetry)/";
 
@@ -67,7 +67,7 @@ module.exports = {
       from: { path: "^src/storage/" },
       to: {
         path:
-          "^src/(leaderboard|ingest|handlers|apps|transport|auth|errors|observability|cli|limits|cache)/" +
+          "^src/(leaderboard|ingest|handlers|codecs|apps|transport|auth|errors|observability|cli|limits|cache)/" +
           "|^src/(server|config)[.]ts$|^gen/|node_modules/(@connectrpc|@bufbuild|ioredis)/",
       },
     },
@@ -79,11 +79,35 @@ module.exports = {
       to: { path: "^src/(apps|cli)/|^src/(server|entry|main)[.]ts$" },
     },
     {
+      name: "skins-share-no-skin",
+      comment:
+        "Each file directly in src/handlers/ is one skin; a skin never imports another. What several skins share " +
+        "lives in src/codecs/ (the request and the entries as JSON and as messages) or src/handlers/parts/ " +
+        "(the REST reply, the live viewer, paths), see docs/architecture.md.",
+      severity: "error",
+      from: { path: "^src/handlers/[^/]+[.]ts$" },
+      to: { path: "^src/handlers/[^/]+[.]ts$" },
+    },
+    {
+      name: "skin-parts-and-codecs-import-no-skin",
+      comment: "The parts the skins share, and the codecs, never reach back into a skin or an app.",
+      severity: "error",
+      from: { path: "^src/(handlers/parts|codecs)/" },
+      to: { path: "^src/handlers/[^/]+[.]ts$|^src/(apps|cli)/|^src/(server|entry|main)[.]ts$" },
+    },
+    {
+      name: "codecs-do-no-io",
+      comment: "A codec turns values into bytes or messages and back; it knows no HTTP, transport or storage.",
+      severity: "error",
+      from: { path: "^src/codecs/" },
+      to: { path: "^src/(transport|handlers|storage|redis|auth|limits|observability)/|node_modules/@connectrpc/" },
+    },
+    {
       name: "transport-knows-no-request-meaning",
       comment: "transport/ moves bytes and headers; it does not know the skins, the domain or storage.",
       severity: "error",
       from: { path: "^src/transport/" },
-      to: { path: "^src/(apps|handlers|leaderboard|ingest|storage|auth|cli|limits)/" },
+      to: { path: "^src/(apps|handlers|codecs|leaderboard|ingest|storage|auth|cli|limits)/" },
     },
     {
       name: "apps-are-composed-not-imported",

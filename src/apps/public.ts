@@ -20,9 +20,11 @@ import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors/catalogue.js";
 import { BoardEvents } from "../handlers/board-events.js";
 import { BoardPage } from "../handlers/board-page.js";
+import { CorsPreflight } from "../handlers/cors-preflight.js";
 import { createDocsPage } from "../handlers/docs-page.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
 import { callerKey, leaderboardRpc } from "../handlers/leaderboard-rpc.js";
+import { refuse } from "../handlers/parts/rest-reply.js";
 import { RestApi } from "../handlers/rest.js";
 import { WATCH_PATH, WatchRpc } from "../handlers/watch-rpc.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
@@ -203,9 +205,10 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     admission,
     live,
     clientAddress: clientAddressOf,
-    refuse: (req, res, reason, headers) => rest.refuse(nodeExchange(req, res), reason, headers),
     observe: calls.observe,
+    logger,
   });
+  const preflight = new CorsPreflight({ basePath: config.basePath, admission, logger });
   const boardPage = new BoardPage({
     basePath: config.basePath,
     // The page's own request is admitted as its stream's (a publishable key in ?key=).
@@ -227,11 +230,9 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     registerReflection(router, PUBLIC_SERVICES);
   };
 
-  // CORS preflights of the paths a browser page calls with a publishable key.
-  const corsPaths = new Set([rest.path, `${rest.path}/stream`]);
   const fallback = (req: NodeRequest, res: NodeResponse) => {
     const path = normalizePath(req.url ?? "/");
-    if (req.method === "OPTIONS" && corsPaths.has(path)) return void rest.preflight(req, res);
+    if (preflight.matches(req.method, path)) return void preflight.handle(req, res);
     if (rest.matches(path)) return void rest.handle(nodeExchange(req, res));
     if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
     if (boardPage.matches(path)) return void boardPage.handle(req, res);
@@ -242,9 +243,11 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       return void readiness.check().then((body) => writeJson(res, body.status === "ready" ? 200 : 503, body));
     }
     if (docs.matches(path, req.method)) return void docs.handle(req, res, path);
-    return void rest.refuse(
+    return void refuse(
       nodeExchange(req, res),
       new HttpRefusal("NOT_FOUND", `no such path. The operation is POST ${rest.path}`),
+      undefined,
+      logger,
     );
   };
 

@@ -16,11 +16,11 @@ import {
   RotateApiKeyResponseSchema,
 } from "../../gen/topwagers/v1/api_keys_pb.js";
 import type { KeyAdmin, Refused } from "../auth/key-admin.js";
+import { rankByMessage, rankByOf } from "../codecs/rank-by.js";
 import { invalidArgument, ServiceError } from "../errors/catalogue.js";
 import { fromDatabase } from "../errors/database.js";
 import type { StoredApiKey } from "../ports/api-keys.js";
 import type { Violation } from "../values/violation.js";
-import { rankByMessage, rankByOf } from "./rank-by.js";
 
 export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService> {
   return {

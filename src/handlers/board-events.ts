@@ -12,16 +12,19 @@
  */
 
 import type { Admission } from "../auth/admission.js";
+import { renderEntries } from "../codecs/entries-json.js";
+import { decodeRequestFields } from "../codecs/period-request-json.js";
 import { HttpRefusal } from "../errors/catalogue.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
 import type { LiveBoards } from "../leaderboard/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../leaderboard/operation.js";
+import type { Logger } from "../logger.js";
 import type { ObserveCall } from "../observability/call-observation.js";
+import { nodeExchange } from "../transport/exchange.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
-import { type Frames, liveError, ResponseViewer } from "./live-streams.js";
-import { decodeRequestFields, OPERATION_PATH, renderEntries } from "./rest.js";
-
-export const STREAM_PATH = `${OPERATION_PATH}/stream`;
+import { type Frames, liveError, ResponseViewer } from "./parts/live-streams.js";
+import { STREAM_PATH } from "./parts/rest-paths.js";
+import { refuse } from "./parts/rest-reply.js";
 
 /** How long EventSource waits before reconnecting, in ms (the stream's first line). */
 const RECONNECT_MS = 2000;
@@ -46,14 +49,8 @@ export interface BoardEventsOptions {
   readonly live: LiveBoards;
   /** The client's address for the per-address stream limit. */
   readonly clientAddress: (req: NodeRequest) => string;
-  /** Answers a refusal in the POST's JSON envelope (the REST skin's). */
-  readonly refuse: (
-    req: NodeRequest,
-    res: NodeResponse,
-    reason: unknown,
-    headers?: Readonly<Record<string, string>>,
-  ) => Promise<void>;
   readonly observe?: ObserveCall;
+  readonly logger?: Logger;
 }
 
 export class BoardEvents {
@@ -123,7 +120,8 @@ export class BoardEvents {
       else res.once("close", () => subscription.close());
     } catch (reason) {
       failure = reason;
-      await this.options.refuse(req, res, reason, rateHeaders);
+      // Refusals are the POST's JSON envelope, never an event stream.
+      await refuse(nodeExchange(req, res), reason, rateHeaders, this.options.logger);
     } finally {
       this.options.observe?.(WATCH_PROCEDURE, "sse", startedAt, failure, {
         keyId,

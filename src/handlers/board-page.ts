@@ -6,19 +6,19 @@
  *
  * The page's own request is admitted and validated as the stream is (a publishable key in `?key=`),
  * so an invalid key or period is a readable message in the page, with the status the stream would
- * answer. Player data is only ever set as text (see board-page-assets.ts); the page sends no
+ * answer. Player data is only ever set as text (see parts/board-page-assets.ts); the page sends no
  * Referer (its address holds the key) and its Content-Security-Policy allows only its own inline
  * code (by hash), same-origin connections and images.
  */
 import { createHash } from "node:crypto";
+import { decodeRequestFields } from "../codecs/period-request-json.js";
 import { HttpRefusal } from "../errors/catalogue.js";
 import { renderRestError } from "../errors/renderers.js";
 import { validPeriodQuery } from "../leaderboard/operation.js";
 import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/http.js";
 import type { Violation } from "../values/violation.js";
-import { STREAM_PATH } from "./board-events.js";
-import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./board-page-assets.js";
-import { decodeRequestFields } from "./rest.js";
+import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./parts/board-page-assets.js";
+import { STREAM_PATH } from "./parts/rest-paths.js";
 
 export const BOARD_PAGE_PATH = "/board";
 export const THEMES = ["dark", "light", "transparent"] as const;

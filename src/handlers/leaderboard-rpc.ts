@@ -7,22 +7,18 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import {
-  type GetTopAffiliateWagersByPeriodRequest,
   GetTopAffiliateWagersByPeriodResponseSchema,
-  type TopWagerEntry,
-  TopWagerEntrySchema,
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
+import { topWagerEntries } from "../codecs/entries-message.js";
+import { requestFields } from "../codecs/period-request-message.js";
 import { unauthenticated } from "../errors/catalogue.js";
 import { fromDomain } from "../errors/domain.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, type TopWagersAnswer } from "../leaderboard/operation.js";
-import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import { cacheControl } from "../transport/cache-control.js";
-import type { Violation } from "../values/violation.js";
-import { rankByOf } from "./rank-by.js";
 
 /** Set by the request gate once the key is authenticated and counted. */
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
@@ -62,41 +58,4 @@ export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof Top
 
 function buildAnswer(ranked: readonly RankedUser[]): Answer {
   return create(GetTopAffiliateWagersByPeriodResponseSchema, { data: topWagerEntries(ranked) });
-}
-
-/** The ranked users as response entries (the unary answer and every board of the watch stream). */
-export function topWagerEntries(ranked: readonly RankedUser[]): TopWagerEntry[] {
-  return ranked.map((user) =>
-    create(TopWagerEntrySchema, {
-      username: user.username,
-      avatar: user.avatar,
-      totalWagered: Number(user.totalWagered),
-      totalWageredDecimal: user.totalWagered,
-      userId: user.userId,
-      rank: user.rank,
-      weightedWagered: Number(user.weightedWagered),
-      weightedWageredDecimal: user.weightedWagered,
-    }),
-  );
-}
-
-/**
- * A request message's fields as the operation takes them (`rank_by` as a name), for the unary and
- * the watch procedure; a ranking this build does not know is a violation naming `rankBy`.
- */
-export function requestFields(request: Pick<GetTopAffiliateWagersByPeriodRequest, keyof PeriodRequestFields>): {
-  values: PeriodRequestFields;
-  violations: Violation[];
-} {
-  const violations: Violation[] = [];
-  const rankBy = rankByOf(request.rankBy, violations);
-  return {
-    values: {
-      startTimestamp: request.startTimestamp,
-      endTimestamp: request.endTimestamp,
-      numUsers: request.numUsers,
-      rankBy,
-    },
-    violations,
-  };
 }

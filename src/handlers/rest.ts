@@ -5,26 +5,20 @@
  * and media type (413, 415), the JSON body (400), then the operation
  * (leaderboard/operation.ts), the envelope and gzip. The order is the contract's.
  */
-import { promisify } from "node:util";
-import { gzip } from "node:zlib";
 import type { Admission } from "../auth/admission.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
-import { HttpRefusal, invalidArgument } from "../errors/catalogue.js";
-import { renderRestError } from "../errors/renderers.js";
-import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
+import { DecodedBodies } from "../codecs/decoded-bodies.js";
+import { renderEntries } from "../codecs/entries-json.js";
+import { HttpRefusal } from "../errors/catalogue.js";
+import type { Leaderboard } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, TOP_WAGERS_PROCEDURE } from "../leaderboard/operation.js";
-import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Logger } from "../logger.js";
 import type { ObserveCall } from "../observability/call-observation.js";
-import { acceptsGzip } from "../transport/accept-encoding.js";
 import { cacheControl } from "../transport/cache-control.js";
-import { type Exchange, nodeExchange } from "../transport/exchange.js";
-import { bodyIfComplete, type NodeRequest, type NodeResponse, readStream, writeWhole } from "../transport/http.js";
-import type { Violation } from "../values/violation.js";
-import { isRankBy, type RankBy } from "../values/weights.js";
-
-export const OPERATION_PATH = "/top-affiliate-wagers-by-period";
-const gzipAsync = promisify(gzip);
+import type { Exchange } from "../transport/exchange.js";
+import { bodyIfComplete, readStream } from "../transport/http.js";
+import { OPERATION_PATH } from "./parts/rest-paths.js";
+import { type Body, bodyOf, NO_HEADERS, refuse, send } from "./parts/rest-reply.js";
 
 export interface RestOptions {
   readonly basePath: string;
@@ -35,16 +29,6 @@ export interface RestOptions {
   /** Counts, times and logs the call, as for every protocol (observability/call-observation.ts). */
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
-}
-
-/** A response body, with its gzip form made at most once. */
-interface Body {
-  readonly plain: Buffer;
-  gzipped?: Buffer;
-}
-
-function bodyOf(text: string): Body {
-  return { plain: Buffer.from(text, "utf8") };
 }
 
 export class RestApi {
@@ -107,7 +91,7 @@ export class RestApi {
       if (gzipping !== undefined) await gzipping;
     } catch (reason) {
       failure = reason;
-      await this.refuse(exchange, reason, rateHeaders);
+      await refuse(exchange, reason, rateHeaders, this.options.logger);
     } finally {
       this.options.observe?.(TOP_WAGERS_PROCEDURE, "rest", startedAt, failure, {
         keyId,
@@ -116,46 +100,7 @@ export class RestApi {
       });
     }
   }
-
-  /**
-   * A CORS preflight (OPTIONS) of the POST or the live stream: 204 with the CORS headers when some
-   * usable publishable key allows the Origin, else 403 without them.
-   */
-  async preflight(req: NodeRequest, res: NodeResponse): Promise<void> {
-    const answer = this.options.admission.preflight(req.headers.origin);
-    if (!answer.allowed) {
-      const origin = req.headers.origin;
-      return this.refuse(
-        nodeExchange(req, res),
-        new HttpRefusal(
-          "CORS_REFUSED",
-          origin === undefined
-            ? "a CORS preflight needs an Origin header"
-            : `origin ${origin} is not allowed by any publishable key`,
-        ),
-      );
-    }
-    writeWhole(res, 204, { ...answer.headers, "cache-control": "no-store" }, "");
-  }
-
-  /** Answers a refusal or an error in the envelope (404 for unknown paths comes through here too). */
-  async refuse(
-    exchange: Exchange,
-    reason: unknown,
-    rateHeaders: Readonly<Record<string, string>> = NO_HEADERS,
-  ): Promise<void> {
-    const rendered = renderRestError(reason);
-    try {
-      await send(exchange, rendered.status, bodyOf(rendered.body), rateHeaders, rendered.headers);
-    } catch (failure) {
-      // The connection is gone or the response half-written: nothing left to tell the client.
-      this.options.logger?.warn({ err: failure }, "could not send REST error response");
-      exchange.abort();
-    }
-  }
 }
-
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 function payloadTooLarge(maxBytes: number): HttpRefusal {
   return new HttpRefusal("PAYLOAD_TOO_LARGE", `request body is larger than ${maxBytes} bytes`, { connection: "close" });
@@ -182,145 +127,4 @@ function checkJsonBodyHeaders(exchange: Exchange, maxBytes: number): void {
 /** The body as it arrives (refused with 413 once it grows past `maxBytes`). */
 function readJsonBody(exchange: Exchange, maxBytes: number): Promise<Buffer> {
   return readStream(exchange.body, maxBytes, () => payloadTooLarge(maxBytes));
-}
-
-/** The body's JSON object, or the operation's invalid_argument saying what is wrong with it. */
-function parseJsonObject(bytes: Buffer): unknown {
-  const text = bytes.toString("utf8");
-  if (text.trim() === "")
-    throw invalidArgument([
-      { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },
-    ]);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw invalidArgument([{ message: `request body is not valid JSON (${(error as Error).message})` }]);
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalidArgument([
-      { message: "request body must be a JSON object with startTimestamp, endTimestamp and numUsers" },
-    ]);
-  }
-  return body;
-}
-
-type DecodedFields = ReturnType<typeof decodeRequestFields>;
-
-/**
- * The fields of a request body (parseJsonObject, then decodeRequestFields), remembered by the body's
- * text for the bodies seen lately: decoding is a pure function of the bytes, and a leaderboard asks
- * the same question again and again. Bounded (the body remembered longest ago goes first); bodies
- * larger than MAX_BYTES, and bodies that are not a JSON object (an error), are decoded every time.
- * What it hands out is frozen: callers share it.
- */
-export class DecodedBodies {
-  static readonly MAX_BYTES = 512;
-  // A Map iterates in insertion order: the first key is the oldest.
-  private readonly known = new Map<string, DecodedFields>();
-
-  constructor(private readonly maxEntries = 256) {}
-
-  decode(bytes: Buffer): DecodedFields {
-    if (bytes.length > DecodedBodies.MAX_BYTES) return decodeRequestFields(parseJsonObject(bytes));
-    // The bytes as a key (latin1 maps each byte to one character, so different bodies never share one).
-    const key = bytes.toString("latin1");
-    const known = this.known.get(key);
-    if (known !== undefined) return known;
-    const decoded = decodeRequestFields(parseJsonObject(bytes));
-    const frozen = Object.freeze({
-      values: Object.freeze(decoded.values),
-      violations: Object.freeze(decoded.violations.map((v) => Object.freeze(v))) as Violation[],
-    });
-    this.known.set(key, frozen);
-    if (this.known.size > this.maxEntries) {
-      const oldest = this.known.keys().next();
-      if (oldest.done !== true) this.known.delete(oldest.value);
-    }
-    return frozen;
-  }
-}
-
-/**
- * Reads the fields from the JSON object. Whole numbers and strings of digits
- * are accepted for the three numbers (as proto JSON does); rankBy is "wagered"
- * or "weighted"; anything else names the field. Unknown fields are ignored.
- */
-export function decodeRequestFields(body: unknown): { values: PeriodRequestFields; violations: Violation[] } {
-  const record = body as Record<string, unknown>;
-  const violations: Violation[] = [];
-  const wholeNumber = (field: string): bigint | undefined => {
-    if (!Object.hasOwn(record, field)) return undefined;
-    const value = record[field];
-    if (typeof value === "number" && Number.isInteger(value)) return BigInt(value);
-    if (typeof value === "string" && /^-?\d{1,30}$/.test(value)) return BigInt(value);
-    violations.push({ field, message: `${field} must be a whole number, got ${JSON.stringify(value)}` });
-    return undefined;
-  };
-  let rankBy: RankBy | undefined;
-  if (Object.hasOwn(record, "rankBy")) {
-    if (isRankBy(record.rankBy)) rankBy = record.rankBy;
-    else {
-      violations.push({
-        field: "rankBy",
-        message: `rankBy must be "wagered" or "weighted", got ${JSON.stringify(record.rankBy)}`,
-      });
-    }
-  }
-  return {
-    values: {
-      startTimestamp: wholeNumber("startTimestamp"),
-      endTimestamp: wholeNumber("endTimestamp"),
-      numUsers: wholeNumber("numUsers"),
-      rankBy,
-    },
-    violations,
-  };
-}
-
-/**
- * The success body. `totalWagered` (and `weightedWagered` when asked for) are written as the
- * exact decimal text from the database, so the JSON number carries every digit; no float
- * arithmetic happens.
- */
-export function renderEntries(ranked: readonly RankedUser[], weighted = false): string {
-  const entries = ranked.map(
-    (user) =>
-      `{"username":${JSON.stringify(user.username)},"avatar":${JSON.stringify(user.avatar)},"totalWagered":${user.totalWagered}${weighted ? `,"weightedWagered":${user.weightedWagered}` : ""}}`,
-  );
-  return `{"data":[${entries.join(",")}],"errors":null}`;
-}
-
-/**
- * Sends a whole answer: `headerSets` (rate limit and CORS, caching, a refusal's own) and the body's
- * own headers. Returns a promise only when the body has to be compressed first (once per body).
- */
-function send(
-  exchange: Exchange,
-  status: number,
-  body: Body,
-  ...headerSets: Readonly<Record<string, string>>[]
-): Promise<void> | undefined {
-  if (exchange.answered) return undefined;
-  const gzip = acceptsGzip(exchange.headers["accept-encoding"]);
-  if (gzip && body.gzipped === undefined) {
-    return gzipAsync(body.plain).then((gzipped) => {
-      body.gzipped ??= gzipped;
-      send(exchange, status, body, ...headerSets);
-    });
-  }
-  const out: Record<string, string | number> = {};
-  for (const headers of headerSets) Object.assign(out, headers);
-  out["content-type"] = "application/json; charset=utf-8";
-  out.vary = out.vary === undefined ? "Accept-Encoding" : `Accept-Encoding, ${out.vary}`;
-  let payload = body.plain;
-  if (gzip && body.gzipped !== undefined) {
-    payload = body.gzipped;
-    out["content-encoding"] = "gzip";
-  }
-  out["content-length"] = payload.length;
-  // HTTP/2 has no Connection header (the stream ends; the session stays).
-  if (exchange.httpVersionMajor >= 2) delete out.connection;
-  exchange.answer(status, out, payload);
-  return undefined;
 }

@@ -20,6 +20,8 @@ import {
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Admission } from "../auth/admission.js";
+import { topWagerEntries } from "../codecs/entries-message.js";
+import { requestFields } from "../codecs/period-request-message.js";
 import { malformedRequest, ServiceError } from "../errors/catalogue.js";
 import { asConnectError } from "../errors/domain.js";
 import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
@@ -37,8 +39,7 @@ import {
   streamHeaders,
   streamWireOf,
 } from "../transport/rpc-stream-wire.js";
-import { requestFields, topWagerEntries } from "./leaderboard-rpc.js";
-import { type Frames, liveError, ResponseViewer, revokedKey, shuttingDown } from "./live-streams.js";
+import { type Frames, liveError, ResponseViewer, revokedKey, shuttingDown } from "./parts/live-streams.js";
 
 export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
 

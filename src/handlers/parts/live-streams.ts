@@ -3,10 +3,10 @@
  * a board's pre-encoded bytes to one response and reports a connection that
  * does not drain, and the live-board refusals as the catalogue's errors.
  */
-import { ServiceError } from "../errors/catalogue.js";
-import type { BoardSnapshot } from "../leaderboard/board-snapshot.js";
-import { type EndReason, LiveShutdownError, StreamLimitError, type Viewer } from "../leaderboard/live-boards.js";
-import { cutResponse, type NodeResponse } from "../transport/http.js";
+import { ServiceError } from "../../errors/catalogue.js";
+import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
+import { type EndReason, LiveShutdownError, StreamLimitError, type Viewer } from "../../leaderboard/live-boards.js";
+import { cutResponse, type NodeResponse } from "../../transport/http.js";
 
 /**
  * A viewer whose response holds more than this unsent (in the process and its socket) when the

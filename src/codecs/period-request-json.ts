@@ -1,0 +1,70 @@
+/**
+ * The period request as JSON: the fields of a REST body, or of the SSE stream's and the overlay's query string,
+ * as the operation takes them. Whole numbers and strings of digits are accepted for the three numbers (as proto
+ * JSON does); `rankBy` is "wagered" or "weighted"; anything else is a violation naming the field. Unknown fields
+ * are ignored.
+ */
+import { invalidArgument } from "../errors/catalogue.js";
+import type { PeriodRequestFields } from "../leaderboard/period-request.js";
+import type { Violation } from "../values/violation.js";
+import { isRankBy, type RankBy } from "../values/weights.js";
+
+/** A request's fields as the operation takes them, with what is wrong with the ones sent. */
+export interface DecodedFields {
+  readonly values: PeriodRequestFields;
+  readonly violations: Violation[];
+}
+
+/** The body's JSON object, or the operation's invalid_argument saying what is wrong with it. */
+export function parseJsonObject(bytes: Buffer): unknown {
+  const text = bytes.toString("utf8");
+  if (text.trim() === "")
+    throw invalidArgument([
+      { message: "request body is empty. Send a JSON object with startTimestamp, endTimestamp and numUsers" },
+    ]);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw invalidArgument([{ message: `request body is not valid JSON (${(error as Error).message})` }]);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalidArgument([
+      { message: "request body must be a JSON object with startTimestamp, endTimestamp and numUsers" },
+    ]);
+  }
+  return body;
+}
+
+/** Reads the fields from a JSON object (or a query string's fields as strings). */
+export function decodeRequestFields(body: unknown): { values: PeriodRequestFields; violations: Violation[] } {
+  const record = body as Record<string, unknown>;
+  const violations: Violation[] = [];
+  const wholeNumber = (field: string): bigint | undefined => {
+    if (!Object.hasOwn(record, field)) return undefined;
+    const value = record[field];
+    if (typeof value === "number" && Number.isInteger(value)) return BigInt(value);
+    if (typeof value === "string" && /^-?\d{1,30}$/.test(value)) return BigInt(value);
+    violations.push({ field, message: `${field} must be a whole number, got ${JSON.stringify(value)}` });
+    return undefined;
+  };
+  let rankBy: RankBy | undefined;
+  if (Object.hasOwn(record, "rankBy")) {
+    if (isRankBy(record.rankBy)) rankBy = record.rankBy;
+    else {
+      violations.push({
+        field: "rankBy",
+        message: `rankBy must be "wagered" or "weighted", got ${JSON.stringify(record.rankBy)}`,
+      });
+    }
+  }
+  return {
+    values: {
+      startTimestamp: wholeNumber("startTimestamp"),
+      endTimestamp: wholeNumber("endTimestamp"),
+      numUsers: wholeNumber("numUsers"),
+      rankBy,
+    },
+    violations,
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * The period request as a message: the fields of the unary and the watch request messages as the operation takes
+ * them (`rank_by` as a name); a ranking this build does not know is a violation naming `rankBy`.
+ */
+import type { GetTopAffiliateWagersByPeriodRequest } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import type { PeriodRequestFields } from "../leaderboard/period-request.js";
+import type { Violation } from "../values/violation.js";
+import { rankByOf } from "./rank-by.js";
+
+/** The fields the unary and the watch request share. */
+export type PeriodRequestMessage = Pick<GetTopAffiliateWagersByPeriodRequest, keyof PeriodRequestFields>;
+
+export function requestFields(request: PeriodRequestMessage): { values: PeriodRequestFields; violations: Violation[] } {
+  const violations: Violation[] = [];
+  const rankBy = rankByOf(request.rankBy, violations);
+  return {
+    values: {
+      startTimestamp: request.startTimestamp,
+      endTimestamp: request.endTimestamp,
+      numUsers: request.numUsers,
+      rankBy,
+    },
+    violations,
+  };
+}
