@@ -3,12 +3,12 @@
  * problem at once, each naming its field, instead of stopping at the first.
  */
 
-import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
+import { EARLIEST_PERIOD_START, MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
 
-/** 2024-12-02T05:00:00Z: the earliest start the API accepts. */
-export const EARLIEST_START = 1_733_115_600;
+/** 2024-12-02T05:00:00Z: the earliest start the API accepts (races share it, see calendar.ts). */
+export const EARLIEST_START = EARLIEST_PERIOD_START;
 /** Above this a "Unix seconds" value is almost surely milliseconds (see calendar.ts). */
 export const MAX_TIMESTAMP = MAX_PLAUSIBLE_UNIX_SECONDS;
 export const MAX_NUM_USERS = 100;

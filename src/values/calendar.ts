@@ -15,6 +15,9 @@ export const DAY = 86_400;
  */
 export const MAX_PLAUSIBLE_UNIX_SECONDS = 100_000_000_000;
 
+/** 2024-12-02T05:00:00Z: the earliest start of a period the API accepts (boards and races). */
+export const EARLIEST_PERIOD_START = 1_733_115_600;
+
 /** The calendar units totals are kept in (one rollup table each), finest first. */
 export const GRANULARITIES = ["hourly", "daily", "halfmonthly", "monthly"] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
