@@ -213,6 +213,66 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 10,
+    name: "races and their frozen results",
+    // New tables only. A race is one period of a series (a one-off race is a series of one): the
+    // series shares the slug, and (affiliate, slug, index) is unique, so two instances creating the
+    // same next race insert it once. Each step that must happen once (announcing the start and the
+    // end, creating the next race, the freeze) is a flag set by a conditional UPDATE in the same
+    // transaction as its event, so it happens once however many instances try; `next_step_at` is
+    // when the race next has such a step due (NULL: none), which the clock's scan reads by index.
+    // Prizes and the excluded users are JSON arrays of strings, read and written whole.
+    statements: [
+      `CREATE TABLE races (
+        id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        public_id VARCHAR(40) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        affiliate_id INT UNSIGNED NOT NULL,
+        slug VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        series_index INT UNSIGNED NOT NULL,
+        anchor_start INT UNSIGNED NOT NULL,
+        title VARBINARY(512) NOT NULL,
+        start_ts INT UNSIGNED NOT NULL,
+        end_ts INT UNSIGNED NOT NULL,
+        rank_by VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        currency VARCHAR(12) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        prizes TEXT CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        min_wagered VARCHAR(40) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        excluded_user_ids MEDIUMBLOB NOT NULL,
+        review_seconds INT UNSIGNED NOT NULL,
+        shown SMALLINT UNSIGNED NOT NULL,
+        repeat_every VARCHAR(8) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        time_zone VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        created_at INT UNSIGNED NOT NULL,
+        updated_at INT UNSIGNED NOT NULL,
+        cancelled_at INT UNSIGNED NULL,
+        frozen_at INT UNSIGNED NULL,
+        digest CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL,
+        unallocated VARCHAR(48) CHARACTER SET ascii COLLATE ascii_bin NULL,
+        start_announced TINYINT(1) NOT NULL DEFAULT 0,
+        end_announced TINYINT(1) NOT NULL DEFAULT 0,
+        next_created TINYINT(1) NOT NULL DEFAULT 0,
+        next_step_at INT UNSIGNED NULL,
+        UNIQUE KEY ux_races_public_id (public_id),
+        UNIQUE KEY ux_races_series (affiliate_id, slug, series_index),
+        KEY ix_races_affiliate_start (affiliate_id, start_ts),
+        KEY ix_races_next_step (next_step_at)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // The frozen result, one row per placed user shown, as it was at the freeze; never updated.
+      `CREATE TABLE race_results (
+        race_id INT UNSIGNED NOT NULL,
+        position SMALLINT UNSIGNED NOT NULL,
+        \`rank\` SMALLINT UNSIGNED NOT NULL,
+        user_external_id VARBINARY(256) NOT NULL,
+        username VARBINARY(256) NOT NULL,
+        avatar_url VARBINARY(2048) NOT NULL,
+        total DECIMAL(30,8) NOT NULL,
+        weighted_total DECIMAL(34,12) NOT NULL,
+        prize VARCHAR(48) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        PRIMARY KEY (race_id, position)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
+  {
     version: 11,
     name: "outgoing webhooks: endpoints, events (the outbox), deliveries and their attempts",
     // Standard Webhooks (docs/webhooks.md). An event is written in the same transaction as the state

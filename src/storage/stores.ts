@@ -7,6 +7,7 @@ import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { ApiKeyStore, KeyStore } from "../ports/api-keys.js";
 import type { ChangeStore } from "../ports/changes.js";
 import type { IngestStore } from "../ports/ingest.js";
+import type { RaceStore } from "../ports/races.js";
 import type { SchemaVersions } from "../ports/schema.js";
 import type { StandingsStore } from "../ports/standings.js";
 import {
@@ -25,6 +26,21 @@ import { changeIdsBetween, latestChangeId, pruneChanges, readChanges } from "./d
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migrations.js";
 import { bucketRanges } from "./period-buckets.js";
+import {
+  affiliateKey,
+  announceEnd,
+  announceStart,
+  cancelRace,
+  dueRaces,
+  freezeRace,
+  frozenEntries,
+  insertNewRace,
+  listRaces,
+  raceById,
+  racesAroundNow,
+  seriesRace,
+  updateRace,
+} from "./races.js";
 import { LATEST_SCHEMA_VERSION } from "./schema-migrations.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./transactions.js";
 import { upsertUserBatch } from "./users.js";
@@ -88,4 +104,22 @@ async function autoIncrementStep(pool: Pool): Promise<number> {
   const [rows] = await pool.query<RowDataPacket[]>("SELECT @@auto_increment_increment AS step");
   const step = Number(rows[0]?.step ?? 1);
   return Number.isInteger(step) && step > 0 ? step : 1;
+}
+
+export function mariadbRaces(pool: Pool): RaceStore {
+  return {
+    affiliateKey: (externalId) => affiliateKey(pool, externalId),
+    insert: (race) => insertNewRace(pool, race),
+    byId: (id) => raceById(pool, id),
+    seriesRace: (affiliateId, slug, index) => seriesRace(pool, affiliateId, slug, index),
+    aroundNow: (affiliateId, slug, now) => racesAroundNow(pool, affiliateId, slug, now),
+    list: (query) => listRaces(pool, query),
+    update: (id, definition, at) => updateRace(pool, id, definition, at),
+    cancel: (id, at, event) => cancelRace(pool, id, at, event),
+    frozenEntries: (id) => frozenEntries(pool, id),
+    due: (now, limit) => dueRaces(pool, now, limit),
+    announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),
+    announceEnd: (id, event, at) => announceEnd(pool, id, event, at),
+    freeze: (id, result, event) => freezeRace(pool, id, result, event),
+  };
 }

@@ -1,0 +1,129 @@
+/**
+ * What races ask of storage: the races table (definitions and where each stands), the frozen
+ * results, and the state changes that must happen exactly once (announcing a start or an end,
+ * creating a series' next race, the freeze, a cancellation), each in one transaction with the
+ * event it causes. Implemented on MariaDB by storage/races.ts.
+ */
+import type { RankBy } from "../values/weights.js";
+
+export type RaceRepeat = "none" | "daily" | "weekly" | "monthly";
+
+/** A race as its owner defines it (validated by races/race-rules.ts). */
+export interface RaceDefinition {
+  readonly slug: string;
+  readonly title: string;
+  /** Inclusive period, Unix seconds. */
+  readonly startTimestamp: number;
+  readonly endTimestamp: number;
+  readonly rankBy: RankBy;
+  /** Prize of rank 1, 2, …: decimal strings as given. */
+  readonly prizes: readonly string[];
+  readonly currency: string;
+  /** Decimal string as given. */
+  readonly minWagered: string;
+  readonly excludedUserIds: readonly string[];
+  readonly reviewSeconds: number;
+  readonly shown: number;
+  readonly repeat: RaceRepeat;
+  readonly timeZone: string;
+}
+
+/** A race as stored. */
+export interface StoredRace extends RaceDefinition {
+  /** The public id, e.g. "race_3kq…". */
+  readonly id: string;
+  /** Internal key of the owning affiliate. */
+  readonly affiliateId: number;
+  /** The platform's id of the owning affiliate. */
+  readonly affiliateExternalId: string;
+  /** 0 for a series' first race (and a one-off race), then 1, 2, … */
+  readonly seriesIndex: number;
+  /** The first race's start: period k of a series is counted from it. */
+  readonly anchorStart: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly cancelledAt: number | null;
+  readonly frozenAt: number | null;
+  /** SHA-256 hex of the frozen result; null until frozen. */
+  readonly digest: string | null;
+  /** The frozen result's unallocated prizes; null until frozen. */
+  readonly unallocated: string | null;
+  readonly startAnnounced: boolean;
+  readonly endAnnounced: boolean;
+  readonly nextCreated: boolean;
+}
+
+/** A placed user of a frozen result, as it was at the freeze. */
+export interface FrozenEntry {
+  readonly rank: number;
+  readonly userExternalId: string;
+  readonly username: string;
+  readonly avatarUrl: string;
+  /** Exact canonical decimals. */
+  readonly total: string;
+  readonly weightedTotal: string;
+  /** At the prize table's scale. */
+  readonly prize: string;
+}
+
+/** An event a state change causes (the webhooks' outbox takes it in the same transaction). */
+export interface RaceEvent {
+  readonly type: "race.started" | "race.ended" | "race.finalized" | "race.cancelled";
+  readonly data: unknown;
+}
+
+export interface NewRace extends RaceDefinition {
+  readonly id: string;
+  readonly affiliateId: number;
+  readonly seriesIndex: number;
+  readonly anchorStart: number;
+  readonly createdAt: number;
+}
+
+export interface FrozenResult {
+  readonly at: number;
+  readonly digest: string;
+  readonly unallocated: string;
+  readonly entries: readonly FrozenEntry[];
+}
+
+/** A page of a race list: newest start first. `after` is the last race of the previous page. */
+export interface RaceListQuery {
+  readonly affiliateId: number;
+  readonly slug?: string;
+  /** States as of `now`; empty or absent for all. */
+  readonly states?: readonly ("scheduled" | "live" | "reviewing" | "final" | "cancelled")[];
+  readonly now: number;
+  readonly after?: { readonly start: number; readonly id: string };
+  readonly limit: number;
+}
+
+export interface RaceStore {
+  /** Internal key of an affiliate by its platform id, created on first sight. */
+  affiliateKey(externalId: string): Promise<number>;
+  /** "slug-taken" when another race of the affiliate (another series) has the slug. */
+  insert(race: NewRace): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
+  byId(id: string): Promise<StoredRace | undefined>;
+  /** The race of the affiliate's series `slug` with this index. */
+  seriesRace(affiliateId: number, slug: string, index: number): Promise<StoredRace | undefined>;
+  /** Of the series `slug`: the race with the latest start at or before `now`, and the first after it. */
+  aroundNow(
+    affiliateId: number,
+    slug: string,
+    now: number,
+  ): Promise<{ readonly started: StoredRace | undefined; readonly upcoming: StoredRace | undefined }>;
+  list(query: RaceListQuery): Promise<StoredRace[]>;
+  /** Replaces the definition (not the slug); the race as stored after. */
+  update(id: string, definition: RaceDefinition, at: number): Promise<StoredRace>;
+  /** Cancels the race unless it is final or cancelled already; the race as stored after. */
+  cancel(id: string, at: number, event: (race: StoredRace) => RaceEvent): Promise<StoredRace>;
+  frozenEntries(id: string): Promise<FrozenEntry[]>;
+  /** Races not final nor cancelled with a step due at `now` (a start or end to announce, a freeze). */
+  due(now: number, limit: number): Promise<StoredRace[]>;
+  /** Marks the start announced (once: false when it already was) and creates `next` of a series. */
+  announceStart(id: string, event: RaceEvent, next: NewRace | null, at: number): Promise<boolean>;
+  /** Marks the end announced (once: false when it already was). */
+  announceEnd(id: string, event: RaceEvent, at: number): Promise<boolean>;
+  /** Freezes the race with its result (once: false when another instance froze it first). */
+  freeze(id: string, result: FrozenResult, event: RaceEvent): Promise<boolean>;
+}

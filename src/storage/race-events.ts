@@ -1,0 +1,17 @@
+/**
+ * A race's events go out with the state change that causes them: written inside its transaction by
+ * the webhooks' outbox (./webhook-outbox.ts: one delivery per endpoint of the affiliate subscribed
+ * to the event's type), never from memory after the commit.
+ */
+import type { PoolConnection } from "mysql2/promise";
+import type { RaceEvent } from "../ports/races.js";
+import { enqueueWebhookEvent } from "./webhook-outbox.js";
+
+export async function enqueueRaceEvent(
+  connection: PoolConnection,
+  affiliateId: number,
+  event: RaceEvent,
+  at: number,
+): Promise<void> {
+  await enqueueWebhookEvent(connection, { affiliateId, type: event.type, data: event.data, at });
+}

@@ -1,0 +1,397 @@
+/**
+ * SQL for races (migration 10): definitions, the steps that happen once, and frozen results.
+ *
+ * A step that must happen once however many instances try (announcing a start or an end,
+ * creating a series' next race, the freeze, a cancellation) is a conditional UPDATE of the race's
+ * row whose affected-row count says whether this transaction won, followed in the same transaction
+ * by what the step writes (the next race, the result rows) and the event it causes. On one server
+ * the row lock serialises two instances; on Galera two nodes' UPDATEs of one row conflict at
+ * certification and the loser's commit fails and is retried (./transactions.ts), when its
+ * UPDATE then matches nothing.
+ */
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import type {
+  FrozenEntry,
+  FrozenResult,
+  NewRace,
+  RaceDefinition,
+  RaceEvent,
+  RaceListQuery,
+  RaceRepeat,
+  StoredRace,
+} from "../ports/races.js";
+import { canonicalDecimal } from "../values/decimal.js";
+import type { RankBy } from "../values/weights.js";
+import { ensureAffiliate } from "./affiliates.js";
+import { enqueueRaceEvent } from "./race-events.js";
+import { inTransaction } from "./transactions.js";
+
+const SELECT_RACE = `SELECT r.public_id, r.affiliate_id, a.external_id AS affiliate_external_id, r.slug,
+    r.series_index, r.anchor_start, r.title, r.start_ts, r.end_ts, r.rank_by, r.currency, r.prizes,
+    r.min_wagered, r.excluded_user_ids, r.review_seconds, r.shown, r.repeat_every, r.time_zone,
+    r.created_at, r.updated_at, r.cancelled_at, r.frozen_at, r.digest, r.unallocated,
+    r.start_announced, r.end_announced, r.next_created
+  FROM races r JOIN affiliates a ON a.id = r.affiliate_id`;
+
+function nullableNumber(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+function raceOf(row: RowDataPacket): StoredRace {
+  return {
+    id: String(row.public_id),
+    affiliateId: Number(row.affiliate_id),
+    affiliateExternalId: Buffer.isBuffer(row.affiliate_external_id)
+      ? row.affiliate_external_id.toString("utf8")
+      : String(row.affiliate_external_id),
+    slug: String(row.slug),
+    seriesIndex: Number(row.series_index),
+    anchorStart: Number(row.anchor_start),
+    title: Buffer.isBuffer(row.title) ? row.title.toString("utf8") : String(row.title),
+    startTimestamp: Number(row.start_ts),
+    endTimestamp: Number(row.end_ts),
+    rankBy: String(row.rank_by) as RankBy,
+    currency: String(row.currency),
+    prizes: JSON.parse(String(row.prizes)) as string[],
+    minWagered: String(row.min_wagered),
+    excludedUserIds: JSON.parse(
+      Buffer.isBuffer(row.excluded_user_ids) ? row.excluded_user_ids.toString("utf8") : String(row.excluded_user_ids),
+    ) as string[],
+    reviewSeconds: Number(row.review_seconds),
+    shown: Number(row.shown),
+    repeat: String(row.repeat_every) as RaceRepeat,
+    timeZone: String(row.time_zone),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    cancelledAt: nullableNumber(row.cancelled_at),
+    frozenAt: nullableNumber(row.frozen_at),
+    digest: row.digest === null ? null : String(row.digest),
+    unallocated: row.unallocated === null ? null : String(row.unallocated),
+    startAnnounced: Number(row.start_announced) === 1,
+    endAnnounced: Number(row.end_announced) === 1,
+    nextCreated: Number(row.next_created) === 1,
+  };
+}
+
+/**
+ * When a race next has a step due: its start (to announce), the second after its end (to
+ * announce the end), the second after its review window (the freeze); null when none is left.
+ */
+export function nextStepAt(race: {
+  readonly startTimestamp: number;
+  readonly endTimestamp: number;
+  readonly reviewSeconds: number;
+  readonly startAnnounced: boolean;
+  readonly endAnnounced: boolean;
+  readonly frozenAt: number | null;
+  readonly cancelledAt: number | null;
+}): number | null {
+  if (race.cancelledAt !== null || race.frozenAt !== null) return null;
+  if (!race.startAnnounced) return race.startTimestamp;
+  if (!race.endAnnounced) return race.endTimestamp + 1;
+  return race.endTimestamp + race.reviewSeconds + 1;
+}
+
+function definitionColumns(definition: RaceDefinition): unknown[] {
+  return [
+    Buffer.from(definition.title, "utf8"),
+    definition.startTimestamp,
+    definition.endTimestamp,
+    definition.rankBy,
+    definition.currency,
+    JSON.stringify(definition.prizes),
+    definition.minWagered,
+    Buffer.from(JSON.stringify(definition.excludedUserIds), "utf8"),
+    definition.reviewSeconds,
+    definition.shown,
+  ];
+}
+
+async function insertRace(connection: Pool | PoolConnection, race: NewRace): Promise<void> {
+  await connection.query(
+    `INSERT INTO races (public_id, affiliate_id, slug, series_index, anchor_start, title, start_ts, end_ts,
+        rank_by, currency, prizes, min_wagered, excluded_user_ids, review_seconds, shown, repeat_every,
+        time_zone, created_at, updated_at, next_step_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      race.id,
+      race.affiliateId,
+      race.slug,
+      race.seriesIndex,
+      race.anchorStart,
+      ...definitionColumns(race),
+      race.repeat,
+      race.timeZone,
+      race.createdAt,
+      race.createdAt,
+      race.startTimestamp,
+    ],
+  );
+}
+
+export async function affiliateKey(pool: Pool, externalId: string): Promise<number> {
+  return ensureAffiliate(pool, externalId);
+}
+
+/** "slug-taken" when the affiliate already has a race with the slug at this series index. */
+export async function insertNewRace(
+  pool: Pool,
+  race: NewRace,
+): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }> {
+  try {
+    await insertRace(pool, race);
+  } catch (error) {
+    if ((error as { errno?: number }).errno === 1062) return { kind: "slug-taken" };
+    throw error;
+  }
+  const stored = await raceById(pool, race.id);
+  if (stored === undefined) throw new Error(`race ${race.id} vanished after insert`);
+  return { kind: "inserted", race: stored };
+}
+
+export async function raceById(pool: Pool | PoolConnection, id: string): Promise<StoredRace | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>(`${SELECT_RACE} WHERE r.public_id = ?`, [id]);
+  return rows[0] === undefined ? undefined : raceOf(rows[0]);
+}
+
+export async function seriesRace(
+  pool: Pool,
+  affiliateId: number,
+  slug: string,
+  index: number,
+): Promise<StoredRace | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug = ? AND r.series_index = ?`,
+    [affiliateId, slug, index],
+  );
+  return rows[0] === undefined ? undefined : raceOf(rows[0]);
+}
+
+export async function racesAroundNow(
+  pool: Pool,
+  affiliateId: number,
+  slug: string,
+  now: number,
+): Promise<{ started: StoredRace | undefined; upcoming: StoredRace | undefined }> {
+  const [started] = await pool.query<RowDataPacket[]>(
+    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug = ? AND r.start_ts <= ? ORDER BY r.start_ts DESC LIMIT 1`,
+    [affiliateId, slug, now],
+  );
+  const [upcoming] = await pool.query<RowDataPacket[]>(
+    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug = ? AND r.start_ts > ? ORDER BY r.start_ts ASC LIMIT 1`,
+    [affiliateId, slug, now],
+  );
+  return {
+    started: started[0] === undefined ? undefined : raceOf(started[0]),
+    upcoming: upcoming[0] === undefined ? undefined : raceOf(upcoming[0]),
+  };
+}
+
+/** The SQL condition of each state as of a time (the first parameter of each is `now`). */
+const STATE_CONDITIONS: Record<string, { sql: string; params: number }> = {
+  cancelled: { sql: "r.cancelled_at IS NOT NULL", params: 0 },
+  final: { sql: "(r.cancelled_at IS NULL AND r.frozen_at IS NOT NULL)", params: 0 },
+  scheduled: { sql: "(r.cancelled_at IS NULL AND r.frozen_at IS NULL AND r.start_ts > ?)", params: 1 },
+  live: { sql: "(r.cancelled_at IS NULL AND r.frozen_at IS NULL AND r.start_ts <= ? AND r.end_ts >= ?)", params: 2 },
+  reviewing: { sql: "(r.cancelled_at IS NULL AND r.frozen_at IS NULL AND r.end_ts < ?)", params: 1 },
+};
+
+export async function listRaces(pool: Pool, query: RaceListQuery): Promise<StoredRace[]> {
+  const where = ["r.affiliate_id = ?"];
+  const params: unknown[] = [query.affiliateId];
+  if (query.slug !== undefined) {
+    where.push("r.slug = ?");
+    params.push(query.slug);
+  }
+  if (query.states !== undefined && query.states.length > 0) {
+    const parts: string[] = [];
+    for (const state of new Set(query.states)) {
+      const condition = STATE_CONDITIONS[state];
+      if (condition === undefined) continue;
+      parts.push(condition.sql);
+      for (let i = 0; i < condition.params; i++) params.push(query.now);
+    }
+    where.push(`(${parts.join(" OR ")})`);
+  }
+  if (query.after !== undefined) {
+    where.push("(r.start_ts < ? OR (r.start_ts = ? AND r.public_id < ?))");
+    params.push(query.after.start, query.after.start, query.after.id);
+  }
+  params.push(query.limit);
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `${SELECT_RACE} WHERE ${where.join(" AND ")} ORDER BY r.start_ts DESC, r.public_id DESC LIMIT ?`,
+    params,
+  );
+  return rows.map(raceOf);
+}
+
+async function lockedRace(connection: PoolConnection, id: string): Promise<StoredRace | undefined> {
+  const [rows] = await connection.query<RowDataPacket[]>(`${SELECT_RACE} WHERE r.public_id = ? FOR UPDATE`, [id]);
+  return rows[0] === undefined ? undefined : raceOf(rows[0]);
+}
+
+export async function updateRace(pool: Pool, id: string, definition: RaceDefinition, at: number): Promise<StoredRace> {
+  return inTransaction(pool, async (connection) => {
+    const current = await lockedRace(connection, id);
+    if (current === undefined) throw new Error(`race ${id} not found`);
+    const next = nextStepAt({ ...current, ...definition });
+    await connection.query(
+      `UPDATE races SET title = ?, start_ts = ?, end_ts = ?, rank_by = ?, currency = ?, prizes = ?, min_wagered = ?,
+          excluded_user_ids = ?, review_seconds = ?, shown = ?, repeat_every = ?, time_zone = ?, updated_at = ?,
+          next_step_at = ?,
+          anchor_start = IF(series_index = 0, ?, anchor_start)
+        WHERE public_id = ?`,
+      [
+        ...definitionColumns(definition),
+        definition.repeat,
+        definition.timeZone,
+        at,
+        next,
+        definition.startTimestamp,
+        id,
+      ],
+    );
+    const stored = await raceById(connection, id);
+    if (stored === undefined) throw new Error(`race ${id} vanished`);
+    return stored;
+  });
+}
+
+export async function cancelRace(
+  pool: Pool,
+  id: string,
+  at: number,
+  event: (race: StoredRace) => RaceEvent,
+): Promise<StoredRace> {
+  return inTransaction(pool, async (connection) => {
+    const [result] = await connection.query<ResultSetHeader>(
+      `UPDATE races SET cancelled_at = ?, updated_at = ?, next_step_at = NULL
+        WHERE public_id = ? AND cancelled_at IS NULL AND frozen_at IS NULL`,
+      [at, at, id],
+    );
+    const stored = await raceById(connection, id);
+    if (stored === undefined) throw new Error(`race ${id} not found`);
+    if (result.affectedRows === 1) await enqueueRaceEvent(connection, stored.affiliateId, event(stored), at);
+    return stored;
+  });
+}
+
+export async function frozenEntries(pool: Pool, id: string): Promise<FrozenEntry[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT rr.\`rank\`, rr.user_external_id, rr.username, rr.avatar_url, rr.total, rr.weighted_total, rr.prize
+       FROM race_results rr JOIN races r ON r.id = rr.race_id
+      WHERE r.public_id = ? ORDER BY rr.position`,
+    [id],
+  );
+  return rows.map((row) => ({
+    rank: Number(row.rank),
+    userExternalId: text(row.user_external_id),
+    username: text(row.username),
+    avatarUrl: text(row.avatar_url),
+    total: canonicalDecimal(String(row.total)),
+    weightedTotal: canonicalDecimal(String(row.weighted_total)),
+    prize: String(row.prize),
+  }));
+}
+
+function text(value: unknown): string {
+  return Buffer.isBuffer(value) ? value.toString("utf8") : String(value);
+}
+
+export async function dueRaces(pool: Pool, now: number, limit: number): Promise<StoredRace[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `${SELECT_RACE} WHERE r.next_step_at <= ? ORDER BY r.next_step_at LIMIT ?`,
+    [now, limit],
+  );
+  return rows.map(raceOf);
+}
+
+/** Sets one once-flag of a race; true when this transaction set it. */
+async function claimStep(
+  connection: PoolConnection,
+  id: string,
+  column: "start_announced" | "end_announced",
+): Promise<StoredRace | undefined> {
+  const [result] = await connection.query<ResultSetHeader>(
+    `UPDATE races SET ${column} = 1 WHERE public_id = ? AND ${column} = 0 AND cancelled_at IS NULL AND frozen_at IS NULL`,
+    [id],
+  );
+  if (result.affectedRows !== 1) return undefined;
+  return raceById(connection, id);
+}
+
+async function setNextStep(connection: PoolConnection, race: StoredRace): Promise<void> {
+  await connection.query("UPDATE races SET next_step_at = ? WHERE public_id = ?", [nextStepAt(race), race.id]);
+}
+
+export async function announceStart(
+  pool: Pool,
+  id: string,
+  event: RaceEvent,
+  next: NewRace | null,
+  at: number,
+): Promise<boolean> {
+  return inTransaction(pool, async (connection) => {
+    const race = await claimStep(connection, id, "start_announced");
+    if (race === undefined) return false;
+    await setNextStep(connection, race);
+    if (next !== null) {
+      // INSERT IGNORE: the series' next race may exist already (made by a step retried elsewhere).
+      try {
+        await insertRace(connection, next);
+      } catch (error) {
+        if ((error as { errno?: number }).errno !== 1062) throw error;
+      }
+      await connection.query("UPDATE races SET next_created = 1 WHERE public_id = ?", [id]);
+    }
+    await enqueueRaceEvent(connection, race.affiliateId, event, at);
+    return true;
+  });
+}
+
+export async function announceEnd(pool: Pool, id: string, event: RaceEvent, at: number): Promise<boolean> {
+  return inTransaction(pool, async (connection) => {
+    const race = await claimStep(connection, id, "end_announced");
+    if (race === undefined) return false;
+    await setNextStep(connection, race);
+    await enqueueRaceEvent(connection, race.affiliateId, event, at);
+    return true;
+  });
+}
+
+export async function freezeRace(pool: Pool, id: string, result: FrozenResult, event: RaceEvent): Promise<boolean> {
+  return inTransaction(pool, async (connection) => {
+    const [update] = await connection.query<ResultSetHeader>(
+      `UPDATE races SET frozen_at = ?, digest = ?, unallocated = ?, next_step_at = NULL,
+          start_announced = 1, end_announced = 1
+        WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL`,
+      [result.at, result.digest, result.unallocated, id],
+    );
+    if (update.affectedRows !== 1) return false;
+    const race = await raceById(connection, id);
+    if (race === undefined) return false;
+    if (result.entries.length > 0) {
+      const [idRows] = await connection.query<RowDataPacket[]>("SELECT id FROM races WHERE public_id = ?", [id]);
+      const internalId = Number(idRows[0]?.id);
+      await connection.query(
+        `INSERT INTO race_results (race_id, position, \`rank\`, user_external_id, username, avatar_url, total,
+            weighted_total, prize) VALUES ?`,
+        [
+          result.entries.map((entry, position) => [
+            internalId,
+            position,
+            entry.rank,
+            Buffer.from(entry.userExternalId, "utf8"),
+            Buffer.from(entry.username, "utf8"),
+            Buffer.from(entry.avatarUrl, "utf8"),
+            entry.total,
+            entry.weightedTotal,
+            entry.prize,
+          ]),
+        ],
+      );
+    }
+    await enqueueRaceEvent(connection, race.affiliateId, event, result.at);
+    return true;
+  });
+}
