@@ -1,0 +1,532 @@
+/**
+ * Races as every skin calls them: define, change, cancel, read and list an affiliate's races, and
+ * the clock that moves them on (announcing starts and ends, creating a series' next race, the
+ * freeze). Rules are checked by race-rules.ts, standings placed by prizes.ts, series counted by
+ * recurrence.ts, the result hashed by digest.ts; storage is the RaceStore port.
+ *
+ * Live standings come from the leaderboard (its cache and the change feed's freshness, like any
+ * board); the freeze reads the primary's totals directly (`freezeStandings`), never a cache or a
+ * replica, so the frozen result is the data as committed at the freeze.
+ */
+import type {
+  FrozenEntry,
+  NewRace,
+  RaceDefinition,
+  RaceEvent,
+  RaceListQuery,
+  RaceStore,
+  StoredRace,
+} from "../ports/races.js";
+import type { RankedRow, StandingsStore } from "../ports/standings.js";
+import { canonicalDecimal } from "../values/decimal.js";
+import type { Violation } from "../values/violation.js";
+import { scaleOf, toUnits, unitsText } from "./amounts.js";
+import { type DigestedResult, raceDigest } from "./digest.js";
+import { firstLimit, type PlacedEntry, type Placement, type PlacementRules, placeRace } from "./prizes.js";
+import { isRaceId, randomRaceId } from "./race-id.js";
+import {
+  type RaceDefinitionFields,
+  type RacePatch,
+  type RaceDefinition as RulesDefinition,
+  validateRaceDefinition,
+  validateRaceUpdate,
+} from "./race-rules.js";
+import { finalAt, freezeDueAt, type RaceState, raceStateAt } from "./race-state.js";
+import { seriesPeriod } from "./recurrence.js";
+
+/** A placed user as every skin shows it. */
+export interface RaceStanding {
+  readonly rank: number;
+  readonly userId: string;
+  readonly username: string;
+  /** Absolute URL (the default avatar when the user has none). */
+  readonly avatar: string;
+  /** Exact canonical decimals. */
+  readonly totalWagered: string;
+  readonly weightedWagered: string;
+  /** At the prize table's scale. */
+  readonly prize: string;
+}
+
+/** A race with where it stands at `now`. */
+export interface RaceView {
+  readonly race: StoredRace;
+  readonly state: RaceState;
+  readonly now: number;
+  readonly finalAt: number;
+  /** The series' next race, when it exists. */
+  readonly next: { readonly id: string; readonly startsAt: number } | null;
+  readonly entries: readonly RaceStanding[];
+  readonly unallocated: string;
+}
+
+export type RaceOutcome<T> =
+  | { readonly kind: "ok"; readonly value: T }
+  | { readonly kind: "invalid"; readonly violations: readonly Violation[] }
+  | { readonly kind: "not-found"; readonly id: string }
+  | { readonly kind: "precondition"; readonly message: string }
+  | { readonly kind: "slug-taken"; readonly slug: string };
+
+export interface RaceListRequest {
+  readonly states?: readonly RaceState[];
+  readonly slug?: string;
+  /** 1..100; 0 or absent: 20. */
+  readonly pageSize?: number;
+  readonly pageToken?: string;
+}
+
+export interface RacesOptions {
+  readonly store: RaceStore;
+  /** Live standings: the board of the race's period, cached like any board (leaderboard/board-standings.ts). */
+  readonly standings: StandingsStore;
+  /** The freeze's totals: the primary, uncached. */
+  readonly freezeStandings: StandingsStore;
+  readonly defaultAvatarUrl: string;
+  /** Current Unix time in seconds. */
+  readonly now?: () => number;
+  /** Races handled per clock tick, and how many at once. */
+  readonly tickBatch?: number;
+  readonly tickConcurrency?: number;
+}
+
+const DEFAULT_PAGE_SIZE = 20;
+const MAX_PAGE_SIZE = 100;
+/** Rows asked of a board at most while placing (a tie this long at the cut is not plausible). */
+const MAX_PLACEMENT_ROWS = 100_000;
+
+export class Races {
+  private readonly now: () => number;
+
+  constructor(private readonly options: RacesOptions) {
+    this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
+  }
+
+  /** `decodingViolations`: fields the skin could not read, reported with the rules' violations. */
+  async create(
+    affiliateId: number,
+    input: RaceDefinitionFields,
+    decodingViolations: readonly Violation[] = [],
+  ): Promise<RaceOutcome<RaceView>> {
+    const checked = validateRaceDefinition(input, decodingViolations);
+    if (!checked.ok) return { kind: "invalid", violations: checked.violations };
+    const definition = stored(checked.value);
+    const now = this.now();
+    const inserted = await this.options.store.insert({
+      ...definition,
+      id: randomRaceId(),
+      affiliateId,
+      seriesIndex: 0,
+      anchorStart: definition.startTimestamp,
+      createdAt: now,
+    });
+    if (inserted.kind === "slug-taken") return { kind: "slug-taken", slug: definition.slug };
+    return { kind: "ok", value: await this.viewOf(inserted.race, now) };
+  }
+
+  async update(
+    affiliateId: number,
+    id: string,
+    patch: RacePatch,
+    decodingViolations: readonly Violation[] = [],
+  ): Promise<RaceOutcome<RaceView>> {
+    const race = await this.owned(affiliateId, id);
+    if (race === undefined) return { kind: "not-found", id };
+    const now = this.now();
+    const current = { definition: rulesDefinitionOf(race), cancelledAt: race.cancelledAt, frozenAt: race.frozenAt };
+    const checked = validateRaceUpdate(current, patch, now, decodingViolations);
+    if (!checked.ok) {
+      return checked.kind === "invalid_argument"
+        ? { kind: "invalid", violations: checked.violations }
+        : { kind: "precondition", message: checked.message };
+    }
+    const changed = await this.options.store.update(id, stored(checked.value), now);
+    return { kind: "ok", value: await this.viewOf(changed, now) };
+  }
+
+  async cancel(affiliateId: number, id: string): Promise<RaceOutcome<RaceView>> {
+    const race = await this.owned(affiliateId, id);
+    if (race === undefined) return { kind: "not-found", id };
+    if (race.frozenAt !== null) return { kind: "precondition", message: `race ${id} is final and cannot be cancelled` };
+    const now = this.now();
+    const stored = await this.options.store.cancel(id, now, (cancelled) => ({
+      type: "race.cancelled",
+      data: eventData(cancelled, "cancelled", null),
+    }));
+    return { kind: "ok", value: await this.viewOf(stored, now) };
+  }
+
+  /** A race by id, or a series' current race by slug: the live one, else the next, else the latest. */
+  async get(affiliateId: number, idOrSlug: string): Promise<RaceOutcome<RaceView>> {
+    const now = this.now();
+    const race = isRaceId(idOrSlug)
+      ? await this.owned(affiliateId, idOrSlug)
+      : await this.current(affiliateId, idOrSlug, now);
+    if (race === undefined) return { kind: "not-found", id: idOrSlug };
+    return { kind: "ok", value: await this.viewOf(race, now) };
+  }
+
+  async list(
+    affiliateId: number,
+    request: RaceListRequest,
+  ): Promise<RaceOutcome<{ races: RaceView[]; nextPageToken: string }>> {
+    const violations: Violation[] = [];
+    const pageSize = request.pageSize === undefined || request.pageSize === 0 ? DEFAULT_PAGE_SIZE : request.pageSize;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
+      violations.push({ field: "pageSize", message: `pageSize must be between 1 and ${MAX_PAGE_SIZE}` });
+    }
+    const after = request.pageToken ? pageTokenValue(request.pageToken) : undefined;
+    if (after === null) violations.push({ field: "pageToken", message: "pageToken is not one this server gave" });
+    if (violations.length > 0) return { kind: "invalid", violations };
+    const now = this.now();
+    const query: RaceListQuery = {
+      affiliateId,
+      now,
+      limit: pageSize + 1,
+      ...(request.slug ? { slug: request.slug } : {}),
+      ...(request.states !== undefined ? { states: request.states } : {}),
+      ...(after ? { after } : {}),
+    };
+    const found = await this.options.store.list(query);
+    const page = found.slice(0, pageSize);
+    const last = page.at(-1);
+    const nextPageToken = found.length > pageSize && last !== undefined ? pageToken(last) : "";
+    const races = page.map((race) => this.bareView(race, now));
+    return { kind: "ok", value: { races, nextPageToken } };
+  }
+
+  /**
+   * Moves due races on: announces starts (creating a series' next race) and ends, and freezes
+   * races whose review window is over. Safe on every instance at once (each step happens once,
+   * storage/races.ts). Returns how many steps this call took.
+   */
+  async tick(): Promise<{ started: number; ended: number; frozen: number }> {
+    const counts = { started: 0, ended: 0, frozen: 0 };
+    const now = this.now();
+    const due = await this.options.store.due(now, this.options.tickBatch ?? 200);
+    const concurrency = this.options.tickConcurrency ?? 4;
+    let next = 0;
+    const worker = async () => {
+      while (next < due.length) {
+        const race = due[next++];
+        if (race !== undefined) await this.step(race, now, counts);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
+    return counts;
+  }
+
+  private async step(
+    race: StoredRace,
+    now: number,
+    counts: { started: number; ended: number; frozen: number },
+  ): Promise<void> {
+    const { store } = this.options;
+    if (!race.startAnnounced && now >= race.startTimestamp) {
+      const announced = await store.announceStart(
+        race.id,
+        { type: "race.started", data: eventData(race, "live", null) },
+        this.nextOf(race),
+        now,
+      );
+      if (announced) counts.started += 1;
+    }
+    if (!race.endAnnounced && now > race.endTimestamp) {
+      const announced = await store.announceEnd(
+        race.id,
+        { type: "race.ended", data: eventData(race, "reviewing", null) },
+        now,
+      );
+      if (announced) counts.ended += 1;
+    }
+    if (now >= freezeDueAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds })) {
+      if (await this.freeze(race, now)) counts.frozen += 1;
+    }
+  }
+
+  /** The series' race after this one, or null for a one-off race. */
+  private nextOf(race: StoredRace): NewRace | null {
+    if (race.repeat === "none") return null;
+    const index = race.seriesIndex + 1;
+    const period = seriesPeriod(race.anchorStart, race.repeat, race.timeZone, index);
+    return {
+      ...definitionOf(race),
+      startTimestamp: period.start,
+      endTimestamp: period.end,
+      id: randomRaceId(),
+      affiliateId: race.affiliateId,
+      seriesIndex: index,
+      anchorStart: race.anchorStart,
+      createdAt: this.now(),
+    };
+  }
+
+  private async freeze(race: StoredRace, now: number): Promise<boolean> {
+    const placement = await this.place(race, this.options.freezeStandings, true);
+    const entries: FrozenEntry[] = placement.entries.map((entry) => ({
+      rank: entry.rank,
+      userExternalId: entry.row.userExternalId,
+      username: entry.row.username,
+      avatarUrl: avatarOf(entry.row, this.options.defaultAvatarUrl),
+      total: canonicalDecimal(entry.row.total),
+      weightedTotal: canonicalDecimal(entry.row.weightedTotal),
+      prize: entry.prize,
+    }));
+    const { digest } = raceDigest(digestInput(race, entries, placement.unallocated));
+    const result = { at: now, digest, unallocated: placement.unallocated, entries };
+    const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated: placement.unallocated };
+    const event: RaceEvent = {
+      type: "race.finalized",
+      data: eventData(frozen, "final", { entries, unallocated: placement.unallocated }),
+    };
+    return this.options.store.freeze(race.id, result, event);
+  }
+
+  private async owned(affiliateId: number, id: string): Promise<StoredRace | undefined> {
+    const race = await this.options.store.byId(id);
+    return race !== undefined && race.affiliateId === affiliateId ? race : undefined;
+  }
+
+  private async current(affiliateId: number, slug: string, now: number): Promise<StoredRace | undefined> {
+    const { started, upcoming } = await this.options.store.aroundNow(affiliateId, slug, now);
+    if (started !== undefined && started.endTimestamp >= now && started.cancelledAt === null) return started;
+    return upcoming ?? started;
+  }
+
+  private bareView(race: StoredRace, now: number): RaceView {
+    return {
+      race,
+      state: stateOf(race, now),
+      now,
+      finalAt: finalAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds }),
+      next: null,
+      entries: [],
+      unallocated: "",
+    };
+  }
+
+  private async viewOf(race: StoredRace, now: number): Promise<RaceView> {
+    const state = stateOf(race, now);
+    const nextRace =
+      race.repeat === "none"
+        ? undefined
+        : await this.options.store.seriesRace(race.affiliateId, race.slug, race.seriesIndex + 1);
+    const next = nextRace === undefined ? null : { id: nextRace.id, startsAt: nextRace.startTimestamp };
+    const base = {
+      race,
+      state,
+      now,
+      finalAt: finalAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds }),
+      next,
+    };
+    if (state === "final") {
+      const frozen = await this.options.store.frozenEntries(race.id);
+      return { ...base, entries: frozen.map(standingOfFrozen), unallocated: race.unallocated ?? "" };
+    }
+    if (state === "scheduled" || state === "cancelled") {
+      return { ...base, entries: [], unallocated: prizeSum(race.prizes) };
+    }
+    const placement = await this.place(race, undefined, false);
+    return {
+      ...base,
+      entries: placement.entries.map((entry) => standingOfPlaced(entry, this.options.defaultAvatarUrl)),
+      unallocated: placement.unallocated,
+    };
+  }
+
+  /** Places the race's board: asks for more rows while prizes.ts says the cut is not settled. */
+  private async place(
+    race: StoredRace,
+    direct: StandingsStore | undefined,
+    _forFreeze: boolean,
+  ): Promise<Extract<Placement, { kind: "complete" }>> {
+    const rules: PlacementRules = {
+      prizes: race.prizes,
+      minWagered: race.minWagered,
+      excludedUserIds: race.excludedUserIds,
+      shown: race.shown,
+      rankBy: race.rankBy,
+    };
+    let limit = firstLimit(rules);
+    for (;;) {
+      const rows = await this.rows(race, limit, direct);
+      const placement = placeRace(rows, limit, rules);
+      if (placement.kind === "complete") return placement;
+      if (limit >= MAX_PLACEMENT_ROWS) throw new Error(`race ${race.id}: a tie longer than ${MAX_PLACEMENT_ROWS} rows`);
+      limit = Math.min(MAX_PLACEMENT_ROWS, Math.max(placement.limit, limit + 1));
+    }
+  }
+
+  private rows(race: StoredRace, limit: number, direct: StandingsStore | undefined): Promise<RankedRow[]> {
+    const store = direct ?? this.options.standings;
+    return store.topUsers(race.affiliateId, race.startTimestamp, race.endTimestamp, limit, race.rankBy);
+  }
+}
+
+function stateOf(race: StoredRace, now: number): RaceState {
+  return raceStateAt(
+    {
+      start: race.startTimestamp,
+      end: race.endTimestamp,
+      reviewSeconds: race.reviewSeconds,
+      cancelledAt: race.cancelledAt,
+      frozenAt: race.frozenAt,
+    },
+    now,
+  );
+}
+
+/** A definition as race-rules.ts checked it, as the store keeps it. */
+function stored(definition: RulesDefinition): RaceDefinition {
+  const { start, end, ...rest } = definition;
+  return { ...rest, startTimestamp: start, endTimestamp: end };
+}
+
+/** A stored race's definition as race-rules.ts takes it. */
+function rulesDefinitionOf(race: StoredRace): RulesDefinition {
+  const { startTimestamp, endTimestamp, ...rest } = definitionOf(race);
+  return { ...rest, start: startTimestamp, end: endTimestamp };
+}
+
+function definitionOf(race: StoredRace): RaceDefinition {
+  return {
+    slug: race.slug,
+    title: race.title,
+    startTimestamp: race.startTimestamp,
+    endTimestamp: race.endTimestamp,
+    rankBy: race.rankBy,
+    prizes: race.prizes,
+    currency: race.currency,
+    minWagered: race.minWagered,
+    excludedUserIds: race.excludedUserIds,
+    reviewSeconds: race.reviewSeconds,
+    shown: race.shown,
+    repeat: race.repeat,
+    timeZone: race.timeZone,
+  };
+}
+
+function avatarOf(row: RankedRow, defaultAvatarUrl: string): string {
+  return row.avatarUrl === null || row.avatarUrl === "" ? defaultAvatarUrl : row.avatarUrl;
+}
+
+function standingOfPlaced(entry: PlacedEntry, defaultAvatarUrl: string): RaceStanding {
+  return {
+    rank: entry.rank,
+    userId: entry.row.userExternalId,
+    username: entry.row.username,
+    avatar: avatarOf(entry.row, defaultAvatarUrl),
+    totalWagered: canonicalDecimal(entry.row.total),
+    weightedWagered: canonicalDecimal(entry.row.weightedTotal),
+    prize: entry.prize,
+  };
+}
+
+function standingOfFrozen(entry: FrozenEntry): RaceStanding {
+  return {
+    rank: entry.rank,
+    userId: entry.userExternalId,
+    username: entry.username,
+    avatar: entry.avatarUrl,
+    totalWagered: entry.total,
+    weightedWagered: entry.weightedTotal,
+    prize: entry.prize,
+  };
+}
+
+/** The prize table's sum at its scale. */
+function prizeSum(prizes: readonly string[]): string {
+  const scale = Math.max(0, ...prizes.map(scaleOf));
+  return unitsText(
+    prizes.reduce((sum, prize) => sum + toUnits(prize, scale), 0n),
+    scale,
+  );
+}
+
+function digestInput(race: StoredRace, entries: readonly FrozenEntry[], unallocated: string): DigestedResult {
+  return {
+    raceId: race.id,
+    slug: race.slug,
+    startTimestamp: race.startTimestamp,
+    endTimestamp: race.endTimestamp,
+    rankBy: race.rankBy,
+    currency: race.currency,
+    entries: entries.map((entry) => ({
+      rank: entry.rank,
+      username: entry.username,
+      wagered: entry.total,
+      weighted: entry.weightedTotal,
+      prize: entry.prize,
+    })),
+    unallocated,
+  };
+}
+
+/** Webhook bodies stay under 20 KB: past this, a finalized event lists only the prize winners. */
+const EVENT_DATA_BUDGET = 16_000;
+
+/**
+ * What a race event carries (webhooks): the race as REST shows it, without live standings; a
+ * finalized event adds the result. Should long usernames push it over the budget, it lists only
+ * the entries with a prize and says so (`entriesTruncated`; GetRace has them all).
+ */
+function eventData(
+  race: StoredRace,
+  state: RaceState,
+  result: { entries: readonly FrozenEntry[]; unallocated: string } | null,
+): Record<string, unknown> {
+  const data = fullEventData(race, state, result);
+  if (result === null || JSON.stringify(data).length <= EVENT_DATA_BUDGET) return data;
+  const winners = result.entries.filter((entry) => /[1-9]/.test(entry.prize));
+  return { ...fullEventData(race, state, { ...result, entries: winners }), entriesTruncated: true };
+}
+
+function fullEventData(
+  race: StoredRace,
+  state: RaceState,
+  result: { entries: readonly FrozenEntry[]; unallocated: string } | null,
+): Record<string, unknown> {
+  return {
+    id: race.id,
+    affiliateId: race.affiliateExternalId,
+    slug: race.slug,
+    title: race.title,
+    state,
+    startsAt: race.startTimestamp,
+    endsAt: race.endTimestamp,
+    finalAt: finalAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds }),
+    rankBy: race.rankBy,
+    currency: race.currency,
+    prizes: race.prizes,
+    ...(result === null
+      ? {}
+      : {
+          digest: race.digest,
+          frozenAt: race.frozenAt,
+          unallocated: result.unallocated,
+          entries: result.entries.map((entry) => ({
+            rank: entry.rank,
+            userId: entry.userExternalId,
+            username: entry.username,
+            totalWageredDecimal: entry.total,
+            weightedWageredDecimal: entry.weightedTotal,
+            prize: entry.prize,
+          })),
+        }),
+  };
+}
+
+function pageToken(race: StoredRace): string {
+  return Buffer.from(JSON.stringify([race.startTimestamp, race.id]), "utf8").toString("base64url");
+}
+
+function pageTokenValue(token: string): { start: number; id: string } | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+    if (!Array.isArray(value) || value.length !== 2) return null;
+    const [start, id] = value as unknown[];
+    if (typeof start !== "number" || !Number.isInteger(start) || typeof id !== "string") return null;
+    return { start, id };
+  } catch {
+    return null;
+  }
+}
