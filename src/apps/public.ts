@@ -16,6 +16,7 @@ import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "../auth/admission.js";
 import { KeySet } from "../auth/key-set.js";
 import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
+import { requireScope } from "../auth/scopes.js";
 import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors/catalogue.js";
 import { BoardEvents } from "../handlers/board-events.js";
@@ -211,14 +212,17 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const preflight = new CorsPreflight({ basePath: config.basePath, admission, logger });
   const boardPage = new BoardPage({
     basePath: config.basePath,
-    // The page's own request is admitted as its stream's (a publishable key in ?key=).
-    admit: (req, urlKey) =>
-      admission.admitRequest({
+    // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
+    admit: async (req, urlKey) => {
+      const admitted = await admission.admitRequest({
         authorization: req.headers.authorization,
         urlKey,
         clientAddress: clientAddressOf(req),
         origin: req.headers.origin,
-      }),
+      });
+      requireScope(admitted.caller, "boards:read");
+      return admitted;
+    },
   });
   // A revoked or expired key's open streams end at once, as its next call would be refused.
   keys.onRemoved((keyId) => boards.endKey(keyId));

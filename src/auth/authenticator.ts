@@ -2,6 +2,7 @@
  * Who is calling: the caller an API key resolves to. Keys are resolved by the
  * in-memory key set (key-set.ts), never by a database lookup per call.
  */
+import type { Scope } from "../values/scopes.js";
 import type { RankBy } from "../values/weights.js";
 import type { KeyKind } from "./api-key-secret.js";
 
@@ -17,4 +18,6 @@ export interface Caller {
   readonly allowedOrigins: readonly string[];
   /** How this key's boards rank when a request does not say; null: no default (total wagered). */
   readonly defaultRankBy: RankBy | null;
+  /** What the key may do (values/scopes.ts); a skin checks the one it needs with auth/scopes.ts requireScope. */
+  readonly scopes: readonly Scope[];
 }

@@ -7,6 +7,7 @@
 import { idProblems } from "../ingest/validation.js";
 import type { ApiKeyStore, StoredApiKey } from "../ports/api-keys.js";
 import { DAY, HOUR } from "../values/calendar.js";
+import { normalScopes, scopeProblems, scopesOfKind } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
 import { generateApiKey } from "./api-key-secret.js";
@@ -84,6 +85,11 @@ export interface NewKey {
   readonly allowedOrigins?: readonly string[];
   /** How the key's boards rank when a request does not say (weighted boards for a site that cannot ask). */
   readonly defaultRankBy?: RankBy | null;
+  /**
+   * What the key may do (values/scopes.ts SCOPES); none named: every scope its kind may have. A
+   * publishable key may have only read scopes.
+   */
+  readonly scopes?: readonly string[];
 }
 
 export class KeyAdmin {
@@ -104,6 +110,7 @@ export class KeyAdmin {
       ...rateLimitProblems(input.rateLimit ?? null),
       ...(input.expiresAt === undefined || input.expiresAt === null ? [] : this.expiryProblems(input.expiresAt)),
       ...originProblems(input.publishable === true, input.allowedOrigins ?? []),
+      ...scopeProblems("scopes", input.scopes ?? [], input.publishable === true),
     ];
     if (violations.length > 0) return { kind: "invalid", violations };
     const publishable = input.publishable === true;
@@ -118,6 +125,10 @@ export class KeyAdmin {
       publishable,
       allowedOrigins: publishable ? [...new Set(input.allowedOrigins)] : [],
       defaultRankBy: input.defaultRankBy ?? null,
+      scopes:
+        input.scopes === undefined || input.scopes.length === 0
+          ? scopesOfKind(publishable)
+          : normalScopes(input.scopes, publishable),
     });
     await this.changed([key.id], [{ action: "created", keyId: key.id, affiliateId: key.affiliateExternalId }]);
     const hasUsers = await this.store.affiliateHasUsers(input.affiliateId);
@@ -175,7 +186,7 @@ export class KeyAdmin {
   }
 
   /**
-   * A new key of the same affiliate, label, limit, kind and origins; the old one keeps working for
+   * A new key of the same affiliate, label, limit, kind, origins and scopes; the old one keeps working for
    * `overlapSeconds` (0 to 30 days) and is refused from then on.
    */
   async rotate(id: string, overlapSeconds: number): Promise<Rotated | Refused> {

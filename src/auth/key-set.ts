@@ -14,6 +14,7 @@
 
 import type { Logger } from "../logger.js";
 import type { KeyRecord, KeyStore } from "../ports/api-keys.js";
+import { normalScopes, type Scope, scopesOfKind } from "../values/scopes.js";
 import type { RankBy } from "../values/weights.js";
 import { apiKeyHashText, type KeyKind } from "./api-key-secret.js";
 import type { Caller } from "./authenticator.js";
@@ -37,6 +38,7 @@ class Entry implements Caller {
     readonly allowedOrigins: readonly string[],
     readonly defaultRankBy: RankBy | null,
     readonly expiresAtMs: number,
+    readonly scopes: readonly Scope[],
   ) {}
 }
 
@@ -262,6 +264,9 @@ export class KeySet {
         record.allowedOrigins.length === 0 ? NO_ORIGINS : record.allowedOrigins,
         record.defaultRankBy,
         record.expiresAt === null ? Number.POSITIVE_INFINITY : record.expiresAt * 1000,
+        record.scopes === undefined
+          ? scopesOfKind(record.publishable)
+          : normalScopes(record.scopes, record.publishable),
       ),
     );
     this.hashById.set(record.id, hashText);

@@ -1,5 +1,5 @@
 /**
- * `topwagers keys …`: create, rotate, list, revoke, set-rate-limit and set-rank-by. Every
+ * `topwagers keys …`: create (optionally restricted to --scope …), rotate, list, revoke, set-rate-limit and set-rank-by. Every
  * change goes through KeyAdmin (src/auth/key-admin.ts), with the same rules and
  * events as the ApiKeyService; the change row it writes reaches every running
  * server within a second.
@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
 import type { StoredApiKey } from "../ports/api-keys.js";
 import { mariadbApiKeys } from "../storage/stores.js";
+import { isRestricted } from "../values/scopes.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 
@@ -35,6 +36,7 @@ function parseKeysOptions(args: string[]) {
         origin: { type: "string", multiple: true },
         overlap: { type: "string" },
         "rank-by": { type: "string" },
+        scope: { type: "string", multiple: true },
         json: { type: "boolean", default: false },
       },
     });
@@ -110,6 +112,7 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
         publishable: values.publishable,
         allowedOrigins: origins,
         defaultRankBy,
+        scopes: values.scope ?? [],
       }),
     ),
   );
@@ -123,6 +126,7 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
       ...(stored.expiresAt === null ? {} : { expiresAt: stored.expiresAt }),
       ...(stored.publishable ? { publishable: true, allowedOrigins: stored.allowedOrigins } : {}),
       ...(stored.defaultRankBy === null ? {} : { defaultRankBy: stored.defaultRankBy }),
+      ...(isRestricted(stored.scopes, stored.publishable) ? { scopes: stored.scopes } : {}),
     });
     return;
   }
@@ -137,6 +141,7 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
       : []),
     ...(stored.expiresAt === null ? [] : [`expires ${isoSeconds(stored.expiresAt)}`]),
     ...(stored.defaultRankBy === null ? [] : [`boards ranked by ${stored.defaultRankBy} by default`]),
+    ...(isRestricted(stored.scopes, stored.publishable) ? [`scopes ${scopesCell(stored.scopes)}`] : []),
   ];
   process.stdout.write(
     `Created ${kind} ${stored.id} for affiliate ${affiliate}${notes.length === 0 ? "" : ` (${notes.join("; ")})`}.\n\n  ${issued.secret}\n\n${SHOWN_ONCE}\n`,
@@ -168,6 +173,11 @@ async function rotate(id: string | undefined, values: ReturnType<typeof parseKey
     `Created key ${issued.key.id} for affiliate ${issued.key.affiliateExternalId}, replacing ${id}.\n\n  ${issued.secret}\n\n` +
       `${SHOWN_ONCE}\n${oldEnd}\n`,
   );
+}
+
+/** A key's scopes in one cell: comma-separated, or "none". */
+function scopesCell(scopes: readonly string[]): string {
+  return scopes.length === 0 ? "none" : scopes.join(",");
 }
 
 function statusOf(key: StoredApiKey, now: number): string {
@@ -208,6 +218,8 @@ async function list(json: boolean): Promise<void> {
         expiresAt: k.expiresAt,
         rateLimit: k.rateLimit,
         defaultRankBy: k.defaultRankBy,
+        // Only for a restricted key: absent, the key has every scope its kind may have.
+        ...(isRestricted(k.scopes, k.publishable) ? { scopes: k.scopes } : {}),
       })),
     );
     return;
@@ -216,6 +228,8 @@ async function list(json: boolean): Promise<void> {
     process.stdout.write("No keys yet. Create one with: npm run cli -- keys create --affiliate <affiliateId>\n");
     return;
   }
+  // The SCOPES column is shown once some key is restricted; other keys have every scope of their kind.
+  const restricted = keys.some((k) => isRestricted(k.scopes, k.publishable));
   const header = [
     "ID",
     "AFFILIATE",
@@ -226,6 +240,7 @@ async function list(json: boolean): Promise<void> {
     "CREATED",
     "EXPIRES",
     "ORIGINS",
+    ...(restricted ? ["SCOPES"] : []),
     "LABEL",
   ];
   const rows = keys.map((k) => [
@@ -238,6 +253,7 @@ async function list(json: boolean): Promise<void> {
     isoSeconds(k.createdAt),
     k.expiresAt === null ? "never" : isoSeconds(k.expiresAt),
     k.allowedOrigins.length === 0 ? "-" : k.allowedOrigins.join(","),
+    ...(restricted ? [scopesCell(k.scopes)] : []),
     k.label,
   ]);
   process.stdout.write(alignColumns([header, ...rows]));

@@ -39,7 +39,7 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   "keys create": {
     synopsis:
       "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] " +
-      "[--publishable [--origin <origin>...]] [--rank-by wagered|weighted] [--json]",
+      "[--publishable [--origin <origin>...]] [--rank-by wagered|weighted] [--scope <scope>...] [--json]",
     summary: "create an API key for an affiliate; the key is printed once, only its hash is stored",
     details:
       "  --affiliate    the platform's affiliate id whose wagers the key reads (required; 1 to 64 characters)\n" +
@@ -53,19 +53,23 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "                 https://board.example.com (scheme, host, optional port; repeat for several)\n" +
       "  --rank-by      how the key's boards rank when a request does not say: weighted gives weighted\n" +
       "                 boards (race rules) to a site that cannot change its requests; its rankBy still wins\n" +
+      "  --scope        restrict the key to this scope; repeat for several: boards:read, races:read, races:write,\n" +
+      "                 webhooks:write (default: every scope; a publishable key: boards:read and races:read,\n" +
+      "                 never a write scope)\n" +
       "  --json         print one JSON document {id, key, affiliateId, ...} on stdout\n" +
       "Warns on stderr when no user of the affiliate is known yet (the key is still created).",
   },
   "keys rotate": {
     synopsis: "<keyId> [--overlap <duration>] [--json]",
     summary:
-      "a new key for the same affiliate, label, limit and kind; the old one works for --overlap more (default 0s)",
+      "a new key for the same affiliate, label, limit, kind and scopes; the old one works for --overlap more (default 0s)",
     details: "  --overlap  how long the old key keeps working: a number with s, m, h, d or w, at most 30d",
   },
   "keys list": {
     synopsis: "[--json]",
     summary:
-      "list keys (ids, affiliates, kind, status, rate limits, default ranking, expiry, origins); never prints a key",
+      "list keys (ids, affiliates, kind, status, rate limits, default ranking, expiry, origins, and the scopes of " +
+      "restricted keys); never prints a key",
     details: "  --json  print one JSON document (an array of keys) on stdout",
   },
   "keys revoke": {

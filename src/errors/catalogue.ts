@@ -37,6 +37,8 @@ export const CATALOGUE = {
   UNAUTHENTICATED: Code.Unauthenticated,
   /** A secret API key sent in a URL (`?key=`): refused whatever the key, since URLs get logged. */
   SECRET_KEY_IN_URL: Code.Unauthenticated,
+  /** The API key lacks the scope the call needs (ErrorInfo metadata `scope` names it). */
+  MISSING_SCOPE: Code.PermissionDenied,
   /** No or wrong INGEST_TOKEN / ADMIN_TOKEN, or an affiliate key on an internal service. */
   BAD_SERVICE_TOKEN: Code.Unauthenticated,
   /** The key's rate limit is used up (RetryInfo says when to retry). */
@@ -81,6 +83,8 @@ export interface ErrorOptions {
   readonly retryAfterSeconds?: number;
   /** The internal cause, for the logs only. */
   readonly cause?: unknown;
+  /** google.rpc.ErrorInfo metadata, e.g. `{ scope: "races:write" }` for MISSING_SCOPE. */
+  readonly info?: Readonly<Record<string, string>>;
 }
 
 /** At most this many field violations travel in google.rpc.BadRequest (keeps the trailer small). */
@@ -104,15 +108,29 @@ export class ServiceError extends ConnectError {
     const violations = options.violations ?? [];
     const headers = { ...options.headers };
     if (options.retryAfterSeconds !== undefined) headers["retry-after"] = String(options.retryAfterSeconds);
-    super(message, code, headers, errorDetails(reason, violations, options.retryAfterSeconds), options.cause);
+    super(
+      message,
+      code,
+      headers,
+      errorDetails(reason, violations, options.retryAfterSeconds, options.info),
+      options.cause,
+    );
     this.violations = violations;
   }
 }
 
 /** google.rpc details of an error: ErrorInfo always, BadRequest with violations, RetryInfo with a delay. */
-function errorDetails(reason: ErrorReason, violations: readonly Violation[], retryAfterSeconds?: number) {
+function errorDetails(
+  reason: ErrorReason,
+  violations: readonly Violation[],
+  retryAfterSeconds?: number,
+  info?: Readonly<Record<string, string>>,
+) {
   const details: ConstructorParameters<typeof ConnectError>[3] = [
-    { desc: ErrorInfoSchema, value: { reason, domain: ERROR_DOMAIN } },
+    {
+      desc: ErrorInfoSchema,
+      value: info === undefined ? { reason, domain: ERROR_DOMAIN } : { reason, domain: ERROR_DOMAIN, metadata: info },
+    },
   ];
   if (CATALOGUE[reason] === Code.InvalidArgument || violations.length > 0) {
     details.push({

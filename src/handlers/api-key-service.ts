@@ -20,6 +20,7 @@ import { rankByMessage, rankByOf } from "../codecs/rank-by.js";
 import { invalidArgument, ServiceError } from "../errors/catalogue.js";
 import { fromDatabase } from "../errors/database.js";
 import type { StoredApiKey } from "../ports/api-keys.js";
+import { isRestricted } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
 
 export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService> {
@@ -40,6 +41,7 @@ export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService
           publishable: request.publishable,
           allowedOrigins: request.allowedOrigins,
           defaultRankBy: defaultRankBy ?? null,
+          scopes: request.scopes,
         }),
       );
       if (result.kind !== "issued") throw refusal(result);
@@ -84,6 +86,8 @@ function message(key: StoredApiKey): ApiKey {
     publishable: key.publishable,
     allowedOrigins: [...key.allowedOrigins],
     defaultRankBy: rankByMessage(key.defaultRankBy),
+    // Listed only for a restricted key: empty is every scope the key's kind may have.
+    scopes: isRestricted(key.scopes, key.publishable) ? [...key.scopes] : [],
   });
 }
 

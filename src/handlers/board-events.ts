@@ -12,6 +12,7 @@
  */
 
 import type { Admission } from "../auth/admission.js";
+import { requireScope } from "../auth/scopes.js";
 import { renderEntries } from "../codecs/entries-json.js";
 import { decodeRequestFields } from "../codecs/period-request-json.js";
 import { HttpRefusal } from "../errors/catalogue.js";
@@ -85,6 +86,7 @@ export class BoardEvents {
       });
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
+      requireScope(admitted.caller, "boards:read");
       const fields = decodeRequestFields(queryFields(params));
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
       const weighted = fields.values.rankBy !== undefined || query.rankBy === "weighted";

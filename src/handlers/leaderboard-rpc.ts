@@ -11,6 +11,7 @@ import {
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Caller } from "../auth/authenticator.js";
+import { requireScope } from "../auth/scopes.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
 import { topWagerEntries } from "../codecs/entries-message.js";
 import { requestFields } from "../codecs/period-request-message.js";
@@ -33,6 +34,7 @@ export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof Top
     async getTopAffiliateWagersByPeriod(request, context: HandlerContext) {
       const caller = context.values.get(callerKey);
       if (caller === undefined) throw unauthenticated();
+      requireScope(caller, "boards:read");
       const fields = requestFields(request);
       let answer: TopWagersAnswer;
       try {

@@ -6,6 +6,7 @@
  * (leaderboard/operation.ts), the envelope and gzip. The order is the contract's.
  */
 import type { Admission } from "../auth/admission.js";
+import { requireScope } from "../auth/scopes.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
 import { DecodedBodies } from "../codecs/decoded-bodies.js";
 import { renderEntries } from "../codecs/entries-json.js";
@@ -64,6 +65,7 @@ export class RestApi {
       });
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
+      requireScope(admitted.caller, "boards:read");
       const { maxBodyBytes } = this.options;
       const tooLarge = () => payloadTooLarge(maxBodyBytes);
       checkJsonBodyHeaders(exchange, maxBodyBytes);

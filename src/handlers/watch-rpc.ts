@@ -20,6 +20,7 @@ import {
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { Admission } from "../auth/admission.js";
+import { requireScope } from "../auth/scopes.js";
 import { topWagerEntries } from "../codecs/entries-message.js";
 import { requestFields } from "../codecs/period-request-message.js";
 import { malformedRequest, ServiceError } from "../errors/catalogue.js";
@@ -94,6 +95,7 @@ export class WatchRpc {
       const admitted = await this.options.admission.admit(req.headers.authorization, address);
       keyId = admitted.caller.keyId;
       headers = { ...headers, ...admitted.headers };
+      requireScope(admitted.caller, "boards:read");
       const request = await this.readRequest(wire, req);
       const fields = requestFields(request);
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);

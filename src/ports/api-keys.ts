@@ -1,4 +1,5 @@
 /** What key administration (KeyAdmin) and the in-memory key set (KeySet) read and write. */
+import type { Scope } from "../values/scopes.js";
 import type { RankBy } from "../values/weights.js";
 
 export interface StoredApiKey {
@@ -17,6 +18,8 @@ export interface StoredApiKey {
   readonly allowedOrigins: readonly string[];
   /** How the key's boards rank when a request does not say; null: no default (total wagered). */
   readonly defaultRankBy: RankBy | null;
+  /** What the key may do, in catalogue order (values/scopes.ts). */
+  readonly scopes: readonly Scope[];
 }
 
 /** A key as the in-memory key set holds it: with its hash. */
@@ -34,6 +37,8 @@ export interface NewStoredKey {
   readonly publishable?: boolean;
   readonly allowedOrigins?: readonly string[];
   readonly defaultRankBy?: RankBy | null;
+  /** What the key may do; absent: every scope its kind may have (values/scopes.ts scopesOfKind). */
+  readonly scopes?: readonly Scope[];
 }
 
 /**
@@ -51,7 +56,7 @@ export interface ApiKeyStore {
   setRateLimit(id: string, rateLimit: { points: number; windowSeconds: number } | null): Promise<boolean>;
   setRankBy(id: string, rankBy: RankBy | null): Promise<boolean>;
   /**
-   * A new key with the old one's affiliate, label, limit, kind, origins and default ranking; the old
+   * A new key with the old one's affiliate, label, limit, kind, origins, default ranking and scopes; the old
    * key expires at `oldExpiresAt` (never later than it already would). Undefined: no such old key.
    */
   rotate(
@@ -63,7 +68,10 @@ export interface ApiKeyStore {
   affiliateHasUsers(affiliateExternalId: string): Promise<boolean>;
 }
 
-/** A key as storage gives it (the fields the key set needs). */
+/**
+ * A key as storage gives it (the fields the key set needs). `scopes` absent: every scope its kind
+ * may have.
+ */
 export type KeyRecord = Pick<
   StoredKeyWithHash,
   | "id"
@@ -75,7 +83,8 @@ export type KeyRecord = Pick<
   | "publishable"
   | "allowedOrigins"
   | "defaultRankBy"
->;
+> &
+  Partial<Pick<StoredKeyWithHash, "scopes">>;
 
 /** Where the key set reads keys from (storage/stores.ts on MariaDB). */
 export interface KeyStore {

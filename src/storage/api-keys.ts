@@ -5,6 +5,7 @@
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { NewStoredKey, StoredApiKey, StoredKeyWithHash } from "../ports/api-keys.js";
+import { normalScopes, type Scope, scopesOfKind } from "../values/scopes.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { noteKeyChanges } from "./data-changes.js";
@@ -14,19 +15,34 @@ export type { NewStoredKey, StoredApiKey, StoredKeyWithHash };
 
 const SELECT_KEY = `SELECT k.id, k.affiliate_id, a.external_id AS affiliate_external_id, k.label, k.created_at,
     k.revoked_at, k.expires_at, k.rate_limit_points, k.rate_limit_window_s, k.publishable, k.allowed_origins,
-    k.default_rank_by, k.key_hash
+    k.default_rank_by, k.scopes, k.key_hash
   FROM api_keys k JOIN affiliates a ON a.id = k.affiliate_id`;
 
 /** A new key row; created now by the database's clock. */
 const INSERT_KEY = `INSERT INTO api_keys
     (id, key_hash, affiliate_id, label, created_at, expires_at, rate_limit_points, rate_limit_window_s,
-     publishable, allowed_origins, default_rank_by)
-  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?, ?, ?, ?)`;
+     publishable, allowed_origins, default_rank_by, scopes)
+  VALUES (?, ?, ?, ?, UNIX_TIMESTAMP(), ?, ?, ?, ?, ?, ?, ?)`;
 
 function origins(text: unknown): string[] {
   if (text === null || text === undefined) return [];
   const parsed: unknown = JSON.parse(String(text));
   return Array.isArray(parsed) ? parsed.map(String) : [];
+}
+
+/**
+ * The scopes column: space-separated names (values/scopes.ts). NULL (a key written by a version
+ * before scopes, during a rolling deploy): every scope its kind may hold, as migration 9 gave the
+ * keys that existed. A name this version does not know is left out.
+ */
+function scopesOf(text: unknown, publishable: boolean): readonly Scope[] {
+  if (text === null || text === undefined) return scopesOfKind(publishable);
+  return normalScopes(String(text).split(" "), publishable);
+}
+
+/** The scopes column's text of a key's scopes. */
+function scopesText(scopes: readonly Scope[]): string {
+  return scopes.join(" ");
 }
 
 function toStoredKey(row: RowDataPacket): StoredApiKey {
@@ -45,6 +61,7 @@ function toStoredKey(row: RowDataPacket): StoredApiKey {
     publishable: Number(row.publishable) === 1,
     allowedOrigins: origins(row.allowed_origins),
     defaultRankBy: isRankBy(row.default_rank_by) ? row.default_rank_by : null,
+    scopes: scopesOf(row.scopes, Number(row.publishable) === 1),
   };
 }
 
@@ -66,6 +83,7 @@ export async function insertApiKey(pool: Pool, key: NewStoredKey): Promise<Store
       key.publishable === true ? 1 : 0,
       key.publishable === true ? JSON.stringify(key.allowedOrigins ?? []) : null,
       key.defaultRankBy ?? null,
+      scopesText(key.scopes ?? scopesOfKind(key.publishable === true)),
     ]);
     await noteKeyChanges(connection, [key.id]);
   });
@@ -110,7 +128,7 @@ export async function listApiKeys(pool: Pool, affiliateExternalId?: string): Pro
 }
 
 /**
- * Rotation: a new key for the same affiliate, label, limit, kind, origins and default ranking, and the old key
+ * Rotation: a new key for the same affiliate, label, limit, kind, origins, default ranking and scopes, and the old key
  * expiring at `oldExpiresAt` (never later than it already would), in one transaction. Returns
  * undefined when the old key does not exist; a revoked old key stays revoked.
  */
@@ -124,7 +142,7 @@ export async function rotateApiKey(
   const found = await inTransaction(pool, async (connection) => {
     const [rows] = await connection.query<RowDataPacket[]>(
       `SELECT id, affiliate_id, label, expires_at, rate_limit_points, rate_limit_window_s, publishable,
-          allowed_origins, default_rank_by
+          allowed_origins, default_rank_by, scopes
         FROM api_keys WHERE id = ? FOR UPDATE`,
       [oldId],
     );
@@ -146,6 +164,7 @@ export async function rotateApiKey(
       old.publishable,
       old.allowed_origins,
       old.default_rank_by,
+      old.scopes,
     ]);
     await noteKeyChanges(connection, [oldId, fresh.id]);
     return true;

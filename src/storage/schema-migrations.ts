@@ -213,6 +213,23 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 9,
+    name: "api key scopes",
+    // What a key may do: space-separated scope names (src/values/scopes.ts). Metadata only
+    // (ALGORITHM=INSTANT), then every existing key gets what it could do before, written out: a
+    // secret key every scope, a publishable key the read scopes. A key inserted by an instance of
+    // the previous version during a rolling deploy has NULL, which reads the same way. The names
+    // are written here as literals, so a later change of the catalogue cannot change what this
+    // migration did. No change rows: every instance reads these keys exactly as before.
+    statements: [
+      addColumnsIfMissing("api_keys", {
+        scopes: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NULL",
+      }),
+      `UPDATE api_keys SET scopes = IF(publishable = 1, 'boards:read races:read',
+         'boards:read races:read races:write webhooks:write') WHERE scopes IS NULL`,
+    ],
+  },
+  {
     version: 10,
     name: "races and their frozen results",
     // New tables only. A race is one period of a series (a one-off race is a series of one): the

@@ -162,6 +162,16 @@ describe("real responses match the document", () => {
     expect(checker.check(OP, "post", observed)).toEqual([]);
   });
 
+  it("403: a key without boards:read, with RateLimit", async () => {
+    const racesOnly = (await createKey(server.database.db, "aff-docs", null, {}, ["races:read"])).secret;
+    const reply = await post(HALF_MONTH, racesOnly);
+    expect([reply.status, reply.json]).toEqual([
+      403,
+      { data: null, errors: [{ code: "permission_denied", message: "this API key lacks the scope boards:read" }] },
+    ]);
+    expect(reply.headers.ratelimit).toMatch(/^"default";r=\d+;t=\d+$/);
+  });
+
   it("404: an unknown path, any method", async () => {
     expect(
       (await call({ path: "/top-affiliate-wagers", key, body: "{}", contentType: "application/json" })).status,

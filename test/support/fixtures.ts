@@ -2,6 +2,7 @@
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { insertApiKey } from "../../src/storage/api-keys.js";
 import type { Database } from "../../src/storage/database.js";
+import type { Scope } from "../../src/values/scopes.js";
 import { insertWagers, type UserProfile, upsertUsers, type WagerRecord } from "./users-and-wagers.js";
 
 /** Apps of this test process that hold keys in memory: a key made here is waited for by each (keysFollowed). */
@@ -30,6 +31,8 @@ export async function createKey(
   affiliateId: string,
   rateLimit: { points: number; windowSeconds: number } | null = null,
   kind: { publishable: true; allowedOrigins: readonly string[] } | { publishable?: false } = {},
+  /** What the key may do; absent: every scope of its kind. */
+  scopes?: readonly Scope[],
 ): Promise<{ id: string; secret: string }> {
   const key = generateApiKey(kind.publishable === true ? "publishable" : "secret");
   await insertApiKey(db.write, {
@@ -39,6 +42,7 @@ export async function createKey(
     label: "test",
     rateLimit,
     ...(kind.publishable === true ? { publishable: true, allowedOrigins: kind.allowedOrigins } : {}),
+    ...(scopes === undefined ? {} : { scopes }),
   });
   await keysFollowed();
   return { id: key.id, secret: key.secret };

@@ -14,6 +14,7 @@ import type { ChangeStore, DataChange } from "../../src/ports/changes.js";
 import type { IngestStore, RecordOutcome, UserProfile, VoidOutcome, WagerRecord } from "../../src/ports/ingest.js";
 import type { SchemaVersions } from "../../src/ports/schema.js";
 import type { RankedRow, StandingsStore } from "../../src/ports/standings.js";
+import { scopesOfKind } from "../../src/values/scopes.js";
 import type { RankBy } from "../../src/values/weights.js";
 
 const FULL_WEIGHT = 10_000;
@@ -275,6 +276,7 @@ export class ReferenceModel {
         publishable: key.publishable === true,
         allowedOrigins: key.publishable === true ? [...(key.allowedOrigins ?? [])] : [],
         defaultRankBy: key.defaultRankBy ?? null,
+        scopes: key.scopes ?? scopesOfKind(key.publishable === true),
       };
       this.keys.set(key.id, stored);
       this.noteKey(key.id);

@@ -16,6 +16,7 @@ const EXPECTED: Record<string, [string, number]> = {
   UNAUTHENTICATED: ["unauthenticated", 401],
   SECRET_KEY_IN_URL: ["unauthenticated", 401],
   BAD_SERVICE_TOKEN: ["unauthenticated", 401],
+  MISSING_SCOPE: ["permission_denied", 403],
   RATE_LIMITED: ["resource_exhausted", 429],
   TOO_MANY_FAILED_ATTEMPTS: ["resource_exhausted", 429],
   INGEST_DISABLED: ["failed_precondition", 400],

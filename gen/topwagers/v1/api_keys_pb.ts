@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/api_keys.proto.
  */
 export const file_topwagers_v1_api_keys: GenFile = /*@__PURE__*/
-  fileDesc("Cht0b3B3YWdlcnMvdjEvYXBpX2tleXMucHJvdG8SDHRvcHdhZ2Vycy52MSIzCglSYXRlTGltaXQSDgoGcG9pbnRzGAEgASgNEhYKDndpbmRvd19zZWNvbmRzGAIgASgNIqcCCgZBcGlLZXkSCgoCaWQYASABKAkSFAoMYWZmaWxpYXRlX2lkGAIgASgJEg0KBWxhYmVsGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAMSFwoKZXhwaXJlc19hdBgFIAEoA0gAiAEBEhcKCnJldm9rZWRfYXQYBiABKANIAYgBARIrCgpyYXRlX2xpbWl0GAcgASgLMhcudG9wd2FnZXJzLnYxLlJhdGVMaW1pdBITCgtwdWJsaXNoYWJsZRgIIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCSADKAkSLQoPZGVmYXVsdF9yYW5rX2J5GAogASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUINCgtfZXhwaXJlc19hdEINCgtfcmV2b2tlZF9hdCKFAgoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSDQoFbGFiZWwYAiABKAkSKwoKcmF0ZV9saW1pdBgDIAEoCzIXLnRvcHdhZ2Vycy52MS5SYXRlTGltaXQSFwoKZXhwaXJlc19hdBgEIAEoA0gAiAEBEhMKC3B1Ymxpc2hhYmxlGAUgASgIEhcKD2FsbG93ZWRfb3JpZ2lucxgGIAMoCRIyCg9kZWZhdWx0X3JhbmtfYnkYByABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SAGIAQFCDQoLX2V4cGlyZXNfYXRCEgoQX2RlZmF1bHRfcmFua19ieSJNChRDcmVhdGVBcGlLZXlSZXNwb25zZRIlCgdhcGlfa2V5GAEgASgLMhQudG9wd2FnZXJzLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiQAoSTGlzdEFwaUtleXNSZXF1ZXN0EhkKDGFmZmlsaWF0ZV9pZBgBIAEoCUgAiAEBQg8KDV9hZmZpbGlhdGVfaWQiPQoTTGlzdEFwaUtleXNSZXNwb25zZRImCghhcGlfa2V5cxgBIAMoCzIULnRvcHdhZ2Vycy52MS5BcGlLZXkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChRSZXZva2VBcGlLZXlSZXNwb25zZRIlCgdhcGlfa2V5GAEgASgLMhQudG9wd2FnZXJzLnYxLkFwaUtleSI6ChNSb3RhdGVBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJEhcKD292ZXJsYXBfc2Vjb25kcxgCIAEoDSJNChRSb3RhdGVBcGlLZXlSZXNwb25zZRIlCgdhcGlfa2V5GAEgASgLMhQudG9wd2FnZXJzLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAky8gIKDUFwaUtleVNlcnZpY2USVQoMQ3JlYXRlQXBpS2V5EiEudG9wd2FnZXJzLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaIi50b3B3YWdlcnMudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USVwoLTGlzdEFwaUtleXMSIC50b3B3YWdlcnMudjEuTGlzdEFwaUtleXNSZXF1ZXN0GiEudG9wd2FnZXJzLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiA5ACARJaCgxSZXZva2VBcGlLZXkSIS50b3B3YWdlcnMudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoiLnRvcHdhZ2Vycy52MS5SZXZva2VBcGlLZXlSZXNwb25zZSIDkAICElUKDFJvdGF0ZUFwaUtleRIhLnRvcHdhZ2Vycy52MS5Sb3RhdGVBcGlLZXlSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLlJvdGF0ZUFwaUtleVJlc3BvbnNlYgZwcm90bzM", [file_topwagers_v1_top_wagers]);
+  fileDesc("Cht0b3B3YWdlcnMvdjEvYXBpX2tleXMucHJvdG8SDHRvcHdhZ2Vycy52MSIzCglSYXRlTGltaXQSDgoGcG9pbnRzGAEgASgNEhYKDndpbmRvd19zZWNvbmRzGAIgASgNIrcCCgZBcGlLZXkSCgoCaWQYASABKAkSFAoMYWZmaWxpYXRlX2lkGAIgASgJEg0KBWxhYmVsGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAMSFwoKZXhwaXJlc19hdBgFIAEoA0gAiAEBEhcKCnJldm9rZWRfYXQYBiABKANIAYgBARIrCgpyYXRlX2xpbWl0GAcgASgLMhcudG9wd2FnZXJzLnYxLlJhdGVMaW1pdBITCgtwdWJsaXNoYWJsZRgIIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYCSADKAkSLQoPZGVmYXVsdF9yYW5rX2J5GAogASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeRIOCgZzY29wZXMYCyADKAlCDQoLX2V4cGlyZXNfYXRCDQoLX3Jldm9rZWRfYXQilQIKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEg0KBWxhYmVsGAIgASgJEisKCnJhdGVfbGltaXQYAyABKAsyFy50b3B3YWdlcnMudjEuUmF0ZUxpbWl0EhcKCmV4cGlyZXNfYXQYBCABKANIAIgBARITCgtwdWJsaXNoYWJsZRgFIAEoCBIXCg9hbGxvd2VkX29yaWdpbnMYBiADKAkSMgoPZGVmYXVsdF9yYW5rX2J5GAcgASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUgBiAEBEg4KBnNjb3BlcxgIIAMoCUINCgtfZXhwaXJlc19hdEISChBfZGVmYXVsdF9yYW5rX2J5Ik0KFENyZWF0ZUFwaUtleVJlc3BvbnNlEiUKB2FwaV9rZXkYASABKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSJAChJMaXN0QXBpS2V5c1JlcXVlc3QSGQoMYWZmaWxpYXRlX2lkGAEgASgJSACIAQFCDwoNX2FmZmlsaWF0ZV9pZCI9ChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiYKCGFwaV9rZXlzGAEgAygLMhQudG9wd2FnZXJzLnYxLkFwaUtleSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KFFJldm9rZUFwaUtleVJlc3BvbnNlEiUKB2FwaV9rZXkYASABKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5IjoKE1JvdGF0ZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkSFwoPb3ZlcmxhcF9zZWNvbmRzGAIgASgNIk0KFFJvdGF0ZUFwaUtleVJlc3BvbnNlEiUKB2FwaV9rZXkYASABKAsyFC50b3B3YWdlcnMudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCTLyAgoNQXBpS2V5U2VydmljZRJVCgxDcmVhdGVBcGlLZXkSIS50b3B3YWdlcnMudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoiLnRvcHdhZ2Vycy52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJXCgtMaXN0QXBpS2V5cxIgLnRvcHdhZ2Vycy52MS5MaXN0QXBpS2V5c1JlcXVlc3QaIS50b3B3YWdlcnMudjEuTGlzdEFwaUtleXNSZXNwb25zZSIDkAIBEloKDFJldm9rZUFwaUtleRIhLnRvcHdhZ2Vycy52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiIudG9wd2FnZXJzLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIgOQAgISVQoMUm90YXRlQXBpS2V5EiEudG9wd2FnZXJzLnYxLlJvdGF0ZUFwaUtleVJlcXVlc3QaIi50b3B3YWdlcnMudjEuUm90YXRlQXBpS2V5UmVzcG9uc2ViBnByb3RvMw", [file_topwagers_v1_top_wagers]);
 
 /**
  * RateLimit is a key's own limit: `points` calls per `window_seconds`.
@@ -126,6 +126,18 @@ export type ApiKey = Message<"topwagers.v1.ApiKey"> & {
    * @generated from field: topwagers.v1.RankBy default_rank_by = 10;
    */
   defaultRankBy: RankBy;
+
+  /**
+   * What a restricted key may do: its scopes, e.g. "boards:read". Empty when
+   * the key has every scope a key of its kind may have (a secret key:
+   * boards:read, races:read, races:write and webhooks:write; a publishable
+   * key: boards:read and races:read), as every key made before scopes
+   * existed has. A call that needs a scope the key lacks is
+   * PERMISSION_DENIED, reason MISSING_SCOPE, ErrorInfo metadata `scope`.
+   *
+   * @generated from field: repeated string scopes = 11;
+   */
+  scopes: string[];
 };
 
 /**
@@ -198,6 +210,17 @@ export type CreateApiKeyRequest = Message<"topwagers.v1.CreateApiKeyRequest"> & 
    * @generated from field: optional topwagers.v1.RankBy default_rank_by = 7;
    */
   defaultRankBy?: RankBy | undefined;
+
+  /**
+   * Restricts the key to these scopes: boards:read (leaderboards, their live
+   * streams and the overlay), races:read, races:write, webhooks:write. Empty
+   * for every scope its kind may have. A publishable key is read-only: a
+   * write scope for it is INVALID_ARGUMENT, as is an unknown scope (the
+   * field violation names `scopes[i]`).
+   *
+   * @generated from field: repeated string scopes = 8;
+   */
+  scopes: string[];
 };
 
 /**
@@ -428,7 +451,7 @@ export const ApiKeyService: GenService<{
   },
   /**
    * RotateApiKey issues a new key for the same affiliate, label, rate limit,
-   * expiry, kind and allowed origins, and lets the old key work for
+   * expiry, kind, allowed origins and scopes, and lets the old key work for
    * `overlap_seconds` more, so the affiliate's site can switch without an
    * outage. NOT_FOUND when no key has this id.
    *
