@@ -5,10 +5,10 @@
  * for a streamer's OBS browser source or a phone.
  *
  * The page's own request is admitted and validated as the stream is (a publishable key in `?key=`),
- * so an invalid key or period is a readable message in the page, with the status the stream would
- * answer. Player data is only ever set as text (see parts/board-page-assets.ts); the page sends no
- * Referer (its address holds the key) and its Content-Security-Policy allows only its own inline
- * code (by hash), same-origin connections and images.
+ * with the status the stream would answer. A refusal shows viewers a neutral line and the streamer
+ * the reason (console; the page too outside OBS); a refusal that can pass (a limit, a 503, a key
+ * not known yet) is tried again by the page itself, with backoff. Player data is only ever set as
+ * text (see parts/board-page-assets.ts); the page sends no Referer (its address holds the key).
  */
 import { createHash } from "node:crypto";
 import { decodeRequestFields } from "../codecs/period-request-json.js";
@@ -17,6 +17,7 @@ import { renderRestError } from "../errors/renderers.js";
 import { validPeriodQuery } from "../leaderboard/operation.js";
 import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/http.js";
 import type { Violation } from "../values/violation.js";
+import type { RankBy } from "../values/weights.js";
 import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./parts/board-page-assets.js";
 import { STREAM_PATH } from "./parts/rest-paths.js";
 
@@ -26,11 +27,24 @@ type Theme = (typeof THEMES)[number];
 
 const hashOf = (text: string) => `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
 
-/** Only the page's own inline style and script, connections to its origin, and images from anywhere. */
+/**
+ * Only the page's own inline script (by hash), connections to its origin, and images from anywhere.
+ *
+ * Styles: OBS's browser source applies its "Custom CSS" (by default `body { background-color:
+ * rgba(0, 0, 0, 0); margin: 0px auto; overflow: hidden; }`) by running a script (not subject to the
+ * CSP) that appends a `<style>` element with that text to the head. So `style-src-elem` allows inline
+ * `<style>` elements ('unsafe-inline'; a hash cannot name the streamer's CSS, and a hash beside it would
+ * disable it), and nothing else: no stylesheet from any URL and, through `style-src-attr 'none'`, no
+ * `style` attribute (the script sizes text through the CSSOM, which the CSP does not restrict). Markup
+ * cannot be injected in the first place: player data is only ever set as text. `style-src` keeps the
+ * page's own style by hash for browsers without `style-src-elem`.
+ */
 export const BOARD_CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   `script-src ${hashOf(OVERLAY_SCRIPT)}`,
   `style-src ${hashOf(OVERLAY_STYLE)}`,
+  "style-src-elem 'unsafe-inline'",
+  "style-src-attr 'none'",
   "img-src https: http:",
   "connect-src 'self'",
   "base-uri 'none'",
@@ -52,7 +66,13 @@ const STREAM_PARAMETERS = ["key", "startTimestamp", "endTimestamp", "numUsers", 
 export interface BoardPageOptions {
   readonly basePath: string;
   /** Admits the page's request as the stream's (the key from Authorization or `?key=`); throws to refuse. */
-  admit(req: NodeRequest, urlKey: string | undefined): Promise<{ readonly headers: Readonly<Record<string, string>> }>;
+  admit(
+    req: NodeRequest,
+    urlKey: string | undefined,
+  ): Promise<{
+    readonly headers: Readonly<Record<string, string>>;
+    readonly caller: { readonly defaultRankBy: RankBy | null };
+  }>;
 }
 
 export class BoardPage {
@@ -71,41 +91,94 @@ export class BoardPage {
     const theme = (THEMES as readonly string[]).includes(params.get("theme") ?? "dark")
       ? ((params.get("theme") ?? "dark") as Theme)
       : "dark";
+    const fields: Record<string, string> = {};
+    for (const name of ["startTimestamp", "endTimestamp", "numUsers", "rankBy"]) {
+      const value = params.get(name);
+      if (value !== null) fields[name] = value;
+    }
+    const decoded = decodeRequestFields(fields);
+    const violations = [...decoded.violations, ...pageViolations(params)];
+    const stream = new URLSearchParams();
+    for (const name of STREAM_PARAMETERS) {
+      const value = params.get(name);
+      if (value !== null) stream.set(name, value);
+    }
+    const streamPath = `${this.options.basePath}${STREAM_PATH}?${stream}`;
+    const mask = params.get("mask") === "true";
     let headers: Readonly<Record<string, string>> = {};
     try {
       if (req.method !== "GET" && req.method !== "HEAD") {
         throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.path}`, { allow: "GET" });
       }
-      headers = (await this.options.admit(req, params.get("key") ?? undefined)).headers;
-      const fields: Record<string, string> = {};
-      for (const name of ["startTimestamp", "endTimestamp", "numUsers", "rankBy"]) {
-        const value = params.get(name);
-        if (value !== null) fields[name] = value;
-      }
-      const decoded = decodeRequestFields(fields);
-      const query = validPeriodQuery(decoded.values, [...decoded.violations, ...pageViolations(params)]);
-      const stream = new URLSearchParams();
-      for (const name of STREAM_PARAMETERS) {
-        const value = params.get(name);
-        if (value !== null) stream.set(name, value);
-      }
-      const config = {
-        stream: `${this.options.basePath}${STREAM_PATH}?${stream}`,
-        mask: params.get("mask") === "true",
-        rankBy: params.get("rankBy") ?? "",
+      const admitted = await this.options.admit(req, params.get("key") ?? undefined);
+      headers = admitted.headers;
+      const query = validPeriodQuery(decoded.values, violations, admitted.caller.defaultRankBy);
+      const config: PageConfig = {
+        stream: streamPath,
+        mask,
+        rankBy: query.rankBy ?? "wagered",
+        numUsers: query.numUsers,
       };
       writeWhole(res, 200, { ...headers, ...PAGE_HEADERS }, page(theme, periodText(query.start, query.end), config));
     } catch (reason) {
       const rendered = renderRestError(reason);
       const messages = (JSON.parse(rendered.body) as { errors: { message: string }[] }).errors.map((e) => e.message);
+      // A refusal that can pass is tried again by the page, when its address itself is right.
+      const address = validAddress(decoded.values, violations);
+      const retry = rendered.status !== 400 && rendered.status !== 405 && address !== undefined;
+      const retryAfter = Number(rendered.headers["retry-after"] ?? "0");
+      const config: PageConfig = {
+        ...(retry ? { stream: streamPath } : {}),
+        mask,
+        rankBy:
+          params.get("rankBy") === "wagered" || params.get("rankBy") === "weighted"
+            ? (params.get("rankBy") as RankBy)
+            : "",
+        numUsers: address?.numUsers ?? 10,
+        problem: {
+          detail: `This leaderboard cannot be shown: ${messages.join(". ")}.${hintFor(rendered.status)}`,
+          ...(Number.isInteger(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
+        },
+      };
       writeWhole(
         res,
         rendered.status,
         { ...headers, ...rendered.headers, ...PAGE_HEADERS },
-        page(theme, "", undefined, messages),
+        page(theme, address === undefined ? "" : periodText(address.start, address.end), config),
       );
     }
   }
+}
+
+/** What the page's script is told (its JSON block). */
+interface PageConfig {
+  /** The stream to follow; absent when the page's address itself is wrong (nothing to try again). */
+  readonly stream?: string;
+  readonly mask: boolean;
+  /** How the board ranks; "" when not known (the page was refused before its key was read). */
+  readonly rankBy: RankBy | "";
+  /** The rows to make room for. */
+  readonly numUsers: number;
+  /** Why the page's own request was refused: shown to the streamer, never on stream. */
+  readonly problem?: { readonly detail: string; readonly retryAfterSeconds?: number };
+}
+
+/** The period of a right address, or undefined. */
+function validAddress(values: Parameters<typeof validPeriodQuery>[0], violations: readonly Violation[]) {
+  try {
+    return validPeriodQuery(values, violations);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the streamer can do about a refusal; nothing for one that passes by itself (429, 5xx). */
+function hintFor(status: number): string {
+  if (status === 400)
+    return " Check the address of this page (startTimestamp, endTimestamp, numUsers, rankBy, mask, theme).";
+  if (status === 401 || status === 403)
+    return " Check the key in the address of this page (a publishable key, tw_pub_…).";
+  return "";
 }
 
 /** The page's own parameters: `mask` and `theme`. */
@@ -150,29 +223,19 @@ function scriptJson(value: unknown): string {
   );
 }
 
-function page(
-  theme: Theme,
-  period: string,
-  config: { stream: string; mask: boolean; rankBy: string } | undefined,
-  problems: readonly string[] = [],
-): string {
-  const message =
-    problems.length === 0
-      ? `<p id="message" class="message" hidden></p>`
-      : `<p id="message" class="message">This leaderboard cannot be shown: ${problems.map(escapeHtml).join(". ")}. Check the address of this page (key, startTimestamp, endTimestamp, numUsers).</p>`;
+function page(theme: Theme, period: string, config: PageConfig): string {
+  const heading = config.rankBy === "weighted" ? "Top weighted wagers" : "Top wagers";
   return [
-    `<!doctype html><html lang="en"><head><meta charset="utf-8">`,
+    `<!doctype html><html lang="en" class="theme-${theme}"><head><meta charset="utf-8">`,
     `<meta name="viewport" content="width=device-width, initial-scale=1">`,
-    `<meta name="referrer" content="no-referrer"><title>Top wagers</title>`,
+    `<meta name="referrer" content="no-referrer"><title>${heading}</title>`,
     `<style>${OVERLAY_STYLE}</style></head>`,
-    `<body class="theme-${theme}"><main class="board">`,
-    `<header><h1>Top wagers</h1><p class="period">${escapeHtml(period)}</p>`,
-    `<span id="status" class="status">${config === undefined ? "offline" : "connecting"}</span></header>`,
-    message,
+    `<body><main id="board" class="board">`,
+    `<header><h1 id="title">${heading}</h1><p class="period">${escapeHtml(period)}</p>`,
+    `<span id="status" class="status">${config.problem === undefined ? "connecting" : "offline"}</span></header>`,
+    `<p id="message" class="message" hidden></p><p id="detail" class="detail" hidden></p>`,
     `<ol id="list" class="list"></ol><p id="empty" class="empty" hidden>No wagers yet in this period.</p></main>`,
-    config === undefined
-      ? ""
-      : `<script type="application/json" id="config">${scriptJson(config)}</script><script>${OVERLAY_SCRIPT}</script>`,
+    `<script type="application/json" id="config">${scriptJson(config)}</script><script>${OVERLAY_SCRIPT}</script>`,
     `</body></html>`,
   ].join("");
 }

@@ -45,21 +45,24 @@ function start(): Promise<ServerProcess> {
   });
 }
 
-/** A page that records its requests and CSP violations. */
-async function open(path: string, viewport = { width: 960, height: 540 }) {
+/** A page that records its requests, CSP violations and console warnings; `obs` defines window.obsstudio first. */
+async function open(path: string, viewport = { width: 960, height: 540 }, obs = false) {
   const page = await browser.newPage({ viewport });
+  if (obs) await page.addInitScript("window.obsstudio = { pluginVersion: '2.24.0' }");
   const requests: string[] = [];
   const violations: string[] = [];
+  const warnings: string[] = [];
   page.on("request", (request) => requests.push(request.url()));
   page.on("console", (message) => {
     if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    else if (message.type() === "warning") warnings.push(message.text());
   });
   page.on("dialog", (dialog) => {
     violations.push(`dialog: ${dialog.message()}`);
     void dialog.dismiss();
   });
   const response = await page.goto(`${server.baseUrl}${path}`);
-  return { page, response, requests, violations };
+  return { page, response, requests, violations, warnings };
 }
 
 const rows = (page: Page) =>
@@ -83,8 +86,8 @@ async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => 
 }
 
 /** A page of this width and height, once it shows `count` rows. */
-async function openWithRows(path: string, width: number, height: number, count: number) {
-  const opened = await open(path, { width, height });
+async function openWithRows(path: string, width: number, height: number, count: number, obs = false) {
+  const opened = await open(path, { width, height }, obs);
   await until(
     `${count} rows`,
     () => rows(opened.page),
@@ -149,7 +152,7 @@ describe("the overlay page", () => {
     const observed = { status: response.status, headers: Object.fromEntries(response.headers), text: body.toString() };
     expect(checker.check("/board", "get", observed)).toEqual([]);
     expect(response.headers.get("content-security-policy")).toMatch(
-      /^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/]+=*'; style-src 'sha256-[A-Za-z0-9+/]+=*'; img-src https: http:; connect-src 'self'; base-uri 'none'; form-action 'none'$/,
+      /^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/]+=*'; style-src 'sha256-[A-Za-z0-9+/]+=*'; style-src-elem 'unsafe-inline'; style-src-attr 'none'; img-src https: http:; connect-src 'self'; base-uri 'none'; form-action 'none'$/,
     );
   });
 
@@ -248,34 +251,266 @@ describe("the overlay page", () => {
     await page.close();
   });
 
-  it("shows a readable message for a bad period, an unknown key or a secret key, instead of a blank page", async () => {
+  it("shows viewers a neutral line and the streamer the reason (not in OBS), for a bad period, an unknown or a secret key", async () => {
     const secret = (await createKey(database.db, "aff-ov")).secret;
-    const cases: [string, number, string][] = [
+    const STOPPED = "The leaderboard is not available right now.";
+    const RETRYING = "The leaderboard will be back in a moment.";
+    const cases: [string, number, string, string][] = [
       [
         `/board?key=${key}&startTimestamp=${JAN_1_2025}&endTimestamp=1&numUsers=0`,
         400,
-        "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). numUsers must be between 1 and 100",
+        STOPPED,
+        "endTimestamp must not be before startTimestamp (both are inclusive. Equal means one second). numUsers must be between 1 and 100. Check the address of this page",
       ],
-      [`/board?key=tw_pub_${"A".repeat(38)}&${PERIOD}&numUsers=5`, 401, "missing or invalid API key"],
-      [`/board?key=${secret}&${PERIOD}&numUsers=5`, 401, "secret"],
+      [
+        `/board?key=tw_pub_${"A".repeat(38)}&${PERIOD}&numUsers=5`,
+        401,
+        RETRYING,
+        "missing or invalid API key (send Authorization Bearer with your key). Check the key in the address of this page",
+      ],
+      [`/board?key=${secret}&${PERIOD}&numUsers=5`, 401, RETRYING, "secret"],
       [
         `/board?key=${key}&${PERIOD}&numUsers=5&theme=neon`,
         400,
+        STOPPED,
         'theme must be dark, light or transparent, got "neon"',
       ],
     ];
     const checker = await OpenApiChecker.load();
-    for (const [path, status, text] of cases) {
-      const { page, response, violations } = await open(path);
-      expect(response?.status()).toBe(status);
-      const observed = { status, headers: await response?.allHeaders(), text: (await response?.text()) ?? "" };
-      expect(checker.check("/board", "get", { ...observed, headers: observed.headers ?? {} })).toEqual([]);
-      const message = await page.textContent("#message");
-      expect(message?.startsWith("This leaderboard cannot be shown: ")).toBe(true);
-      expect(message).toContain(text);
-      expect(await page.isVisible("#message")).toBe(true);
-      expect(violations).toEqual([]);
-      await page.close();
+    for (const [path, status, line, text] of cases) {
+      for (const obs of [false, true]) {
+        const { page, response, violations, warnings } = await open(path, undefined, obs);
+        expect(response?.status()).toBe(status);
+        const observed = { status, headers: await response?.allHeaders(), text: (await response?.text()) ?? "" };
+        expect(checker.check("/board", "get", { ...observed, headers: observed.headers ?? {} })).toEqual([]);
+        expect(await page.textContent("#message")).toBe(line);
+        expect(await page.isVisible("#message")).toBe(true);
+        const detail = await page.textContent("#detail");
+        expect(detail?.startsWith("This leaderboard cannot be shown: ")).toBe(true);
+        expect(detail).toContain(text);
+        // In OBS the detail is for the streamer's console only, never on stream.
+        expect(await page.isVisible("#detail")).toBe(!obs);
+        expect(warnings.some((w) => w.includes(detail ?? "-"))).toBe(true);
+        expect(violations).toEqual([]);
+        await page.close();
+      }
     }
   });
+});
+
+/** Runs `body` in a blank page with `width`, `height` and `data` (RGBA bytes) of a PNG decoded by the browser. */
+async function inPixels<T>(png: Buffer, body: string): Promise<T> {
+  const page = await browser.newPage();
+  const result = (await page.evaluate(
+    `(async () => {
+      const image = new Image();
+      image.src = "data:image/png;base64,${png.toString("base64")}";
+      await image.decode();
+      const canvas = document.createElement("canvas");
+      canvas.width = image.width;
+      canvas.height = image.height;
+      const context = canvas.getContext("2d");
+      context.drawImage(image, 0, 0);
+      const width = image.width;
+      const height = image.height;
+      const data = context.getImageData(0, 0, width, height).data;
+      ${body}
+    })()`,
+  )) as T;
+  await page.close();
+  return result;
+}
+
+/**
+ * How many pixels are not fully transparent outside `rows`, and which share of `header`'s are not; each box
+ * grown by the text shadow's reach (1 px offset + 3 px blur).
+ */
+function coverage(png: Buffer, rows: Box[], header: Box) {
+  return inPixels<{ outside: number; headerShare: number; width: number; height: number }>(
+    png,
+    `const rows = ${JSON.stringify(rows)};
+    const header = ${JSON.stringify(header)};
+    const inside = (b, x, y) =>
+      x >= Math.floor(b.x) - 4 && x < Math.ceil(b.x + b.width) + 4 && y >= Math.floor(b.y) - 4 && y < Math.ceil(b.y + b.height) + 4;
+    let outside = 0;
+    let inHeader = 0;
+    let headerPixels = 0;
+    for (let y = 0; y < height; y += 1) {
+      for (let x = 0; x < width; x += 1) {
+        const alpha = data[(y * width + x) * 4 + 3];
+        if (inside(header, x, y)) {
+          headerPixels += 1;
+          if (alpha > 0) inHeader += 1;
+        } else if (alpha > 0 && !rows.some((b) => inside(b, x, y))) outside += 1;
+      }
+    }
+    return { outside, headerShare: inHeader / headerPixels, width, height };`,
+  );
+}
+
+/** The distinct RGBA colours of a PNG, as "r,g,b,a". */
+function colours(png: Buffer) {
+  return inPixels<string[]>(
+    png,
+    `const seen = new Set();
+    for (let i = 0; i < data.length; i += 4) seen.add(data[i] + "," + data[i + 1] + "," + data[i + 2] + "," + data[i + 3]);
+    return [...seen];`,
+  );
+}
+
+const computed = (page: Page, selector: string, property: string) =>
+  page.evaluate(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).${property}`);
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+const boxes = (page: Page, selector: string) =>
+  page.$$eval(selector, (list) =>
+    list.map((node) => {
+      const r = node.getBoundingClientRect();
+      return { x: r.x, y: r.y, width: r.width, height: r.height };
+    }),
+  );
+
+describe("the overlay at OBS sizes", () => {
+  it("theme=transparent paints nothing outside the rows (the header only its text)", async () => {
+    const { page, violations } = await openWithRows(
+      `/board?key=${key}&${PERIOD}&numUsers=10&theme=transparent`,
+      800,
+      480,
+      3,
+    );
+    const png = await page.screenshot({ omitBackground: true });
+    const header = (await boxes(page, "header"))[0];
+    if (header === undefined) throw new Error("no header");
+    const counts = await coverage(png, await boxes(page, ".row"), header);
+    expect([counts.width, counts.height, counts.outside]).toEqual([800, 480, 0]);
+    expect(counts.headerShare).toBeGreaterThan(0);
+    expect(counts.headerShare).toBeLessThan(0.4);
+    expect(violations).toEqual([]);
+    await page.close();
+  });
+
+  it("theme=light is light to the bottom of the source (no dark band below the board)", async () => {
+    const { page } = await openWithRows(`/board?key=${key}&${PERIOD}&numUsers=3&theme=light`, 800, 480, 3);
+    await page.screenshot({ path: SCREENSHOT.replace("overlay.png", "overlay-light.png") });
+    expect(await computed(page, "html", "backgroundColor")).toBe("rgb(244, 246, 249)");
+    const png = await page.screenshot({ clip: { x: 0, y: 470, width: 800, height: 10 } });
+    expect(await colours(png)).toEqual(["244,246,249,255"]);
+    await page.close();
+  });
+
+  it("applies OBS's Custom CSS (a <style> element added by OBS's script), and no style attribute or stylesheet URL", async () => {
+    const { page, violations } = await openWithRows(
+      `/board?key=${key}&${PERIOD}&numUsers=5&theme=transparent`,
+      800,
+      480,
+      3,
+      true,
+    );
+    // What OBS's browser source runs after each load, with its default CSS and the streamer's own line.
+    const css =
+      "body { background-color: rgba(0, 0, 0, 0); margin: 0px auto; overflow: hidden; } .name { color: rgb(255, 0, 0); }";
+    await page.evaluate(
+      `const obsCSS = document.createElement('style');` +
+        `obsCSS.appendChild(document.createTextNode(decodeURIComponent(${JSON.stringify(encodeURIComponent(css))})));` +
+        `document.querySelector('head').appendChild(obsCSS);`,
+    );
+    expect(await computed(page, ".name", "color")).toBe("rgb(255, 0, 0)");
+    expect(violations).toEqual([]);
+    // Nothing more: a style attribute and a stylesheet from a URL are refused.
+    await page.evaluate(
+      `document.querySelector(".total").setAttribute("style", "color: rgb(0, 0, 255)");` +
+        `const link = document.createElement("link");` +
+        `link.rel = "stylesheet";` +
+        `link.href = "data:text/css;base64,${Buffer.from(".rank { color: rgb(0, 255, 0) }").toString("base64")}";` +
+        `document.head.append(link);`,
+    );
+    await until(
+      "two violations",
+      async () => violations.length,
+      (n) => n === 2,
+    );
+    expect(await computed(page, ".total", "color")).not.toBe("rgb(0, 0, 255)");
+    expect(await computed(page, ".rank", "color")).not.toBe("rgb(0, 255, 0)");
+    await page.close();
+  });
+
+  it("fits numUsers=10 at 800×480 (every row inside the source) and scales the text with the source", async () => {
+    const names = Array.from({ length: 10 }, (_, i) => `streamfan_${1000 + i}`);
+    await addUsers(
+      database.db,
+      names.map((name, i) => ({ id: `ten-${i}`, affiliateId: "aff-ten", username: name, avatar: "" })),
+    );
+    await addWagers(
+      database.db,
+      names.map((_, i) => wager(`ten-${i}`, String(10_000 - i * 500), JAN_1_2025 + 60)),
+    );
+    const ten = (await createKey(database.db, "aff-ten", null, { publishable: true, allowedOrigins: [] })).secret;
+    const sizes: number[] = [];
+    for (const [width, height] of [
+      [800, 480],
+      [1920, 1080],
+    ] as const) {
+      const { page } = await openWithRows(
+        `/board?key=${ten}&${PERIOD}&numUsers=10&theme=transparent`,
+        width,
+        height,
+        10,
+      );
+      const rowBoxes = await boxes(page, ".row");
+      expect(rowBoxes.filter((b) => b.y < 0 || b.y + b.height > height || b.x < 0 || b.x + b.width > width)).toEqual(
+        [],
+      );
+      expect(await page.evaluate("document.documentElement.scrollHeight <= window.innerHeight")).toBe(true);
+      // The rows fill the source: the last one ends in its last tenth.
+      expect((rowBoxes[9]?.y ?? 0) + (rowBoxes[9]?.height ?? 0)).toBeGreaterThan(height * 0.9);
+      sizes.push(Number.parseFloat(String(await computed(page, ".name", "fontSize"))));
+      if (width === 800) await page.screenshot({ path: SCREENSHOT.replace("overlay.png", "overlay-10-rows.png") });
+      await page.close();
+    }
+    expect(sizes[0]).toBeGreaterThan(14);
+    expect(sizes[1]).toBeGreaterThan((sizes[0] ?? 0) * 2);
+  });
+
+  it("labels a weighted board by what it counts", async () => {
+    const { page } = await openWithRows(`/board?key=${key}&${PERIOD}&numUsers=5&rankBy=weighted`, 800, 480, 3);
+    expect([await page.textContent("h1"), await page.title()]).toEqual(["Top weighted wagers", "Top weighted wagers"]);
+    await page.close();
+  });
+
+  it("opened while its key is rate limited, says so neutrally and shows the board by itself once the limit passes", async () => {
+    const limited = (
+      await createKey(database.db, "aff-ov", { points: 2, windowSeconds: 3 }, { publishable: true, allowedOrigins: [] })
+    ).secret;
+    const path = `/board?key=${limited}&${PERIOD}&numUsers=5&theme=dark`;
+    let status = 0;
+    for (let i = 0; i < 3 && status !== 429; i += 1) status = (await fetch(`${server.baseUrl}${path}`)).status;
+    expect(status).toBe(429);
+    const { page, response, violations } = await open(path, { width: 800, height: 480 });
+    expect(response?.status()).toBe(429);
+    expect(await page.textContent("#message")).toBe("The leaderboard will be back in a moment.");
+    const detail = await page.textContent("#detail");
+    expect(detail).toMatch(
+      /^This leaderboard cannot be shown: rate limit exceeded for this API key from this address \(2 requests per 3 s\)\. Retry in [1-3] s\. Trying again in [1-4] s\.$/,
+    );
+    const back = await until(
+      "the board after the limit",
+      () => rows(page),
+      (r) => r.length === 3,
+      20_000,
+    );
+    expect(back.map((r) => r[0])).toEqual(["1", "2", "3"]);
+    expect([
+      await page.textContent("#status"),
+      await page.isVisible("#message"),
+      await page.isVisible("#detail"),
+    ]).toEqual(["live", false, false]);
+    expect(violations).toEqual([]);
+    await page.close();
+  }, 30_000);
 });
