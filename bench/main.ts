@@ -14,6 +14,7 @@ import { runLiveFramingBench } from "./live-framing.js";
 import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
+import { runRacesBench } from "./races.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
   query: {
@@ -64,6 +65,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runInstructionProfile,
     usage:
       "instruction-profile <callgrind dump> [--map /tmp/perf-<pid>.map] [--requests N] [--top 30] [--match TEXT]   instructions by group and function (JavaScript named from node --perf-basic-prof)",
+  },
+  races: {
+    run: runRacesBench,
+    usage:
+      "races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50]   1,000 races ending in one second: time until all frozen, board p99 during the freeze, race read vs board",
   },
   http: {
     run: runHttpBench,

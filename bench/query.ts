@@ -23,14 +23,14 @@ import { fmt, machineDescription, percentile, table } from "./support.js";
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench";
 
-function databaseUrl(wagers: number): string {
+export function databaseUrl(wagers: number): string {
   const url = new URL(SERVER_URL);
   url.pathname = `/topwagers_bench_${wagers >= 1e6 && wagers % 1e6 === 0 ? `${wagers / 1e6}m` : wagers}`;
   return url.toString();
 }
 
 /** Seeds the database for this size unless a previous run finished seeding it. */
-async function ensureSeeded(url: string, wagers: number): Promise<void> {
+export async function ensureSeeded(url: string, wagers: number): Promise<void> {
   const { database, ...server } = connectionOptions(url);
   const admin = await mysql.createConnection(server);
   try {
@@ -73,7 +73,7 @@ interface Dataset {
   readonly month: { readonly start: number; readonly end: number };
 }
 
-async function describeDataset(url: string): Promise<Dataset> {
+export async function describeDataset(url: string): Promise<Dataset> {
   const db = await openDatabase({ url, poolSize: 2, queryTimeoutMs: 600_000 });
   const [sizes] = await db.read.query<mysql.RowDataPacket[]>(
     "SELECT affiliate_id, COUNT(*) AS n FROM users GROUP BY affiliate_id ORDER BY n DESC, affiliate_id",

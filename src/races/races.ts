@@ -203,12 +203,14 @@ export class Races {
     const counts = { started: 0, ended: 0, frozen: 0 };
     const now = this.now();
     const due = await this.options.store.due(now, this.options.tickBatch ?? 200);
+    // Races of one affiliate, period and ranking frozen in one tick read their board once.
+    const boards = sharedReads(this.options.freezeStandings);
     const concurrency = this.options.tickConcurrency ?? 4;
     let next = 0;
     const worker = async () => {
       while (next < due.length) {
         const race = due[next++];
-        if (race !== undefined) await this.step(race, now, counts);
+        if (race !== undefined) await this.step(race, now, counts, boards);
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
@@ -219,6 +221,7 @@ export class Races {
     race: StoredRace,
     now: number,
     counts: { started: number; ended: number; frozen: number },
+    boards: StandingsStore,
   ): Promise<void> {
     const { store } = this.options;
     if (!race.startAnnounced && now >= race.startTimestamp) {
@@ -239,7 +242,7 @@ export class Races {
       if (announced) counts.ended += 1;
     }
     if (now >= freezeDueAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds })) {
-      if (await this.freeze(race, now)) counts.frozen += 1;
+      if (await this.freeze(race, now, boards)) counts.frozen += 1;
     }
   }
 
@@ -260,8 +263,8 @@ export class Races {
     };
   }
 
-  private async freeze(race: StoredRace, now: number): Promise<boolean> {
-    const placement = await this.place(race, this.options.freezeStandings, true);
+  private async freeze(race: StoredRace, now: number, boards: StandingsStore): Promise<boolean> {
+    const placement = await this.place(race, boards);
     const entries: FrozenEntry[] = placement.entries.map((entry) => ({
       rank: entry.rank,
       userExternalId: entry.row.userExternalId,
@@ -325,7 +328,7 @@ export class Races {
     if (state === "scheduled" || state === "cancelled") {
       return { ...base, entries: [], unallocated: prizeSum(race.prizes) };
     }
-    const placement = await this.place(race, undefined, false);
+    const placement = await this.place(race, undefined);
     return {
       ...base,
       entries: placement.entries.map((entry) => standingOfPlaced(entry, this.options.defaultAvatarUrl)),
@@ -337,7 +340,6 @@ export class Races {
   private async place(
     race: StoredRace,
     direct: StandingsStore | undefined,
-    _forFreeze: boolean,
   ): Promise<Extract<Placement, { kind: "complete" }>> {
     const rules: PlacementRules = {
       prizes: race.prizes,
@@ -360,6 +362,24 @@ export class Races {
     const store = direct ?? this.options.standings;
     return store.topUsers(race.affiliateId, race.startTimestamp, race.endTimestamp, limit, race.rankBy);
   }
+}
+
+/** A standings store that reads each distinct board (affiliate, period, ranking, length) once. */
+function sharedReads(store: StandingsStore): StandingsStore {
+  const reads = new Map<string, Promise<RankedRow[]>>();
+  return {
+    topUsers(affiliateId, start, end, limit, rankBy) {
+      const key = `${affiliateId}:${start}:${end}:${rankBy}:${limit}`;
+      let read = reads.get(key);
+      if (read === undefined) {
+        read = store.topUsers(affiliateId, start, end, limit, rankBy);
+        // A failed read is not shared: the next race asks again.
+        read.catch(() => reads.delete(key));
+        reads.set(key, read);
+      }
+      return read;
+    },
+  };
 }
 
 function stateOf(race: StoredRace, now: number): RaceState {
