@@ -4,12 +4,12 @@
 
 /**
  * The domain: the leaderboard's rules, its cache policy, the change-feed logic, the live boards, the ingest
- * rules and readers, the key rules (auth/key-admin.ts) and the races' rules (races/).
+ * rules and readers, the key rules (auth/key-admin.ts), the races' rules (races/) and the webhooks' delivery rules (webhooks/).
  */
-const DOMAIN = "^src/(leaderboard|values|cache|ingest|races)/|^src/auth/key-admin[.]ts$";
+const DOMAIN = "^src/(leaderboard|values|cache|ingest|races|webhooks)/|^src/auth/key-admin[.]ts$";
 /** Infrastructure the domain never imports (its errors are its own; skins map them). */
 const OUTER =
-  "^src/(transport|apps|handlers|codecs|auth|errors|compat|storage|cli|observability|limits)/" +
+  "^src/(transport|apps|handlers|codecs|auth|errors|compat|storage|outbound|cli|observability|limits)/" +
   "|^src/(server|config|entry|main)[.]ts$|^gen/" +
   "|node_modules/(@connectrpc|@bufbuild|mysql2|ioredis|rate-limiter-flexible|prom-client|@opentelemetry)/";
 
@@ -67,7 +67,7 @@ module.exports = {
       from: { path: "^src/storage/" },
       to: {
         path:
-          "^src/(leaderboard|ingest|handlers|codecs|apps|transport|auth|errors|observability|cli|limits|cache)/" +
+          "^src/(leaderboard|ingest|webhooks|outbound|handlers|codecs|apps|transport|auth|errors|observability|cli|limits|cache)/" +
           "|^src/(server|config)[.]ts$|^gen/|node_modules/(@connectrpc|@bufbuild|ioredis)/",
       },
     },

@@ -58,6 +58,8 @@ export interface Config {
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** OpenTelemetry tracing: "none" (off, the default), "otlp" or "console". */
   readonly tracesExporter: TracesExporterName;
+  /** Outgoing webhooks (docs/webhooks.md). */
+  readonly webhooks: WebhookSettings;
   /** Live-board streams: heartbeat interval and the limits of open streams. */
   readonly streams: {
     readonly heartbeatSeconds: number;
@@ -68,6 +70,21 @@ export interface Config {
 }
 
 export type TracesExporterName = "none" | "otlp" | "console";
+
+export interface WebhookSettings {
+  /** WEBHOOK_DELIVERY=false: this instance sends no webhooks (the others do); default true. */
+  readonly delivery: boolean;
+  /** true: receivers on private, loopback and link-local addresses, and plain http, are allowed (development, tests). */
+  readonly allowPrivateUrls: boolean;
+  /** The 32-byte AES-256-GCM key that encrypts signing secrets at rest; undefined: stored unencrypted. */
+  readonly secretKey: Buffer | undefined;
+  /** Multiplies the retry schedule (5 s … 24 h) and the 5-day disable rule; 1 in production. */
+  readonly retryScale: number;
+  /** Deadline of one delivery attempt, milliseconds. */
+  readonly timeoutMs: number;
+  /** How often an idle instance looks for due deliveries, milliseconds. */
+  readonly pollMs: number;
+}
 
 /**
  * The exporter OTEL_TRACES_EXPORTER asks for ("none" when unset or OTEL_SDK_DISABLED=true), or the
@@ -173,6 +190,14 @@ export function loadConfig(env: Env = process.env): Config {
     return raw === "true" || (raw !== "false" && fallback);
   };
   const migrateOnStart = boolean("MIGRATE_ON_START", true);
+  const webhooks: WebhookSettings = {
+    delivery: boolean("WEBHOOK_DELIVERY", true),
+    allowPrivateUrls: boolean("WEBHOOK_ALLOW_PRIVATE_URLS", false),
+    secretKey: webhookSecretKey(text("WEBHOOK_SECRET_KEY", ""), problems),
+    retryScale: positiveFactor("WEBHOOK_RETRY_SCALE", text("WEBHOOK_RETRY_SCALE", "1"), problems),
+    timeoutMs: integer("WEBHOOK_TIMEOUT_MS", 15_000, 100, 60_000),
+    pollMs: integer("WEBHOOK_POLL_MS", 1_000, 10, 60_000),
+  };
   const accessLog = boolean("ACCESS_LOG", false);
 
   const config: Config = {
@@ -217,6 +242,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseProbeTimeoutMs: integer("DATABASE_PROBE_TIMEOUT_MS", 1_000, 100, 600_000),
     logLevel: logLevel as Config["logLevel"],
     tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
+    webhooks,
     streams: {
       heartbeatSeconds: integer("STREAM_HEARTBEAT_S", 15, 1, 3600),
       perKey: integer("STREAM_LIMIT_PER_KEY", 10_000, 0, 10_000_000),
@@ -231,6 +257,32 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** WEBHOOK_SECRET_KEY: 32 bytes as 64 hex digits or base64; "" is no key. Never echoed in a problem. */
+function webhookSecretKey(raw: string, problems: string[]): Buffer | undefined {
+  const value = raw.trim();
+  if (value === "") return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(value)
+    ? Buffer.from(value, "hex")
+    : /^[A-Za-z0-9+/]{43}=?$/.test(value)
+      ? Buffer.from(value, "base64")
+      : undefined;
+  if (key === undefined || key.length !== 32) {
+    problems.push("WEBHOOK_SECRET_KEY must be 32 bytes as 64 hex digits or base64 (use: openssl rand -hex 32)");
+    return undefined;
+  }
+  return key;
+}
+
+/** A factor above 0 and at most 1000, written as a decimal number ("1", "0.001"). */
+function positiveFactor(name: string, raw: string, problems: string[]): number {
+  const value = Number(raw.trim());
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(value > 0) || value > 1000) {
+    problems.push(`${name} must be a number above 0 and at most 1000, got "${raw}"`);
+    return 1;
+  }
+  return value;
 }
 
 /**

@@ -7,6 +7,7 @@
 import { createInternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp } from "./apps/public.js";
+import { startWebhookDelivery } from "./apps/webhook-delivery.js";
 import { type Config, redact } from "./config.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -75,6 +76,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     new Promise<false>((resolve) => setTimeout(() => resolve(false), KEY_LOAD_WAIT_MS).unref()),
   ]);
   if (!loaded) logger.warn({ waitedMs: KEY_LOAD_WAIT_MS }, "API keys not loaded yet; listening anyway (not ready)");
+  const webhooks = startWebhookDelivery(config.webhooks, database, app.metrics, logger);
   const publicServer = createOnePortServer(app);
   const port = await listen(publicServer, config.port, config.host);
   const internalApp = createInternalApp(config, database, {
@@ -126,7 +128,12 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     metricsPort,
     async stop() {
       app.stopServing();
-      await Promise.all([publicServer.close(8_000), internalServer.close(8_000), metricsServer?.close(1_000)]);
+      await Promise.all([
+        publicServer.close(8_000),
+        internalServer.close(8_000),
+        metricsServer?.close(1_000),
+        webhooks.stop(),
+      ]);
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");
       logger.flush();

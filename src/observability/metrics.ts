@@ -89,6 +89,10 @@ export class Metrics {
   readonly streamMessages: Counter<"protocol">;
   readonly streamDisconnects: Counter<"reason">;
   readonly boardRecomputes: Counter;
+  readonly webhookAttempts: Counter<"result">;
+  readonly webhookDeliveries: Counter<"result">;
+  readonly webhookOldestDueSeconds: Gauge;
+  readonly webhookDisabledEndpoints: Gauge;
 
   constructor(sources: MetricsSources = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: "topwagers_" });
@@ -204,6 +208,31 @@ export class Metrics {
       "Live boards computed: once when a board gets its first viewer and once per change that touches it, however " +
         "many viewers it has.",
     );
+    this.webhookAttempts = counter(
+      "topwagers_webhook_attempts_total",
+      "Webhook delivery attempts made by this instance, by result: delivered (2xx), retry (failed, tried again " +
+        "later), failed (its last attempt failed), disabled (410 Gone, or the endpoint failed for 5 days), lost " +
+        "(its claim's lease ran out before it was recorded; another instance sends it).",
+      ["result"],
+    );
+    this.webhookDeliveries = counter(
+      "topwagers_webhook_deliveries_total",
+      "Webhook deliveries finished by this instance, by result: delivered or failed (no attempt left, 410, or the " +
+        "endpoint is disabled; kept for replay).",
+      ["result"],
+    );
+    for (const result of ["delivered", "retry", "failed", "disabled", "lost"]) this.webhookAttempts.inc({ result }, 0);
+    for (const result of ["delivered", "failed"]) this.webhookDeliveries.inc({ result }, 0);
+    this.webhookOldestDueSeconds = new Gauge({
+      name: "topwagers_webhook_oldest_due_seconds",
+      help: "Age of the oldest webhook delivery that is due and not being sent (0: none waits), as this instance last read it.",
+      registers,
+    });
+    this.webhookDisabledEndpoints = new Gauge({
+      name: "topwagers_webhook_disabled_endpoints",
+      help: "Webhook endpoints disabled (by their owner, a 410 Gone, or 5 days of failures), as this instance last read it.",
+      registers,
+    });
     const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys } = sources;
     if (apiKeys !== undefined) {
       gauge(

@@ -1,0 +1,102 @@
+/**
+ * The webhook delivery of one instance: the worker (webhooks/delivery-worker.ts) over the outbox
+ * (storage/webhooks.ts), sending through the SSRF guard (outbound/), counted in the app's metrics,
+ * with one warning line per delivery that failed for good. Every instance runs one unless
+ * WEBHOOK_DELIVERY=false; they share the work through the outbox's leases.
+ */
+import { hostname } from "node:os";
+import type { WebhookSettings } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import { createWebhookTransport } from "../outbound/webhook-sender.js";
+import { packageInfo } from "../package-info.js";
+import type { Database } from "../storage/database.js";
+import { WebhookSecretBox } from "../storage/webhook-secrets.js";
+import { MariadbWebhookStore } from "../storage/webhooks.js";
+import { DeliveryWorker } from "../webhooks/delivery-worker.js";
+
+/** How often the queue gauges (oldest due delivery, disabled endpoints) are read. */
+const QUEUE_STATE_EVERY_MS = 5_000;
+
+export interface WebhookDelivery {
+  readonly store: MariadbWebhookStore;
+  /** Undefined when WEBHOOK_DELIVERY=false. */
+  readonly worker: DeliveryWorker | undefined;
+  stop(): Promise<void>;
+}
+
+/** The store the services use (endpoints, deliveries), with the secrets' key. */
+export function webhookStore(settings: WebhookSettings, database: Database): MariadbWebhookStore {
+  return new MariadbWebhookStore(database.write, new WebhookSecretBox(settings.secretKey));
+}
+
+export function startWebhookDelivery(
+  settings: WebhookSettings,
+  database: Database,
+  metrics: Metrics,
+  logger: Logger,
+): WebhookDelivery {
+  const store = webhookStore(settings, database);
+  if (!settings.delivery) return { store, worker: undefined, stop: async () => undefined };
+  const transport = createWebhookTransport({
+    allowPrivate: settings.allowPrivateUrls,
+    userAgent: `topwagers-webhooks/${packageInfo().version}`,
+  });
+  const worker = new DeliveryWorker({
+    store,
+    transport,
+    retryScale: settings.retryScale,
+    timeoutMs: settings.timeoutMs,
+    pollMs: settings.pollMs,
+    instance: `${hostname()}:${process.pid}`,
+    observer: {
+      attempt(result) {
+        metrics.webhookAttempts.inc({ result });
+        if (result === "delivered") metrics.webhookDeliveries.inc({ result: "delivered" });
+      },
+      finalFailure(delivery, attempt, reason) {
+        metrics.webhookDeliveries.inc({ result: "failed" });
+        // Ids and the outcome only: never the secret, and not the body (the receiver's data).
+        logger.warn(
+          {
+            deliveryId: delivery.id,
+            webhookId: delivery.messageId,
+            endpointId: delivery.endpointId,
+            affiliateId: delivery.affiliateExternalId,
+            eventType: delivery.eventType,
+            attempts: attempt?.attempt ?? delivery.attempts,
+            lastStatus: attempt?.status ?? null,
+            lastError: attempt?.error ?? null,
+            reason,
+          },
+          "webhook delivery failed for good",
+        );
+      },
+      error(error) {
+        logger.warn({ err: error }, "webhook delivery worker: a step failed; retrying at the next poll");
+      },
+    },
+  });
+  worker.start();
+  const readQueue = async () => {
+    try {
+      const state = await store.queueState(Date.now());
+      metrics.webhookOldestDueSeconds.set(state.oldestDueAgeMs / 1000);
+      metrics.webhookDisabledEndpoints.set(state.disabledEndpoints);
+    } catch {
+      // The database is away: the gauges keep their last reading; readiness reports the outage.
+    }
+  };
+  void readQueue();
+  const timer = setInterval(() => void readQueue(), QUEUE_STATE_EVERY_MS);
+  timer.unref();
+  return {
+    store,
+    worker,
+    async stop() {
+      clearInterval(timer);
+      await worker.stop();
+      transport.close();
+    },
+  };
+}

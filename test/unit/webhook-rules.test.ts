@@ -1,0 +1,189 @@
+/**
+ * The pure parts of outgoing webhooks: the retry schedule and Retry-After, signatures as the spec's
+ * reference package checks them, the address guard's refusals (with a stand-in resolver), the
+ * secrets' encryption at rest, and the settings.
+ */
+import { randomBytes } from "node:crypto";
+import { Webhook } from "standardwebhooks";
+import { describe, expect, it } from "vitest";
+import { type ConfigError, loadConfig } from "../../src/config.js";
+import { addressProblem, checkWebhookTarget } from "../../src/outbound/address-guard.js";
+import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { WEBHOOK_MAX_ATTEMPTS } from "../../src/values/webhook-events.js";
+import { retryAfterMs, retryDelayMs } from "../../src/webhooks/schedule.js";
+import { isWebhookSecret, newWebhookSecret, webhookHeaders } from "../../src/webhooks/signature.js";
+
+describe("the retry schedule", () => {
+  it("is the spec's, ±10 % jitter, scaled, and ends after ten attempts", () => {
+    const hours = (h: number) => h * 3600 * 1000;
+    const middle = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((attempt) => retryDelayMs(attempt, 1, 0.5));
+    expect(middle).toEqual([5000, 300_000, 1_800_000, hours(2), hours(5), hours(10), hours(14), hours(20), hours(24)]);
+    expect(retryDelayMs(1, 1, 0)).toBe(4500);
+    expect(retryDelayMs(1, 1, 0.999999)).toBe(5500);
+    expect(retryDelayMs(2, 0.001, 0.5)).toBe(300);
+    expect(retryDelayMs(10, 1, 0.5)).toBeUndefined();
+    expect(WEBHOOK_MAX_ATTEMPTS).toBe(10);
+  });
+
+  it("reads Retry-After as seconds or an HTTP date, capped at a day", () => {
+    const now = Date.parse("2026-11-27T05:00:00Z");
+    expect(retryAfterMs("120", now)).toBe(120_000);
+    expect(retryAfterMs("Fri, 27 Nov 2026 05:01:00 GMT", now)).toBe(60_000);
+    expect(retryAfterMs("Fri, 27 Nov 2026 04:59:00 GMT", now)).toBe(0);
+    expect(retryAfterMs("999999", now)).toBe(86_400_000);
+    expect(retryAfterMs("soon", now)).toBeUndefined();
+    expect(retryAfterMs(undefined, now)).toBeUndefined();
+  });
+});
+
+describe("signatures", () => {
+  it("are accepted by standardwebhooks, one per secret, and refused under another secret", () => {
+    const [a, b] = [newWebhookSecret(), newWebhookSecret()];
+    expect(a).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(isWebhookSecret(a)).toBe(true);
+    expect(isWebhookSecret("whsec_c2hvcnQ=")).toBe(false);
+    const body = '{"type":"webhook.test","timestamp":"2026-11-27T05:00:00.000Z","data":{"é":"✓"}}';
+    const now = Math.floor(Date.now() / 1000);
+    const headers = webhookHeaders([a, b], "msg_1", now, body);
+    expect(headers["webhook-signature"].split(" ").map((s) => s.slice(0, 3))).toEqual(["v1,", "v1,"]);
+    expect(new Webhook(a).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(new Webhook(b).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(newWebhookSecret()).verify(body, headers)).toThrow("No matching signature found");
+    expect(() => new Webhook(a).verify(`${body} `, headers)).toThrow("No matching signature found");
+    // The reference package's own signature equals ours.
+    expect(headers["webhook-signature"].split(" ")[0]).toBe(new Webhook(a).sign("msg_1", new Date(now * 1000), body));
+  });
+});
+
+describe("the address guard", () => {
+  const resolveTo =
+    (...addresses: string[]) =>
+    async () =>
+      addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+
+  it("names the range of every refused address, and lets public unicast through", () => {
+    expect(
+      [
+        "127.0.0.1",
+        "169.254.169.254",
+        "10.1.2.3",
+        "192.168.0.1",
+        "::1",
+        "::ffff:127.0.0.1",
+        "fd00:ec2::254",
+        "100.100.100.200",
+        "0.0.0.0",
+        "fe80::1",
+      ].map(addressProblem),
+    ).toEqual([
+      "loopback",
+      "link-local (cloud metadata)",
+      "private",
+      "private",
+      "loopback",
+      "loopback",
+      "uniqueLocal",
+      "carrierGradeNat",
+      "unspecified",
+      "link-local (cloud metadata)",
+    ]);
+    expect([addressProblem("93.184.215.14"), addressProblem("2606:4700::1")]).toEqual([undefined, undefined]);
+  });
+
+  it("refuses by URL and by every resolved address, unless private URLs are allowed", async () => {
+    const check = (url: string, allow: boolean, resolver = resolveTo("93.184.215.14")) =>
+      checkWebhookTarget(url, allow, resolver);
+    expect(await check("http://example.com/hook", false)).toEqual({
+      ok: false,
+      reason: "the URL must be an https URL",
+    });
+    expect(await check("https://user:pw@example.com/hook", false)).toEqual({
+      ok: false,
+      reason: "the URL must not carry a user name or password",
+    });
+    expect(await check("https://example.com/hook", false, resolveTo("93.184.215.14", "10.0.0.5"))).toEqual({
+      ok: false,
+      reason: "the host example.com resolves to 10.0.0.5, a private address",
+    });
+    expect(await check("https://[::1]:8443/hook", false)).toEqual({
+      ok: false,
+      reason: "the host ::1 resolves to ::1, a loopback address",
+    });
+    const fine = await check("https://example.com/hook", false);
+    expect(fine.ok && [fine.target.address, fine.target.family, fine.target.url.href]).toEqual([
+      "93.184.215.14",
+      4,
+      "https://example.com/hook",
+    ]);
+    const local = await check("http://127.0.0.1:9/hook", true);
+    expect(local.ok && local.target.address).toBe("127.0.0.1");
+    const missing = await checkWebhookTarget("https://nowhere.invalid/", false, async () => {
+      throw Object.assign(new Error("no"), { code: "ENOTFOUND" });
+    });
+    expect(missing).toEqual({ ok: false, reason: "the host nowhere.invalid does not resolve (ENOTFOUND)" });
+  });
+});
+
+describe("secrets at rest", () => {
+  it("are AES-256-GCM under the key, bound to their endpoint, and plain only without a key", () => {
+    const secret = newWebhookSecret();
+    const box = new WebhookSecretBox(randomBytes(32));
+    const sealed = box.seal("ep_1", secret);
+    expect(sealed.toString("utf8")).toMatch(/^enc1:/);
+    expect(sealed.toString("utf8")).not.toContain(secret.slice(6, 20));
+    expect(box.open("ep_1", sealed)).toBe(secret);
+    expect(() => box.open("ep_2", sealed)).toThrow("webhook secret of ep_2 does not decrypt with WEBHOOK_SECRET_KEY");
+    expect(() => new WebhookSecretBox(randomBytes(32)).open("ep_1", sealed)).toThrow("another key?");
+    expect(() => new WebhookSecretBox(undefined).open("ep_1", sealed)).toThrow("WEBHOOK_SECRET_KEY is not set");
+    const plain = new WebhookSecretBox(undefined).seal("ep_1", secret);
+    expect(plain.toString("utf8")).toBe(`plain:${secret}`);
+    expect(box.open("ep_1", plain)).toBe(secret);
+  });
+});
+
+describe("the webhook settings", () => {
+  it("default to production values and read every variable", () => {
+    expect(loadConfig({}).webhooks).toEqual({
+      delivery: true,
+      allowPrivateUrls: false,
+      secretKey: undefined,
+      retryScale: 1,
+      timeoutMs: 15_000,
+      pollMs: 1_000,
+    });
+    const key = randomBytes(32);
+    const set = loadConfig({
+      WEBHOOK_DELIVERY: "false",
+      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+      WEBHOOK_SECRET_KEY: key.toString("hex"),
+      WEBHOOK_RETRY_SCALE: "0.001",
+      WEBHOOK_TIMEOUT_MS: "500",
+      WEBHOOK_POLL_MS: "50",
+    }).webhooks;
+    expect(set).toEqual({
+      delivery: false,
+      allowPrivateUrls: true,
+      secretKey: key,
+      retryScale: 0.001,
+      timeoutMs: 500,
+      pollMs: 50,
+    });
+    expect(loadConfig({ WEBHOOK_SECRET_KEY: key.toString("base64") }).webhooks.secretKey).toEqual(key);
+  });
+
+  it("names every bad one, without echoing the key", () => {
+    const problems = (() => {
+      try {
+        loadConfig({ WEBHOOK_SECRET_KEY: "hunter2", WEBHOOK_RETRY_SCALE: "0", WEBHOOK_ALLOW_PRIVATE_URLS: "yes" });
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    })();
+    expect(problems).toEqual([
+      'WEBHOOK_ALLOW_PRIVATE_URLS must be true or false, got "yes"',
+      "WEBHOOK_SECRET_KEY must be 32 bytes as 64 hex digits or base64 (use: openssl rand -hex 32)",
+      'WEBHOOK_RETRY_SCALE must be a number above 0 and at most 1000, got "0"',
+    ]);
+  });
+});
