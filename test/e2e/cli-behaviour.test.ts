@@ -174,6 +174,8 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 6, name: "publishable api keys, and api key changes in the change feed" },
     { version: 7, name: "wager weights (basis points) and weighted totals" },
     { version: 8, name: "wager weights in the covering index of the raw edges" },
+    { version: 9, name: "api key scopes" },
+    { version: 10, name: "races and their frozen results" },
     { version: 11, name: "outgoing webhooks: endpoints, events (the outbox), deliveries and their attempts" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
