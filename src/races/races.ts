@@ -336,31 +336,39 @@ export class Races {
     };
   }
 
-  /** Places the race's board: asks for more rows while prizes.ts says the cut is not settled. */
-  private async place(
-    race: StoredRace,
-    direct: StandingsStore | undefined,
-  ): Promise<Extract<Placement, { kind: "complete" }>> {
-    const rules: PlacementRules = {
+  /** Places the race's board, from `direct` or else the cached boards. */
+  private place(race: StoredRace, direct: StandingsStore | undefined): Promise<CompletePlacement> {
+    return placeFromBoard(direct ?? this.options.standings, race.affiliateId, race.startTimestamp, race.endTimestamp, {
       prizes: race.prizes,
       minWagered: race.minWagered,
       excludedUserIds: race.excludedUserIds,
       shown: race.shown,
       rankBy: race.rankBy,
-    };
-    let limit = firstLimit(rules);
-    for (;;) {
-      const rows = await this.rows(race, limit, direct);
-      const placement = placeRace(rows, limit, rules);
-      if (placement.kind === "complete") return placement;
-      if (limit >= MAX_PLACEMENT_ROWS) throw new Error(`race ${race.id}: a tie longer than ${MAX_PLACEMENT_ROWS} rows`);
-      limit = Math.min(MAX_PLACEMENT_ROWS, Math.max(placement.limit, limit + 1));
-    }
+    });
   }
+}
 
-  private rows(race: StoredRace, limit: number, direct: StandingsStore | undefined): Promise<RankedRow[]> {
-    const store = direct ?? this.options.standings;
-    return store.topUsers(race.affiliateId, race.startTimestamp, race.endTimestamp, limit, race.rankBy);
+type CompletePlacement = Extract<Placement, { kind: "complete" }>;
+
+/**
+ * Places a race on the board of the inclusive period [start, end]: asks the store for the rows
+ * prizes.ts needs first, and for more while it says the cut is not settled (excluded users, users
+ * below the minimum, a tie at the cut).
+ */
+export async function placeFromBoard(
+  store: StandingsStore,
+  affiliateId: number,
+  start: number,
+  end: number,
+  rules: PlacementRules,
+): Promise<CompletePlacement> {
+  let limit = firstLimit(rules);
+  for (;;) {
+    const rows = await store.topUsers(affiliateId, start, end, limit, rules.rankBy);
+    const placement = placeRace(rows, limit, rules);
+    if (placement.kind === "complete") return placement;
+    if (limit >= MAX_PLACEMENT_ROWS) throw new Error(`a tie longer than ${MAX_PLACEMENT_ROWS} rows at the cut`);
+    limit = Math.min(MAX_PLACEMENT_ROWS, Math.max(placement.limit, limit + 1));
   }
 }
 

@@ -16,9 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import type { StandingsStore } from "../../src/ports/standings.js";
+import { placeFromBoard } from "../../src/races/races.js";
 import { mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import type { RankBy } from "../../src/values/weights.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { referencePlacement } from "../support/race-reference.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
 const utc = (y: number, m: number, d: number, h = 0) => Date.UTC(y, m - 1, d, h) / 1000;
@@ -102,6 +104,7 @@ const AVATARS = ["", "https://img.example.test/a.png", "http://img.example.test/
 interface Side {
   readonly ingest: WagerIngest;
   readonly board: Leaderboard;
+  readonly standings: StandingsStore;
   affiliateKey(externalId: string): Promise<number | undefined>;
 }
 
@@ -215,6 +218,48 @@ class Query implements Command {
   toString = () => `Query(${this.affiliate}, [${this.period.join(", ")}], ${this.numUsers}, ${this.rankBy})`;
 }
 
+/**
+ * A race's standings and prizes: placed through src/races (the need-more loop over the MariaDB
+ * board) and by the reference placement over the reference model's whole board, which share no code.
+ */
+class RacePlacement implements Command {
+  constructor(
+    readonly affiliate: number,
+    readonly period: readonly number[],
+    readonly prizes: readonly string[],
+    readonly minWagered: string,
+    readonly excluded: readonly number[],
+    readonly shown: number,
+    readonly rankBy: RankBy,
+  ) {}
+  check = () => true;
+  async run(_: object, pair: Pair) {
+    const id = ids(pair);
+    const affiliate = id.affiliate(this.affiliate);
+    const [realKey, modelKey] = [await pair.real.affiliateKey(affiliate), await pair.model.affiliateKey(affiliate)];
+    if (realKey === undefined || modelKey === undefined) return;
+    const [start, end] = this.period as [number, number];
+    const rules = {
+      prizes: this.prizes,
+      minWagered: this.minWagered,
+      excludedUserIds: this.excluded.map(id.user),
+      shown: this.shown,
+      rankBy: this.rankBy,
+    };
+    const real = await placeFromBoard(pair.real.standings, realKey, start, end, rules);
+    const board = await pair.model.standings.topUsers(modelKey, start, end, 1_000_000, this.rankBy);
+    const model = referencePlacement(board, rules);
+    expect({
+      entries: real.entries.map((e) => [e.rank, e.row.userExternalId, e.prize]),
+      unallocated: real.unallocated,
+    }).toEqual(model);
+    if (real.entries.some((e, i) => real.entries.findIndex((f) => f.rank === e.rank) !== i)) tally("race:tie");
+    tally(real.entries.length > 0 ? "race:placed" : "race:empty");
+  }
+  toString = () =>
+    `RacePlacement(${this.affiliate}, [${this.period.join(", ")}], ${JSON.stringify(this.prizes)}, ${this.minWagered}, ${JSON.stringify(this.excluded)}, ${this.shown}, ${this.rankBy})`;
+}
+
 /** Renames and moves between affiliates (every user of a sequence is known from its start). */
 const upsertUsers = fc
   .array(
@@ -279,8 +324,25 @@ const query = fc
   )
   .map(([a, p, n, r]) => new Query(a, p, n, r));
 
+/** Prize tables of mixed scales: splits that round, ranks without a prize, none at all. */
+const prizeTable = fc.oneof(
+  fc.constantFrom<string[]>([], ["10"], ["100.00", "50.00", "30.00"], ["1", "1", "1", "0.5"], ["0.01", "0.02"]),
+  fc.array(fc.constantFrom("0", "1", "2.5", "3.333", "100", "0.00000001"), { maxLength: 6 }),
+);
+const racePlacement = fc
+  .tuple(
+    fc.nat(AFFILIATES - 1),
+    period,
+    prizeTable,
+    fc.constantFrom("0", "0", "1", "1.5", "100"),
+    fc.array(fc.nat(USERS - 1), { maxLength: 3 }),
+    fc.integer({ min: 1, max: 5 }),
+    fc.constantFrom<RankBy>("wagered", "weighted"),
+  )
+  .map(([a, p, prizes, min, excluded, shown, rankBy]) => new RacePlacement(a, p, prizes, min, excluded, shown, rankBy));
+
 /** Drawn uniformly from this list: writes twice as often as their kind alone would be. */
-const commands = [upsertUsers, recordWagers, recordWagers, resend, voidWagers, query, query, query];
+const commands = [upsertUsers, recordWagers, recordWagers, resend, voidWagers, query, query, query, racePlacement];
 
 let database: TestDatabase;
 let run = 0;
@@ -307,11 +369,13 @@ async function pairOf(): Promise<Pair> {
     model: {
       ingest: new WagerIngest(model.ingest, { now: () => NOW }),
       board: board(model.standings),
+      standings: model.standings,
       affiliateKey: async (externalId) => model.affiliateKey(externalId),
     },
     real: {
       ingest: new WagerIngest(mariadbIngest(db.write), { now: () => NOW }),
       board: board(mariadbStandings(db.read)),
+      standings: mariadbStandings(db.read),
       affiliateKey: async (externalId) => {
         const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", [
           externalId,
@@ -350,5 +414,6 @@ describe("the MariaDB adapters against the reference model", () => {
     );
     // The draws reach boards with entries, not only empty ones.
     expect(seen.get("query:weighted") ?? 0).toBeGreaterThan(NUM_RUNS / 4);
+    expect(seen.get("race:placed") ?? 0).toBeGreaterThan(NUM_RUNS / 4);
   }, 300_000);
 });
