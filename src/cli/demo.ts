@@ -1,17 +1,25 @@
 /**
  * `npm run demo`: a newcomer's first run. Loads a small deterministic demo
- * data set (once), creates a fresh demo key, prints ready-to-paste curl and
- * buf curl commands for the current half-month, and serves.
+ * data set (once), creates a fresh demo key and an overlay key, a monthly
+ * demo race with prizes (once), prints the race overlay's URL and
+ * ready-to-paste curl and buf curl commands, serves, and keeps wagers
+ * arriving so the board and the race move.
  */
+
+import { randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
+import type { RowDataPacket } from "mysql2/promise";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { loadConfig } from "../config.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
+import { WagerIngest } from "../ingest/wager-ingest.js";
+import { Races } from "../races/races.js";
 import { serve } from "../server.js";
-import { usersOfAffiliate } from "../storage/affiliates.js";
+import { ensureAffiliate, usersOfAffiliate } from "../storage/affiliates.js";
 import type { Database } from "../storage/database.js";
-import { mariadbApiKeys } from "../storage/stores.js";
-import { halfMonthOf } from "../values/calendar.js";
+import { openDatabase } from "../storage/database.js";
+import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbStandings } from "../storage/stores.js";
+import { halfMonthOf, monthStart, nextMonthStart } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 import { type SeedReport, seedDatabase } from "./seed.js";
 
@@ -69,11 +77,20 @@ export async function runDemo(args: string[]): Promise<void> {
         label: "demo",
       });
       if (issued.kind !== "issued") throw new Error(`the demo key was refused: ${JSON.stringify(issued)}`);
-      return issued;
+      // An overlay-only publishable key (no origins: only the service's own /board page uses it).
+      const overlay = await new KeyAdmin(mariadbApiKeys(db.write)).create({
+        affiliateId: DEMO_AFFILIATE,
+        label: "demo overlay",
+        publishable: true,
+      });
+      if (overlay.kind !== "issued") throw new Error(`the overlay key was refused: ${JSON.stringify(overlay)}`);
+      await ensureDemoRace(db, config.defaultAvatarUrl);
+      return { secret: issued.secret, overlay: overlay.secret };
     },
     { config, create: true, migrate: true },
   );
   const running = await serve(config);
+  const trickle = await startWagerTrickle(config.databaseUrl);
   const period = halfMonthOf(Math.floor(Date.now() / 1000));
   const body = JSON.stringify({ startTimestamp: period.start, endTimestamp: period.end, numUsers: 10 });
   const base = `http://localhost:${running.port}`;
@@ -98,9 +115,18 @@ export async function runDemo(args: string[]): Promise<void> {
       "",
       `Or try it in a browser: ${base}/docs (Authorize with the key above, then Try it out).`,
       "",
+      `The demo race "${DEMO_RACE_TITLE}" (slug ${DEMO_RACE_SLUG}, a new race every month, prizes for the top 5):`,
+      `  curl -s ${base}${config.basePath}/races/${DEMO_RACE_SLUG} -H 'Authorization: Bearer ${key.secret}'`,
+      "",
+      "Its live overlay: paste this URL into OBS as a Browser Source (e.g. 800×480), or open it in a browser:",
+      `  ${base}${config.basePath}/board?key=${key.overlay}&race=${DEMO_RACE_SLUG}&theme=transparent`,
+      "",
+      "A few wagers arrive every second, so the board and the race move.",
+      "",
     ].join("\n"),
   );
   const stop = () => {
+    trickle.stop();
     running.stop().then(
       () => process.exit(0),
       () => process.exit(1),
@@ -108,4 +134,85 @@ export async function runDemo(args: string[]): Promise<void> {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+}
+
+export const DEMO_RACE_SLUG = "monthly";
+const DEMO_RACE_TITLE = "$1,000 monthly race";
+const DEMO_RACE_PRIZES = ["500.00", "250.00", "125.00", "75.00", "50.00"];
+
+/**
+ * The demo's monthly race series (UTC months, from this month), created once: a later demo finds
+ * the slug taken and keeps the series it made.
+ */
+async function ensureDemoRace(db: Database, defaultAvatarUrl: string): Promise<void> {
+  const now = Math.floor(Date.now() / 1000);
+  const races = new Races({
+    store: mariadbRaces(db.write),
+    standings: mariadbStandings(db.read),
+    freezeStandings: mariadbStandings(db.write),
+    defaultAvatarUrl,
+  });
+  const affiliateId = await ensureAffiliate(db.write, DEMO_AFFILIATE);
+  const created = await races.create(affiliateId, {
+    slug: DEMO_RACE_SLUG,
+    title: DEMO_RACE_TITLE,
+    startTimestamp: monthStart(now),
+    endTimestamp: nextMonthStart(now) - 1,
+    prizes: DEMO_RACE_PRIZES,
+    currency: "USD",
+    repeat: "monthly",
+    timeZone: "UTC",
+    reviewSeconds: 3_600,
+  });
+  if (created.kind !== "ok" && created.kind !== "slug-taken") {
+    throw new Error(`the demo race was refused: ${JSON.stringify(created)}`);
+  }
+}
+
+/** How often the demo records a few wagers, and how many at most each time. */
+const TRICKLE_MS = 1_000;
+const TRICKLE_MAX_WAGERS = 3;
+
+/**
+ * Records a few wagers a second for the demo affiliate's users, as the casino's pipeline would
+ * (through the ingest rules), so the board and the race move while the demo runs.
+ */
+async function startWagerTrickle(databaseUrl: string): Promise<{ stop(): void }> {
+  const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
+  const [rows] = await db.read.query<RowDataPacket[]>(
+    `SELECT u.external_id FROM users u JOIN affiliates a ON a.id = u.affiliate_id
+      WHERE a.external_id = ? ORDER BY u.id LIMIT 40`,
+    [DEMO_AFFILIATE],
+  );
+  const users = rows.map((row) =>
+    Buffer.isBuffer(row.external_id) ? row.external_id.toString("utf8") : String(row.external_id),
+  );
+  const ingest = new WagerIngest(mariadbIngest(db.write));
+  let sequence = 0;
+  const runId = Date.now().toString(36);
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy || users.length === 0) return;
+    busy = true;
+    const now = Math.floor(Date.now() / 1000);
+    const wagers = Array.from({ length: 1 + randomInt(TRICKLE_MAX_WAGERS) }, () => ({
+      id: `demo-live-${runId}-${++sequence}`,
+      userId: users[randomInt(users.length)] as string,
+      // Whole cents from integers: no amount text comes from a float.
+      amount: `${1 + randomInt(400)}.${String(randomInt(100)).padStart(2, "0")}`,
+      placedAt: BigInt(now),
+    }));
+    ingest
+      .recordWagers(wagers)
+      .catch((error: unknown) => process.stderr.write(`demo wagers not recorded: ${String(error)}\n`))
+      .finally(() => {
+        busy = false;
+      });
+  }, TRICKLE_MS);
+  return {
+    stop() {
+      clearInterval(timer);
+      void db.close();
+    },
+  };
 }
