@@ -60,6 +60,8 @@ export interface Config {
   readonly tracesExporter: TracesExporterName;
   /** Outgoing webhooks (docs/webhooks.md). */
   readonly webhooks: WebhookSettings;
+  /** How often the race clock runs (starts, ends, the freeze; src/races/races.ts tick), in ms. */
+  readonly raceClockMs: number;
   /** Live-board streams: heartbeat interval and the limits of open streams. */
   readonly streams: {
     readonly heartbeatSeconds: number;
@@ -243,6 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel as Config["logLevel"],
     tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
     webhooks,
+    raceClockMs: integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
     streams: {
       heartbeatSeconds: integer("STREAM_HEARTBEAT_S", 15, 1, 3600),
       perKey: integer("STREAM_LIMIT_PER_KEY", 10_000, 0, 10_000_000),

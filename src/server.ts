@@ -12,6 +12,7 @@ import { type Config, redact } from "./config.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
 import { tracingFromEnv } from "./observability/tracing.js";
+import type { Races } from "./races/races.js";
 import { createChangeWakeups } from "./redis/change-wakeups.js";
 import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
@@ -84,6 +85,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     metrics: app.metrics,
     readiness: app.readiness,
     keys: app.keys,
+    races: app.races,
     serveMetrics: config.metrics === undefined,
     onCommitted() {
       app.changesCommitted();
@@ -122,13 +124,18 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     `topwagers listening on ${config.host}:${port}`,
   );
   if (tracing !== undefined) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
+  // Starts, ends and freezes happen once however many instances run this (storage/races.ts); a freeze
+  // missed while every instance was down happens at the first tick.
+  const raceClock = startRaceClock(app.races, config.raceClockMs, logger);
   return {
     port,
     internalPort,
     metricsPort,
     async stop() {
       app.stopServing();
+      // The clock starts no tick after this and the one under way ends before the database closes.
       await Promise.all([
+        raceClock.stop(),
         publicServer.close(8_000),
         internalServer.close(8_000),
         metricsServer?.close(1_000),
@@ -137,6 +144,44 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");
       logger.flush();
+    },
+  };
+}
+
+/**
+ * Runs `races.tick()` every `intervalMs`, the next tick only once the last one has finished (never two
+ * at once); a failed tick is logged and the clock goes on. `stop()` ends it after the tick under way.
+ */
+export function startRaceClock(
+  races: Pick<Races, "tick">,
+  intervalMs: number,
+  logger: Logger,
+): { stop(): Promise<void> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const tick = async () => {
+    try {
+      const steps = await races.tick();
+      if (steps.started + steps.ended + steps.frozen > 0) logger.info(steps, "race clock");
+    } catch (error) {
+      logger.warn({ err: error }, "race clock tick failed; the next tick tries again");
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = tick().then(schedule);
+    }, intervalMs);
+    timer.unref();
+  };
+  // The first tick at once: a freeze missed while every instance was down happens at start.
+  running = tick().then(schedule);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
     },
   };
 }

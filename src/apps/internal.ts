@@ -1,6 +1,7 @@
 /**
  * The internal listener (INTERNAL_HOST:INTERNAL_PORT, default
- * 127.0.0.1:9090): topwagers.v1.WagerIngestService and ApiKeyService over
+ * 127.0.0.1:9090): topwagers.v1.WagerIngestService, ApiKeyService and
+ * RaceService (any affiliate's races, behind the ADMIN_TOKEN) over
  * Connect, gRPC (h2c) and gRPC-Web on one port, for the casino platform only,
  * and GET /metrics. Like the public app, this builds a handler and does not
  * listen; server.ts (or a test) serves it with transport/one-port-server.
@@ -13,23 +14,26 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v1/api_keys_pb.js";
+import { file_topwagers_v1_races, RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
-import { ADMIN, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
+import { ADMIN, ADMIN_RACES, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
 import type { Config } from "../config.js";
 import { HttpRefusal, ServiceError } from "../errors/catalogue.js";
 import { renderConnectError } from "../errors/renderers.js";
 import { apiKeyService } from "../handlers/api-key-service.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
+import { namedAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { wagerIngestService } from "../handlers/wager-ingest-service.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { observeCalls } from "../observability/call-observation.js";
 import type { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
+import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
-import { mariadbApiKeys, mariadbIngest, mariadbSchema } from "../storage/stores.js";
+import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
 import { serveMetrics } from "./metrics-endpoint.js";
@@ -50,6 +54,8 @@ export interface InternalAppOptions {
   readonly readiness?: Readiness;
   /** The public listener's key set: a key changed here is read again before the call answers. */
   readonly keys?: { refresh(keyIds: readonly string[]): Promise<void> };
+  /** The public app's races (one clock, one leaderboard cache); new ones on this database when absent. */
+  readonly races?: Races;
   /** Whether GET /metrics is served here (default); false when METRICS_PORT serves it alone. */
   readonly serveMetrics?: boolean;
 }
@@ -59,12 +65,17 @@ export interface InternalApp {
   readonly ingest: WagerIngest;
   /** False when INGEST_TOKEN is not set: every ingest call is refused. */
   readonly ingestEnabled: boolean;
-  /** False when ADMIN_TOKEN is not set: every ApiKeyService call is refused. */
+  /** False when ADMIN_TOKEN is not set: every ApiKeyService and RaceService call is refused. */
   readonly adminEnabled: boolean;
 }
 
 /** Services served on the internal listener, as reflection and health list them. */
-export const INTERNAL_SERVICES = [WagerIngestService.typeName, ApiKeyService.typeName, ...OPEN_SERVICES] as const;
+export const INTERNAL_SERVICES = [
+  WagerIngestService.typeName,
+  ApiKeyService.typeName,
+  RaceService.typeName,
+  ...OPEN_SERVICES,
+] as const;
 
 export function createInternalApp(config: Config, database: Database, options: InternalAppOptions = {}): InternalApp {
   const logger = options.logger ?? silentLogger;
@@ -72,6 +83,7 @@ export function createInternalApp(config: Config, database: Database, options: I
   const tokens: Record<string, ServiceTokenCheck> = {
     [WagerIngestService.typeName]: new ServiceTokenCheck(config.ingestToken, INGEST),
     [ApiKeyService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
+    [RaceService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN_RACES),
   };
   const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read));
   const keys = new KeyAdmin(mariadbApiKeys(database.write), {
@@ -119,11 +131,33 @@ export function createInternalApp(config: Config, database: Database, options: I
         }),
   });
 
+  const races =
+    options.races ??
+    new Races({
+      store: mariadbRaces(database.write),
+      standings: mariadbStandings(database.leaderboard),
+      freezeStandings: mariadbStandings(database.write),
+      defaultAvatarUrl: config.defaultAvatarUrl,
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
+  const raceStore = mariadbRaces(database.write);
+
   const routes = (router: ConnectRouter) => {
     router.service(WagerIngestService, wagerIngestService(ingest));
     router.service(ApiKeyService, apiKeyService(keys));
+    router.service(
+      RaceService,
+      raceRpc(
+        races,
+        namedAffiliate((externalId) => raceStore.affiliateKey(externalId)),
+      ),
+    );
     registerHealth(router, INTERNAL_SERVICES, readiness);
-    registerReflection(router, INTERNAL_SERVICES, [file_topwagers_v1_wager_ingest, file_topwagers_v1_api_keys]);
+    registerReflection(router, INTERNAL_SERVICES, [
+      file_topwagers_v1_wager_ingest,
+      file_topwagers_v1_api_keys,
+      file_topwagers_v1_races,
+    ]);
   };
 
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });

@@ -12,6 +12,7 @@
 
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "../auth/admission.js";
 import { KeySet } from "../auth/key-set.js";
@@ -24,10 +25,14 @@ import { BoardPage } from "../handlers/board-page.js";
 import { CorsPreflight } from "../handlers/cors-preflight.js";
 import { createDocsPage } from "../handlers/docs-page.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
-import { callerKey, leaderboardRpc } from "../handlers/leaderboard-rpc.js";
+import { leaderboardRpc } from "../handlers/leaderboard-rpc.js";
+import { callerKey } from "../handlers/parts/caller-key.js";
 import { refuse } from "../handlers/parts/rest-reply.js";
+import { RaceRest } from "../handlers/race-rest.js";
+import { keyAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { RestApi } from "../handlers/rest.js";
 import { WATCH_PATH, WatchRpc } from "../handlers/watch-rpc.js";
+import { boardStandings } from "../leaderboard/board-standings.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
 import { ChangeSet } from "../leaderboard/change-set.js";
 import { Leaderboard } from "../leaderboard/leaderboard.js";
@@ -40,8 +45,9 @@ import { databaseAvailability } from "../observability/database-availability.js"
 import { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
+import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
-import { mariadbChanges, mariadbKeyRecords, mariadbSchema, mariadbStandings } from "../storage/stores.js";
+import { mariadbChanges, mariadbKeyRecords, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
 import { clientAddressOf, clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { nodeExchange, streamExchange } from "../transport/exchange.js";
 import {
@@ -73,6 +79,11 @@ export interface PublicApp {
   readonly streamHandler?: StreamHandler;
   readonly metrics: Metrics;
   readonly leaderboard: Leaderboard;
+  /**
+   * The races (RaceService and the REST reads on this port, RaceService on the internal listener);
+   * server.ts runs its clock (`races.tick()` every RACE_CLOCK_MS).
+   */
+  readonly races: Races;
   /** What /readyz and gRPC health answer; shared with the internal listener. */
   readonly readiness: Readiness;
   /** Every usable API key, in memory; the internal listener has it read a key again when it changes one. */
@@ -96,7 +107,7 @@ export interface PublicApp {
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /** Services served on the public port, as reflection and health list them. */
-export const PUBLIC_SERVICES = [TopWagersService.typeName, ...OPEN_SERVICES] as const;
+export const PUBLIC_SERVICES = [TopWagersService.typeName, RaceService.typeName, ...OPEN_SERVICES] as const;
 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
   const logger = options.logger ?? silentLogger;
@@ -140,6 +151,15 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     cacheTtlMs: config.cacheTtlMs,
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
+  });
+  // Races: definitions on the primary; live standings from the leaderboard (cached and fresh like any
+  // board); the freeze reads the primary's totals directly, never a cache or a replica.
+  const races = new Races({
+    store: mariadbRaces(database.write),
+    standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
+    freezeStandings: mariadbStandings(database.write),
+    defaultAvatarUrl: config.defaultAvatarUrl,
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   changeFeed.start();
   // The keys are loaded once the feed knows where it starts, so no change falls between the two.
@@ -209,7 +229,21 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     observe: calls.observe,
     logger,
   });
-  const preflight = new CorsPreflight({ basePath: config.basePath, admission, logger });
+  const raceRest = new RaceRest({
+    basePath: config.basePath,
+    admission,
+    races,
+    // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
+    maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0,
+    observe: calls.observe,
+    logger,
+  });
+  const preflight = new CorsPreflight({
+    basePath: config.basePath,
+    admission,
+    logger,
+    alsoFor: (path) => raceRest.matches(path),
+  });
   const boardPage = new BoardPage({
     basePath: config.basePath,
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
@@ -230,6 +264,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
 
   const routes = (router: ConnectRouter) => {
     router.service(TopWagersService, leaderboardRpc(leaderboard));
+    router.service(RaceService, raceRpc(races, keyAffiliate));
     registerHealth(router, PUBLIC_SERVICES, readiness);
     registerReflection(router, PUBLIC_SERVICES);
   };
@@ -238,6 +273,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     const path = normalizePath(req.url ?? "/");
     if (preflight.matches(req.method, path)) return void preflight.handle(req, res);
     if (rest.matches(path)) return void rest.handle(nodeExchange(req, res));
+    if (raceRest.matches(path)) return void raceRest.handle(nodeExchange(req, res), req.url ?? "/", path);
     if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
     if (boardPage.matches(path)) return void boardPage.handle(req, res);
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
@@ -278,6 +314,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       : options.tracing.wrapHandler(rpcHandler, (path) => {
           const normal = normalizePath(path);
           if (rest.matches(normal)) return rest.path;
+          if (raceRest.matches(normal)) return raceRest.route(normal);
           if (boardEvents.matches(normal)) return boardEvents.path;
           if (boardPage.matches(normal)) return boardPage.path;
           return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
@@ -304,6 +341,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     ...(streamHandler === undefined ? {} : { streamHandler }),
     metrics,
     leaderboard,
+    races,
     readiness,
     keys,
     admission,

@@ -1,7 +1,7 @@
 /**
  * Who may call an internal service: whoever sends `Authorization: Bearer
  * <token>` with that service's token — INGEST_TOKEN for WagerIngestService,
- * ADMIN_TOKEN for ApiKeyService. Two secrets, so the platform that pushes
+ * ADMIN_TOKEN for ApiKeyService and RaceService. Two secrets, so the platform that pushes
  * wagers cannot issue keys.
  *
  * The comparison is constant-time: both sides are hashed with SHA-256 (equal
@@ -42,6 +42,9 @@ export const ADMIN: TokenService = {
   disabled: "ADMIN_DISABLED",
   realm: "topwagers-admin",
 };
+
+/** RaceService on the internal listener: the ADMIN_TOKEN too (the partner portal defines any affiliate's races). */
+export const ADMIN_RACES: TokenService = { ...ADMIN, what: "the race service on the internal listener" };
 
 export class ServiceTokenCheck {
   private readonly expected: Buffer | undefined;

@@ -55,6 +55,12 @@ export const CATALOGUE = {
   WAGER_CONFLICT: Code.AlreadyExists,
   /** No API key with this id. */
   KEY_NOT_FOUND: Code.NotFound,
+  /** No race with this id or slug among the affiliate's races (another affiliate's race is not found either). */
+  RACE_NOT_FOUND: Code.NotFound,
+  /** The race's state no longer allows the change (a period change once live, any change once final or cancelled). */
+  RACE_STATE: Code.FailedPrecondition,
+  /** Another race of the affiliate (another series) already has the slug. */
+  SLUG_TAKEN: Code.AlreadyExists,
   /** No such service on this health endpoint. */
   UNKNOWN_SERVICE: Code.NotFound,
   /** Too much lock contention to commit; nothing was written. */

@@ -1,6 +1,6 @@
 /**
  * CORS preflights (OPTIONS) of the paths a browser page calls with a publishable key: the REST operation and its
- * live stream. 204 with the CORS headers when some usable publishable key allows the Origin, else 403 in the REST
+ * live stream, and the paths the app adds (the races' REST reads). 204 with the CORS headers when some usable publishable key allows the Origin, else 403 in the REST
  * envelope, without them.
  */
 import type { Admission } from "../auth/admission.js";
@@ -15,6 +15,8 @@ export interface CorsPreflightOptions {
   readonly basePath: string;
   readonly admission: Admission;
   readonly logger?: Logger;
+  /** Other paths a page may call with a publishable key (the races' REST reads). */
+  readonly alsoFor?: (path: string) => boolean;
 }
 
 export class CorsPreflight {
@@ -26,7 +28,7 @@ export class CorsPreflight {
 
   /** An OPTIONS request to one of the two paths. */
   matches(method: string | undefined, path: string): boolean {
-    return method === "OPTIONS" && this.paths.has(path);
+    return method === "OPTIONS" && (this.paths.has(path) || this.options.alsoFor?.(path) === true);
   }
 
   async handle(req: NodeRequest, res: NodeResponse): Promise<void> {

@@ -19,6 +19,7 @@ import {
 } from "../../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_topwagers_v1_races } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_top_wagers } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { ServiceError } from "../errors/catalogue.js";
 
@@ -93,7 +94,7 @@ const standardFiles: readonly DescFile[] = [
 ];
 
 /** Files of the public listener's API. */
-export const PUBLIC_FILES: readonly DescFile[] = [file_topwagers_v1_top_wagers];
+export const PUBLIC_FILES: readonly DescFile[] = [file_topwagers_v1_top_wagers, file_topwagers_v1_races];
 
 interface Catalogue {
   readonly registry: Registry;

@@ -5,12 +5,11 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import {
   GetTopAffiliateWagersByPeriodResponseSchema,
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import type { Caller } from "../auth/authenticator.js";
 import { requireScope } from "../auth/scopes.js";
 import { AnswerMemo } from "../cache/answer-memo.js";
 import { topWagerEntries } from "../codecs/entries-message.js";
@@ -20,9 +19,10 @@ import { fromDomain } from "../errors/domain.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, type TopWagersAnswer } from "../leaderboard/operation.js";
 import { cacheControl } from "../transport/cache-control.js";
+import { callerKey } from "./parts/caller-key.js";
 
-/** Set by the request gate once the key is authenticated and counted. */
-export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+/** The caller the request gate sets (handlers/parts/caller-key.ts); exported here for the services' test harness. */
+export { callerKey };
 
 type Answer = ReturnType<typeof create<typeof GetTopAffiliateWagersByPeriodResponseSchema>>;
 

@@ -146,6 +146,7 @@ describe.skipIf(!available)("gRPC health follows readiness on both listeners", (
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
         "topwagers.v1.ApiKeyService",
+        "topwagers.v1.RaceService",
         "topwagers.v1.WagerIngestService",
       ].sort(),
     );

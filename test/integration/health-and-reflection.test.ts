@@ -79,6 +79,7 @@ describe("grpc.health.v1.Health through connect-es, without an API key", () => {
       expect(Object.fromEntries(Object.entries(list.statuses).map(([service, s]) => [service, s.status]))).toEqual({
         "": ServingStatus.SERVING,
         "topwagers.v1.TopWagersService": ServingStatus.SERVING,
+        "topwagers.v1.RaceService": ServingStatus.SERVING,
         "grpc.health.v1.Health": ServingStatus.SERVING,
         "grpc.reflection.v1.ServerReflection": ServingStatus.SERVING,
         "grpc.reflection.v1alpha.ServerReflection": ServingStatus.SERVING,
@@ -146,6 +147,7 @@ describe("grpc.health.v1.Health through grpc-js on the published proto", () => {
         statuses: {
           "": { status: "SERVING" },
           "topwagers.v1.TopWagersService": { status: "SERVING" },
+          "topwagers.v1.RaceService": { status: "SERVING" },
           "grpc.health.v1.Health": { status: "SERVING" },
           "grpc.reflection.v1.ServerReflection": { status: "SERVING" },
           "grpc.reflection.v1alpha.ServerReflection": { status: "SERVING" },

@@ -73,6 +73,7 @@ export async function startIngestServers(
     readiness: app.readiness,
     keys: app.keys,
     onCommitted: app.changesCommitted,
+    races: app.races,
     ...options,
   });
   const publicServer = createOnePortServer(app.handler);

@@ -9,6 +9,7 @@ import { addBoard, createKey } from "./fixtures.js";
 /** What reflection and health list on the public port, written out here. */
 export const SERVICES = [
   "topwagers.v1.TopWagersService",
+  "topwagers.v1.RaceService",
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",

@@ -1,0 +1,163 @@
+/**
+ * The REST reads of races, for sites and browsers:
+ *
+ * - `GET {BASE_PATH}/races`: the affiliate's races, newest start first, without standings:
+ *   `{"data":{"races":[…],"nextPageToken":"…"},"errors":null}`. Query: `state` (repeatable:
+ *   scheduled, live, reviewing, final, cancelled), `slug`, `pageSize` (1 to 100, default 20),
+ *   `pageToken` (the previous page's `nextPageToken`).
+ * - `GET {BASE_PATH}/races/{slug-or-id}`: one race with its standings (a series' current race by
+ *   its slug, or any race by its id): `{"data":{…the race…},"errors":null}` (race-json.ts).
+ *
+ * Admission is the live stream's: the key in `Authorization: Bearer`, or a publishable key in
+ * `?key=` (a secret key there is refused); the key's rate limit counts each call; a publishable
+ * key's allowed origins get the CORS headers. The key needs the scope `races:read`. Refusals are the
+ * REST envelope with the catalogue's statuses (401, 403, 404 for a race of another affiliate or
+ * none, 405, 429, 400 naming the query parameter, 503).
+ */
+import type { Admission } from "../auth/admission.js";
+import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
+import { HttpRefusal, invalidArgument } from "../errors/catalogue.js";
+import type { Logger } from "../logger.js";
+import type { ObserveCall } from "../observability/call-observation.js";
+import { RACE_STATES, type RaceState } from "../races/race-state.js";
+import type { Races } from "../races/races.js";
+import { cacheControl } from "../transport/cache-control.js";
+import type { Exchange } from "../transport/exchange.js";
+import type { Violation } from "../values/violation.js";
+import { answer, guard, requireRaceScope } from "./parts/race-answers.js";
+import { bodyOf, NO_HEADERS, refuse, send } from "./parts/rest-reply.js";
+
+export const RACES_PATH = "/races";
+export const GET_RACE_PROCEDURE = "topwagers.v1.RaceService/GetRace";
+export const LIST_RACES_PROCEDURE = "topwagers.v1.RaceService/ListRaces";
+
+export interface RaceRestOptions {
+  readonly basePath: string;
+  readonly admission: Admission;
+  readonly races: Races;
+  /** How long a caller may reuse an answer (Cache-Control), as boards: 0 is `no-store`. */
+  readonly maxAgeSeconds: number;
+  readonly observe?: ObserveCall;
+  readonly logger?: Logger;
+}
+
+export class RaceRest {
+  /** `{BASE_PATH}/races` */
+  readonly path: string;
+
+  constructor(private readonly options: RaceRestOptions) {
+    this.path = `${options.basePath}${RACES_PATH}`;
+  }
+
+  /** The list's path, or one race's (`/races/<one segment>`); not the race's stream below it. */
+  matches(path: string): boolean {
+    if (path === this.path) return true;
+    if (!path.startsWith(`${this.path}/`)) return false;
+    const rest = path.slice(this.path.length + 1);
+    return rest !== "" && !rest.includes("/");
+  }
+
+  /** What a tracer and the logs call the path: the list's, or one race's with `{slug}`. */
+  route(path: string): string {
+    return path === this.path ? this.path : `${this.path}/{slug}`;
+  }
+
+  async handle(exchange: Exchange, rawUrl: string, path: string): Promise<void> {
+    const startedAt = process.hrtime.bigint();
+    const one = path !== this.path;
+    let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
+    let failure: unknown;
+    let keyId: string | undefined;
+    try {
+      if (exchange.method !== "GET") {
+        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.route(path)}`, { allow: "GET" });
+      }
+      const params = queryParams(rawUrl);
+      // A page cannot always set headers (an <img>, EventSource): a publishable key may come as ?key=.
+      const admitted = await this.options.admission.admitRequest({
+        authorization: exchange.headers.authorization,
+        urlKey: params.get("key") ?? undefined,
+        clientAddress: exchange.clientAddress,
+        origin: exchange.headers.origin,
+      });
+      keyId = admitted.caller.keyId;
+      rateHeaders = admitted.headers;
+      requireRaceScope(admitted.caller, "races:read");
+      const { affiliateId } = admitted.caller;
+      const text = one
+        ? await this.race(affiliateId, decodeSegment(path.slice(this.path.length + 1)))
+        : await this.list(affiliateId, params);
+      const sending = send(exchange, 200, bodyOf(`{"data":${text},"errors":null}`), rateHeaders, {
+        "cache-control": cacheControl(this.options.maxAgeSeconds),
+      });
+      if (sending !== undefined) await sending;
+    } catch (reason) {
+      failure = reason;
+      await refuse(exchange, reason, rateHeaders, this.options.logger);
+    } finally {
+      this.options.observe?.(one ? GET_RACE_PROCEDURE : LIST_RACES_PROCEDURE, "rest", startedAt, failure, {
+        keyId,
+        clientAddress: exchange.clientAddress,
+        path: this.route(path),
+      });
+    }
+  }
+
+  private async race(affiliateId: number, idOrSlug: string): Promise<string> {
+    const view = answer(await guard(() => this.options.races.get(affiliateId, idOrSlug)), "", "slug");
+    return raceJson(view);
+  }
+
+  private async list(affiliateId: number, params: URLSearchParams): Promise<string> {
+    const violations: Violation[] = [];
+    const states: RaceState[] = [];
+    for (const value of params.getAll("state").flatMap((v) => v.split(","))) {
+      if ((RACE_STATES as readonly string[]).includes(value)) states.push(value as RaceState);
+      else {
+        violations.push({
+          field: "state",
+          message: `state must be one of ${RACE_STATES.join(" ")} (repeat it for several), got ${JSON.stringify(value)}`,
+        });
+      }
+    }
+    const pageSizeText = params.get("pageSize");
+    let pageSize: number | undefined;
+    if (pageSizeText !== null) {
+      if (/^\d{1,9}$/.test(pageSizeText)) pageSize = Number(pageSizeText);
+      else
+        violations.push({
+          field: "pageSize",
+          message: `pageSize must be a whole number from 1 to 100, got ${JSON.stringify(pageSizeText)}`,
+        });
+    }
+    if (violations.length > 0) throw invalidArgument(violations);
+    const slug = params.get("slug");
+    const pageToken = params.get("pageToken");
+    const page = answer(
+      await guard(() =>
+        this.options.races.list(affiliateId, {
+          states,
+          ...(slug === null || slug === "" ? {} : { slug }),
+          ...(pageSize === undefined ? {} : { pageSize }),
+          ...(pageToken === null || pageToken === "" ? {} : { pageToken }),
+        }),
+      ),
+    );
+    return `{"races":[${page.races.map(raceSummaryJson).join(",")}],"nextPageToken":${JSON.stringify(page.nextPageToken)}}`;
+  }
+}
+
+/** The query string's parameters. */
+function queryParams(url: string): URLSearchParams {
+  const at = url.indexOf("?");
+  return new URLSearchParams(at === -1 ? "" : url.slice(at + 1));
+}
+
+/** A path segment as text ("%2D" is "-"); a malformed escape is kept as sent (and found by no race). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

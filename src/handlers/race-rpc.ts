@@ -1,0 +1,121 @@
+/**
+ * The RPC skin of races (topwagers.v1.RaceService over Connect, gRPC and gRPC-Web): messages in
+ * (codecs/race-message.ts), `Races` calls (races/races.ts), messages or catalogue errors out
+ * (parts/race-answers.ts).
+ *
+ * The same service runs on both listeners; only who the call acts for differs (a `RaceCaller`): on
+ * the public port the API key's affiliate (`affiliate_id` in the request is ignored), with the scope
+ * `races:read` for reads and `races:write` for changes; on the internal listener, behind the
+ * ADMIN_TOKEN, the affiliate the request names.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  CancelRaceResponseSchema,
+  CreateRaceResponseSchema,
+  GetRaceResponseSchema,
+  ListRacesResponseSchema,
+  type RaceService,
+  UpdateRaceResponseSchema,
+} from "../../gen/topwagers/v1/races_pb.js";
+import { raceEntries, raceFieldsOf, raceMessage, racePatchOf, raceStatesOf } from "../codecs/race-message.js";
+import { invalidArgument, unauthenticated } from "../errors/catalogue.js";
+import type { Races } from "../races/races.js";
+import type { Violation } from "../values/violation.js";
+import { callerKey } from "./parts/caller-key.js";
+import { answer, guard, type RaceAccess, requireRaceScope } from "./parts/race-answers.js";
+
+/**
+ * Who a race call acts for: the affiliate's internal key, or a thrown catalogue error (no key, a
+ * missing scope, no `affiliate_id` on the internal listener). `affiliateId` is the request's field.
+ */
+export type RaceCaller = (context: HandlerContext, access: RaceAccess, affiliateId: string) => Promise<number>;
+
+/**
+ * The public port: the API key's affiliate (the request gate has set the caller), with the scope the
+ * call needs. The request's `affiliate_id` is ignored.
+ */
+export const keyAffiliate: RaceCaller = async (context, access) => {
+  const caller = context.values.get(callerKey);
+  if (caller === undefined) throw unauthenticated();
+  requireRaceScope(caller, access);
+  return caller.affiliateId;
+};
+
+/**
+ * The internal listener (the request gate has checked the ADMIN_TOKEN): the affiliate the request
+ * names by its platform id (created on first sight, as ingest creates it).
+ */
+export function namedAffiliate(affiliateKey: (externalId: string) => Promise<number>): RaceCaller {
+  return async (_context, _access, affiliateId) => {
+    if (affiliateId === "" || affiliateId.length > 64) {
+      const message =
+        "affiliateId is required on the internal listener (the platform's affiliate id of 1 to 64 characters)";
+      throw invalidArgument([{ field: "affiliateId", message }]);
+    }
+    return guard(() => affiliateKey(affiliateId));
+  };
+}
+
+export function raceRpc(races: Races, callerAffiliate: RaceCaller): ServiceImpl<typeof RaceService> {
+  return {
+    async createRace(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
+      const { fields, violations } = raceFieldsOf(request.rules);
+      // Fields are named under `rules` as the request has them ("rules.prizes[2]").
+      const view = answer(await guard(() => races.create(affiliateId, fields, violations)), "rules.");
+      return create(CreateRaceResponseSchema, { race: raceMessage(view) });
+    },
+
+    async updateRace(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
+      requireId(request.id, "id");
+      const { patch, violations } = racePatchOf(request);
+      const view = answer(await guard(() => races.update(affiliateId, request.id, patch, violations)));
+      return create(UpdateRaceResponseSchema, { race: raceMessage(view) });
+    },
+
+    async cancelRace(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
+      requireId(request.id, "id");
+      const view = answer(await guard(() => races.cancel(affiliateId, request.id)));
+      return create(CancelRaceResponseSchema, { race: raceMessage(view) });
+    },
+
+    async getRace(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
+      requireId(request.idOrSlug, "idOrSlug");
+      const view = answer(await guard(() => races.get(affiliateId, request.idOrSlug)), "", "idOrSlug");
+      return create(GetRaceResponseSchema, {
+        race: raceMessage(view),
+        entries: raceEntries(view),
+        unallocated: view.unallocated,
+      });
+    },
+
+    async listRaces(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
+      const violations: Violation[] = [];
+      const states = raceStatesOf(request.states, violations);
+      if (violations.length > 0) throw invalidArgument(violations);
+      const page = answer(
+        await guard(() =>
+          races.list(affiliateId, {
+            states,
+            ...(request.slug === "" ? {} : { slug: request.slug }),
+            pageSize: request.pageSize,
+            ...(request.pageToken === "" ? {} : { pageToken: request.pageToken }),
+          }),
+        ),
+      );
+      return create(ListRacesResponseSchema, { races: page.races.map(raceMessage), nextPageToken: page.nextPageToken });
+    },
+  };
+}
+
+function requireId(id: string, field: "id" | "idOrSlug"): void {
+  if (id !== "") return;
+  const message =
+    field === "id" ? "id is required (the race's id, race_…)" : "idOrSlug is required (a race's id or a series' slug)";
+  throw invalidArgument([{ field, message }]);
+}
