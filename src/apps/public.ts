@@ -15,6 +15,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { Admission } from "../auth/admission.js";
+import { KeyCatchUp } from "../auth/key-catch-up.js";
 import { KeySet } from "../auth/key-set.js";
 import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import { requireScope } from "../auth/scopes.js";
@@ -123,6 +124,13 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       windowSeconds: config.rateLimit.windowSeconds,
     }),
     new FailedAuthLimiter(options.failedAuthPolicy, logger),
+    // A key made by the CLI or another instance works here on its first call: the feed is read at once.
+    new KeyCatchUp({
+      catchUp: async () => {
+        await changeFeed.caughtUp();
+        await keys.settled();
+      },
+    }),
   );
   const clientAddress = clientAddressResolver(config.trustedProxies);
   // Every instance follows the change feed, from the start: key changes reach the in-memory key set

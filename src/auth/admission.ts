@@ -1,7 +1,9 @@
 /**
  * The first steps of every public call, whatever the protocol, on headers
  * alone before any body is read: find the key's caller in the in-memory key
- * set (no database work, so bad keys cost nothing), count the call against
+ * set (no database work, so bad keys cost nothing; a key of the current format
+ * with a right checksum that is not held waits for this instance to catch up
+ * with the change feed once, bounded: key-catch-up.ts), count the call against
  * the key's rate limit (a publishable key per key and client address), and
  * give a publishable key's allowed origin its CORS headers. Bad keys are
  * counted per client address; an address over the limit gets 429 for its bad
@@ -12,8 +14,9 @@ import { ServiceError, unauthenticated } from "../errors/catalogue.js";
 import { databaseUnavailable } from "../errors/database.js";
 import type { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import type { KeyRateLimiter } from "../limits/rate-limiter.js";
-import { bearerCredential, keyKindOf } from "./api-key-secret.js";
+import { bearerCredential, isIssuableKey, keyKindOf } from "./api-key-secret.js";
 import type { Caller } from "./authenticator.js";
+import type { KeyCatchUp } from "./key-catch-up.js";
 import type { KeySet } from "./key-set.js";
 
 export interface AdmissionRequest {
@@ -80,6 +83,8 @@ export class Admission {
     private readonly keys: KeySet,
     private readonly limiter: KeyRateLimiter,
     private readonly failedAuth?: FailedAuthLimiter,
+    /** Makes a key issued elsewhere work here at once; absent, such a key waits for the change feed's poll. */
+    private readonly catchUp?: KeyCatchUp,
   ) {}
 
   /** = admitRequest({ authorization, clientAddress }): the POST and RPC paths. */
@@ -107,7 +112,12 @@ export class Admission {
       if (keyKindOf(secret) === undefined) throw await this.failed(clientAddress, unauthenticated());
       throw databaseUnavailable();
     }
-    const found = this.keys.lookup(secret);
+    // A held key is found in memory, at once; a key issued since the last poll may need a catch-up.
+    let found = this.keys.lookup(secret);
+    if (!found.found && found.unsettled !== true && this.catchUp !== undefined && isIssuableKey(secret)) {
+      const later = this.catchUp.find(secret, () => this.keys.lookup(secret));
+      found = later instanceof Promise ? await later : later;
+    }
     if (!found.found) {
       if (found.unsettled === true) throw keyUnsettled();
       throw await this.failed(clientAddress, unauthenticated());

@@ -64,6 +64,15 @@ export function keyKindOf(text: string): KeyKind | undefined {
   return LEGACY_PATTERN.test(text) ? "secret" : undefined;
 }
 
+/**
+ * True when the text is a key of the current format with a right checksum: the only text an unknown
+ * key may be looked for with (auth/key-catch-up.ts). Keys of the earlier format are no longer issued,
+ * so every one of them is held from the start, and an unknown one is refused at once.
+ */
+export function isIssuableKey(text: string): boolean {
+  return NEW_PATTERN.test(text) && base62Checksum(text.slice(0, -CHECKSUM_LENGTH)) === text.slice(-CHECKSUM_LENGTH);
+}
+
 /** True when the text has the shape of one of our keys; anything else is refused without a lookup. */
 export function looksLikeApiKey(text: string): boolean {
   return keyKindOf(text) !== undefined;

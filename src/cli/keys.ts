@@ -2,7 +2,7 @@
  * `topwagers keys …`: create (optionally restricted to --scope …), rotate, list, revoke, set-rate-limit and set-rank-by. Every
  * change goes through KeyAdmin (src/auth/key-admin.ts), with the same rules and
  * events as the ApiKeyService; the change row it writes reaches every running
- * server within a second.
+ * server within a second, and a new key works on every server from its first call.
  */
 import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";

@@ -410,8 +410,9 @@ export const RotateApiKeyResponseSchema: GenMessage<RotateApiKeyResponse> = /*@_
  * CreateApiKey or RotateApiKey, and never again. A secret key looks like
  * `tw_sk_` and 38 letters and digits (the last 6 a checksum); a publishable
  * key like `tw_pub_` and 38; keys of the earlier format (`tw_` and 32
- * characters) keep working. A change (new key, revocation, rotation) holds at
- * once on the instance that made it and within 1 second on every other one.
+ * characters) keep working. A new key works on every instance from its first
+ * call; a revocation or rotation holds at once on the instance that made it
+ * and within 1 second on every other one.
  * Errors carry google.rpc.ErrorInfo; INVALID_ARGUMENT carries
  * google.rpc.BadRequest naming each field.
  *
