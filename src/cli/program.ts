@@ -14,6 +14,7 @@ import { isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
 import { keysCommand } from "./keys.js";
+import { racesCommand } from "./races.js";
 import { serveCommand } from "./serve.js";
 import { exitOnHeldStopSignal } from "./stop-signals.js";
 import { programUsage, usageFor, wantsHelp } from "./usage.js";
@@ -85,6 +86,7 @@ const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
   ["serve", serveCommand],
   ["migrate", migrateCommand],
   ["keys", keysCommand],
+  ["races", racesCommand],
   ["import", importCommand],
   ["seed", seedCommand],
   ["verify", verifyCommand],

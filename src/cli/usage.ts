@@ -84,6 +84,46 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     synopsis: "<keyId> wagered|weighted|default",
     summary: "set how a key's boards rank when a request does not say (default: no default, total wagered)",
   },
+  "races create": {
+    synopsis:
+      "--affiliate <affiliateId> --slug <slug> --title <text> --start <time> [--end <time>] [--prize <amount>...] " +
+      "[--currency USD] [--min-wagered <amount>] [--exclude <userId>...] [--review <duration>] [--shown <n>] " +
+      "[--repeat none|daily|weekly|monthly] [--time-zone <IANA zone>] [--rank-by wagered|weighted] [--json]",
+    summary: "define a race (or a recurring series) for an affiliate; the servers' clock starts, ends and freezes it",
+    details:
+      "  --affiliate    the platform's affiliate id that owns the race (required)\n" +
+      "  --slug         unique among the affiliate's races, e.g. monthly (a-z, 0-9 and -, up to 64)\n" +
+      "  --title        shown above the board (up to 120 characters)\n" +
+      "  --start        the first second that counts: Unix seconds or ISO 8601 (2026-12-01, 2026-12-01T00:00Z);\n" +
+      "                 without an offset it is read in --time-zone (default UTC)\n" +
+      "  --end          the last second that counts, inclusive (required without --repeat; with it, computed)\n" +
+      "  --prize        the prize of rank 1, 2, ... in order, a decimal amount (repeat for each rank, up to 100)\n" +
+      "  --currency     a label for the prizes' unit, e.g. USD (default USD)\n" +
+      "  --min-wagered  the least total a user needs to be placed (default 0)\n" +
+      "  --exclude      a user id never shown nor placed (staff, the streamer's own accounts; repeatable)\n" +
+      "  --review       how long standings still follow voids before the freeze: seconds or 90m, 1d (default 1d)\n" +
+      "  --shown        entries shown, 1 to 100 (default the number of prizes, 10 without prizes)\n" +
+      "  --repeat       a new race every day, week or month after the first, counted in --time-zone\n" +
+      "  --time-zone    the IANA zone of a series' days and months, e.g. America/New_York (default UTC)\n" +
+      "  --rank-by      wagered (default) or weighted totals\n" +
+      "  --json         print the race as GET {BASE_PATH}/races/{id} shows it\n" +
+      "Exit 2 names every option at fault; exit 1 when the slug is taken by another race.",
+  },
+  "races list": {
+    synopsis:
+      "--affiliate <affiliateId> [--state scheduled|live|reviewing|final|cancelled...] [--slug <slug>] [--json]",
+    summary: "list an affiliate's races, newest start first (ids, slugs, states, periods, prizes)",
+    details: "  --state  only races in this state (repeatable)\n  --json   print one JSON array of races",
+  },
+  "races show": {
+    synopsis: "<raceId|slug> --affiliate <affiliateId> [--json]",
+    summary: "a race with its standings (a series' current race by its slug); the frozen result and digest once final",
+    details: "  --json  print the race as GET {BASE_PATH}/races/{slug} shows it",
+  },
+  "races cancel": {
+    synopsis: "<raceId> --affiliate <affiliateId> [--json]",
+    summary: "cancel a race that is not final (a series then creates no further race); again changes nothing",
+  },
   import: {
     synopsis: "<file> [--format jsonl|csv] [--json]",
     summary: "import users, wagers and voids from JSON Lines or CSV, through ingest (see README)",

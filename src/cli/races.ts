@@ -1,0 +1,328 @@
+/**
+ * `topwagers races …`: create, list, show and cancel an affiliate's races on the configured
+ * database, through the same rules as RaceService (src/races/races.ts). A race's clock runs in the
+ * servers (RACE_CLOCK_MS): a race made here starts, ends and is frozen by them.
+ */
+
+import { parseArgs } from "node:util";
+import { DateTime } from "luxon";
+import { parseDuration } from "../auth/key-admin.js";
+import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
+import { loadConfig } from "../config.js";
+import type { RaceDefinitionFields } from "../races/race-rules.js";
+import { RACE_STATES, type RaceState } from "../races/race-state.js";
+import { type RaceOutcome, Races, type RaceView } from "../races/races.js";
+import { isRepeat, isTimeZone } from "../races/recurrence.js";
+import type { Database } from "../storage/database.js";
+import { mariadbRaces, mariadbStandings } from "../storage/stores.js";
+import type { Violation } from "../values/violation.js";
+import { isRankBy } from "../values/weights.js";
+import { DataError, isoSeconds, UsageError, withDatabase } from "./common.js";
+import { alignColumns } from "./keys.js";
+
+/** The options of the races commands; a misspelt or incomplete option is a usage error (exit 2). */
+function parseRacesOptions(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        affiliate: { type: "string" },
+        slug: { type: "string" },
+        title: { type: "string" },
+        start: { type: "string" },
+        end: { type: "string" },
+        prize: { type: "string", multiple: true },
+        currency: { type: "string" },
+        "min-wagered": { type: "string" },
+        exclude: { type: "string", multiple: true },
+        review: { type: "string" },
+        shown: { type: "string" },
+        repeat: { type: "string" },
+        "time-zone": { type: "string" },
+        "rank-by": { type: "string" },
+        state: { type: "string", multiple: true },
+        json: { type: "boolean", default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+type Values = ReturnType<typeof parseRacesOptions>["values"];
+
+/** The option that sets each field of a definition, for messages. */
+const OPTION_OF: Readonly<Record<string, string>> = {
+  slug: "--slug",
+  title: "--title",
+  startTimestamp: "--start",
+  endTimestamp: "--end",
+  rankBy: "--rank-by",
+  prizes: "--prize",
+  currency: "--currency",
+  minWagered: "--min-wagered",
+  excludedUserIds: "--exclude",
+  reviewSeconds: "--review",
+  shown: "--shown",
+  repeat: "--repeat",
+  timeZone: "--time-zone",
+  pageSize: "--page-size",
+  pageToken: "--page-token",
+};
+
+function violationLines(violations: readonly Violation[]): string {
+  return violations
+    .map((v) => {
+      const option = v.field === undefined ? undefined : OPTION_OF[v.field.replace(/\[\d+\]$/, "")];
+      return option === undefined ? v.message : `${option}: ${v.message}`;
+    })
+    .join("\n       ");
+}
+
+/**
+ * An outcome's value; the rules' refusal is a usage error (exit 2, naming the options), the data's
+ * (no such race, its state, a slug taken) a data error (exit 1).
+ */
+function outcomeValue<T>(outcome: RaceOutcome<T>, affiliate: string): T {
+  switch (outcome.kind) {
+    case "ok":
+      return outcome.value;
+    case "invalid":
+      throw new UsageError(violationLines(outcome.violations));
+    case "not-found":
+      throw new DataError(
+        `affiliate ${affiliate} has no race ${outcome.id} (see: npm run cli -- races list --affiliate ${affiliate})`,
+      );
+    case "precondition":
+      throw new DataError(outcome.message);
+    case "slug-taken":
+      throw new DataError(`another race of affiliate ${affiliate} already has the slug ${outcome.slug}`);
+  }
+}
+
+/**
+ * Unix seconds, or an ISO 8601 date or date-time: with an offset (Z, +02:00) as written, without one
+ * in `timeZone` (default UTC), e.g. `2026-12-23T00:00` with --time-zone America/New_York.
+ */
+export function parseTime(option: string, text: string, timeZone: string | undefined): number {
+  if (/^\d{1,12}$/.test(text)) return Number(text);
+  const parsed = DateTime.fromISO(text, { zone: timeZone ?? "UTC", setZone: true });
+  if (!parsed.isValid) {
+    throw new UsageError(
+      `${option} must be Unix seconds or an ISO 8601 date or time (2026-12-01, 2026-12-01T00:00:00Z), got "${text}"`,
+    );
+  }
+  const millis = parsed.toMillis();
+  if (millis % 1000 !== 0) throw new UsageError(`${option} must be a whole second, got "${text}"`);
+  return millis / 1000;
+}
+
+function requireAffiliate(values: Values, command: string): string {
+  const affiliate = values.affiliate;
+  if (affiliate === undefined || affiliate.length < 1 || affiliate.length > 64) {
+    throw new UsageError(`races ${command} needs --affiliate <affiliateId> (1 to 64 characters)`);
+  }
+  return affiliate;
+}
+
+/** The definition the options give; what they leave out takes the rules' defaults. */
+function definitionOf(values: Values): RaceDefinitionFields {
+  const decoding: string[] = [];
+  const timeZone = values["time-zone"];
+  const rankBy = values["rank-by"];
+  if (rankBy !== undefined && !isRankBy(rankBy))
+    decoding.push(`--rank-by must be wagered or weighted, got "${rankBy}"`);
+  const repeat = values.repeat;
+  if (repeat !== undefined && !isRepeat(repeat)) {
+    decoding.push(`--repeat must be none, daily, weekly or monthly, got "${repeat}"`);
+  }
+  let reviewSeconds: number | undefined;
+  if (values.review !== undefined) {
+    reviewSeconds = /^\d{1,9}$/.test(values.review) ? Number(values.review) : parseDuration(values.review);
+    if (reviewSeconds === undefined) {
+      decoding.push(`--review must be seconds or a number with s, m, h, d or w (e.g. 1d), got "${values.review}"`);
+    }
+  }
+  let shown: number | undefined;
+  if (values.shown !== undefined) {
+    if (/^\d{1,4}$/.test(values.shown)) shown = Number(values.shown);
+    else decoding.push(`--shown must be a whole number from 1 to 100, got "${values.shown}"`);
+  }
+  if (values.start === undefined) decoding.push("--start is required: Unix seconds or an ISO 8601 date or time");
+  if (decoding.length > 0) throw new UsageError(decoding.join("\n       "));
+  // Times without an offset are read in the race's zone; an unknown zone is the rules' to report (UTC here).
+  const zone = timeZone !== undefined && isTimeZone(timeZone) ? timeZone : undefined;
+  return {
+    slug: values.slug ?? "",
+    title: values.title ?? "",
+    ...(values.start === undefined ? {} : { startTimestamp: parseTime("--start", values.start, zone) }),
+    ...(values.end === undefined ? {} : { endTimestamp: parseTime("--end", values.end, zone) }),
+    ...(rankBy !== undefined && isRankBy(rankBy) ? { rankBy } : {}),
+    prizes: values.prize ?? [],
+    ...(values.currency === undefined ? {} : { currency: values.currency }),
+    ...(values["min-wagered"] === undefined ? {} : { minWagered: values["min-wagered"] }),
+    excludedUserIds: values.exclude ?? [],
+    ...(reviewSeconds === undefined ? {} : { reviewSeconds }),
+    ...(shown === undefined ? {} : { shown }),
+    ...(repeat !== undefined && isRepeat(repeat) ? { repeat } : {}),
+    ...(timeZone === undefined ? {} : { timeZone }),
+  };
+}
+
+/** Runs `work` with Races on the configured database (the primary's totals, uncached) and the affiliate's key. */
+function withRaces<T>(affiliate: string, work: (races: Races, affiliateId: number) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  return withDatabase(
+    async (db: Database) => {
+      const store = mariadbRaces(db.write);
+      const races = new Races({
+        store,
+        standings: mariadbStandings(db.write),
+        freezeStandings: mariadbStandings(db.write),
+        defaultAvatarUrl: config.defaultAvatarUrl,
+      });
+      return work(races, await store.affiliateKey(affiliate));
+    },
+    { config },
+  );
+}
+
+/** The prize table's sum with its currency, e.g. "10000.00 USD"; "-" without prizes. */
+function prizeTotal(view: RaceView): string {
+  const { prizes, currency } = view.race;
+  if (prizes.length === 0) return "-";
+  const scale = Math.max(0, ...prizes.map((p) => p.split(".")[1]?.length ?? 0));
+  const units = prizes.reduce((sum, p) => {
+    const [whole = "0", fraction = ""] = p.split(".");
+    return sum + BigInt(whole + fraction.padEnd(scale, "0"));
+  }, 0n);
+  const text = units.toString().padStart(scale + 1, "0");
+  return `${scale === 0 ? text : `${text.slice(0, -scale)}.${text.slice(-scale)}`} ${currency}`;
+}
+
+function describeRace(view: RaceView): string {
+  const { race } = view;
+  const lines = [
+    `${race.id}  ${race.slug}  ${view.state}  ${race.title}`,
+    `  period   ${isoSeconds(race.startTimestamp)} to ${isoSeconds(race.endTimestamp)} (${race.startTimestamp}–${race.endTimestamp})` +
+      (race.repeat === "none" ? "" : `, repeats ${race.repeat} in ${race.timeZone}`),
+    `  final    ${isoSeconds(view.finalAt)} (review ${race.reviewSeconds} s)`,
+    `  ranks by ${race.rankBy}; prizes ${race.prizes.length === 0 ? "none" : `${race.prizes.join(" ")} ${race.currency}`}` +
+      `; shows ${race.shown}; minimum ${race.minWagered}` +
+      (race.excludedUserIds.length === 0 ? "" : `; excludes ${race.excludedUserIds.join(" ")}`),
+  ];
+  if (view.next !== null) lines.push(`  next     ${view.next.id} from ${isoSeconds(view.next.startsAt)}`);
+  if (race.digest !== null && race.frozenAt !== null) {
+    lines.push(`  result   frozen ${isoSeconds(race.frozenAt)}, digest ${race.digest}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+async function create(values: Values): Promise<void> {
+  const affiliate = requireAffiliate(values, "create");
+  const definition = definitionOf(values);
+  const view = outcomeValue(await withRaces(affiliate, (races, id) => races.create(id, definition)), affiliate);
+  if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
+  process.stdout.write(`Created race ${view.race.id} for affiliate ${affiliate}.\n${describeRace(view)}`);
+}
+
+async function list(values: Values): Promise<void> {
+  const affiliate = requireAffiliate(values, "list");
+  const states: RaceState[] = [];
+  for (const state of values.state ?? []) {
+    if (!(RACE_STATES as readonly string[]).includes(state)) {
+      throw new UsageError(`--state must be one of ${RACE_STATES.join(", ")}, got "${state}"`);
+    }
+    states.push(state as RaceState);
+  }
+  const views = await withRaces(affiliate, async (races, id) => {
+    const all: RaceView[] = [];
+    let pageToken = "";
+    do {
+      const page = outcomeValue(
+        await races.list(id, {
+          states,
+          pageSize: 100,
+          ...(values.slug === undefined ? {} : { slug: values.slug }),
+          ...(pageToken === "" ? {} : { pageToken }),
+        }),
+        affiliate,
+      );
+      all.push(...page.races);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+    return all;
+  });
+  if (values.json) return void process.stdout.write(`[${views.map((view) => raceSummaryJson(view)).join(",")}]\n`);
+  if (views.length === 0) {
+    process.stdout.write(
+      `No races of affiliate ${affiliate}${states.length === 0 ? "" : ` in state ${states.join(" or ")}`}. ` +
+        `Create one with: npm run cli -- races create --affiliate ${affiliate} --slug <slug> --title <title> --start <time>\n`,
+    );
+    return;
+  }
+  const header = ["ID", "SLUG", "STATE", "STARTS", "ENDS", "PRIZES", "TITLE"];
+  const rows = views.map((view) => [
+    view.race.id,
+    view.race.slug,
+    view.state,
+    isoSeconds(view.race.startTimestamp),
+    isoSeconds(view.race.endTimestamp),
+    prizeTotal(view),
+    view.race.title,
+  ]);
+  process.stdout.write(alignColumns([header, ...rows]));
+}
+
+async function show(idOrSlug: string | undefined, values: Values): Promise<void> {
+  if (idOrSlug === undefined) throw new UsageError("races show needs a race id or a series' slug");
+  const affiliate = requireAffiliate(values, "show");
+  const view = outcomeValue(await withRaces(affiliate, (races, id) => races.get(id, idOrSlug)), affiliate);
+  if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
+  const weighted = view.race.rankBy === "weighted";
+  const header = ["RANK", "USER", "USERNAME", "WAGERED", ...(weighted ? ["WEIGHTED"] : []), "PRIZE"];
+  const rows = view.entries.map((entry) => [
+    String(entry.rank),
+    entry.userId,
+    entry.username,
+    entry.totalWagered,
+    ...(weighted ? [entry.weightedWagered] : []),
+    entry.prize,
+  ]);
+  process.stdout.write(describeRace(view));
+  process.stdout.write(view.entries.length === 0 ? "\n  (no standings yet)\n" : `\n${alignColumns([header, ...rows])}`);
+  if (view.unallocated !== "") process.stdout.write(`unallocated ${view.unallocated}\n`);
+}
+
+async function cancel(id: string | undefined, values: Values): Promise<void> {
+  if (id === undefined) throw new UsageError("races cancel needs the race id (see: npm run cli -- races list)");
+  const affiliate = requireAffiliate(values, "cancel");
+  const view = outcomeValue(await withRaces(affiliate, (races, key) => races.cancel(key, id)), affiliate);
+  if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
+  process.stdout.write(
+    `Cancelled race ${view.race.id} (${view.race.slug}) of affiliate ${affiliate}` +
+      `${view.race.repeat === "none" ? "" : "; its series creates no further race"}.\n`,
+  );
+}
+
+export async function racesCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseRacesOptions(rest);
+  const maxPositionals = sub === "show" || sub === "cancel" ? 1 : 0;
+  if (positionals.length > maxPositionals) {
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[maxPositionals])}`);
+  }
+  switch (sub) {
+    case "create":
+      return create(values);
+    case "list":
+      return list(values);
+    case "show":
+      return show(positionals[0], values);
+    case "cancel":
+      return cancel(positionals[0], values);
+    default:
+      throw new UsageError(`unknown races command "${sub ?? ""}"`);
+  }
+}

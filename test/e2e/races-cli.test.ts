@@ -1,0 +1,205 @@
+/**
+ * `topwagers races create|list|show|cancel` as an operator runs them (the built CLI against a test
+ * database): a race defined with prizes, a minimum and an excluded user, times as Unix seconds or ISO
+ * in a time zone; its standings with a tie; the list by state; cancelling; every option at fault
+ * named with exit 2, a race of another affiliate exit 1. Needs `npm run -s build`.
+ */
+import { describe, expect, it } from "vitest";
+import { runCli } from "../support/cli.js";
+import { useTestDatabase } from "../support/database.js";
+import { addBoard } from "../support/fixtures.js";
+
+const database = useTestDatabase("races_cli");
+const NOW = Math.floor(Date.now() / 1000);
+const START = NOW - 3_600;
+const END = NOW + 86_400;
+
+function races(...args: string[]) {
+  return runCli(["races", ...args], database.url);
+}
+
+describe("topwagers races", () => {
+  it("creates, shows, lists and cancels a race", async () => {
+    await addBoard(database.db, "cli-aff", [
+      ["c-1", "ann", "", ["80", START + 1]],
+      ["c-2", "bea", "", ["50", START + 2]],
+      ["c-3", "cat", "", ["50", START + 3]],
+      ["c-4", "dan", "", ["9", START + 4]],
+      ["c-5", "staff", "", ["5000", START + 5]],
+    ]);
+    const created = await races(
+      "create",
+      "--affiliate",
+      "cli-aff",
+      "--slug",
+      "weekly",
+      "--title",
+      "Weekly $100",
+      "--start",
+      String(START),
+      "--end",
+      String(END),
+      "--prize",
+      "60",
+      "--prize",
+      "25",
+      "--prize",
+      "15",
+      "--min-wagered",
+      "10",
+      "--exclude",
+      "c-5",
+      "--review",
+      "2h",
+      "--json",
+    );
+    expect([created.code, created.stderr]).toEqual([0, ""]);
+    const race = JSON.parse(created.stdout) as Record<string, unknown>;
+    expect(race).toMatchObject({
+      slug: "weekly",
+      title: "Weekly $100",
+      state: "live",
+      startTimestamp: START,
+      endTimestamp: END,
+      prizes: ["60", "25", "15"],
+      minWagered: "10",
+      reviewSeconds: 7_200,
+      shown: 3,
+      finalAt: END + 7_200,
+      unallocated: "0",
+      result: null,
+    });
+    // bea and cat share ranks 2 and 3: (25 + 15) / 2 = 20 each; dan is under the minimum, staff excluded.
+    expect(
+      (race.entries as { rank: number; username: string; prize: string }[]).map((e) => [e.rank, e.username, e.prize]),
+    ).toEqual([
+      [1, "ann", "60"],
+      [2, "bea", "20"],
+      [2, "cat", "20"],
+    ]);
+    const id = race.id as string;
+
+    const shown = await races("show", "weekly", "--affiliate", "cli-aff");
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`${id}  weekly  live  Weekly $100\n`);
+    expect(shown.stdout).toContain("  ranks by wagered; prizes 60 25 15 USD; shows 3; minimum 10; excludes c-5\n");
+    expect(shown.stdout).toContain(
+      "RANK  USER  USERNAME  WAGERED  PRIZE\n1     c-1   ann       80       60\n2     c-2   bea       50       20\n2     c-3   cat       50       20\nunallocated 0\n",
+    );
+
+    const later = await races(
+      "create",
+      "--affiliate",
+      "cli-aff",
+      "--slug",
+      "monthly",
+      "--title",
+      "Monthly",
+      "--start",
+      "2027-01-23T00:00",
+      "--time-zone",
+      "America/New_York",
+      "--repeat",
+      "monthly",
+      "--json",
+    );
+    expect(later.code).toBe(0);
+    // 23 January 2027, 00:00 in New York (UTC−5), and the second before 23 February.
+    expect(JSON.parse(later.stdout)).toMatchObject({
+      state: "scheduled",
+      startTimestamp: 1_800_680_400,
+      endTimestamp: 1_803_358_799,
+      repeat: "monthly",
+      timeZone: "America/New_York",
+    });
+
+    const listed = await races("list", "--affiliate", "cli-aff");
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+SLUG\s+STATE\s+STARTS\s+ENDS\s+PRIZES\s+TITLE$/);
+    expect(lines.slice(1).map((line) => line.split(/\s{2,}/).slice(1, 3))).toEqual([
+      ["monthly", "scheduled"],
+      ["weekly", "live"],
+    ]);
+    expect(lines[2]).toContain("100 USD");
+    const live = await races("list", "--affiliate", "cli-aff", "--state", "live", "--json");
+    expect((JSON.parse(live.stdout) as { id: string }[]).map((r) => r.id)).toEqual([id]);
+
+    const cancelled = await races("cancel", id, "--affiliate", "cli-aff");
+    expect([cancelled.code, cancelled.stdout]).toEqual([0, `Cancelled race ${id} (weekly) of affiliate cli-aff.\n`]);
+    const after = await races("show", id, "--affiliate", "cli-aff", "--json");
+    expect((JSON.parse(after.stdout) as { state: string }).state).toBe("cancelled");
+  });
+
+  it("names every option at fault (exit 2) and refuses another affiliate's race (exit 1)", async () => {
+    const bad = await races(
+      "create",
+      "--affiliate",
+      "cli-bad",
+      "--slug",
+      "Bad Slug",
+      "--title",
+      "Bad",
+      "--start",
+      String(START),
+      "--end",
+      String(END),
+      // parseArgs takes "-5" for an option: a negative amount is written --prize=-5.
+      "--prize=-5",
+      "--time-zone",
+      "Mars/Base",
+    );
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /^error: --slug: slug must be 1 to 64 lowercase letters, digits and hyphens, starting with a letter or digit\n {7}--prize: prizes\[0\] \(rank 1\) must be a decimal amount of 0 or more with at most 12 digits before the point and 8 after\n {7}--time-zone: timeZone is not an IANA time zone name known to this server\n\nusage: topwagers races create /,
+    );
+    const time = await races("create", "--affiliate", "cli-bad", "--slug", "t", "--title", "T", "--start", "soon");
+    expect([time.code, time.stderr.split("\n")[0]]).toEqual([
+      2,
+      'error: --start must be Unix seconds or an ISO 8601 date or time (2026-12-01, 2026-12-01T00:00:00Z), got "soon"',
+    ]);
+    const noAffiliate = await races("list");
+    expect([noAffiliate.code, noAffiliate.stderr.split("\n")[0]]).toEqual([
+      2,
+      "error: races list needs --affiliate <affiliateId> (1 to 64 characters)",
+    ]);
+
+    const theirs = await races(
+      "create",
+      "--affiliate",
+      "cli-theirs",
+      "--slug",
+      "theirs",
+      "--title",
+      "Theirs",
+      "--start",
+      String(START),
+      "--end",
+      String(END),
+      "--json",
+    );
+    const id = (JSON.parse(theirs.stdout) as { id: string }).id;
+    const other = await races("cancel", id, "--affiliate", "cli-mine");
+    expect([other.code, other.stderr]).toEqual([
+      1,
+      `error: affiliate cli-mine has no race ${id} (see: npm run cli -- races list --affiliate cli-mine)\n`,
+    ]);
+    const taken = await races(
+      "create",
+      "--affiliate",
+      "cli-theirs",
+      "--slug",
+      "theirs",
+      "--title",
+      "Again",
+      "--start",
+      String(START),
+      "--end",
+      String(END),
+    );
+    expect([taken.code, taken.stderr]).toEqual([
+      1,
+      "error: another race of affiliate cli-theirs already has the slug theirs\n",
+    ]);
+  });
+});
