@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import { decodeRequestFields } from "../codecs/period-request-json.js";
 import { HttpRefusal } from "../errors/catalogue.js";
 import { renderRestError } from "../errors/renderers.js";
+import { InvalidQueryError } from "../leaderboard/domain-errors.js";
 import { validPeriodQuery } from "../leaderboard/operation.js";
 import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/http.js";
 import type { Violation } from "../values/violation.js";
@@ -91,6 +92,8 @@ export class BoardPage {
     const theme = (THEMES as readonly string[]).includes(params.get("theme") ?? "dark")
       ? ((params.get("theme") ?? "dark") as Theme)
       : "dark";
+    const race = params.get("race");
+    if (race !== null) return this.handleRace(req, res, params, theme, race);
     const fields: Record<string, string> = {};
     for (const name of ["startTimestamp", "endTimestamp", "numUsers", "rankBy"]) {
       const value = params.get(name);
@@ -107,9 +110,7 @@ export class BoardPage {
     const mask = params.get("mask") === "true";
     let headers: Readonly<Record<string, string>> = {};
     try {
-      if (req.method !== "GET" && req.method !== "HEAD") {
-        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.path}`, { allow: "GET" });
-      }
+      this.checkMethod(req);
       const admitted = await this.options.admit(req, params.get("key") ?? undefined);
       headers = admitted.headers;
       const query = validPeriodQuery(decoded.values, violations, admitted.caller.defaultRankBy);
@@ -121,39 +122,108 @@ export class BoardPage {
       };
       writeWhole(res, 200, { ...headers, ...PAGE_HEADERS }, page(theme, periodText(query.start, query.end), config));
     } catch (reason) {
-      const rendered = renderRestError(reason);
-      const messages = (JSON.parse(rendered.body) as { errors: { message: string }[] }).errors.map((e) => e.message);
       // A refusal that can pass is tried again by the page, when its address itself is right.
       const address = validAddress(decoded.values, violations);
-      const retry = rendered.status !== 400 && rendered.status !== 405 && address !== undefined;
-      const retryAfter = Number(rendered.headers["retry-after"] ?? "0");
-      const config: PageConfig = {
-        ...(retry ? { stream: streamPath } : {}),
+      const rankBy = params.get("rankBy");
+      refused(res, reason, headers, theme, address === undefined ? "" : periodText(address.start, address.end), {
+        ...(address === undefined ? {} : { stream: streamPath }),
         mask,
-        rankBy:
-          params.get("rankBy") === "wagered" || params.get("rankBy") === "weighted"
-            ? (params.get("rankBy") as RankBy)
-            : "",
+        rankBy: rankBy === "wagered" || rankBy === "weighted" ? rankBy : "",
         numUsers: address?.numUsers ?? 10,
-        problem: {
-          detail: `This leaderboard cannot be shown: ${messages.join(". ")}.${hintFor(rendered.status)}`,
-          ...(Number.isInteger(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
-        },
-      };
-      writeWhole(
-        res,
-        rendered.status,
-        { ...headers, ...rendered.headers, ...PAGE_HEADERS },
-        page(theme, address === undefined ? "" : periodText(address.start, address.end), config),
-      );
+      });
     }
   }
+
+  /**
+   * `race=<slug or race id>`: the race's page, following `{BASE_PATH}/races/{race}/stream` (each event the race
+   * as `GET {BASE_PATH}/races/{race}` shows it), or reading `GET {BASE_PATH}/races/{race}` every 3 s where
+   * the service has no race stream (404); the race has its own period, rows and ranking.
+   */
+  private async handleRace(
+    req: NodeRequest,
+    res: NodeResponse,
+    params: URLSearchParams,
+    theme: Theme,
+    race: string,
+  ): Promise<void> {
+    const violations = [...raceViolations(race, params), ...pageViolations(params)];
+    const key = params.get("key");
+    const url = `${this.options.basePath}/races/${encodeURIComponent(race)}`;
+    const query = key === null ? "" : `?${new URLSearchParams({ key })}`;
+    const follow = { stream: `${url}/stream${query}`, raceUrl: `${url}${query}` };
+    const base = { mask: params.get("mask") === "true", rankBy: "" as const, numUsers: 10, race };
+    let headers: Readonly<Record<string, string>> = {};
+    try {
+      this.checkMethod(req);
+      headers = (await this.options.admit(req, key ?? undefined)).headers;
+      if (violations.length > 0) throw new InvalidQueryError(violations);
+      writeWhole(res, 200, { ...headers, ...PAGE_HEADERS }, page(theme, "", { ...base, ...follow }));
+    } catch (reason) {
+      refused(res, reason, headers, theme, "", { ...base, ...(violations.length === 0 ? follow : {}) });
+    }
+  }
+
+  private checkMethod(req: NodeRequest): void {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.path}`, { allow: "GET" });
+    }
+  }
+}
+
+/**
+ * Answers a refusal as the stream would (status and headers), with the page: `config.stream` is kept only
+ * when trying again can help (not for a wrong address, 400, nor a wrong method, 405).
+ */
+function refused(
+  res: NodeResponse,
+  reason: unknown,
+  headers: Readonly<Record<string, string>>,
+  theme: Theme,
+  period: string,
+  config: Omit<PageConfig, "problem">,
+): void {
+  const rendered = renderRestError(reason);
+  const messages = (JSON.parse(rendered.body) as { errors: { message: string }[] }).errors.map((e) => e.message);
+  const retry = rendered.status !== 400 && rendered.status !== 405 && config.stream !== undefined;
+  const retryAfter = Number(rendered.headers["retry-after"] ?? "0");
+  const { stream, raceUrl, ...rest } = config;
+  const answer: PageConfig = {
+    ...rest,
+    ...(retry && stream !== undefined ? { stream } : {}),
+    ...(retry && raceUrl !== undefined ? { raceUrl } : {}),
+    problem: {
+      detail: `This leaderboard cannot be shown: ${messages.join(". ")}.${hintFor(rendered.status, config.race !== undefined)}`,
+      ...(Number.isInteger(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
+    },
+  };
+  writeWhole(res, rendered.status, { ...headers, ...rendered.headers, ...PAGE_HEADERS }, page(theme, period, answer));
+}
+
+/** A race's slug (as race-rules.ts has it) or id (race-id.ts); a race has its own period and rows. */
+function raceViolations(race: string, params: URLSearchParams): Violation[] {
+  const violations: Violation[] = [];
+  if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(race) && !/^race_[a-z2-7]{20}$/.test(race)) {
+    violations.push({
+      field: "race",
+      message: `race must be a race's slug (e.g. monthly) or id (race_…), got ${JSON.stringify(race.slice(0, 80))}`,
+    });
+  }
+  for (const name of ["startTimestamp", "endTimestamp", "numUsers", "rankBy"]) {
+    if (params.has(name)) {
+      violations.push({ field: name, message: `${name} is not for a race (the race has its own period and rows)` });
+    }
+  }
+  return violations;
 }
 
 /** What the page's script is told (its JSON block). */
 interface PageConfig {
   /** The stream to follow; absent when the page's address itself is wrong (nothing to try again). */
   readonly stream?: string;
+  /** A race's slug or id: the stream's events are the race (title, times, prizes) instead of a board. */
+  readonly race?: string;
+  /** The race's REST read, asked every few seconds when the service has no race stream. */
+  readonly raceUrl?: string;
   readonly mask: boolean;
   /** How the board ranks; "" when not known (the page was refused before its key was read). */
   readonly rankBy: RankBy | "";
@@ -173,7 +243,8 @@ function validAddress(values: Parameters<typeof validPeriodQuery>[0], violations
 }
 
 /** What the streamer can do about a refusal; nothing for one that passes by itself (429, 5xx). */
-function hintFor(status: number): string {
+function hintFor(status: number, race: boolean): string {
+  if (status === 400 && race) return " Check the address of this page (race, mask, theme).";
   if (status === 400)
     return " Check the address of this page (startTimestamp, endTimestamp, numUsers, rankBy, mask, theme).";
   if (status === 401 || status === 403)
@@ -224,15 +295,17 @@ function scriptJson(value: unknown): string {
 }
 
 function page(theme: Theme, period: string, config: PageConfig): string {
-  const heading = config.rankBy === "weighted" ? "Top weighted wagers" : "Top wagers";
+  const heading =
+    config.race !== undefined ? "Wager race" : config.rankBy === "weighted" ? "Top weighted wagers" : "Top wagers";
   return [
     `<!doctype html><html lang="en" class="theme-${theme}"><head><meta charset="utf-8">`,
     `<meta name="viewport" content="width=device-width, initial-scale=1">`,
     `<meta name="referrer" content="no-referrer"><title>${heading}</title>`,
     `<style>${OVERLAY_STYLE}</style></head>`,
-    `<body><main id="board" class="board">`,
-    `<header><h1 id="title">${heading}</h1><p class="period">${escapeHtml(period)}</p>`,
+    `<body><main id="board" class="board${config.race === undefined ? "" : " race"}">`,
+    `<header><h1 id="title">${heading}</h1><p id="period" class="period">${escapeHtml(period)}</p>`,
     `<span id="status" class="status">${config.problem === undefined ? "connecting" : "offline"}</span></header>`,
+    `<p id="next" class="next" hidden></p>`,
     `<p id="message" class="message" hidden></p><p id="detail" class="detail" hidden></p>`,
     `<ol id="list" class="list"></ol><p id="empty" class="empty" hidden>No wagers yet in this period.</p></main>`,
     `<script type="application/json" id="config">${scriptJson(config)}</script><script>${OVERLAY_SCRIPT}</script>`,

@@ -42,6 +42,7 @@ function start(): Promise<ServerProcess> {
     RATE_LIMIT_POINTS: "100000",
     PUBLISHABLE_RATE_LIMIT_POINTS: "100000",
     STREAM_HEARTBEAT_S: "2",
+    RACE_CLOCK_MS: "200",
   });
 }
 
@@ -513,4 +514,77 @@ describe("the overlay at OBS sizes", () => {
     expect(violations).toEqual([]);
     await page.close();
   }, 30_000);
+});
+
+describe("the race overlay on the server", () => {
+  it("shows a race's prizes and countdown, then its final results with the digest, without a reload", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const owner = (await createKey(database.db, "aff-race")).secret;
+    const viewer = (await createKey(database.db, "aff-race", null, { publishable: true, allowedOrigins: [] })).secret;
+    await addUsers(
+      database.db,
+      ["ace_1443", "luna_2000", "rex_1021"].map((name, i) => ({
+        id: `race-${i}`,
+        affiliateId: "aff-race",
+        username: name,
+        avatar: "",
+      })),
+    );
+    await addWagers(database.db, [
+      wager("race-0", "1500.5", now - 30),
+      wager("race-1", "900", now - 30),
+      wager("race-2", "12.344", now - 30),
+    ]);
+    const created = await fetch(`${server.baseUrl}/topwagers.v1.RaceService/CreateRace`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        rules: {
+          slug: "sprint",
+          title: "$300 sprint race",
+          startTimestamp: String(now - 60),
+          endTimestamp: String(now + 5),
+          prizes: ["200.00", "100.00"],
+          currency: "USD",
+          reviewSeconds: 0,
+          shown: 3,
+        },
+      }),
+    });
+    expect(created.status).toBe(200);
+    const { page, violations } = await open(`/board?key=${viewer}&race=sprint&theme=dark`, { width: 800, height: 480 });
+    expect(
+      await until(
+        "the race's rows",
+        () => rows(page),
+        (r) => r.length === 3,
+      ),
+    ).toEqual([
+      ["1", "ace_1443", "1,500.50"],
+      ["2", "luna_2000", "900.00"],
+      ["3", "rex_1021", "12.34"],
+    ]);
+    expect(await page.$$eval(".prize", (list) => list.map((node) => node.textContent))).toEqual([
+      "200.00 USD",
+      "100.00 USD",
+      "",
+    ]);
+    expect(await page.textContent("h1")).toBe("$300 sprint race");
+    expect(await page.textContent("#period")).toMatch(/^Ends in 00:00:0\d$/);
+    await page.evaluate("window.marker = 1");
+    const final = await until(
+      "final results",
+      () => page.textContent("#period"),
+      (text) => text?.startsWith("Final results") === true,
+      20_000,
+    );
+    const answer = (await (await fetch(`${server.baseUrl}/races/sprint?key=${viewer}`)).json()) as {
+      data: { state: string; result: { digest: string } };
+    };
+    expect(answer.data.state).toBe("final");
+    expect(final).toBe(`Final results · digest ${answer.data.result.digest.slice(0, 12)}`);
+    expect(await page.evaluate("window.marker")).toBe(1);
+    expect(violations).toEqual([]);
+    await page.close();
+  }, 40_000);
 });

@@ -34,15 +34,21 @@ h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em}
 .row{display:grid;grid-template-columns:2em 1.8em minmax(0,1fr) auto;align-items:center;gap:.55em;padding:.3em .6em;border-radius:.45em;background:var(--row);border:1px solid var(--line);transition:background .6s}
 .row.bump{background:rgba(54,214,122,.28)}
 .rank{font-weight:800;text-align:center;font-variant-numeric:tabular-nums}
-.row:nth-child(1) .rank{color:var(--gold)}
-.row:nth-child(2) .rank{color:var(--silver)}
-.row:nth-child(3) .rank{color:var(--bronze)}
+.row[data-rank="1"] .rank{color:var(--gold)}
+.row[data-rank="2"] .rank{color:var(--silver)}
+.row[data-rank="3"] .rank{color:var(--bronze)}
 .avatar{width:1.8em;height:1.8em;border-radius:50%;overflow:hidden;background:var(--line)}
 .avatar img{width:100%;height:100%;object-fit:cover;opacity:0;transition:opacity .3s}
 .avatar img.ready{opacity:1}
 .name{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .total{font-weight:700;font-variant-numeric:tabular-nums;text-align:right}
 .empty{color:var(--muted);text-align:center;padding:1em}
+.next{margin:0 0 .45em;color:var(--muted);font-size:.75em}
+.race .period{white-space:nowrap;font-variant-numeric:tabular-nums}
+.race .row{grid-template-columns:2em 1.8em minmax(0,1fr) minmax(5em,auto) minmax(8.5em,auto)}
+.race .total{font-weight:500;color:var(--muted);font-size:.85em}
+.prize{font-weight:800;text-align:right;color:var(--gold);font-variant-numeric:tabular-nums}
+.race[data-state=final] .period{color:var(--gold);font-weight:700}
 `.trim();
 
 export const OVERLAY_SCRIPT = `
@@ -57,6 +63,8 @@ export const OVERLAY_SCRIPT = `
   const status = document.getElementById("status");
   const message = document.getElementById("message");
   const detail = document.getElementById("detail");
+  const period = document.getElementById("period");
+  const nextLine = document.getElementById("next");
   // OBS's browser source defines window.obsstudio: there the page is on stream, so viewers see only the neutral line.
   const onStream = typeof window.obsstudio === "object" && window.obsstudio !== null;
   const RETRYING = "The leaderboard will be back in a moment.";
@@ -133,42 +141,38 @@ export const OVERLAY_SCRIPT = `
     return node;
   };
 
-  // The event's data is the POST's body; its totals are read as text, in order, to keep every digit.
-  const render = (data) => {
-    const body = JSON.parse(data);
-    const totals = [];
-    let weighted = config.rankBy === "weighted";
-    const pattern = /"totalWagered":([0-9.]+)(?:,"weightedWagered":([0-9.]+))?/g;
-    for (let m = pattern.exec(data); m !== null; m = pattern.exec(data)) {
-      // Not known when the page was refused at first: the stream has weighted totals only for a weighted board then.
-      if (config.rankBy === "" && m[2] !== undefined) weighted = true;
-      totals.push(weighted && m[2] !== undefined ? m[2] : m[1]);
+  // One row: rank, avatar, name, total and (a race's) prize.
+  const makeRow = (rank, entry, total, prize) => {
+    const row = document.createElement("li");
+    row.className = "row";
+    row.dataset.rank = rank;
+    // Shown once loaded: an avatar that fails leaves the empty circle, never a broken-image icon.
+    const avatar = document.createElement("span");
+    avatar.className = "avatar";
+    const src = safeUrl(entry.avatar);
+    if (src !== "") {
+      const image = document.createElement("img");
+      image.alt = "";
+      image.referrerPolicy = "no-referrer";
+      image.decoding = "async";
+      image.addEventListener("load", () => image.classList.add("ready"));
+      image.src = src;
+      avatar.append(image);
     }
-    label(weighted);
+    row.append(
+      cell("span", "rank", rank),
+      avatar,
+      cell("span", "name", config.mask ? mask(entry.username) : entry.username),
+      cell("span", "total", money(total)),
+    );
+    if (prize !== undefined) row.append(cell("span", "prize", prize));
+    return row;
+  };
+  // The rows of [rank, entry, total, prize]; a row whose total changed lights up.
+  const show = (items) => {
     const next = new Map();
-    const rows = body.data.map((entry, i) => {
-      const row = document.createElement("li");
-      row.className = "row";
-      // Shown once loaded: an avatar that fails leaves the empty circle, never a broken-image icon.
-      const avatar = document.createElement("span");
-      avatar.className = "avatar";
-      const src = safeUrl(entry.avatar);
-      if (src !== "") {
-        const image = document.createElement("img");
-        image.alt = "";
-        image.referrerPolicy = "no-referrer";
-        image.decoding = "async";
-        image.addEventListener("load", () => image.classList.add("ready"));
-        image.src = src;
-        avatar.append(image);
-      }
-      const total = totals[i] || "0";
-      row.append(
-        cell("span", "rank", String(i + 1)),
-        avatar,
-        cell("span", "name", config.mask ? mask(entry.username) : entry.username),
-        cell("span", "total", money(total)),
-      );
+    const rows = items.map(([rank, entry, total, prize]) => {
+      const row = makeRow(rank, entry, total, prize);
       const key = entry.username + "\\u0000" + entry.avatar;
       next.set(key, total);
       if (shown.size > 0 && shown.get(key) !== total) {
@@ -183,12 +187,102 @@ export const OVERLAY_SCRIPT = `
     say("", "");
   };
 
+  // The event's data is the POST's body; its totals are read as text, in order, to keep every digit.
+  const render = (data) => {
+    const body = JSON.parse(data);
+    const totals = [];
+    let weighted = config.rankBy === "weighted";
+    const pattern = /"totalWagered":([0-9.]+)(?:,"weightedWagered":([0-9.]+))?/g;
+    for (let m = pattern.exec(data); m !== null; m = pattern.exec(data)) {
+      // Not known when the page was refused at first: the stream has weighted totals only for a weighted board then.
+      if (config.rankBy === "" && m[2] !== undefined) weighted = true;
+      totals.push(weighted && m[2] !== undefined ? m[2] : m[1]);
+    }
+    label(weighted);
+    show(body.data.map((entry, i) => [String(i + 1), entry, totals[i] || "0", undefined]));
+  };
+
+  // A race (config.race): each event is the race as REST shows it; times count from the server's own "now".
+  let race = null;
+  let skew = 0;
+  const span = (seconds) => {
+    const s = Math.max(0, Math.floor(seconds));
+    const hms = [Math.floor(s / 3600) % 24, Math.floor(s / 60) % 60, s % 60]
+      .map((n) => String(n).padStart(2, "0"))
+      .join(":");
+    return s >= 86400 ? Math.floor(s / 86400) + "d " + hms : hms;
+  };
+  const when = (seconds) => {
+    const options = { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+    try {
+      return new Intl.DateTimeFormat("en-GB", { ...options, timeZone: race.timeZone || "UTC" }).format(seconds * 1000);
+    } catch {
+      return new Intl.DateTimeFormat("en-GB", { ...options, timeZone: "UTC" }).format(seconds * 1000);
+    }
+  };
+  // An exact decimal with thousands separators, every digit kept (prizes are paid as written).
+  const exact = (text) => {
+    const [whole, fraction] = text.split(".");
+    return whole.replace(/\\B(?=(\\d{3})+(?!\\d))/g, ",") + (fraction === undefined ? "" : "." + fraction);
+  };
+  const tick = () => {
+    if (race === null) return;
+    const now = Date.now() / 1000 + skew;
+    const times = {
+      scheduled: () => "Starts in " + span(race.startsAt - now),
+      live: () => "Ends in " + span(race.endsAt + 1 - now),
+      reviewing: () => "In review · final results in " + span(race.finalAt + 1 - now),
+      final: () => "Final results" + (race.result ? " · digest " + race.result.digest.slice(0, 12) : ""),
+    };
+    period.textContent = (times[race.state] || (() => "Cancelled"))();
+    const next = race.next;
+    nextLine.hidden = !next;
+    if (next) {
+      const wait = next.startsAt - now;
+      nextLine.textContent = "Next race " + (wait < 86400 ? "starts in " + span(wait) : "starts " + when(next.startsAt));
+    }
+  };
+  const renderRace = (data) => {
+    race = JSON.parse(data).data;
+    skew = race.now - Date.now() / 1000;
+    config.numUsers = Math.max(race.shown || 0, race.entries.length, 1);
+    title.textContent = race.title;
+    document.title = race.title;
+    board.dataset.state = race.state;
+    const weighted = race.rankBy === "weighted";
+    const paid = (prize) => (prize && !/^0*(\\.0*)?$/.test(prize) ? exact(prize) + " " + race.currency : "");
+    show(
+      race.entries.map((entry) => [
+        String(entry.rank),
+        entry,
+        (weighted ? entry.weightedWageredDecimal : entry.totalWageredDecimal) || "0",
+        paid(entry.prize),
+      ]),
+    );
+    tick();
+    fit();
+  };
+
   // The next try: doubling from 1 s to 60 s, never before the server's Retry-After, with some jitter.
   const later = (retryAfterSeconds) => {
     const wait = Math.max(retryMs, retryAfterSeconds * 1000) + Math.floor(Math.random() * 250);
     retryMs = Math.min(retryMs * 2, 60000);
     setTimeout(connect, wait);
     return "Trying again in " + Math.ceil(wait / 1000) + " s.";
+  };
+
+  // Why a refused answer was refused (its message), and its Retry-After.
+  const refusal = async (response) => {
+    const body = await response.json().catch(() => null);
+    return {
+      why: ((body && body.errors && body.errors[0] && body.errors[0].message) || "HTTP " + response.status) + ".",
+      retryAfter: Number(response.headers.get("retry-after")) || 0,
+    };
+  };
+  const retrying = (why, retryAfter) => {
+    setStatus("retrying", "offline");
+    const next = later(retryAfter);
+    say(RETRYING, why === "" ? "" : "This leaderboard cannot be shown: " + why + " " + next);
   };
 
   // EventSource gives up on an HTTP error (a limit, a 503, a revoked key): ask once to learn why, then try again later.
@@ -202,23 +296,44 @@ export const OVERLAY_SCRIPT = `
       if (response.ok) {
         stop.abort();
         why = "";
-      } else {
-        retryAfter = Number(response.headers.get("retry-after")) || 0;
-        const body = await response.json().catch(() => null);
-        why = ((body && body.errors && body.errors[0] && body.errors[0].message) || "HTTP " + response.status) + ".";
-      }
+      } else if (response.status === 404 && config.race) {
+        // A service without the race stream: read the race every few seconds instead.
+        config.stream = undefined;
+        return void poll();
+      } else ({ why, retryAfter } = await refusal(response));
     } catch {}
-    const next = later(retryAfter);
-    say(RETRYING, why === "" ? "" : "This leaderboard cannot be shown: " + why + " " + next);
+    retrying(why, retryAfter);
+  };
+
+  // The race read again every 3 s (the countdown runs between reads).
+  const poll = async () => {
+    try {
+      const response = await fetch(config.raceUrl, { cache: "no-store" });
+      if (response.ok) {
+        renderRace(await response.text());
+        setStatus("live", "live");
+        retryMs = 1000;
+        setTimeout(connect, 3000);
+        return;
+      }
+      const { why, retryAfter } = await refusal(response);
+      retrying(why, retryAfter);
+    } catch {
+      retrying("the leaderboard service cannot be reached.", 0);
+    }
   };
 
   const connect = () => {
+    if (config.stream === undefined) return void poll();
     source = new EventSource(config.stream);
     source.addEventListener("open", () => {
       setStatus("live", "live");
       retryMs = 1000;
     });
-    source.addEventListener("board", (event) => render(event.data));
+    if (config.race) {
+      source.addEventListener("race", (event) => renderRace(event.data));
+      source.addEventListener("message", (event) => renderRace(event.data));
+    } else source.addEventListener("board", (event) => render(event.data));
     source.addEventListener("error", () => {
       if (source.readyState === EventSource.CLOSED) {
         source.close();
@@ -228,11 +343,12 @@ export const OVERLAY_SCRIPT = `
   };
 
   window.addEventListener("resize", fit);
+  if (config.race) setInterval(tick, 1000);
   const problem = config.problem;
   if (problem === undefined) {
     fit();
     connect();
-  } else if (config.stream === undefined) {
+  } else if (config.stream === undefined && config.raceUrl === undefined) {
     say(STOPPED, problem.detail);
   } else {
     // The page itself was refused for now (a limit, a 503, a key not known yet): it recovers by itself.

@@ -1,0 +1,267 @@
+/**
+ * The overlay's race view (`GET /board?key=…&race=<slug>`, issue 29 item 7) in a real headless Chromium,
+ * following a race stream (each event the race JSON of docs/api.md) as it will when the service serves
+ * `/races/{slug}/stream` (not yet: the page then reads `GET /races/{slug}` every 3 s, which
+ * live-overlay.test.ts tests on the built server): the page is this repository's BoardPage, served with an
+ * admission that admits every call, beside a stand-in `/races/monthly/stream` that sends the race as SSE
+ * events and later ones on demand. It shows
+ * the title, shared ranks with the prize next to each, a countdown from the server's `now` (not the
+ * browser's clock), the next race's start, "in review" and then "final results" with the digest's first
+ * characters without a reload, weighted totals for a weighted race, and the reason for a wrong race.
+ * The screenshot is kept in test-artifacts/race-overlay.png (UPDATE_SCREENSHOTS=1 also writes
+ * docs/overlay-race.png, the one docs/api.md shows).
+ */
+import { copyFileSync, mkdirSync } from "node:fs";
+import http from "node:http";
+import { fileURLToPath } from "node:url";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BoardPage } from "../../src/handlers/board-page.js";
+import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { listenOnFreePort } from "../support/listen.js";
+
+const SCREENSHOT = fileURLToPath(new URL("../../test-artifacts/race-overlay.png", import.meta.url));
+const DOCS_SCREENSHOT = fileURLToPath(new URL("../../docs/overlay-race.png", import.meta.url));
+const ENDS_AT = 1796083199;
+const DIGEST = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+/** The race as the contract shows it, at the server's `now`. */
+function race(state: string, now: number, extra: Record<string, unknown> = {}) {
+  return {
+    id: "race_abcdefghijklmnopqrst",
+    slug: "monthly",
+    title: "$10,000 monthly race",
+    state,
+    startTimestamp: 1793491200,
+    endTimestamp: ENDS_AT,
+    rankBy: "wagered",
+    currency: "USD",
+    prizes: ["5000.00", "3000.00", "2000.00"],
+    minWagered: "0",
+    shown: 4,
+    reviewSeconds: 86400,
+    repeat: "monthly",
+    timeZone: "America/New_York",
+    startsAt: 1793491200,
+    endsAt: ENDS_AT,
+    finalAt: ENDS_AT + 86400,
+    now,
+    next: { id: "race_bcdefghijklmnopqrstu", startsAt: ENDS_AT + 1 },
+    entries: [
+      {
+        rank: 1,
+        username: "blaze_1007",
+        avatar: "",
+        totalWagered: 91234.5,
+        totalWageredDecimal: "91234.5",
+        prize: "5000.00",
+      },
+      { rank: 2, username: "nova_1014", avatar: "", totalWagered: 500, totalWageredDecimal: "500", prize: "2500.00" },
+      {
+        rank: 2,
+        username: "rex_1021",
+        avatar: "",
+        totalWagered: 500,
+        totalWageredDecimal: "500.000",
+        prize: "2500.00",
+      },
+      { rank: 4, username: "kai_1500", avatar: "", totalWagered: 12.345, totalWageredDecimal: "12.345", prize: "0.00" },
+    ],
+    unallocated: "0.00",
+    version: `v-${state}-${now}`,
+    result: null,
+    ...extra,
+  };
+}
+
+let server: http.Server;
+let baseUrl = "";
+let browser: Browser;
+let current: unknown = race("live", ENDS_AT + 1 - 86_405);
+const streams = new Set<http.ServerResponse>();
+
+const frame = (value: unknown) => `event: race\ndata: ${JSON.stringify({ data: value, errors: null })}\n\n`;
+
+/** Sends a new state of the race to every open stream. */
+function publish(value: unknown): void {
+  current = value;
+  for (const res of streams) res.write(frame(value));
+}
+
+beforeAll(async () => {
+  const page = new BoardPage({
+    basePath: "",
+    admit: async () => ({ headers: {}, caller: { defaultRankBy: null } }),
+  });
+  server = http.createServer((req, res) => {
+    const path = (req.url ?? "").split("?")[0];
+    if (page.matches(path ?? "")) return void page.handle(req, res);
+    if (path === "/races/monthly/stream") {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store" });
+      res.write(`retry: 2000\n\n${frame(current)}`);
+      streams.add(res);
+      req.on("close", () => streams.delete(res));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  baseUrl = `http://127.0.0.1:${await listenOnFreePort(server)}`;
+  mkdirSync(fileURLToPath(new URL("../../test-artifacts", import.meta.url)), { recursive: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}, 60_000);
+
+afterAll(async () => {
+  for (const res of streams) res.end();
+  await browser?.close();
+  server?.closeAllConnections();
+  server?.close();
+});
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 5_000) {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!ok(value)) {
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await read();
+  }
+  return value;
+}
+
+const rows = (page: Page) =>
+  page.$$eval(".row", (list) =>
+    list.map((row) => [
+      row.querySelector(".rank")?.textContent,
+      row.querySelector(".name")?.textContent,
+      row.querySelector(".total")?.textContent,
+      row.querySelector(".prize")?.textContent,
+    ]),
+  );
+
+async function open(path: string, viewport = { width: 800, height: 480 }) {
+  const page = await browser.newPage({ viewport });
+  const violations: string[] = [];
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
+  const response = await page.goto(`${baseUrl}${path}`);
+  return { page, response, violations };
+}
+
+describe("the race overlay", () => {
+  it("shows the title, shared ranks with their prizes, a countdown from the server's clock and the next race", async () => {
+    publish(race("live", ENDS_AT + 1 - 86_405));
+    const { page, violations } = await open("/board?key=tw_pub_x&race=monthly&mask=true");
+    expect(
+      await until(
+        "four rows",
+        () => rows(page),
+        (r) => r.length === 4,
+      ),
+    ).toEqual([
+      ["1", "bl***07", "91,234.50", "5,000.00 USD"],
+      ["2", "no***14", "500.00", "2,500.00 USD"],
+      ["2", "re***21", "500.00", "2,500.00 USD"],
+      ["4", "ka***00", "12.35", ""],
+    ]);
+    expect([await page.textContent("h1"), await page.title()]).toEqual([
+      "$10,000 monthly race",
+      "$10,000 monthly race",
+    ]);
+    // One day and five seconds before the end by the server's clock, whatever the browser's says.
+    const first = await page.textContent("#period");
+    expect(first).toMatch(/^Ends in 1d 00:00:0[3-5]$/);
+    const later = await until(
+      "the countdown moving",
+      () => page.textContent("#period"),
+      (text) => text !== first,
+    );
+    expect(later).toMatch(/^Ends in 1d 00:00:0[2-4]$/);
+    expect(await page.textContent("#next")).toMatch(/^Next race starts in 1d 00:00:0[2-5]$|^Next race starts /);
+    expect(await page.isVisible("#next")).toBe(true);
+    // Every row inside the 800 × 480 source.
+    expect(await page.evaluate("document.documentElement.scrollHeight <= window.innerHeight")).toBe(true);
+    expect(violations).toEqual([]);
+    await page.screenshot({ path: SCREENSHOT });
+    if (process.env.UPDATE_SCREENSHOTS === "1") copyFileSync(SCREENSHOT, DOCS_SCREENSHOT);
+    await page.close();
+  });
+
+  it("flips to in review and then to final results with the digest, without a reload", async () => {
+    publish(race("live", ENDS_AT - 10));
+    const { page, violations } = await open("/board?key=tw_pub_x&race=monthly&theme=transparent");
+    await until(
+      "the race",
+      () => rows(page),
+      (r) => r.length === 4,
+    );
+    await page.evaluate("window.marker = 1");
+    expect(await page.textContent("#period")).toMatch(/^Ends in 00:00:(09|10|11)$/);
+    expect(await page.textContent("#next")).toMatch(/^Next race starts in 00:00:(09|10|11)$/);
+    publish(race("reviewing", ENDS_AT + 1, { next: { id: "race_bcdefghijklmnopqrstu", startsAt: ENDS_AT + 1 } }));
+    expect(
+      await until(
+        "in review",
+        () => page.textContent("#period"),
+        (text) => text?.startsWith("In review") === true,
+      ),
+    ).toMatch(/^In review · final results in 2[34]:59:5\d$/);
+    publish(
+      race("final", ENDS_AT + 86_401, {
+        next: null,
+        result: { digest: DIGEST, frozenAt: ENDS_AT + 86_401 },
+      }),
+    );
+    expect(
+      await until(
+        "final results",
+        () => page.textContent("#period"),
+        (text) => text?.startsWith("Final") === true,
+      ),
+    ).toBe("Final results · digest 0123456789ab");
+    expect(await page.isVisible("#next")).toBe(false);
+    expect(await page.evaluate("window.marker")).toBe(1);
+    expect(violations).toEqual([]);
+    await page.close();
+  });
+
+  it("shows a weighted race's weighted totals, and all its rows on a phone", async () => {
+    const weighted = race("live", ENDS_AT - 100, {
+      rankBy: "weighted",
+      entries: [
+        {
+          rank: 1,
+          username: "blaze_1007",
+          avatar: "",
+          totalWagered: 1000,
+          totalWageredDecimal: "1000",
+          weightedWagered: 100.5,
+          weightedWageredDecimal: "100.5",
+          prize: "5000.00",
+        },
+      ],
+    });
+    publish(weighted);
+    const { page } = await open("/board?key=tw_pub_x&race=monthly", { width: 390, height: 844 });
+    expect(
+      await until(
+        "the weighted row",
+        () => rows(page),
+        (r) => r.length === 1,
+      ),
+    ).toEqual([["1", "blaze_1007", "100.50", "5,000.00 USD"]]);
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    expect(await page.evaluate("document.documentElement.scrollHeight <= window.innerHeight")).toBe(true);
+    await page.close();
+  });
+
+  it("refuses a wrong race, or a period beside it, naming the parameter", async () => {
+    const { page, response } = await open("/board?key=tw_pub_x&race=Monthly%20Race&numUsers=3");
+    expect(response?.status()).toBe(400);
+    expect(await page.textContent("#message")).toBe("The leaderboard is not available right now.");
+    expect(await page.textContent("#detail")).toBe(
+      'This leaderboard cannot be shown: race must be a race\'s slug (e.g. monthly) or id (race_…), got "Monthly Race". numUsers is not for a race (the race has its own period and rows). Check the address of this page (race, mask, theme).',
+    );
+    await page.close();
+  });
+});
