@@ -8,7 +8,9 @@
  * the title, shared ranks with the prize next to each, a countdown from the server's `now` (not the
  * browser's clock), the next race's start, "in review" and then "final results" with the digest's first
  * characters without a reload, weighted totals for a weighted race, and the reason for a wrong race.
- * The screenshot is kept in test-artifacts/race-overlay.png (UPDATE_SCREENSHOTS=1 also writes
+ * The same stand-in serves a board stream that answers 503 a given number of times, beside a page admission
+ * that does too: a page opened during a 503 recovers by itself. The screenshot is kept in
+ * test-artifacts/race-overlay.png (UPDATE_SCREENSHOTS=1 also writes
  * docs/overlay-race.png, the one docs/api.md shows).
  */
 import { copyFileSync, mkdirSync } from "node:fs";
@@ -16,6 +18,7 @@ import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ServiceError } from "../../src/errors/catalogue.js";
 import { BoardPage } from "../../src/handlers/board-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { listenOnFreePort } from "../support/listen.js";
@@ -78,6 +81,10 @@ let server: http.Server;
 let baseUrl = "";
 let browser: Browser;
 let current: unknown = race("live", ENDS_AT + 1 - 86_405);
+/** How many more page requests, and board stream requests, answer 503 (the database is unavailable). */
+let pagesUnavailable = 0;
+let boardStreamsUnavailable = 0;
+const UNAVAILABLE = "the leaderboard database is unavailable right now. Retry shortly";
 const streams = new Set<http.ServerResponse>();
 
 const frame = (value: unknown) => `event: race\ndata: ${JSON.stringify({ data: value, errors: null })}\n\n`;
@@ -91,7 +98,13 @@ function publish(value: unknown): void {
 beforeAll(async () => {
   const page = new BoardPage({
     basePath: "",
-    admit: async () => ({ headers: {}, caller: { defaultRankBy: null } }),
+    admit: async () => {
+      if (pagesUnavailable > 0) {
+        pagesUnavailable -= 1;
+        throw new ServiceError("DATABASE_UNAVAILABLE", UNAVAILABLE, { retryAfterSeconds: 1 });
+      }
+      return { headers: {}, caller: { defaultRankBy: null } };
+    },
   });
   server = http.createServer((req, res) => {
     const path = (req.url ?? "").split("?")[0];
@@ -99,6 +112,21 @@ beforeAll(async () => {
     if (path === "/races/monthly/stream") {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store" });
       res.write(`retry: 2000\n\n${frame(current)}`);
+      streams.add(res);
+      req.on("close", () => streams.delete(res));
+      return;
+    }
+    if (path === "/top-affiliate-wagers-by-period/stream") {
+      if (boardStreamsUnavailable > 0) {
+        boardStreamsUnavailable -= 1;
+        res.writeHead(503, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
+        res.end(JSON.stringify({ data: null, errors: [{ code: "unavailable", message: UNAVAILABLE }] }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store" });
+      res.write(
+        `retry: 2000\n\nevent: board\nid: 1\ndata: {"data":[{"username":"blaze_1007","avatar":"","totalWagered":1234.5}],"errors":null}\n\n`,
+      );
       streams.add(res);
       req.on("close", () => streams.delete(res));
       return;
@@ -264,4 +292,31 @@ describe("the race overlay", () => {
     );
     await page.close();
   });
+});
+
+describe("the overlay while the service answers 503", () => {
+  it("opened during a 503, then refused again by its stream, recovers by itself and says nothing about the key", async () => {
+    pagesUnavailable = 1;
+    boardStreamsUnavailable = 2;
+    const { page, response, violations } = await open(
+      "/board?key=tw_pub_x&startTimestamp=1735689600&endTimestamp=1738367999&numUsers=5",
+    );
+    expect(response?.status()).toBe(503);
+    expect(await page.textContent("#message")).toBe("The leaderboard will be back in a moment.");
+    expect(await page.textContent("#detail")).toMatch(
+      /^This leaderboard cannot be shown: the leaderboard database is unavailable right now\. Retry shortly\. Trying again in [12] s\.$/,
+    );
+    expect(
+      await until(
+        "the board",
+        () => rows(page),
+        (r) => r.length === 1,
+        15_000,
+      ),
+    ).toEqual([["1", "blaze_1007", "1,234.50", undefined]]);
+    expect(boardStreamsUnavailable).toBe(0);
+    expect([await page.textContent("#status"), await page.isVisible("#message")]).toEqual(["live", false]);
+    expect(violations).toEqual([]);
+    await page.close();
+  }, 30_000);
 });
