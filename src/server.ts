@@ -7,7 +7,7 @@
 import { createInternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp } from "./apps/public.js";
-import { startWebhookDelivery } from "./apps/webhook-delivery.js";
+import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./apps/webhook-delivery.js";
 import { type Config, redact } from "./config.js";
 import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -61,7 +61,11 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   tracing?.traceDatabase(database);
   const redis: RedisLimiters | undefined =
     config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
+  // One endpoint manager for both listeners; a test event or a redelivery made here wakes this instance's worker.
+  let webhooks: WebhookDelivery | undefined;
+  const webhookEndpoints = webhookAdmin(config.webhooks, database, () => webhooks?.worker?.wake());
   const app = createPublicApp(config, database, {
+    webhooks: webhookEndpoints,
     logger,
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
@@ -77,7 +81,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     new Promise<false>((resolve) => setTimeout(() => resolve(false), KEY_LOAD_WAIT_MS).unref()),
   ]);
   if (!loaded) logger.warn({ waitedMs: KEY_LOAD_WAIT_MS }, "API keys not loaded yet; listening anyway (not ready)");
-  const webhooks = startWebhookDelivery(config.webhooks, database, app.metrics, logger);
+  webhooks = startWebhookDelivery(config.webhooks, database, app.metrics, logger);
+  const delivery = webhooks;
   const publicServer = createOnePortServer(app);
   const port = await listen(publicServer, config.port, config.host);
   const internalApp = createInternalApp(config, database, {
@@ -86,6 +91,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     readiness: app.readiness,
     keys: app.keys,
     races: app.races,
+    webhooks: webhookEndpoints,
     serveMetrics: config.metrics === undefined,
     onCommitted() {
       app.changesCommitted();
@@ -139,7 +145,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
         publicServer.close(8_000),
         internalServer.close(8_000),
         metricsServer?.close(1_000),
-        webhooks.stop(),
+        delivery.stop(),
       ]);
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");

@@ -16,6 +16,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { file_topwagers_v1_races, RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { file_topwagers_v1_webhooks, WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { KeyAdmin } from "../auth/key-admin.js";
 import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import { ADMIN, ADMIN_RACES, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
@@ -26,6 +27,7 @@ import { apiKeyService } from "../handlers/api-key-service.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
 import { namedAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { wagerIngestService } from "../handlers/wager-ingest-service.js";
+import { adminOwner, webhookService } from "../handlers/webhook-service.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { observeCalls } from "../observability/call-observation.js";
@@ -36,7 +38,9 @@ import type { Database } from "../storage/database.js";
 import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
+import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 import { serveMetrics } from "./metrics-endpoint.js";
+import { webhookAdmin } from "./webhook-delivery.js";
 
 /** 1000 users with 2048-character avatars fit with room to spare; anything larger is refused unread. */
 export const INTERNAL_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -58,6 +62,8 @@ export interface InternalAppOptions {
   readonly races?: Races;
   /** Whether GET /metrics is served here (default); false when METRICS_PORT serves it alone. */
   readonly serveMetrics?: boolean;
+  /** Webhook endpoint management (the server's, which wakes its delivery worker); one on this database when absent. */
+  readonly webhooks?: WebhookAdmin;
 }
 
 export interface InternalApp {
@@ -74,6 +80,7 @@ export const INTERNAL_SERVICES = [
   WagerIngestService.typeName,
   ApiKeyService.typeName,
   RaceService.typeName,
+  WebhookService.typeName,
   ...OPEN_SERVICES,
 ] as const;
 
@@ -84,6 +91,7 @@ export function createInternalApp(config: Config, database: Database, options: I
     [WagerIngestService.typeName]: new ServiceTokenCheck(config.ingestToken, INGEST),
     [ApiKeyService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
     [RaceService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN_RACES),
+    [WebhookService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
   };
   const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read));
   const keys = new KeyAdmin(mariadbApiKeys(database.write), {
@@ -152,11 +160,16 @@ export function createInternalApp(config: Config, database: Database, options: I
         namedAffiliate((externalId) => raceStore.affiliateKey(externalId)),
       ),
     );
+    router.service(
+      WebhookService,
+      webhookService(options.webhooks ?? webhookAdmin(config.webhooks, database), adminOwner),
+    );
     registerHealth(router, INTERNAL_SERVICES, readiness);
     registerReflection(router, INTERNAL_SERVICES, [
       file_topwagers_v1_wager_ingest,
       file_topwagers_v1_api_keys,
       file_topwagers_v1_races,
+      file_topwagers_v1_webhooks,
     ]);
   };
 

@@ -14,6 +14,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { Admission } from "../auth/admission.js";
 import { KeyCatchUp } from "../auth/key-catch-up.js";
 import { KeySet } from "../auth/key-set.js";
@@ -33,6 +34,7 @@ import { RaceRest } from "../handlers/race-rest.js";
 import { keyAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { RestApi } from "../handlers/rest.js";
 import { WATCH_PATH, WatchRpc } from "../handlers/watch-rpc.js";
+import { keyOwner, webhookService } from "../handlers/webhook-service.js";
 import { boardStandings } from "../leaderboard/board-standings.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
 import { ChangeSet } from "../leaderboard/change-set.js";
@@ -59,6 +61,8 @@ import {
   type StreamHandler,
   writeJson,
 } from "../transport/http.js";
+import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
+import { webhookAdmin } from "./webhook-delivery.js";
 
 export interface PublicAppOptions {
   readonly limiterFactory?: LimiterFactory;
@@ -72,6 +76,8 @@ export interface PublicAppOptions {
   readonly redisConnected?: () => boolean;
   /** OpenTelemetry tracing (OTEL_TRACES_EXPORTER); absent, requests are not traced at all. */
   readonly tracing?: Tracing;
+  /** Webhook endpoint management (the server's, which wakes its delivery worker); one on this database when absent. */
+  readonly webhooks?: WebhookAdmin;
 }
 
 export interface PublicApp {
@@ -108,7 +114,12 @@ export interface PublicApp {
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /** Services served on the public port, as reflection and health list them. */
-export const PUBLIC_SERVICES = [TopWagersService.typeName, RaceService.typeName, ...OPEN_SERVICES] as const;
+export const PUBLIC_SERVICES = [
+  TopWagersService.typeName,
+  RaceService.typeName,
+  WebhookService.typeName,
+  ...OPEN_SERVICES,
+] as const;
 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
   const logger = options.logger ?? silentLogger;
@@ -169,6 +180,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     defaultAvatarUrl: config.defaultAvatarUrl,
     ...(options.now === undefined ? {} : { now: options.now }),
   });
+  const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
   changeFeed.start();
   // The keys are loaded once the feed knows where it starts, so no change falls between the two.
   const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
@@ -273,6 +285,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const routes = (router: ConnectRouter) => {
     router.service(TopWagersService, leaderboardRpc(leaderboard));
     router.service(RaceService, raceRpc(races, keyAffiliate));
+    router.service(WebhookService, webhookService(webhooks, keyOwner(webhooks)));
     registerHealth(router, PUBLIC_SERVICES, readiness);
     registerReflection(router, PUBLIC_SERVICES);
   };

@@ -8,12 +8,14 @@ import { hostname } from "node:os";
 import type { WebhookSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import { checkWebhookTarget } from "../outbound/address-guard.js";
 import { createWebhookTransport } from "../outbound/webhook-sender.js";
 import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../storage/webhooks.js";
 import { DeliveryWorker } from "../webhooks/delivery-worker.js";
+import { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 
 /** How often the queue gauges (oldest due delivery, disabled endpoints) are read. */
 const QUEUE_STATE_EVERY_MS = 5_000;
@@ -28,6 +30,21 @@ export interface WebhookDelivery {
 /** The store the services use (endpoints, deliveries), with the secrets' key. */
 export function webhookStore(settings: WebhookSettings, database: Database): MariadbWebhookStore {
   return new MariadbWebhookStore(database.write, new WebhookSecretBox(settings.secretKey));
+}
+
+/**
+ * Endpoint management over the store, with the SSRF guard at creation and on a URL change. `onDue`:
+ * a delivery was made due here (a test event, a redelivery), so the local worker can look at once.
+ */
+export function webhookAdmin(settings: WebhookSettings, database: Database, onDue?: () => void): WebhookAdmin {
+  return new WebhookAdmin({
+    store: webhookStore(settings, database),
+    async urlProblem(url) {
+      const check = await checkWebhookTarget(url, settings.allowPrivateUrls);
+      return check.ok ? undefined : check.reason;
+    },
+    ...(onDue === undefined ? {} : { onDue }),
+  });
 }
 
 export function startWebhookDelivery(

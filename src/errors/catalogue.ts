@@ -61,6 +61,8 @@ export const CATALOGUE = {
   RACE_STATE: Code.FailedPrecondition,
   /** Another race of the affiliate (another series) already has the slug. */
   SLUG_TAKEN: Code.AlreadyExists,
+  /** No webhook endpoint or delivery has this id (or it is another affiliate's). */
+  WEBHOOK_NOT_FOUND: Code.NotFound,
   /** No such service on this health endpoint. */
   UNKNOWN_SERVICE: Code.NotFound,
   /** Too much lock contention to commit; nothing was written. */

@@ -21,6 +21,7 @@ import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { file_topwagers_v1_races } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_top_wagers } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { file_topwagers_v1_webhooks } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { ServiceError } from "../errors/catalogue.js";
 
 /** Whether the process is ready to serve (the same answer as /readyz). */
@@ -94,7 +95,11 @@ const standardFiles: readonly DescFile[] = [
 ];
 
 /** Files of the public listener's API. */
-export const PUBLIC_FILES: readonly DescFile[] = [file_topwagers_v1_top_wagers, file_topwagers_v1_races];
+export const PUBLIC_FILES: readonly DescFile[] = [
+  file_topwagers_v1_top_wagers,
+  file_topwagers_v1_races,
+  file_topwagers_v1_webhooks,
+];
 
 interface Catalogue {
   readonly registry: Registry;

@@ -105,6 +105,8 @@ export interface WebhookAttemptOutcome {
 }
 
 export interface WebhookStore {
+  /** The platform's id of an affiliate by its internal key (a key's caller knows only the key). */
+  affiliateExternalId(affiliateKey: number): Promise<string | undefined>;
   insertEndpoint(endpoint: NewWebhookEndpoint): Promise<StoredWebhookEndpoint>;
   findEndpoint(id: string): Promise<StoredWebhookEndpoint | undefined>;
   /** Every endpoint (of one affiliate, by its external id), oldest first, then by id. */

@@ -112,6 +112,13 @@ export class MariadbWebhookStore implements WebhookStore {
     private readonly box: WebhookSecretBox,
   ) {}
 
+  async affiliateExternalId(affiliateKey: number): Promise<string | undefined> {
+    const [rows] = await this.pool.query<RowDataPacket[]>("SELECT external_id FROM affiliates WHERE id = ?", [
+      affiliateKey,
+    ]);
+    return rows[0] === undefined ? undefined : String(rows[0].external_id);
+  }
+
   async insertEndpoint(endpoint: NewWebhookEndpoint): Promise<StoredWebhookEndpoint> {
     await inTransaction(this.pool, async (connection) => {
       const affiliateId = await ensureAffiliate(connection, endpoint.affiliateExternalId);

@@ -10,6 +10,7 @@ import { addBoard, createKey } from "./fixtures.js";
 export const SERVICES = [
   "topwagers.v1.TopWagersService",
   "topwagers.v1.RaceService",
+  "topwagers.v1.WebhookService",
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",

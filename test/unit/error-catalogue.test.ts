@@ -27,6 +27,7 @@ const EXPECTED: Record<string, [string, number]> = {
   RACE_NOT_FOUND: ["not_found", 404],
   RACE_STATE: ["failed_precondition", 400],
   SLUG_TAKEN: ["already_exists", 409],
+  WEBHOOK_NOT_FOUND: ["not_found", 404],
   UNKNOWN_SERVICE: ["not_found", 404],
   CONTENTION: ["aborted", 409],
   DATABASE_UNAVAILABLE: ["unavailable", 503],

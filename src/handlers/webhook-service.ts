@@ -1,0 +1,208 @@
+/**
+ * The Connect skin of webhook management (WebhookService): messages in, WebhookAdmin calls,
+ * messages or errors out. Served twice: on the internal listener, where the request gate has checked
+ * the ADMIN_TOKEN and `affiliate_id` names the affiliate (empty: any), and on the public port, where
+ * the gate has admitted a key and the call acts for the key's affiliate only, given the scope
+ * webhooks:write. `ownerOf` is the difference.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  CreateWebhookEndpointResponseSchema,
+  DeleteWebhookEndpointResponseSchema,
+  ListWebhookDeliveriesResponseSchema,
+  ListWebhookEndpointsResponseSchema,
+  RedeliverWebhookResponseSchema,
+  RotateWebhookSecretResponseSchema,
+  SendTestEventResponseSchema,
+  UpdateWebhookEndpointResponseSchema,
+  type WebhookAttempt,
+  WebhookAttemptSchema,
+  type WebhookDelivery,
+  WebhookDeliverySchema,
+  WebhookDeliveryState,
+  type WebhookEndpoint,
+  WebhookEndpointSchema,
+  type WebhookService,
+} from "../../gen/topwagers/v1/webhooks_pb.js";
+import { requireScope } from "../auth/scopes.js";
+import { invalidArgument, ServiceError, unauthenticated } from "../errors/catalogue.js";
+import { fromDatabase } from "../errors/database.js";
+import type { StoredWebhookDelivery, StoredWebhookEndpoint } from "../ports/webhooks.js";
+import type { WebhookAdmin, WebhookRefused } from "../webhooks/endpoint-admin.js";
+import { callerKey } from "./parts/caller-key.js";
+
+/**
+ * Whose endpoints a call may touch: the affiliate's platform id, or undefined for any (an admin who
+ * named none). `requested` is the request's affiliate_id. Throws to refuse the call.
+ */
+export type OwnerOf = (requested: string, context: HandlerContext) => Promise<string | undefined>;
+
+/** The internal listener's owner: the affiliate_id the admin named, or any when it is empty. */
+export const adminOwner: OwnerOf = async (requested) => (requested === "" ? undefined : requested);
+
+/**
+ * The public port's owner: the API key's affiliate (the request gate has set the caller), given the
+ * scope webhooks:write. The request's affiliate_id is ignored.
+ */
+export function keyOwner(admin: WebhookAdmin): OwnerOf {
+  return async (_requested, context) => {
+    const caller = context.values.get(callerKey);
+    if (caller === undefined) throw unauthenticated();
+    requireScope(caller, "webhooks:write");
+    return guard(() => admin.ownerOfKey(caller.affiliateId));
+  };
+}
+
+export function webhookService(admin: WebhookAdmin, ownerOf: OwnerOf): ServiceImpl<typeof WebhookService> {
+  return {
+    async createWebhookEndpoint(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() =>
+        admin.create({
+          affiliateId: owner ?? request.affiliateId,
+          url: request.url,
+          eventTypes: request.eventTypes,
+          description: request.description,
+        }),
+      );
+      if (result.kind !== "created") throw refusal(result);
+      return create(CreateWebhookEndpointResponseSchema, {
+        endpoint: endpointMessage(result.endpoint),
+        secret: result.secret,
+      });
+    },
+
+    async listWebhookEndpoints(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const endpoints = await guard(() => admin.list(owner));
+      return create(ListWebhookEndpointsResponseSchema, { endpoints: endpoints.map(endpointMessage) });
+    },
+
+    async updateWebhookEndpoint(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() =>
+        admin.update(owner, request.id, {
+          ...(request.url === undefined ? {} : { url: request.url }),
+          ...(request.description === undefined ? {} : { description: request.description }),
+          eventTypes: request.eventTypes,
+          ...(request.enabled === undefined ? {} : { enabled: request.enabled }),
+        }),
+      );
+      if ("kind" in result) throw refusal(result);
+      return create(UpdateWebhookEndpointResponseSchema, { endpoint: endpointMessage(result) });
+    },
+
+    async deleteWebhookEndpoint(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() => admin.delete(owner, request.id));
+      if (result.kind !== "deleted") throw refusal(result);
+      return create(DeleteWebhookEndpointResponseSchema, {});
+    },
+
+    async rotateWebhookSecret(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() => admin.rotate(owner, request.id, request.overlapSeconds));
+      if (result.kind !== "rotated") throw refusal(result);
+      return create(RotateWebhookSecretResponseSchema, {
+        endpoint: endpointMessage(result.endpoint),
+        secret: result.secret,
+      });
+    },
+
+    async sendTestEvent(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() => admin.sendTest(owner, request.id));
+      if ("kind" in result) throw refusal(result);
+      return create(SendTestEventResponseSchema, { delivery: deliveryMessage(result) });
+    },
+
+    async listWebhookDeliveries(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() =>
+        admin.deliveries(owner, request.endpointId, request.pageSize, request.pageToken),
+      );
+      if ("kind" in result) throw refusal(result);
+      return create(ListWebhookDeliveriesResponseSchema, {
+        deliveries: result.deliveries.map(deliveryMessage),
+        nextPageToken: result.nextPageToken,
+      });
+    },
+
+    async redeliverWebhook(request, context) {
+      const owner = await ownerOf(request.affiliateId, context);
+      const result = await guard(() => admin.redeliver(owner, request.deliveryId));
+      if ("kind" in result) throw refusal(result);
+      return create(RedeliverWebhookResponseSchema, { delivery: deliveryMessage(result) });
+    },
+  };
+}
+
+function endpointMessage(endpoint: StoredWebhookEndpoint): WebhookEndpoint {
+  return create(WebhookEndpointSchema, {
+    id: endpoint.id,
+    affiliateId: endpoint.affiliateExternalId,
+    url: endpoint.url,
+    description: endpoint.description,
+    eventTypes: [...endpoint.eventTypes],
+    enabled: endpoint.enabled,
+    ...(endpoint.disabledReason === null ? {} : { disabledReason: endpoint.disabledReason }),
+    ...(endpoint.disabledAt === null ? {} : { disabledAt: BigInt(endpoint.disabledAt) }),
+    ...(endpoint.previousSecretExpiresAt === null
+      ? {}
+      : { previousSecretExpiresAt: BigInt(endpoint.previousSecretExpiresAt) }),
+    createdAt: BigInt(endpoint.createdAt),
+    updatedAt: BigInt(endpoint.updatedAt),
+  });
+}
+
+const STATES = {
+  pending: WebhookDeliveryState.PENDING,
+  delivered: WebhookDeliveryState.DELIVERED,
+  failed: WebhookDeliveryState.FAILED,
+} as const;
+
+function deliveryMessage(delivery: StoredWebhookDelivery): WebhookDelivery {
+  const optional = <K extends string, V>(key: K, value: V | null, map: (v: V) => unknown) =>
+    value === null ? {} : { [key]: map(value) };
+  return create(WebhookDeliverySchema, {
+    id: delivery.id,
+    endpointId: delivery.endpointId,
+    webhookId: delivery.messageId,
+    eventType: delivery.eventType,
+    state: STATES[delivery.state],
+    attempts: delivery.attempts,
+    ...optional("nextAttemptAtMs", delivery.state === "pending" ? delivery.nextAttemptAtMs : null, BigInt),
+    ...optional("lastStatus", delivery.lastStatus, Number),
+    ...optional("lastError", delivery.lastError, String),
+    ...optional("deliveredAtMs", delivery.deliveredAtMs, BigInt),
+    ...optional("failedAtMs", delivery.failedAtMs, BigInt),
+    createdAt: BigInt(delivery.createdAt),
+    attemptLog: delivery.attemptLog.map(
+      (attempt): WebhookAttempt =>
+        create(WebhookAttemptSchema, {
+          attempt: attempt.attempt,
+          startedAtMs: BigInt(attempt.startedAtMs),
+          durationMs: attempt.durationMs,
+          ...optional("status", attempt.status, Number),
+          ...optional("error", attempt.error, String),
+          ...optional("response", attempt.response, String),
+        }),
+    ),
+  });
+}
+
+function refusal(refused: WebhookRefused): ServiceError {
+  if (refused.kind === "invalid") return invalidArgument(refused.violations);
+  const field = refused.what === "endpoint" ? "id" : "deliveryId";
+  const message = `no webhook ${refused.what} has the id ${JSON.stringify(refused.id)}`;
+  return new ServiceError("WEBHOOK_NOT_FOUND", `${message} (field ${field})`, { violations: [{ field, message }] });
+}
+
+async function guard<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw fromDatabase(error);
+  }
+}
