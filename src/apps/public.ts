@@ -128,6 +128,13 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   // Every usable key in memory (no database work per call), kept current by the change feed.
   const keys = new KeySet(mariadbKeyRecords(database.read), { logger });
   readiness.keysLoaded = () => keys.loaded;
+  // A key made by the CLI or another instance works here on its first call: the feed is read at once.
+  const keyCatchUp = new KeyCatchUp({
+    catchUp: async () => {
+      await changeFeed.caughtUp();
+      await keys.settled();
+    },
+  });
   const admission = new Admission(
     keys,
     new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters, {
@@ -135,13 +142,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       windowSeconds: config.rateLimit.windowSeconds,
     }),
     new FailedAuthLimiter(options.failedAuthPolicy, logger),
-    // A key made by the CLI or another instance works here on its first call: the feed is read at once.
-    new KeyCatchUp({
-      catchUp: async () => {
-        await changeFeed.caughtUp();
-        await keys.settled();
-      },
-    }),
+    keyCatchUp,
   );
   const clientAddress = clientAddressResolver(config.trustedProxies);
   // Every instance follows the change feed, from the start: key changes reach the in-memory key set
@@ -214,6 +215,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
       }),
       pools: { read: database.read, write: database.write },
       apiKeys: () => keys.counts(),
+      keyCatchUp: () => keyCatchUp.stats,
       live: () => ({ streams: boards.streams(), boards: boards.boards }),
       ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
     });

@@ -23,6 +23,11 @@ export interface MetricsSources {
   redisConnected?: () => boolean;
   /** Usable API keys held in memory, by kind. */
   apiKeys?: () => Readonly<Record<"secret" | "publishable", number>>;
+  /**
+   * Well-formed keys not held (auth/key-catch-up.ts): change-feed reads made for them, and such keys by what
+   * happened (waited for a read, refused at once as known unknown, refused at once as too many waiting).
+   */
+  keyCatchUp?: () => { rounds: number; waited: number; rememberedUnknown: number; overflow: number };
   /** Open streams by protocol, and distinct boards with viewers. */
   live?: () => { streams: Readonly<Record<string, number>>; boards: number };
   changeFeed?: () => {
@@ -233,13 +238,30 @@ export class Metrics {
       help: "Webhook endpoints disabled (by their owner, a 410 Gone, or 5 days of failures), as this instance last read it.",
       registers,
     });
-    const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys } = sources;
+    const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys, keyCatchUp } = sources;
     if (apiKeys !== undefined) {
       gauge(
         "topwagers_api_keys",
         "Usable API keys held in memory by this instance, by kind (secret, publishable).",
         apiKeys,
         "kind",
+      );
+    }
+    if (keyCatchUp !== undefined) {
+      total(
+        "topwagers_api_key_catch_ups_total",
+        "Reads of the change feed made because a well-formed key was not held (a key issued elsewhere, or made up).",
+        () => keyCatchUp().rounds,
+      );
+      total(
+        "topwagers_api_key_unknown_total",
+        "Well-formed keys not held, by outcome: waited (for a read of the change feed), remembered (refused at " +
+          "once, still unknown after a read), overflow (refused at once, too many waiting).",
+        () => {
+          const stats = keyCatchUp();
+          return { waited: stats.waited, remembered: stats.rememberedUnknown, overflow: stats.overflow };
+        },
+        "outcome",
       );
     }
     if (live !== undefined) {

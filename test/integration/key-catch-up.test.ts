@@ -202,5 +202,12 @@ describe("what unknown keys cost", () => {
     const again = statements.length;
     expect(new Set(await Promise.all(keys.slice(0, 200).map((key) => rest(key))))).toEqual(new Set([401]));
     expect(statements.slice(again)).toEqual([]);
+    // What an operator sees: the reads and the keys by outcome.
+    const text = await app.metrics.registry.metrics();
+    const sample = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1]);
+    expect(sample('topwagers_api_key_unknown_total\\{outcome="remembered"\\}')).toBe(200);
+    expect(sample('topwagers_api_key_unknown_total\\{outcome="overflow"\\}')).toBe(0);
+    expect(sample('topwagers_api_key_unknown_total\\{outcome="waited"\\}')).toBeGreaterThanOrEqual(500);
+    expect(sample("topwagers_api_key_catch_ups_total")).toBeGreaterThanOrEqual(cost.changeReads);
   });
 });
