@@ -104,7 +104,7 @@ export class RaceRest {
   }
 
   private async race(affiliateId: number, idOrSlug: string): Promise<string> {
-    const view = answer(await guard(() => this.options.races.get(affiliateId, idOrSlug)), "", "slug");
+    const view = answer(await guard(() => this.options.races.get(affiliateId, idOrSlug)), "", null);
     return raceJson(view);
   }
 

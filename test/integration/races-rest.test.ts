@@ -9,10 +9,11 @@
  */
 import { createHash } from "node:crypto";
 import { gunzipSync } from "node:zlib";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
 import { addBoard, addUsers, addWagers, createKey } from "../support/fixtures.js";
 import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
+import { OpenApiChecker } from "../support/openapi.js";
 import { type RestReply, restCall } from "../support/rest.js";
 
 const BASE = "/api";
@@ -44,11 +45,22 @@ async function createRace(key: string, rules: object): Promise<string> {
   return (answer.race as { id: string }).id;
 }
 
-function get(
+let checker: OpenApiChecker;
+
+beforeAll(async () => {
+  checker = await OpenApiChecker.load();
+});
+
+/** A GET of a races path; every answer of the two documented paths is checked against docs/openapi.yaml. */
+async function get(
   path: string,
   options: { key?: string | null; headers?: Record<string, string> } = {},
 ): Promise<RestReply> {
-  return restCall(`${servers.publicUrl}${BASE}${path}`, { method: "GET", ...options });
+  const reply = await restCall(`${servers.publicUrl}${BASE}${path}`, { method: "GET", ...options });
+  const route = path.split("?")[0] ?? "";
+  const documented = route === "/races" ? "/races" : /^\/races\/[^/]+$/.test(route) ? "/races/{slugOrId}" : undefined;
+  if (documented !== undefined) expect(checker.check(documented, "get", reply), reply.text).toEqual([]);
+  return reply;
 }
 
 function data(reply: RestReply): Record<string, unknown> {
@@ -301,7 +313,7 @@ describe("GET /races/{slug-or-id}", () => {
         "no-store",
         {
           data: null,
-          errors: [{ code: "not_found", message: `this affiliate has no race "${name}"`, field: "slug" }],
+          errors: [{ code: "not_found", message: `this affiliate has no race "${name}"` }],
         },
       ]);
     }

@@ -23,10 +23,11 @@ export function requireRaceScope(caller: Caller, access: RaceAccess): void {
 
 /**
  * An outcome's value, or the catalogue's error: `invalid_argument` naming each field (prefixed with
- * `fieldPrefix`, e.g. "rules." for CreateRace), `not_found` (RACE_NOT_FOUND naming `idField`),
+ * `fieldPrefix`, e.g. "rules." for CreateRace), `not_found` (RACE_NOT_FOUND naming `idField`; null:
+ * no field, as REST names fields only on a 400),
  * `failed_precondition` (RACE_STATE), `already_exists` (SLUG_TAKEN naming the slug's field).
  */
-export function answer<T>(outcome: RaceOutcome<T>, fieldPrefix = "", idField = "id"): T {
+export function answer<T>(outcome: RaceOutcome<T>, fieldPrefix = "", idField: string | null = "id"): T {
   switch (outcome.kind) {
     case "ok":
       return outcome.value;
@@ -46,9 +47,9 @@ export function answer<T>(outcome: RaceOutcome<T>, fieldPrefix = "", idField = "
 }
 
 /** RACE_NOT_FOUND: the same answer for no race at all and for another affiliate's race. */
-export function raceNotFound(id: string, field = "id"): ServiceError {
+export function raceNotFound(id: string, field: string | null = "id"): ServiceError {
   const message = `this affiliate has no race ${JSON.stringify(id)}`;
-  return new ServiceError("RACE_NOT_FOUND", message, { violations: [{ field, message }] });
+  return new ServiceError("RACE_NOT_FOUND", message, field === null ? {} : { violations: [{ field, message }] });
 }
 
 /** A call of Races or of storage, its failures in the catalogue's terms (a database down is `unavailable`). */
