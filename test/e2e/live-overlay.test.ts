@@ -587,4 +587,47 @@ describe("the race overlay on the server", () => {
     expect(violations).toEqual([]);
     await page.close();
   }, 40_000);
+
+  it("reads an unchanged race again without rebuilding its rows (no avatar fades in again)", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const owner = (await createKey(database.db, "aff-steady")).secret;
+    const viewer = (await createKey(database.db, "aff-steady", null, { publishable: true, allowedOrigins: [] })).secret;
+    await addUsers(database.db, [
+      { id: "steady-0", affiliateId: "aff-steady", username: "kai_1500", avatar: `${avatars}/kai_1500.svg` },
+    ]);
+    await addWagers(database.db, [wager("steady-0", "10", now - 30)]);
+    const created = await fetch(`${server.baseUrl}/topwagers.v1.RaceService/CreateRace`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        rules: {
+          slug: "weekly",
+          title: "Weekly race",
+          startTimestamp: String(now - 60),
+          endTimestamp: String(now + 86_400),
+          prizes: ["50"],
+        },
+      }),
+    });
+    expect(created.status).toBe(200);
+    const { page, requests } = await open(`/board?key=${viewer}&race=weekly`, { width: 800, height: 480 });
+    await until(
+      "the avatar shown",
+      () => page.$$eval("img.ready", (list) => list.length),
+      (n) => n === 1,
+    );
+    expect(await page.$$eval(".prize", (list) => list.map((node) => node.textContent))).toEqual(["50 USD"]);
+    await page.evaluate("document.querySelector('.row').dataset.mark = 'first'");
+    const reads = () => requests.filter((url) => url.includes("/races/weekly?")).length;
+    const before = reads();
+    await until(
+      "two more reads",
+      async () => reads(),
+      (n) => n >= before + 2,
+      10_000,
+    );
+    expect(await page.evaluate("document.querySelector('.row').dataset.mark")).toBe("first");
+    expect(await page.textContent("#status")).toBe("live");
+    await page.close();
+  }, 30_000);
 });

@@ -157,6 +157,8 @@ export const OVERLAY_SCRIPT = `
       image.decoding = "async";
       image.addEventListener("load", () => image.classList.add("ready"));
       image.src = src;
+      // Already in the page's image cache (the same avatar as before): shown at once, no fade again.
+      if (image.complete && image.naturalWidth > 0) image.classList.add("ready");
       avatar.append(image);
     }
     row.append(
@@ -243,8 +245,11 @@ export const OVERLAY_SCRIPT = `
     }
   };
   const renderRace = (data) => {
+    const previous = race;
     race = JSON.parse(data).data;
     skew = race.now - Date.now() / 1000;
+    // Read again unchanged (every 3 s without a stream): only the clock moves.
+    if (previous !== null && previous.version === race.version && race.version !== undefined) return void tick();
     config.numUsers = Math.max(race.shown || 0, race.entries.length, 1);
     title.textContent = race.title;
     document.title = race.title;
