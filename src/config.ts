@@ -58,6 +58,8 @@ export interface Config {
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** OpenTelemetry tracing: "none" (off, the default), "otlp" or "console". */
   readonly tracesExporter: TracesExporterName;
+  /** The service name spans carry (OTEL_SERVICE_NAME, "topwagers" unless set). */
+  readonly tracesServiceName: string;
   /** Outgoing webhooks (docs/webhooks.md). */
   readonly webhooks: WebhookSettings;
   /** How often the race clock runs (starts, ends, the freeze; src/races/races.ts tick), in ms. */
@@ -244,6 +246,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseProbeTimeoutMs: integer("DATABASE_PROBE_TIMEOUT_MS", 1_000, 100, 600_000),
     logLevel: logLevel as Config["logLevel"],
     tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
+    tracesServiceName: text("OTEL_SERVICE_NAME", "topwagers"),
     webhooks,
     raceClockMs: integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
     streams: {

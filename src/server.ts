@@ -4,17 +4,18 @@
  * serves each on its one-port server. `stop()` drains both and closes every
  * pool and connection. Used by `npm start` (main.ts) and the demo.
  */
-import { createInternalApp } from "./apps/internal.js";
+import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
-import { createPublicApp } from "./apps/public.js";
+import { createPublicApp, type PublicApp } from "./apps/public.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./apps/webhook-delivery.js";
 import { type Config, redact } from "./config.js";
-import { createRedisLimiters, type RedisLimiters } from "./limits/redis-limiters.js";
+import { createRedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
-import { tracingFromEnv } from "./observability/tracing.js";
+import type { Metrics } from "./observability/metrics.js";
+import { startTracing, type Tracing } from "./observability/tracing.js";
 import type { Races } from "./races/races.js";
 import { createChangeWakeups } from "./redis/change-wakeups.js";
-import { ensureDatabaseExists, openDatabase } from "./storage/database.js";
+import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migrations.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
 
@@ -32,14 +33,99 @@ export interface Running {
 
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Running> {
   // Loads OpenTelemetry only when OTEL_TRACES_EXPORTER asks for it.
-  const tracing = await tracingFromEnv(process.env);
-  // MIGRATE_ON_START=false: a least-privilege runtime user; `npm run cli -- migrate` does the DDL.
+  const tracing = await startTracing(config.tracesExporter, config.tracesServiceName);
+  const dataTier = new DataTierEvents(logger);
+  const database = await openAndMigrate(config, logger, dataTier);
+  tracing?.traceDatabase(database);
+  const redis = config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
+  const webhooks = webhooksOf(config, database, logger);
+  const app = createPublicApp(config, database, {
+    webhooks: webhooks.admin,
+    logger,
+    ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
+    ...(tracing === undefined ? {} : { tracing }),
+  });
+  dataTier.countInto(app.metrics);
+  const wakeups =
+    config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
+  await keysOrListenAnyway(app, logger);
+  webhooks.startDelivery(app.metrics);
+  const internalApp = createInternalApp(config, database, {
+    logger,
+    metrics: app.metrics,
+    readiness: app.readiness,
+    keys: app.keys,
+    races: app.races,
+    webhooks: webhooks.admin,
+    serveMetrics: config.metrics === undefined,
+    onCommitted() {
+      app.changesCommitted();
+      wakeups?.announce();
+    },
+  });
+  const listening = await listenAll(config, app, internalApp, tracing, logger);
+  logListening(config, listening, internalApp.ingestEnabled, redis !== undefined, tracing !== undefined, logger);
+  // Starts, ends and freezes happen once however many instances run this (storage/races.ts); a freeze
+  // missed while every instance was down happens at the first tick.
+  const raceClock = startRaceClock(app.races, config.raceClockMs, logger);
+  return {
+    port: listening.port,
+    internalPort: listening.internalPort,
+    metricsPort: listening.metricsPort,
+    async stop() {
+      app.stopServing();
+      // The clock starts no tick after this and the one under way ends before the database closes.
+      await Promise.all([
+        raceClock.stop(),
+        ...listening.servers.map(({ server, drainMs }) => server.close(drainMs)),
+        webhooks.stop(),
+      ]);
+      await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
+      logger.info("stopped");
+      logger.flush();
+    },
+  };
+}
+
+/**
+ * The webhook endpoints' management, one for both listeners, and this instance's delivery worker, started once
+ * the app's metrics exist: a test event or a redelivery made through either listener wakes the worker.
+ */
+function webhooksOf(config: Config, database: Database, logger: Logger) {
+  let delivery: WebhookDelivery | undefined;
+  return {
+    admin: webhookAdmin(config.webhooks, database, () => delivery?.worker?.wake()),
+    startDelivery(metrics: Metrics): void {
+      delivery = startWebhookDelivery(config.webhooks, database, metrics, logger);
+    },
+    stop: (): Promise<void> => delivery?.stop() ?? Promise.resolve(),
+  };
+}
+
+/** Node switches and replica skips: logged, and counted once the app's metrics exist (events during start-up are only logged). */
+class DataTierEvents {
+  private metrics: Metrics | undefined;
+
+  constructor(private readonly logger: Logger) {}
+
+  readonly onEvent = (event: string, details: object): void => {
+    this.logger.warn(details, event);
+    this.metrics?.dataTierEvents.inc({ event: event === "database node changed" ? "node_changed" : "replica_skipped" });
+  };
+
+  countInto(metrics: Metrics): void {
+    this.metrics = metrics;
+  }
+}
+
+/**
+ * Opens the database's pools and, unless MIGRATE_ON_START=false (a least-privilege runtime user; `topwagers
+ * migrate` does the DDL), creates the database and applies pending migrations.
+ */
+async function openAndMigrate(config: Config, logger: Logger, dataTier: DataTierEvents): Promise<Database> {
   if (config.migrateOnStart) {
     await ensureDatabaseExists(config.databaseUrl, config.databaseTlsCa, config.databaseConnectTimeoutMs);
   }
-  // Node switches and replica skips: logged, and counted once the app's metrics exist (events during
-  // start-up are only logged).
-  let countDataTierEvent: ((event: string) => void) | undefined;
   const database = await openDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -49,109 +135,81 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     tlsCa: config.databaseTlsCa,
     connectTimeoutMs: config.databaseConnectTimeoutMs,
     probeTimeoutMs: config.databaseProbeTimeoutMs,
-    onEvent: (event, details) => {
-      logger.warn(details, event);
-      countDataTierEvent?.(event);
-    },
+    onEvent: dataTier.onEvent,
   });
   if (config.migrateOnStart) {
     const report = await migrate(database.write, undefined, { onProgress: (line) => logger.info(line) });
     for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
   }
-  tracing?.traceDatabase(database);
-  const redis: RedisLimiters | undefined =
-    config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
-  // One endpoint manager for both listeners; a test event or a redelivery made here wakes this instance's worker.
-  let webhooks: WebhookDelivery | undefined;
-  const webhookEndpoints = webhookAdmin(config.webhooks, database, () => webhooks?.worker?.wake());
-  const app = createPublicApp(config, database, {
-    webhooks: webhookEndpoints,
-    logger,
-    ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
-    ...(tracing === undefined ? {} : { tracing }),
-  });
-  countDataTierEvent = (event) =>
-    app.metrics.dataTierEvents.inc({ event: event === "database node changed" ? "node_changed" : "replica_skipped" });
-  const wakeups =
-    config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
-  // Keys first, so the first calls are not refused; a database that does not answer yet does not hold
-  // the start up for long (readiness says loading_keys until they are in).
+  return database;
+}
+
+/**
+ * Waits for the keys first, so the first calls are not refused; a database that does not answer yet does not hold
+ * the start up for long (readiness says loading_keys until they are in).
+ */
+async function keysOrListenAnyway(app: PublicApp, logger: Logger): Promise<void> {
   const loaded = await Promise.race([
     app.keysLoaded.then(() => true),
     new Promise<false>((resolve) => setTimeout(() => resolve(false), KEY_LOAD_WAIT_MS).unref()),
   ]);
   if (!loaded) logger.warn({ waitedMs: KEY_LOAD_WAIT_MS }, "API keys not loaded yet; listening anyway (not ready)");
-  webhooks = startWebhookDelivery(config.webhooks, database, app.metrics, logger);
-  const delivery = webhooks;
+}
+
+interface Listening {
+  readonly port: number;
+  readonly internalPort: number;
+  readonly metricsPort: number | undefined;
+  /** Every server, with how long its open connections may drain at stop. */
+  readonly servers: readonly { readonly server: OnePortServer; readonly drainMs: number }[];
+}
+
+/** Serves the public app, the internal app and, when METRICS_PORT is set, the metrics alone, each on its port. */
+async function listenAll(
+  config: Config,
+  app: PublicApp,
+  internalApp: InternalApp,
+  tracing: Tracing | undefined,
+  logger: Logger,
+): Promise<Listening> {
   const publicServer = createOnePortServer(app);
   const port = await listen(publicServer, config.port, config.host);
-  const internalApp = createInternalApp(config, database, {
-    logger,
-    metrics: app.metrics,
-    readiness: app.readiness,
-    keys: app.keys,
-    races: app.races,
-    webhooks: webhookEndpoints,
-    serveMetrics: config.metrics === undefined,
-    onCommitted() {
-      app.changesCommitted();
-      wakeups?.announce();
-    },
-  });
-  const internalServer = createOnePortServer(
-    tracing === undefined ? internalApp.handler : tracing.wrapHandler(internalApp.handler),
-  );
+  const internalServer = createOnePortServer(tracing?.wrapHandler(internalApp.handler) ?? internalApp.handler);
   const internalPort = await listen(internalServer, config.internalPort, config.internalHost);
-  const metricsServer =
-    config.metrics === undefined ? undefined : createOnePortServer(metricsOnlyHandler(app.metrics, logger));
-  const metricsPort =
-    metricsServer === undefined || config.metrics === undefined
-      ? undefined
-      : await listen(metricsServer, config.metrics.port, config.metrics.host);
-  if (metricsPort !== undefined) {
-    logger.info(
-      { port: metricsPort, host: config.metrics?.host },
-      `metrics (GET /metrics alone) on ${config.metrics?.host}:${metricsPort}`,
-    );
+  const servers = [
+    { server: publicServer, drainMs: 8_000 },
+    { server: internalServer, drainMs: 8_000 },
+  ];
+  if (config.metrics === undefined) return { port, internalPort, metricsPort: undefined, servers };
+  const metricsServer = createOnePortServer(metricsOnlyHandler(app.metrics, logger));
+  const metricsPort = await listen(metricsServer, config.metrics.port, config.metrics.host);
+  return { port, internalPort, metricsPort, servers: [...servers, { server: metricsServer, drainMs: 1_000 }] };
+}
+
+/** One line per listener, then tracing's. */
+function logListening(
+  config: Config,
+  at: Listening,
+  ingestEnabled: boolean,
+  redis: boolean,
+  tracing: boolean,
+  logger: Logger,
+): void {
+  if (at.metricsPort !== undefined) {
+    const host = config.metrics?.host;
+    logger.info({ port: at.metricsPort, host }, `metrics (GET /metrics alone) on ${host}:${at.metricsPort}`);
   }
+  const internal = `${config.internalHost}:${at.internalPort}`;
   logger.info(
-    { port: internalPort, host: config.internalHost, ingest: internalApp.ingestEnabled ? "enabled" : "disabled" },
-    internalApp.ingestEnabled
-      ? `internal listener (ingest) on ${config.internalHost}:${internalPort}`
-      : `internal listener on ${config.internalHost}:${internalPort}; ingest is disabled until INGEST_TOKEN is set`,
+    { port: at.internalPort, host: config.internalHost, ingest: ingestEnabled ? "enabled" : "disabled" },
+    ingestEnabled
+      ? `internal listener (ingest) on ${internal}`
+      : `internal listener on ${internal}; ingest is disabled until INGEST_TOKEN is set`,
   );
-  logger.info(
-    {
-      port,
-      host: config.host,
-      database: redact(config.databaseUrl),
-      rateLimits: redis === undefined ? "memory" : "redis",
-    },
-    `topwagers listening on ${config.host}:${port}`,
-  );
-  if (tracing !== undefined) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
-  // Starts, ends and freezes happen once however many instances run this (storage/races.ts); a freeze
-  // missed while every instance was down happens at the first tick.
-  const raceClock = startRaceClock(app.races, config.raceClockMs, logger);
-  return {
-    port,
-    internalPort,
-    metricsPort,
-    async stop() {
-      app.stopServing();
-      // The clock starts no tick after this and the one under way ends before the database closes.
-      await Promise.all([
-        raceClock.stop(),
-        publicServer.close(8_000),
-        internalServer.close(8_000),
-        metricsServer?.close(1_000),
-        delivery.stop(),
-      ]);
-      await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
-      logger.info("stopped");
-      logger.flush();
-    },
-  };
+  const rateLimits = redis ? "redis" : "memory";
+  const fields = { port: at.port, host: config.host, database: redact(config.databaseUrl), rateLimits };
+  logger.info(fields, `topwagers listening on ${config.host}:${at.port}`);
+  if (tracing) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
 }
 
 /**

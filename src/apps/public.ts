@@ -1,13 +1,13 @@
 /**
- * The public app: the handler of the public port, wired from its parts. A pure
- * function of its dependencies: it does not listen (server.ts does), so tests
- * build it on any port and database.
+ * The public app: the handler of the public port, built from its parts. A pure function of its dependencies: it
+ * does not listen (server.ts does), so tests build it on any port and database. Read top to bottom,
+ * `createPublicApp` builds the domain, the gate, the skins, then the one routing table, and wires the observation
+ * (metrics, logs, traces) around them.
  *
- * A public request flows: transport (transport/one-port-server) → route (here)
- * → admission (auth/admission: authenticate, rate limit; called by the gate,
- * auth/request-gate, for RPC and by the skins for REST and the live streams) → decode (Connect, or
- * handlers/rest) → operation (leaderboard/operation: validate, query) → render
- * (handlers/leaderboard-rpc's message, or handlers/rest's envelope).
+ * A public request flows: transport (transport/one-port-server.ts) → the routing table (here) → admission
+ * (auth/admission.ts: key, rate limit, CORS; run by the gate, auth/request-gate.ts, for RPC and by the skins for
+ * REST and the live streams) → decode (connect-es, or src/codecs/) → the operation (leaderboard/operation.ts:
+ * validate, query) → render (src/codecs/: the message, or the JSON envelope).
  */
 
 import type { ConnectRouter } from "@connectrpc/connect";
@@ -25,7 +25,7 @@ import { HttpRefusal } from "../errors/catalogue.js";
 import { BoardEvents } from "../handlers/board-events.js";
 import { BoardPage } from "../handlers/board-page.js";
 import { CorsPreflight } from "../handlers/cors-preflight.js";
-import { createDocsPage } from "../handlers/docs-page.js";
+import { createDocsPage, type DocsPage } from "../handlers/docs-page.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
 import { leaderboardRpc } from "../handlers/leaderboard-rpc.js";
 import { callerKey } from "../handlers/parts/caller-key.js";
@@ -43,11 +43,12 @@ import { LiveBoards, type LiveObserver } from "../leaderboard/live-boards.js";
 import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
 import { type Logger, silentLogger } from "../logger.js";
-import { observeCalls } from "../observability/call-observation.js";
+import { type CallObservation, observeCalls } from "../observability/call-observation.js";
 import { databaseAvailability } from "../observability/database-availability.js";
-import { Metrics } from "../observability/metrics.js";
+import { Metrics, type MetricsSources } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
+import type { DataChange } from "../ports/changes.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
 import { mariadbChanges, mariadbKeyRecords, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
@@ -123,53 +124,78 @@ export const PUBLIC_SERVICES = [
 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
   const logger = options.logger ?? silentLogger;
+  const metrics = options.metrics ?? new Metrics();
+  const domain = buildDomain(config, database, logger, liveObserver(metrics), options);
+  // A registry handed in (a test's, or one shared between apps) reads no gauges of this app.
+  if (options.metrics === undefined) metrics.readFrom(readingsOf(domain, database, options.redisConnected));
+  const admission = buildAdmission(config, domain, options, logger);
+  const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
+  const skins = buildSkins(config, domain, admission, calls, logger);
+  const routes = routingTable(skins, domain.readiness);
+  const connect = connectNodeAdapter({
+    routes: connectServices(domain),
+    fallback: (req, res) => notFound(req, res, skins.rest.path, logger),
+    readMaxBytes: MAX_BODY_BYTES,
+    requestGate: gate(admission, calls),
+    ...calls.adapterOptions,
+  }) as RequestHandler;
+  const clientAddress = clientAddressResolver(config.trustedProxies);
+  const handler = routingHandler(routes, connect, clientAddress);
+  return {
+    handler: options.tracing === undefined ? handler : options.tracing.wrapHandler(handler, tracedRoute(routes)),
+    // Traces wrap (req, res) handlers: while tracing is on, HTTP/2 streams go through `handler` too.
+    ...(options.tracing === undefined ? { streamHandler: streamHandler(routes, clientAddress) } : {}),
+    ...publicFace(domain, metrics, admission),
+  };
+}
+
+/**
+ * The public app's domain: the key set, readiness, the change feed, the cached leaderboard, the live boards and
+ * the races, and the webhook endpoints' management.
+ */
+interface PublicDomain {
+  readonly keys: KeySet;
+  /** Makes a key issued elsewhere work here on its first call (auth/key-catch-up.ts). */
+  readonly keyCatchUp: KeyCatchUp;
+  readonly readiness: Readiness;
+  readonly changeFeed: ChangeFeed;
+  readonly leaderboard: Leaderboard;
+  readonly live: LiveBoards;
+  readonly races: Races;
+  readonly webhooks: WebhookAdmin;
+  readonly keysLoaded: Promise<void>;
+}
+
+/**
+ * Every instance follows the change feed from the start: key changes reach the in-memory key set through it, and
+ * committed data changes reach the cached answers and live boards within a second, whoever wrote them (see
+ * leaderboard/change-feed.ts).
+ */
+function buildDomain(
+  config: Config,
+  database: Database,
+  logger: Logger,
+  observer: LiveObserver,
+  options: Pick<PublicAppOptions, "now" | "webhooks">,
+): PublicDomain {
+  const { now } = options;
   const outcomes = databaseAvailability(logger);
-  const readiness = new Readiness(mariadbSchema(database.read), outcomes);
   // Every usable key in memory (no database work per call), kept current by the change feed.
   const keys = new KeySet(mariadbKeyRecords(database.read), { logger });
+  const readiness = new Readiness(mariadbSchema(database.read), outcomes);
   readiness.keysLoaded = () => keys.loaded;
-  // A key made by the CLI or another instance works here on its first call: the feed is read at once.
-  const keyCatchUp = new KeyCatchUp({
-    catchUp: async () => {
-      await changeFeed.caughtUp();
-      await keys.settled();
-    },
-  });
-  const admission = new Admission(
-    keys,
-    new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters, {
-      points: config.publishableRatePoints,
-      windowSeconds: config.rateLimit.windowSeconds,
-    }),
-    new FailedAuthLimiter(options.failedAuthPolicy, logger),
-    keyCatchUp,
-  );
-  const clientAddress = clientAddressResolver(config.trustedProxies);
-  // Every instance follows the change feed, from the start: key changes reach the in-memory key set
-  // through it, and committed data changes reach the cached answers and live boards within a second,
-  // whoever wrote them (see leaderboard/change-feed.ts).
-  let leaderboard: Leaderboard | undefined;
-  let live: LiveBoards | undefined;
   const changeFeed = new ChangeFeed(mariadbChanges(database.read), {
     logger,
     outcomes,
-    onChanges(changes) {
-      const keyIds = changes.flatMap((change) => (change.apiKeyId === undefined ? [] : [change.apiKeyId]));
-      if (keyIds.length > 0) keys.changed(keyIds);
-      const changed = new ChangeSet(changes);
-      // The cache first: a board recomputed now must not be answered from a dropped entry.
-      leaderboard?.applyChanges(changed);
-      live?.applyChanges(changed);
-    },
     intervalMs: config.changeFeedPollMs,
     freshWithinMs: config.changeFeedMaxLagMs,
   });
-  leaderboard = new Leaderboard({
+  const leaderboard = new Leaderboard({
     // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
     standings: mariadbStandings(database.leaderboard),
     defaultAvatarUrl: config.defaultAvatarUrl,
     cacheTtlMs: config.cacheTtlMs,
-    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(now === undefined ? {} : { now }),
     ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
   });
   // Races: definitions on the primary; live standings from the leaderboard (cached and fresh like any
@@ -179,189 +205,324 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
     freezeStandings: mariadbStandings(database.write),
     defaultAvatarUrl: config.defaultAvatarUrl,
-    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(now === undefined ? {} : { now }),
   });
-  const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
+  const live = new LiveBoards({
+    load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
+    heartbeatMs: config.streams.heartbeatSeconds * 1000,
+    limits: config.streams,
+    observer,
+  });
+  changeFeed.follow((changes) => applyChanges(changes, keys, leaderboard, live));
+  // A key made by the CLI or another instance works here on its first call: the feed is read at once.
+  const keyCatchUp = new KeyCatchUp({
+    catchUp: async () => {
+      await changeFeed.caughtUp();
+      await keys.settled();
+    },
+  });
   changeFeed.start();
+  // A revoked or expired key's open streams end at once, as its next call would be refused.
+  keys.onRemoved((keyId) => live.endKey(keyId));
   // The keys are loaded once the feed knows where it starts, so no change falls between the two.
   const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
+  const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
+  return { keys, keyCatchUp, readiness, changeFeed, leaderboard, live, races, webhooks, keysLoaded };
+}
+
+/** Committed changes reach the key set, then the cache, then the live boards. */
+function applyChanges(changes: readonly DataChange[], keys: KeySet, leaderboard: Leaderboard, live: LiveBoards): void {
+  const keyIds = changes.flatMap((change) => (change.apiKeyId === undefined ? [] : [change.apiKeyId]));
+  if (keyIds.length > 0) keys.changed(keyIds);
+  const changed = new ChangeSet(changes);
+  // The cache first: a board recomputed now must not be answered from a dropped entry.
+  leaderboard.applyChanges(changed);
+  live.applyChanges(changed);
+}
+
+/**
+ * A live board's load. The first board after start waits for the feed's first poll, so no change committed after
+ * its load can be missed.
+ */
+function loadAfterFirstPoll(changeFeed: ChangeFeed, leaderboard: Leaderboard, waitMs: number): LiveBoardsLoad {
   let feedReady: Promise<void> | undefined;
-  const liveObserver: LiveObserver = {
+  return async (board) => {
+    feedReady ??= startFeed(changeFeed, waitMs);
+    await feedReady;
+    return (await leaderboard.topWagersForPeriod(board.affiliateId, board)).ranked;
+  };
+}
+
+type LiveBoardsLoad = ConstructorParameters<typeof LiveBoards>[0]["load"];
+
+/** The live boards' events, counted. */
+function liveObserver(metrics: Metrics): LiveObserver {
+  return {
     delivered: (protocol, n) => metrics.streamMessages.inc({ protocol }, n),
     disconnected: (reason) => metrics.streamDisconnects.inc({ reason }),
     recomputed: () => metrics.boardRecomputes.inc(),
   };
-  live = new LiveBoards({
-    async load(board) {
-      // The first board after start waits for the feed's first poll, so no change committed after
-      // its load can be missed.
-      feedReady ??= startFeed(changeFeed, config.queryTimeoutMs);
-      await feedReady;
-      return (await leaderboard.topWagersForPeriod(board.affiliateId, board)).ranked;
-    },
-    heartbeatMs: config.streams.heartbeatSeconds * 1000,
-    limits: config.streams,
-    observer: liveObserver,
+}
+
+/** What the metrics read from the domain and the pools when scraped. */
+function readingsOf(
+  domain: PublicDomain,
+  database: Database,
+  redisConnected: (() => boolean) | undefined,
+): MetricsSources {
+  const { leaderboard, changeFeed, keys, keyCatchUp, live } = domain;
+  return {
+    cacheStats: () => leaderboard.cacheStats,
+    changeFeed: () => ({
+      ...changeFeed.stats,
+      invalidations: leaderboard.invalidations,
+      lagSeconds: changeFeed.lagMs() / 1000,
+    }),
+    pools: { read: database.read, write: database.write },
+    apiKeys: () => keys.counts(),
+    keyCatchUp: () => keyCatchUp.stats,
+    live: () => ({ streams: live.streams(), boards: live.boards }),
+    ...(redisConnected === undefined ? {} : { redisConnected }),
+  };
+}
+
+/** Key, rate limit (per key, and per address for failed authentications) and CORS of every public call. */
+function buildAdmission(config: Config, domain: PublicDomain, options: PublicAppOptions, logger: Logger): Admission {
+  const { keys, keyCatchUp } = domain;
+  const limits = new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters, {
+    points: config.publishableRatePoints,
+    windowSeconds: config.rateLimit.windowSeconds,
   });
-  const boards = live;
-  const metrics =
-    options.metrics ??
-    new Metrics({
-      cacheStats: () => leaderboard.cacheStats,
-      changeFeed: () => ({
-        ...changeFeed.stats,
-        invalidations: leaderboard?.invalidations ?? 0,
-        lagSeconds: changeFeed.lagMs() / 1000,
-      }),
-      pools: { read: database.read, write: database.write },
-      apiKeys: () => keys.counts(),
-      keyCatchUp: () => keyCatchUp.stats,
-      live: () => ({ streams: boards.streams(), boards: boards.boards }),
-      ...(options.redisConnected === undefined ? {} : { redisConnected: options.redisConnected }),
-    });
-  const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
-  // Every service that is not open needs an affiliate key, counted against its rate limit.
-  const gate = requestGate(async (context, facts) => {
+  return new Admission(keys, limits, new FailedAuthLimiter(options.failedAuthPolicy, logger), keyCatchUp);
+}
+
+/** Every service that is not open needs an affiliate key, counted against its rate limit. */
+function gate(admission: Admission, calls: CallObservation) {
+  return requestGate(async (context, facts) => {
     const admitted = await admission.admit(context.requestHeader.get("authorization"), facts.clientAddress);
     facts.keyId = admitted.caller.keyId;
     context.values.set(callerKey, admitted.caller);
     for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
   }, calls);
-  const rest = new RestApi({
-    basePath: config.basePath,
-    admission,
-    leaderboard,
-    maxBodyBytes: MAX_BODY_BYTES,
-    observe: calls.observe,
-    logger,
-  });
-  const watch = new WatchRpc({
-    admission,
-    live,
-    maxBodyBytes: MAX_BODY_BYTES,
-    clientAddress: clientAddressOf,
-    observe: calls.observe,
-    logger,
-  });
-  const boardEvents = new BoardEvents({
-    basePath: config.basePath,
-    admission,
-    live,
-    clientAddress: clientAddressOf,
-    observe: calls.observe,
-    logger,
-  });
-  const raceRest = new RaceRest({
-    basePath: config.basePath,
-    admission,
-    races,
-    // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
-    maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0,
-    observe: calls.observe,
-    logger,
-  });
-  const preflight = new CorsPreflight({
-    basePath: config.basePath,
-    admission,
-    logger,
-    alsoFor: (path) => raceRest.matches(path),
-  });
-  const boardPage = new BoardPage({
-    basePath: config.basePath,
-    // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
-    admit: async (req, urlKey) => {
-      const admitted = await admission.admitRequest({
-        authorization: req.headers.authorization,
-        urlKey,
-        clientAddress: clientAddressOf(req),
-        origin: req.headers.origin,
-      });
-      requireScope(admitted.caller, "boards:read");
-      return admitted;
-    },
-  });
-  // A revoked or expired key's open streams end at once, as its next call would be refused.
-  keys.onRemoved((keyId) => boards.endKey(keyId));
-  const docs = createDocsPage({ basePath: config.basePath });
+}
 
-  const routes = (router: ConnectRouter) => {
-    router.service(TopWagersService, leaderboardRpc(leaderboard));
-    router.service(RaceService, raceRpc(races, keyAffiliate));
-    router.service(WebhookService, webhookService(webhooks, keyOwner(webhooks)));
-    registerHealth(router, PUBLIC_SERVICES, readiness);
+/** The skins the routing table serves besides the Connect services. */
+interface Skins {
+  readonly rest: RestApi;
+  readonly races: RaceRest;
+  readonly watch: WatchRpc;
+  readonly events: BoardEvents;
+  readonly page: BoardPage;
+  readonly preflight: CorsPreflight;
+  readonly docs: DocsPage;
+}
+
+function buildSkins(
+  config: Config,
+  domain: PublicDomain,
+  admission: Admission,
+  calls: CallObservation,
+  logger: Logger,
+): Skins {
+  const { basePath } = config;
+  const { leaderboard, live, races } = domain;
+  const observe = calls.observe;
+  const maxBodyBytes = MAX_BODY_BYTES;
+  const clientAddress = clientAddressOf;
+  return {
+    rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger }),
+    // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
+    races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
+    watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
+    events: new BoardEvents({ basePath, admission, live, clientAddress, observe, logger }),
+    // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
+    page: new BoardPage({
+      basePath,
+      admit: async (req, urlKey) => {
+        const admitted = await admission.admitRequest({
+          authorization: req.headers.authorization,
+          urlKey,
+          clientAddress: clientAddressOf(req),
+          origin: req.headers.origin,
+        });
+        requireScope(admitted.caller, "boards:read");
+        return admitted;
+      },
+    }),
+    preflight: new CorsPreflight({ admission, logger }),
+    docs: createDocsPage({ basePath }),
+  };
+}
+
+/**
+ * The Connect services (Connect, gRPC and gRPC-Web through connect-es). To serve a new one, add one line here,
+ * `router.service(RaceService, raceRpc(races))`, and its typeName to PUBLIC_SERVICES (health and reflection).
+ */
+function connectServices(domain: PublicDomain): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
+    router.service(RaceService, raceRpc(domain.races, keyAffiliate));
+    router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));
+    registerHealth(router, PUBLIC_SERVICES, domain.readiness);
     registerReflection(router, PUBLIC_SERVICES);
   };
+}
 
-  const fallback = (req: NodeRequest, res: NodeResponse) => {
-    const path = normalizePath(req.url ?? "/");
-    if (preflight.matches(req.method, path)) return void preflight.handle(req, res);
-    if (rest.matches(path)) return void rest.handle(nodeExchange(req, res));
-    if (raceRest.matches(path)) return void raceRest.handle(nodeExchange(req, res), req.url ?? "/", path);
-    if (boardEvents.matches(path)) return void boardEvents.handle(req, res);
-    if (boardPage.matches(path)) return void boardPage.handle(req, res);
-    if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
-      return void writeJson(res, 200, { status: "ok" });
-    }
-    if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
-      return void readiness.check().then((body) => writeJson(res, body.status === "ready" ? 200 : 503, body));
-    }
-    if (docs.matches(path, req.method)) return void docs.handle(req, res, path);
-    return void refuse(
-      nodeExchange(req, res),
-      new HttpRefusal("NOT_FOUND", `no such path. The operation is POST ${rest.path}`),
-      undefined,
-      logger,
-    );
+/** One line of the routing table. */
+interface Route {
+  /** The path, normalised (no query, no doubled or trailing slash). */
+  readonly path: string;
+  /** For a family of paths (`/races/{slug}`): whether the route serves this one; `path` then names the family. */
+  readonly serves?: (path: string) => boolean;
+  /** The methods it takes (others go on down the table); absent: every method, the skin answering 405. */
+  readonly methods?: readonly string[];
+  /** Whether it takes this request besides its path and method (the watch procedure: its content types). */
+  readonly takes?: (req: NodeRequest) => boolean;
+  readonly handle: (req: NodeRequest, res: NodeResponse, path: string) => unknown;
+  /** Answers a POST on an HTTP/2 stream itself, without Node's (req, res) objects (docs/benchmarks.md). */
+  readonly stream?: (
+    stream: Parameters<StreamHandler>[0],
+    headers: Parameters<StreamHandler>[1],
+    address: string,
+  ) => unknown;
+  /**
+   * What traces call the request: `path` (true), the family's template for this path (a function), or nothing
+   * (false: the span is named otherwise, as RPCs are, or not worth a name).
+   */
+  readonly traced: boolean | ((path: string) => string);
+}
+
+const GET = ["GET", "HEAD"] as const;
+const POST = ["POST"] as const;
+const OPTIONS = ["OPTIONS"] as const;
+
+/**
+ * The public port's routes, tried in order on the request's normalised path; what no route takes goes to
+ * connect-es (the Connect services), and what connect-es does not know either is a 404 in the REST envelope.
+ *
+ * To serve a new REST GET route, add one entry, e.g. for an exact path:
+ * `{ path: `${base}/things`, methods: GET, handle: (req, res) => things.handle(req, res), traced: true }`;
+ * a family of paths adds `serves: (p) => things.matches(p)` and names its template in `traced`. A path a browser
+ * page calls with a publishable key adds its OPTIONS entry (CORS preflight) above it. To serve a new Connect
+ * service, add one line to `connectServices` instead.
+ */
+function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
+  const { rest, races, watch, events, page, preflight, docs } = skins;
+  const restHandle = (req: NodeRequest, res: NodeResponse) => rest.handle(nodeExchange(req, res));
+  const restStream: Route["stream"] = (stream, headers, address) =>
+    rest.handle(streamExchange(stream, headers, address));
+  const preflightHandle = (req: NodeRequest, res: NodeResponse) => preflight.handle(req, res);
+  const raceHandle = (req: NodeRequest, res: NodeResponse, path: string) =>
+    races.handle(nodeExchange(req, res), req.url ?? "/", path);
+  const racePaths = {
+    path: races.path,
+    serves: (p: string) => races.matches(p),
+    traced: (p: string) => races.route(p),
   };
+  return [
+    { path: rest.path, methods: OPTIONS, handle: preflightHandle, traced: true },
+    { path: events.path, methods: OPTIONS, handle: preflightHandle, traced: true },
+    { ...racePaths, methods: OPTIONS, handle: preflightHandle },
+    { path: rest.path, handle: restHandle, stream: restStream, traced: true },
+    { ...racePaths, handle: raceHandle },
+    {
+      path: WATCH_PATH,
+      methods: POST,
+      takes: (req) => req.url === WATCH_PATH && watch.matches(req, WATCH_PATH),
+      handle: (req, res) => watch.handle(req, res),
+      traced: false,
+    },
+    { path: events.path, handle: (req, res) => events.handle(req, res), traced: true },
+    { path: page.path, handle: (req, res) => page.handle(req, res), traced: true },
+    { path: "/healthz", methods: GET, handle: (_req, res) => writeJson(res, 200, { status: "ok" }), traced: true },
+    { path: "/readyz", methods: GET, handle: (_req, res) => readyz(readiness, res), traced: true },
+    {
+      path: "/docs",
+      serves: (path) => docs.matches(path, "GET"),
+      methods: GET,
+      handle: (req, res, path) => docs.handle(req, res, path),
+      traced: false,
+    },
+  ];
+}
 
-  const connectHandler = connectNodeAdapter({
-    routes,
-    fallback,
-    readMaxBytes: MAX_BODY_BYTES,
-    requestGate: gate,
-    ...calls.adapterOptions,
-  }) as RequestHandler;
-  // The client address is found once per request, before anything else reads it. The watch procedure's
-  // streams are framed by WatchRpc (one encoding for every viewer); the rest is connect-es's.
-  const rpcHandler: RequestHandler = (req, res) => {
+/** The first route that takes the request, or undefined. */
+function routeOf(
+  routes: readonly Route[],
+  method: string | undefined,
+  path: string,
+  req?: NodeRequest,
+): Route | undefined {
+  for (const route of routes) {
+    if (route.serves === undefined ? route.path !== path : !route.serves(path)) continue;
+    if (route.methods !== undefined && (method === undefined || !route.methods.includes(method))) continue;
+    if (route.takes !== undefined && (req === undefined || !route.takes(req))) continue;
+    return route;
+  }
+  return undefined;
+}
+
+/**
+ * The port's request handler: the client address is found once, before anything else reads it; then the routing
+ * table, then connect-es.
+ */
+function routingHandler(
+  routes: readonly Route[],
+  connect: RequestHandler,
+  clientAddress: ReturnType<typeof clientAddressResolver>,
+): RequestHandler {
+  return (req, res) => {
     stampClientAddress(req, clientAddress);
-    // A POST to the REST path as it usually comes (exactly, no query) skips Connect's routing; other
-    // spellings and methods (a CORS preflight) reach it through the fallback.
-    if (req.method === "POST" && req.url === rest.path) return void rest.handle(nodeExchange(req, res));
-    if (req.url === WATCH_PATH && watch.matches(req, WATCH_PATH)) return void watch.handle(req, res);
-    connectHandler(req, res);
+    const path = normalizePath(req.url ?? "/");
+    const route = routeOf(routes, req.method, path, req);
+    if (route === undefined) connect(req, res);
+    else void route.handle(req, res, path);
   };
-  const handler =
-    options.tracing === undefined
-      ? rpcHandler
-      : options.tracing.wrapHandler(rpcHandler, (path) => {
-          const normal = normalizePath(path);
-          if (rest.matches(normal)) return rest.path;
-          if (raceRest.matches(normal)) return raceRest.route(normal);
-          if (boardEvents.matches(normal)) return boardEvents.path;
-          if (boardPage.matches(normal)) return boardPage.path;
-          return normal === "/healthz" || normal === "/readyz" ? normal : undefined;
-        });
+}
 
-  // REST over HTTP/2 is answered on the stream itself, without Node's compatibility (req, res)
-  // objects (docs/benchmarks.md: they were the largest cost of the path). Only POSTs to the
-  // operation's path; everything else, and everything while tracing is on (it wraps (req, res)
-  // handlers), goes through `handler`.
-  const streamHandler: StreamHandler | undefined =
-    options.tracing !== undefined
-      ? undefined
-      : (stream, headers) => {
-          const path = headers[":path"];
-          if (headers[":method"] !== "POST" || path === undefined || headers.expect !== undefined) return false;
-          if (!rest.matches(normalizePath(path))) return false;
-          const address = clientAddress({ headers, socket: stream.session?.socket ?? {} });
-          void rest.handle(streamExchange(stream, headers, address));
-          return true;
-        };
+/**
+ * REST over HTTP/2 is answered on the stream itself, without Node's compatibility (req, res) objects
+ * (docs/benchmarks.md: they were the largest cost of the path): a POST to a route with `stream`. Everything else
+ * goes through the request handler.
+ */
+function streamHandler(
+  routes: readonly Route[],
+  clientAddress: ReturnType<typeof clientAddressResolver>,
+): StreamHandler {
+  return (stream, headers) => {
+    const path = headers[":path"];
+    if (headers[":method"] !== "POST" || path === undefined || headers.expect !== undefined) return false;
+    const route = routeOf(routes, "POST", normalizePath(path));
+    if (route?.stream === undefined) return false;
+    void route.stream(stream, headers, clientAddress({ headers, socket: stream.session?.socket ?? {} }));
+    return true;
+  };
+}
 
+/** What traces call a request's route (a path of the table), or undefined. */
+function tracedRoute(routes: readonly Route[]): (path: string) => string | undefined {
+  return (path) => {
+    const normal = normalizePath(path);
+    const route = routes.find((r) => (r.serves === undefined ? r.path === normal : r.serves(normal)));
+    if (route === undefined || route.traced === false) return undefined;
+    return route.traced === true ? route.path : route.traced(normal);
+  };
+}
+
+function readyz(readiness: Readiness, res: NodeResponse): Promise<void> {
+  return readiness.check().then((body) => writeJson(res, body.status === "ready" ? 200 : 503, body));
+}
+
+/** A path that neither the table nor connect-es knows: 404 in the REST envelope. */
+function notFound(req: NodeRequest, res: NodeResponse, restPath: string, logger: Logger): void {
+  const reason = new HttpRefusal("NOT_FOUND", `no such path. The operation is POST ${restPath}`);
+  void refuse(nodeExchange(req, res), reason, undefined, logger);
+}
+
+/** What the server and the internal app use of the public app besides its handlers. */
+function publicFace(domain: PublicDomain, metrics: Metrics, admission: Admission) {
+  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races } = domain;
   return {
-    handler,
-    ...(streamHandler === undefined ? {} : { streamHandler }),
     metrics,
     leaderboard,
     races,
@@ -379,7 +540,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
     },
     stopServing() {
       readiness.stopServing();
-      boards.shutdown();
+      live.shutdown();
       keys.stop();
       void changeFeed.stop();
     },

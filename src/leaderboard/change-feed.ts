@@ -7,8 +7,12 @@
 import type { Logger } from "../logger.js";
 import type { ChangeStore, DataChange } from "../ports/changes.js";
 
+/** Told the change rows each poll read, in id order. */
+export type ChangeListener = (changes: readonly DataChange[]) => void;
+
 export interface ChangeFeedOptions {
-  readonly onChanges: (changes: readonly DataChange[]) => void;
+  /** The first listener; more can follow (`follow`). */
+  readonly onChanges?: ChangeListener;
   readonly logger?: Logger;
   /** Poll period. Default 200 ms. */
   readonly intervalMs?: number;
@@ -57,6 +61,7 @@ export class ChangeFeed {
   private readonly classesSeen = new Map<number, number>();
   /** Completed polls and change rows applied, for metrics and tests. */
   readonly stats = { polls: 0, changes: 0, failures: 0 };
+  private readonly listeners: ChangeListener[] = [];
 
   constructor(
     /** The change rows (storage/stores.ts on MariaDB). */
@@ -69,6 +74,12 @@ export class ChangeFeed {
     this.keepSeconds = options.keepSeconds ?? 3600;
     this.nowMs = options.nowMs ?? Date.now;
     this.lastPrune = this.nowMs();
+    if (options.onChanges !== undefined) this.listeners.push(options.onChanges);
+  }
+
+  /** Adds a listener of the change rows, told after those added before it. */
+  follow(listener: ChangeListener): void {
+    this.listeners.push(listener);
   }
 
   /** Starts polling in the background. Caches stay bypassed until the first poll completes. */
@@ -202,7 +213,7 @@ export class ChangeFeed {
       this.gaps.delete(oldest.value);
     }
     this.stats.changes += rows.length;
-    this.options.onChanges(rows);
+    for (const listener of this.listeners) listener(rows);
   }
 
   /** Remembers a missing id, unless no node has written ids of its class lately (see the module comment). */

@@ -104,34 +104,6 @@ export class Metrics {
     const registers = [this.registry];
     const counter = <L extends string = never>(name: string, help: string, labelNames: L[] = []) =>
       new Counter<L>({ name, help, labelNames, registers });
-    /** A gauge read when scraped; `read` returns the value, or values by the one label. */
-    const gauge = (name: string, help: string, read: () => number | Readonly<Record<string, number>>, label = "") =>
-      new Gauge({
-        name,
-        help,
-        labelNames: label === "" ? [] : [label],
-        registers,
-        collect() {
-          eachReading(read(), label, (labels, n) => this.set(labels, n));
-        },
-      });
-    /**
-     * A running total kept elsewhere (the cache, the change feed), exported as a counter: read when
-     * scraped; `read` returns the total, or totals by the one label.
-     */
-    const total = (name: string, help: string, read: () => number | Readonly<Record<string, number>>, label = "") =>
-      new Counter({
-        name,
-        help,
-        labelNames: label === "" ? [] : [label],
-        registers,
-        collect() {
-          const value = read();
-          this.reset();
-          eachReading(value, label, (labels, n) => this.inc(labels, n));
-        },
-      });
-
     new Gauge({
       name: "topwagers_build_info",
       help: "Always 1; the labels say which build runs: the package version and the Node version.",
@@ -238,6 +210,43 @@ export class Metrics {
       help: "Webhook endpoints disabled (by their owner, a 410 Gone, or 5 days of failures), as this instance last read it.",
       registers,
     });
+    this.readFrom(sources);
+  }
+
+  /**
+   * Registers the gauges and totals read from elsewhere when scraped (the cache, the change feed, the pools,
+   * the key set, the live boards, Redis), for whichever sources are given. Called once per source.
+   */
+  readFrom(sources: MetricsSources): void {
+    const registers = [this.registry];
+    /** A gauge read when scraped; `read` returns the value, or values by the one label. */
+    const gauge = (name: string, help: string, read: () => number | Readonly<Record<string, number>>, label = "") =>
+      new Gauge({
+        name,
+        help,
+        labelNames: label === "" ? [] : [label],
+        registers,
+        collect() {
+          eachReading(read(), label, (labels, n) => this.set(labels, n));
+        },
+      });
+    /**
+     * A running total kept elsewhere (the cache, the change feed), exported as a counter: read when
+     * scraped; `read` returns the total, or totals by the one label.
+     */
+    const total = (name: string, help: string, read: () => number | Readonly<Record<string, number>>, label = "") =>
+      new Counter({
+        name,
+        help,
+        labelNames: label === "" ? [] : [label],
+        registers,
+        collect() {
+          const value = read();
+          this.reset();
+          eachReading(value, label, (labels, n) => this.inc(labels, n));
+        },
+      });
+
     const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys, keyCatchUp } = sources;
     if (apiKeys !== undefined) {
       gauge(

@@ -29,8 +29,15 @@ export function tracesExporterName(env: NodeJS.ProcessEnv): TracesExporterName {
 }
 
 /** Tracing as the environment asks for it, or undefined (and nothing loaded) when it is off. */
-export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<Tracing | undefined> {
-  const name = tracesExporterName(env);
+export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<Tracing | undefined> {
+  return startTracing(tracesExporterName(env), env.OTEL_SERVICE_NAME || "topwagers");
+}
+
+/**
+ * Tracing to the exporter named (Config's tracesExporter), or undefined (and nothing loaded) when it is "none".
+ * The OTLP exporter reads its own OTEL_EXPORTER_OTLP_* settings, as the OpenTelemetry specification has it.
+ */
+export async function startTracing(name: TracesExporterName, serviceName: string): Promise<Tracing | undefined> {
   if (name === "none") return undefined;
   let exporter: SpanExporter;
   if (name === "otlp") {
@@ -40,7 +47,7 @@ export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Prom
     const { ConsoleSpanExporter } = await import("@opentelemetry/sdk-trace-base");
     exporter = new ConsoleSpanExporter();
   }
-  return createTracing({ exporter, serviceName: env.OTEL_SERVICE_NAME || "topwagers" });
+  return createTracing({ exporter, serviceName });
 }
 
 const RPC_PATH = /^\/([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+)\/([A-Za-z_]\w*)$/;
