@@ -148,6 +148,7 @@ describe.skipIf(!available)("gRPC health follows readiness on both listeners", (
         "topwagers.v1.ApiKeyService",
         "topwagers.v1.RaceService",
         "topwagers.v1.WagerIngestService",
+        "topwagers.v1.WebhookService",
       ].sort(),
     );
   });
