@@ -283,3 +283,107 @@ describe("docs/api.md examples", () => {
     expect({ ...message, asOf: page.asOf }).toEqual(page);
   }, 60_000);
 });
+
+describe("docs/api.md races examples", () => {
+  /** A RaceService call through Connect's JSON POST with the examples' key. */
+  async function raceCall(method: string, body: object): Promise<Record<string, unknown>> {
+    const response = await fetch(`${server.baseUrl}/topwagers.v1.RaceService/${method}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const json = (await response.json()) as Record<string, unknown>;
+    if (response.status !== 200) throw new Error(`${method}: ${response.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+
+  it("defining, reading, listing, changing and cancelling: each curl answers as the page shows", async () => {
+    const [create] = codeBlocks("Defining a race", "sh");
+    const [shownCreate] = codeBlocks("Defining a race", "json");
+    const created = await runProgram("bash", ["-c", create ?? ""], env());
+    expect(created.code, created.stderr).toBe(0);
+    const answer = JSON.parse(created.stdout) as { race: Record<string, unknown> };
+    const page = JSON.parse(shownCreate ?? "") as { race: Record<string, unknown> };
+    // The race's id, its affiliate, the clock and the state it is in are the run's own.
+    const own = {
+      id: answer.race.id,
+      affiliateId: answer.race.affiliateId,
+      now: answer.race.now,
+      state: answer.race.state,
+    };
+    expect(answer.race).toEqual({ ...page.race, ...own });
+    const id = String(answer.race.id);
+
+    // A monthly series over the examples' wagers (the second half of November 2026) for the reads.
+    await raceCall("CreateRace", {
+      rules: {
+        slug: "monthly",
+        title: "$1,000 monthly race",
+        startTimestamp: "1793491200",
+        repeat: "RACE_REPEAT_MONTHLY",
+        prizes: ["500.00", "250.00"],
+      },
+    });
+    const [read, getRace] = codeBlocks("Reading a race", "sh");
+    const [shownRead] = codeBlocks("Reading a race", "json");
+    const race = await runProgram("bash", ["-c", read ?? ""], env());
+    expect(race.code, race.stderr).toBe(0);
+    const body = JSON.parse(race.stdout) as { data: Record<string, unknown>; errors: null };
+    const pageBody = JSON.parse(shownRead ?? "") as { data: Record<string, unknown> };
+    expect(Object.keys(body.data)).toEqual(Object.keys(pageBody.data));
+    expect((body.data.entries as { username: string; prize: string }[]).map((e) => [e.username, e.prize])).toEqual([
+      ["blaze_1007", "500.00"],
+      ["nova_1014", "250.00"],
+    ]);
+    const rpc = await runProgram("bash", ["-c", getRace ?? ""], env());
+    expect((JSON.parse(rpc.stdout) as { race: { id: string } }).race.id).toBe(body.data.id);
+
+    for (const script of codeBlocks("Listing races", "sh")) {
+      const listed = await runProgram("bash", ["-c", script], env());
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toMatch(/"races":\[\{"id":"race_/);
+    }
+
+    // The reader puts their race's id in the change and the cancellation.
+    const [update, cancel] = codeBlocks("Changing and cancelling a race", "sh").map((script) =>
+      script.replaceAll("race_eph6ncxb52ri5x5opd5x", id),
+    );
+    const changed = JSON.parse((await runProgram("bash", ["-c", update ?? ""], env())).stdout) as {
+      race?: { rules: { title: string; prizes: string[] } };
+      code?: string;
+    };
+    // The page's race is December 2026: once it has ended, its prizes no longer change.
+    if (Date.now() / 1000 > 1_798_761_599) expect(changed.code).toBe("failed_precondition");
+    else {
+      expect([changed.race?.rules.title, changed.race?.rules.prizes]).toEqual([
+        "$12,000 December race",
+        ["6000.00", "4000.00", "2000.00"],
+      ]);
+    }
+    const cancelled = JSON.parse((await runProgram("bash", ["-c", cancel ?? ""], env())).stdout) as {
+      race: { state: string };
+    };
+    expect(cancelled.race.state).toBe("RACE_STATE_CANCELLED");
+  }, 60_000);
+
+  it("the digest: the page's Node.js check recomputes a final race's digest from the REST answer", async () => {
+    const created = await raceCall("CreateRace", {
+      rules: {
+        slug: "digest-check",
+        title: "Digest check",
+        startTimestamp: String(NOV_16),
+        endTimestamp: String(NOV_16 + 86_399),
+        prizes: ["100.50", "50"],
+        reviewSeconds: 0,
+      },
+    });
+    const id = (created.race as { id: string }).id;
+    // The race clock (server.ts runs it every RACE_CLOCK_MS) announces its start and end and freezes it.
+    await server.app.races.tick();
+    await server.app.races.tick();
+    const file = join(work, "race-digest.mjs");
+    writeFileSync(file, codeBlocks("The digest", "js")[0] ?? "");
+    const result = await runProgram(process.execPath, [file, id], env());
+    expect([result.code, result.stderr, result.stdout]).toEqual([0, "", "digest matches\n"]);
+  });
+});
