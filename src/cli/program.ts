@@ -18,6 +18,7 @@ import { racesCommand } from "./races.js";
 import { serveCommand } from "./serve.js";
 import { exitOnHeldStopSignal } from "./stop-signals.js";
 import { programUsage, usageFor, wantsHelp } from "./usage.js";
+import { webhooksCommand } from "./webhooks.js";
 
 async function migrateCommand(args: string[]): Promise<void> {
   let values: { status: boolean; json: boolean };
@@ -87,6 +88,7 @@ const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
   ["migrate", migrateCommand],
   ["keys", keysCommand],
   ["races", racesCommand],
+  ["webhooks", webhooksCommand],
   ["import", importCommand],
   ["seed", seedCommand],
   ["verify", verifyCommand],

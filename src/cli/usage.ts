@@ -124,6 +124,31 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     synopsis: "<raceId> --affiliate <affiliateId> [--json]",
     summary: "cancel a race that is not final (a series then creates no further race); again changes nothing",
   },
+  "webhooks create": {
+    synopsis: "--affiliate <affiliateId> --url <https URL> --event <type>... [--description <text>] [--json]",
+    summary: "add a webhook endpoint for an affiliate and print its signing secret (shown this once)",
+    details:
+      "  --event        race.started, race.ended, race.finalized, race.cancelled or webhook.test; repeat for several\n" +
+      "  --url          https only, resolving to public addresses (WEBHOOK_ALLOW_PRIVATE_URLS=true lifts this)\n" +
+      "  --json         print the endpoint and its secret as one JSON document",
+  },
+  "webhooks list": {
+    synopsis: "[--affiliate <affiliateId>] [--json]",
+    summary: "list webhook endpoints (ids, affiliates, enabled or why disabled, events, URLs); never a secret",
+  },
+  "webhooks test": {
+    synopsis: "<endpointId> [--json]",
+    summary: "queue a webhook.test event to an endpoint; a running server sends it",
+  },
+  "webhooks deliveries": {
+    synopsis: "<endpointId> [--page-size 20] [--page-token <token>] [--json]",
+    summary: "an endpoint's deliveries, newest first: event, state, attempts, last status or error, next attempt",
+    details: "  --json  print the page with every attempt of each delivery",
+  },
+  "webhooks redeliver": {
+    synopsis: "<deliveryId> [--json]",
+    summary: "send one delivery again with the same webhook-id (one more attempt); a running server sends it",
+  },
   import: {
     synopsis: "<file> [--format jsonl|csv] [--json]",
     summary: "import users, wagers and voids from JSON Lines or CSV, through ingest (see README)",
