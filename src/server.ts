@@ -56,6 +56,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     readiness: app.readiness,
     keys: app.keys,
     races: app.races,
+    raceWatch: app.raceWatch,
     webhooks: webhooks.admin,
     serveMetrics: config.metrics === undefined,
     onCommitted() {

@@ -33,6 +33,7 @@ import { type Logger, silentLogger } from "../logger.js";
 import { observeCalls } from "../observability/call-observation.js";
 import type { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
+import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
 import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
@@ -60,6 +61,8 @@ export interface InternalAppOptions {
   readonly keys?: { refresh(keyIds: readonly string[]): Promise<void> };
   /** The public app's races (one clock, one leaderboard cache); new ones on this database when absent. */
   readonly races?: Races;
+  /** The public app's live races' hub; a new one (over `races`) when absent. */
+  readonly raceWatch?: RaceWatch;
   /** Whether GET /metrics is served here (default); false when METRICS_PORT serves it alone. */
   readonly serveMetrics?: boolean;
   /** Webhook endpoint management (the server's, which wakes its delivery worker); one on this database when absent. */
@@ -149,6 +152,7 @@ export function createInternalApp(config: Config, database: Database, options: I
       ...(options.now === undefined ? {} : { now: options.now }),
     });
   const raceStore = mariadbRaces(database.write);
+  const raceWatch = options.raceWatch ?? new RaceWatch({ races, pollMs: 1_000, heartbeatMs: 15_000 });
 
   const routes = (router: ConnectRouter) => {
     router.service(WagerIngestService, wagerIngestService(ingest));
@@ -158,6 +162,7 @@ export function createInternalApp(config: Config, database: Database, options: I
       raceRpc(
         races,
         namedAffiliate((externalId) => raceStore.affiliateKey(externalId)),
+        raceWatch,
       ),
     );
     router.service(

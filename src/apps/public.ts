@@ -30,6 +30,7 @@ import { registerHealth, registerReflection } from "../handlers/health-and-refle
 import { leaderboardRpc } from "../handlers/leaderboard-rpc.js";
 import { callerKey } from "../handlers/parts/caller-key.js";
 import { refuse } from "../handlers/parts/rest-reply.js";
+import { RaceEvents } from "../handlers/race-events.js";
 import { RaceRest } from "../handlers/race-rest.js";
 import { keyAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { RestApi } from "../handlers/rest.js";
@@ -49,6 +50,7 @@ import { Metrics, type MetricsSources } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { DataChange } from "../ports/changes.js";
+import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
 import { mariadbChanges, mariadbKeyRecords, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
@@ -92,6 +94,8 @@ export interface PublicApp {
    * server.ts runs its clock (`races.tick()` every RACE_CLOCK_MS).
    */
   readonly races: Races;
+  /** The live races' hub (the race SSE stream and WatchRace); the internal listener shares it. */
+  readonly raceWatch: RaceWatch;
   /** What /readyz and gRPC health answer; shared with the internal listener. */
   readonly readiness: Readiness;
   /** Every usable API key, in memory; the internal listener has it read a key again when it changes one. */
@@ -121,6 +125,9 @@ export const PUBLIC_SERVICES = [
   WebhookService.typeName,
   ...OPEN_SERVICES,
 ] as const;
+
+/** How often a watched race is read again: its changes reach viewers within this (and the change feed's second). */
+const RACE_WATCH_POLL_MS = 1_000;
 
 export function createPublicApp(config: Config, database: Database, options: PublicAppOptions = {}): PublicApp {
   const logger = options.logger ?? silentLogger;
@@ -162,6 +169,7 @@ interface PublicDomain {
   readonly leaderboard: Leaderboard;
   readonly live: LiveBoards;
   readonly races: Races;
+  readonly raceWatch: RaceWatch;
   readonly webhooks: WebhookAdmin;
   readonly keysLoaded: Promise<void>;
 }
@@ -207,6 +215,13 @@ function buildDomain(
     defaultAvatarUrl: config.defaultAvatarUrl,
     ...(now === undefined ? {} : { now }),
   });
+  // Live races: each watched race read once a second, whatever its viewers (races/race-watch.ts).
+  const raceWatch = new RaceWatch({
+    races,
+    pollMs: RACE_WATCH_POLL_MS,
+    heartbeatMs: config.streams.heartbeatSeconds * 1000,
+    onError: (error) => logger.warn({ err: error }, "a watched race could not be read; trying again"),
+  });
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
     heartbeatMs: config.streams.heartbeatSeconds * 1000,
@@ -227,7 +242,7 @@ function buildDomain(
   // The keys are loaded once the feed knows where it starts, so no change falls between the two.
   const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
-  return { keys, keyCatchUp, readiness, changeFeed, leaderboard, live, races, webhooks, keysLoaded };
+  return { keys, keyCatchUp, readiness, changeFeed, leaderboard, live, races, raceWatch, webhooks, keysLoaded };
 }
 
 /** Committed changes reach the key set, then the cache, then the live boards. */
@@ -310,6 +325,7 @@ function gate(admission: Admission, calls: CallObservation) {
 interface Skins {
   readonly rest: RestApi;
   readonly races: RaceRest;
+  readonly raceEvents: RaceEvents;
   readonly watch: WatchRpc;
   readonly events: BoardEvents;
   readonly page: BoardPage;
@@ -325,7 +341,7 @@ function buildSkins(
   logger: Logger,
 ): Skins {
   const { basePath } = config;
-  const { leaderboard, live, races } = domain;
+  const { leaderboard, live, races, raceWatch } = domain;
   const observe = calls.observe;
   const maxBodyBytes = MAX_BODY_BYTES;
   const clientAddress = clientAddressOf;
@@ -333,6 +349,7 @@ function buildSkins(
     rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger }),
     // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
+    raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, clientAddress, observe, logger }),
     watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
     events: new BoardEvents({ basePath, admission, live, clientAddress, observe, logger }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
@@ -361,7 +378,7 @@ function buildSkins(
 function connectServices(domain: PublicDomain): (router: ConnectRouter) => void {
   return (router) => {
     router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
-    router.service(RaceService, raceRpc(domain.races, keyAffiliate));
+    router.service(RaceService, raceRpc(domain.races, keyAffiliate, domain.raceWatch));
     router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));
     registerHealth(router, PUBLIC_SERVICES, domain.readiness);
     registerReflection(router, PUBLIC_SERVICES);
@@ -407,7 +424,7 @@ const OPTIONS = ["OPTIONS"] as const;
  * service, add one line to `connectServices` instead.
  */
 function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
-  const { rest, races, watch, events, page, preflight, docs } = skins;
+  const { rest, races, raceEvents, watch, events, page, preflight, docs } = skins;
   const restHandle = (req: NodeRequest, res: NodeResponse) => rest.handle(nodeExchange(req, res));
   const restStream: Route["stream"] = (stream, headers, address) =>
     rest.handle(streamExchange(stream, headers, address));
@@ -419,12 +436,19 @@ function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
     serves: (p: string) => races.matches(p),
     traced: (p: string) => races.route(p),
   };
+  const raceStreamPaths = {
+    path: `${races.path}/{slug}/stream`,
+    serves: (p: string) => raceEvents.matches(p),
+    traced: () => `${races.path}/{slug}/stream`,
+  };
   return [
     { path: rest.path, methods: OPTIONS, handle: preflightHandle, traced: true },
     { path: events.path, methods: OPTIONS, handle: preflightHandle, traced: true },
     { ...racePaths, methods: OPTIONS, handle: preflightHandle },
+    { ...raceStreamPaths, methods: OPTIONS, handle: preflightHandle },
     { path: rest.path, handle: restHandle, stream: restStream, traced: true },
     { ...racePaths, handle: raceHandle },
+    { ...raceStreamPaths, handle: (req, res, path) => raceEvents.handle(req, res, path) },
     {
       path: WATCH_PATH,
       methods: POST,
@@ -521,11 +545,12 @@ function notFound(req: NodeRequest, res: NodeResponse, restPath: string, logger:
 
 /** What the server and the internal app use of the public app besides its handlers. */
 function publicFace(domain: PublicDomain, metrics: Metrics, admission: Admission) {
-  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races } = domain;
+  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races, raceWatch } = domain;
   return {
     metrics,
     leaderboard,
     races,
+    raceWatch,
     readiness,
     keys,
     admission,
@@ -541,6 +566,7 @@ function publicFace(domain: PublicDomain, metrics: Metrics, admission: Admission
     stopServing() {
       readiness.stopServing();
       live.shutdown();
+      raceWatch.shutdown();
       keys.stop();
       void changeFeed.stop();
     },

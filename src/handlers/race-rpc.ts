@@ -17,12 +17,16 @@ import {
   ListRacesResponseSchema,
   type RaceService,
   UpdateRaceResponseSchema,
+  type WatchRaceResponse,
+  WatchRaceResponseSchema,
 } from "../../gen/topwagers/v1/races_pb.js";
 import { raceEntries, raceFieldsOf, raceMessage, racePatchOf, raceStatesOf } from "../codecs/race-message.js";
-import { invalidArgument, unauthenticated } from "../errors/catalogue.js";
-import type { Races } from "../races/races.js";
+import { invalidArgument, ServiceError, unauthenticated } from "../errors/catalogue.js";
+import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
+import type { Races, RaceView } from "../races/races.js";
 import type { Violation } from "../values/violation.js";
 import { callerKey } from "./parts/caller-key.js";
+import { shuttingDown } from "./parts/live-streams.js";
 import { answer, guard, type RaceAccess, requireRaceScope } from "./parts/race-answers.js";
 
 /**
@@ -57,7 +61,7 @@ export function namedAffiliate(affiliateKey: (externalId: string) => Promise<num
   };
 }
 
-export function raceRpc(races: Races, callerAffiliate: RaceCaller): ServiceImpl<typeof RaceService> {
+export function raceRpc(races: Races, callerAffiliate: RaceCaller, watch: RaceWatch): ServiceImpl<typeof RaceService> {
   return {
     async createRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
@@ -110,7 +114,91 @@ export function raceRpc(races: Races, callerAffiliate: RaceCaller): ServiceImpl<
       );
       return create(ListRacesResponseSchema, { races: page.races.map(raceMessage), nextPageToken: page.nextPageToken });
     },
+
+    async *watchRace(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
+      requireId(request.idOrSlug, "idOrSlug");
+      const queue = new WatchQueue();
+      const subscription = await watch
+        .open(affiliateId, request.idOrSlug, queue, request.resumeVersion)
+        .catch((error: unknown) => {
+          if (error instanceof RaceNotWatchable) answer(error.outcome, "", "idOrSlug");
+          throw error;
+        });
+      try {
+        yield* queue.messages(context.signal);
+      } finally {
+        subscription.close();
+      }
+    },
   };
+}
+
+/** A viewer holding more messages than this unread is too slow: its stream ends with resource_exhausted. */
+const MAX_QUEUED_MESSAGES = 32;
+
+/** One WatchRace stream: the hub's messages queued until connect-es takes them (bounded). */
+class WatchQueue implements RaceViewer {
+  readonly protocol = "rpc";
+  private readonly queued: WatchRaceResponse[] = [];
+  private ended: Error | "done" | undefined;
+  private wake: (() => void) | undefined;
+
+  race(view: RaceView, version: string): boolean {
+    return this.push(
+      create(WatchRaceResponseSchema, {
+        race: create(GetRaceResponseSchema, {
+          race: raceMessage(view),
+          entries: raceEntries(view),
+          unallocated: view.unallocated,
+        }),
+        version,
+      }),
+    );
+  }
+
+  heartbeat(version: string): boolean {
+    return this.push(create(WatchRaceResponseSchema, { version, heartbeat: true }));
+  }
+
+  end(reason: "slow" | "shutdown"): void {
+    this.ended ??=
+      reason === "shutdown"
+        ? shuttingDown()
+        : new ServiceError("TOO_MANY_STREAMS", "this stream was not read fast enough. Reconnect with resume_version", {
+            retryAfterSeconds: 1,
+          });
+    this.wake?.();
+  }
+
+  async *messages(signal: AbortSignal): AsyncGenerator<WatchRaceResponse> {
+    const aborted = () => this.wake?.();
+    signal.addEventListener("abort", aborted);
+    try {
+      for (;;) {
+        const next = this.queued.shift();
+        if (next !== undefined) {
+          yield next;
+          continue;
+        }
+        if (this.ended instanceof Error) throw this.ended;
+        if (signal.aborted) return;
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        this.wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener("abort", aborted);
+    }
+  }
+
+  private push(message: WatchRaceResponse): boolean {
+    if (this.ended !== undefined || this.queued.length >= MAX_QUEUED_MESSAGES) return false;
+    this.queued.push(message);
+    this.wake?.();
+    return true;
+  }
 }
 
 function requireId(id: string, field: "id" | "idOrSlug"): void {

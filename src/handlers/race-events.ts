@@ -1,0 +1,189 @@
+/**
+ * The live race for browsers and overlays: `GET {BASE_PATH}/races/{slug-or-id}/stream` answers
+ * `text/event-stream` (Server-Sent Events) on HTTP/1.1 and h2c.
+ *
+ * The stream starts with `retry: 2000`; each change is `event: race`, `id: <version>`,
+ * `data: <GET /races/{slug}'s success envelope on one line>`; a heartbeat is the comment
+ * `: heartbeat`. `Last-Event-ID` resumes: nothing is sent until the race changes from that
+ * version. A slug follows its series on to the next race. Admission is the race reads' (a
+ * publishable key may come as `?key=`; the key needs `races:read`); refusals are their JSON
+ * envelope with its statuses (401, 403, 404, 405, 429, 503), never an event stream.
+ */
+import type { Admission } from "../auth/admission.js";
+import { raceJson } from "../codecs/race-json.js";
+import { HttpRefusal } from "../errors/catalogue.js";
+import type { Logger } from "../logger.js";
+import type { ObserveCall } from "../observability/call-observation.js";
+import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
+import type { RaceView } from "../races/races.js";
+import { nodeExchange } from "../transport/exchange.js";
+import { cutResponse, type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
+import { MAX_UNSENT_BYTES } from "./parts/live-streams.js";
+import { answer, requireRaceScope } from "./parts/race-answers.js";
+import { refuse } from "./parts/rest-reply.js";
+
+export const WATCH_RACE_PROCEDURE = "topwagers.v1.RaceService/WatchRace";
+
+const RECONNECT_MS = 2000;
+const PREAMBLE = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, "utf8");
+const HEARTBEAT = Buffer.from(": heartbeat\n\n", "utf8");
+
+/** Each race answer is encoded once, whatever the number of viewers it goes to. */
+const encoded = new WeakMap<RaceView, Buffer>();
+function eventOf(view: RaceView, version: string): Buffer {
+  let bytes = encoded.get(view);
+  if (bytes === undefined) {
+    bytes = Buffer.from(`event: race\nid: ${version}\ndata: {"data":${raceJson(view, version)},"errors":null}\n\n`);
+    encoded.set(view, bytes);
+  }
+  return bytes;
+}
+
+export interface RaceEventsOptions {
+  readonly basePath: string;
+  readonly admission: Admission;
+  readonly watch: RaceWatch;
+  readonly clientAddress: (req: NodeRequest) => string;
+  readonly observe?: ObserveCall;
+  readonly logger?: Logger;
+}
+
+export class RaceEvents {
+  private readonly prefix: string;
+
+  constructor(private readonly options: RaceEventsOptions) {
+    this.prefix = `${options.basePath}/races/`;
+  }
+
+  /** `{BASE_PATH}/races/<one segment>/stream` */
+  matches(path: string): boolean {
+    if (!path.startsWith(this.prefix) || !path.endsWith("/stream")) return false;
+    const segment = path.slice(this.prefix.length, -"/stream".length);
+    return segment !== "" && !segment.includes("/");
+  }
+
+  async handle(req: NodeRequest, res: NodeResponse, path: string): Promise<void> {
+    const startedAt = process.hrtime.bigint();
+    let rateHeaders: Readonly<Record<string, string>> = {};
+    let failure: unknown;
+    let address: string | undefined;
+    let keyId: string | undefined;
+    try {
+      if (req.method !== "GET") {
+        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.prefix}{slug}/stream`, { allow: "GET" });
+      }
+      address = this.options.clientAddress(req);
+      const url = req.url ?? "";
+      const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
+      const admitted = await this.options.admission.admitRequest({
+        authorization: req.headers.authorization,
+        urlKey: params.get("key") ?? undefined,
+        clientAddress: address,
+        origin: req.headers.origin,
+      });
+      keyId = admitted.caller.keyId;
+      rateHeaders = admitted.headers;
+      requireRaceScope(admitted.caller, "races:read");
+      const idOrSlug = decodeSegment(path.slice(this.prefix.length, -"/stream".length));
+      const viewer = new RaceResponseViewer(res, () => {
+        writeHead(res, 200, {
+          ...rateHeaders,
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-store",
+          "x-accel-buffering": "no",
+        });
+        res.write(PREAMBLE);
+      });
+      const lastEventId = req.headers["last-event-id"];
+      const subscription = await this.options.watch
+        .open(
+          admitted.caller.affiliateId,
+          idOrSlug,
+          viewer,
+          typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : undefined,
+        )
+        .catch((error: unknown) => {
+          if (error instanceof RaceNotWatchable) answer(error.outcome, "", "slug");
+          throw error;
+        });
+      viewer.flush();
+      if (viewer.gone) subscription.close();
+      else res.once("close", () => subscription.close());
+    } catch (reason) {
+      failure = reason;
+      await refuse(nodeExchange(req, res), reason, rateHeaders, this.options.logger);
+    } finally {
+      this.options.observe?.(WATCH_RACE_PROCEDURE, "sse", startedAt, failure, {
+        keyId,
+        clientAddress: address,
+        path: `${this.prefix}{slug}/stream`,
+      });
+    }
+  }
+}
+
+/** One SSE response: the race's events, heartbeats, and an end when the server stops or the viewer lags. */
+class RaceResponseViewer implements RaceViewer {
+  readonly protocol = "sse";
+  private begun = false;
+  private closed = false;
+
+  constructor(
+    private readonly res: NodeResponse,
+    private readonly begin: () => void,
+  ) {
+    res.once("close", () => {
+      this.closed = true;
+    });
+  }
+
+  get gone(): boolean {
+    return this.closed || this.res.writableEnded;
+  }
+
+  /** Sends the headers now if nothing was written yet (a resumed stream starts with no event). */
+  flush(): void {
+    if (this.begun || this.gone) return;
+    this.start();
+    (this.res as import("node:http").ServerResponse).flushHeaders();
+  }
+
+  race(view: RaceView, version: string): boolean {
+    return this.write(eventOf(view, version));
+  }
+
+  heartbeat(): boolean {
+    return this.write(HEARTBEAT);
+  }
+
+  end(reason: "slow" | "shutdown"): void {
+    if (this.gone) return;
+    if (reason === "slow") cutResponse(this.res);
+    else {
+      this.start();
+      this.res.end();
+    }
+  }
+
+  private start(): void {
+    if (this.begun) return;
+    this.begun = true;
+    this.begin();
+  }
+
+  private write(bytes: Buffer): boolean {
+    if (this.gone) return true;
+    if (this.res.writableLength > MAX_UNSENT_BYTES) return false;
+    this.start();
+    this.res.write(bytes);
+    return true;
+  }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
