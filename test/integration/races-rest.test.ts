@@ -458,6 +458,23 @@ describe("admission", () => {
     expect([none.status, none.headers["www-authenticate"]]).toEqual([401, 'Bearer realm="topwagers"']);
   });
 
+  it("counts each read against the key's rate limit, as every call: 429 with Retry-After once it is used up", async () => {
+    const key = (await createKey(servers.database.db, "rr-limit", { points: 2, windowSeconds: 60 })).secret;
+    const first = await get("/races", { key });
+    expect([first.status, first.headers["ratelimit-policy"], first.headers.ratelimit]).toEqual([
+      200,
+      '"key";q=2;w=60',
+      '"key";r=1;t=60',
+    ]);
+    expect((await get("/races/any", { key })).status).toBe(404);
+    const limited = await get("/races", { key });
+    expect([limited.status, (limited.json as { errors: { code: string }[] }).errors[0]?.code]).toEqual([
+      429,
+      "resource_exhausted",
+    ]);
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+  });
+
   it("refuses a key without races:read with 403 naming the scope", async () => {
     const key = (await createKey(servers.database.db, "rr-scope", null, {}, ["boards:read"])).secret;
     for (const path of ["/races", "/races/any"]) {
