@@ -355,14 +355,15 @@ function buildSkins(
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
     page: new BoardPage({
       basePath,
-      admit: async (req, urlKey) => {
+      // The page's own request is admitted as its stream's, with the scope of what it shows.
+      admit: async (req, urlKey, scope) => {
         const admitted = await admission.admitRequest({
           authorization: req.headers.authorization,
           urlKey,
           clientAddress: clientAddressOf(req),
           origin: req.headers.origin,
         });
-        requireScope(admitted.caller, "boards:read");
+        requireScope(admitted.caller, scope);
         return admitted;
       },
     }),

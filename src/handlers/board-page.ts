@@ -17,6 +17,7 @@ import { renderRestError } from "../errors/renderers.js";
 import { InvalidQueryError } from "../leaderboard/domain-errors.js";
 import { validPeriodQuery } from "../leaderboard/operation.js";
 import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/http.js";
+import type { Scope } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
 import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./parts/board-page-assets.js";
@@ -67,9 +68,11 @@ const STREAM_PARAMETERS = ["key", "startTimestamp", "endTimestamp", "numUsers", 
 export interface BoardPageOptions {
   readonly basePath: string;
   /** Admits the page's request as the stream's (the key from Authorization or `?key=`); throws to refuse. */
+  /** `scope`: what the page shows needs (boards:read for a board, races:read for a race), as its stream does. */
   admit(
     req: NodeRequest,
     urlKey: string | undefined,
+    scope: Scope,
   ): Promise<{
     readonly headers: Readonly<Record<string, string>>;
     readonly caller: { readonly defaultRankBy: RankBy | null };
@@ -111,7 +114,7 @@ export class BoardPage {
     let headers: Readonly<Record<string, string>> = {};
     try {
       this.checkMethod(req);
-      const admitted = await this.options.admit(req, params.get("key") ?? undefined);
+      const admitted = await this.options.admit(req, params.get("key") ?? undefined, "boards:read");
       headers = admitted.headers;
       const query = validPeriodQuery(decoded.values, violations, admitted.caller.defaultRankBy);
       const config: PageConfig = {
@@ -155,7 +158,7 @@ export class BoardPage {
     let headers: Readonly<Record<string, string>> = {};
     try {
       this.checkMethod(req);
-      headers = (await this.options.admit(req, key ?? undefined)).headers;
+      headers = (await this.options.admit(req, key ?? undefined, "races:read")).headers;
       if (violations.length > 0) throw new InvalidQueryError(violations);
       writeWhole(res, 200, { ...headers, ...PAGE_HEADERS }, page(theme, "", { ...base, ...follow }));
     } catch (reason) {

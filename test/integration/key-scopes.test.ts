@@ -166,6 +166,22 @@ describe("a key with boards:read", () => {
   });
 });
 
+describe("the overlay", () => {
+  it("needs boards:read for a board and races:read for a race, as their streams do", async () => {
+    const issue = async (scopes: string[]) =>
+      (await admin().createApiKey({ affiliateId: "aff-s", publishable: true, allowedOrigins: [ORIGIN], scopes }))
+        .secret;
+    const [boardsOnly, racesOnly] = [await issue(["boards:read"]), await issue(["races:read"])];
+    const racePage = (key: string) => get(`/board?race=monthly&key=${key}`);
+    expect((await racePage(racesOnly))[0]).toBe(200);
+    const [status, page] = await racePage(boardsOnly);
+    expect(status).toBe(403);
+    expect(page).toContain("this API key lacks the scope races:read");
+    const query = `startTimestamp=${JAN.startTimestamp}&endTimestamp=${JAN.endTimestamp}&numUsers=10`;
+    expect((await get(`/board?${query}&key=${boardsOnly}`))[0]).toBe(200);
+  });
+});
+
 describe("issuing scoped keys", () => {
   it("lists the scopes of a restricted key only, in catalogue order, each once; rotation keeps them", async () => {
     const restricted = await admin().createApiKey({
