@@ -56,6 +56,8 @@ export interface DeliveryWorkerOptions {
   /** Attempts in flight on this instance, and per endpoint. */
   readonly maxInFlight?: number;
   readonly perEndpoint?: number;
+  /** The claim's lease; default twice the timeout and 5 s (see `leaseMs`). */
+  readonly leaseMs?: number;
   /** Who sends (recorded with each attempt). */
   readonly instance: string;
   readonly observer?: DeliveryObserver;
@@ -86,7 +88,7 @@ export class DeliveryWorker {
    * sent by another instance soon after.
    */
   get leaseMs(): number {
-    return 2 * this.options.timeoutMs + 5_000;
+    return this.options.leaseMs ?? 2 * this.options.timeoutMs + 5_000;
   }
 
   start(): void {

@@ -279,6 +279,55 @@ describe("a fleet of workers", () => {
   });
 });
 
+describe("the database lost mid-delivery", () => {
+  it("an attempt whose outcome cannot be recorded is sent again once the database is back and the lease ran out", async () => {
+    const { endpoint: ep, secret } = await endpoint();
+    const delivery = await store.sendTestEvent(ep.id, 1793491200, { lost: true });
+    const lost = Object.assign(new Error("Connection lost: The server closed the connection."), {
+      code: "PROTOCOL_CONNECTION_LOST",
+      fatal: true,
+    });
+    let down = true;
+    const errors: unknown[] = [];
+    // The store as the worker sees it while the database is away: claims worked, recording fails.
+    const flaky = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property === "recordAttempt" && down) return async () => Promise.reject(lost);
+        if (property === "claimDue" && down && errors.length > 0) return async () => Promise.reject(lost);
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const transport = createWebhookTransport({ allowPrivate: true, userAgent: "topwagers-test" });
+    transports.push(transport);
+    const w = new DeliveryWorker({
+      store: flaky,
+      transport,
+      retryScale: SCALE,
+      timeoutMs: 3_000,
+      leaseMs: 300,
+      pollMs: 20,
+      instance: "flaky",
+      observer: { error: (error) => errors.push(error) },
+    });
+    const before = sinceNow();
+    expect(await w.runOnce()).toBe(1);
+    expect(errors).toEqual([lost]);
+    // Sent, but not recorded: still pending and leased.
+    expect((await store.findDelivery(delivery.id))?.attempts).toBe(0);
+    await expect(w.runOnce()).rejects.toBe(lost);
+    down = false;
+    expect(await w.runOnce()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(await w.runOnce()).toBe(1);
+    const got = receiver.received.slice(before);
+    expect(got.map((r) => r.headers["webhook-id"])).toEqual([delivery.messageId, delivery.messageId]);
+    for (const r of got) expect(new Webhook(secret).verify(r.body, r.headers)).toMatchObject({ data: { lost: true } });
+    const stored = await store.findDelivery(delivery.id);
+    expect([stored?.state, stored?.attempts]).toEqual(["delivered", 1]);
+  });
+});
+
 describe("the delivery rules", () => {
   it("410 Gone disables the endpoint with a reason; its other deliveries fail without an attempt", async () => {
     const gone = await startWebhookReceiver();
