@@ -20,6 +20,8 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RaceRepeat, RaceService, RaceState } from "../../gen/topwagers/v1/races_pb.js";
@@ -490,5 +492,71 @@ describe("the internal listener (ADMIN_TOKEN)", () => {
   it("is not served on the public port without a key", async () => {
     const error = await refusal(races(null).listRaces({}));
     expect(error.code).toBe(Code.Unauthenticated);
+  });
+});
+
+describe("grpc-js on the published proto", () => {
+  it("reads a race and gets not_found for another affiliate's, as a plain Node gRPC user would", async () => {
+    const definition = protoLoader.loadSync("topwagers/v1/races.proto", {
+      includeDirs: ["proto"],
+      longs: String,
+      enums: String,
+      defaults: true,
+    });
+    const service = definition["topwagers.v1.RaceService"] as protoLoader.ServiceDefinition;
+    const getRace = service.GetRace as protoLoader.MethodDefinition<object, object>;
+    const key = (await createKey(servers.database.db, "ra-grpc-js")).secret;
+    const id = (
+      await races(key).createRace({
+        rules: {
+          slug: "grpc-js",
+          title: "grpc-js",
+          startTimestamp: BigInt(START),
+          endTimestamp: BigInt(END),
+          prizes: ["1.5"],
+        },
+      })
+    ).race?.id;
+    const client = new grpc.Client(new URL(servers.publicUrl).host, grpc.credentials.createInsecure());
+    const call = (idOrSlug: string) =>
+      new Promise<{ code: number; details: string; response: unknown }>((resolve) => {
+        const metadata = new grpc.Metadata();
+        metadata.set("authorization", `Bearer ${key}`);
+        client.makeUnaryRequest(
+          getRace.path,
+          getRace.requestSerialize,
+          getRace.responseDeserialize,
+          { idOrSlug },
+          metadata,
+          (error, response) =>
+            resolve({
+              code: error?.code ?? 0,
+              details: error?.details ?? "",
+              response: JSON.parse(JSON.stringify(response ?? null)),
+            }),
+        );
+      });
+    try {
+      const found = await call("grpc-js");
+      expect(found.code).toBe(0);
+      expect(found.response).toMatchObject({
+        race: {
+          id,
+          state: "RACE_STATE_LIVE",
+          startsAt: String(START),
+          endsAt: String(END),
+          rules: { prizes: ["1.5"] },
+        },
+        entries: [],
+        unallocated: "1.5",
+      });
+      const missing = await call("race_aaaaaaaaaaaaaaaaaaaa");
+      expect([missing.code, missing.details]).toEqual([
+        grpc.status.NOT_FOUND,
+        'this affiliate has no race "race_aaaaaaaaaaaaaaaaaaaa"',
+      ]);
+    } finally {
+      client.close();
+    }
   });
 });
