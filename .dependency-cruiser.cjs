@@ -59,6 +59,15 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/values/" },
     },
     {
+      name: "compat-imports-nothing-of-ours",
+      comment:
+        "compat/ holds every reliance on a library's internals, one module per library: it imports the library " +
+        "and nothing of ours (what it needs, such as a replacement error, is passed in).",
+      severity: "error",
+      from: { path: "^src/compat/" },
+      to: { path: "^src/|^gen/", pathNot: "^src/compat/" },
+    },
+    {
       name: "storage-is-an-adapter",
       comment:
         "Storage implements what the domain needs; it imports values/, its driver and its own modules, " +

@@ -5,6 +5,7 @@
  */
 import type { HandlerContext } from "@connectrpc/connect";
 import { reportUnparsableMessagesAsInvalid } from "../compat/connect.js";
+import { malformedRequest } from "../errors/catalogue.js";
 import type { CallFacts, CallObservation } from "../observability/call-observation.js";
 
 /** Services open to every caller on both listeners: health checks and reflection need no credential. */
@@ -20,10 +21,13 @@ export const OPEN_SERVICES: ReadonlySet<string> = new Set([
  */
 export type Admit = (context: HandlerContext, facts: CallFacts) => void | Promise<void>;
 
+/** A request message that is not valid protobuf binary, as the catalogue words it. */
+const unparsableBinary = () => malformedRequest("the request message is not valid protobuf binary");
+
 /** connectNodeAdapter's `requestGate`: admits every call to a service that is not open; a refusal is observed. */
 export function requestGate(admit: Admit, calls: CallObservation): (context: HandlerContext) => Promise<void> {
   return async (context) => {
-    reportUnparsableMessagesAsInvalid(context);
+    reportUnparsableMessagesAsInvalid(context, unparsableBinary);
     const facts = calls.begin(context);
     if (OPEN_SERVICES.has(context.service.typeName)) return;
     try {

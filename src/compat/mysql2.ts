@@ -40,3 +40,46 @@ export function poolUsage(pool: Pool): PoolUsage {
 export function connectionIdentity(connection: PoolConnection): object {
   return (connection as unknown as { connection: object }).connection;
 }
+
+/** Runs one statement: the call as the caller made it. */
+export type RunStatement = () => Promise<unknown>;
+
+/**
+ * Passes every statement a pool runs through `wrap`: on the pool itself (`query`, `execute`) and on every
+ * connection checked out of it. mysql2 has no hook for it, so the methods are replaced in place, once per object;
+ * `sql` reads the statement's text (from a string or an options object) only when asked.
+ */
+export function wrapStatements(pool: Pool, wrap: (sql: () => string, run: RunStatement) => Promise<unknown>): void {
+  wrapQueryMethods(pool, wrap);
+  const getConnection = pool.getConnection.bind(pool);
+  pool.getConnection = async () => {
+    const connection = await getConnection();
+    wrapQueryMethods(connection, wrap);
+    return connection;
+  };
+}
+
+const WRAPPED = Symbol("topwagers.wrappedStatements");
+
+function wrapQueryMethods(
+  target: Pool | PoolConnection,
+  wrap: (sql: () => string, run: RunStatement) => Promise<unknown>,
+): void {
+  const marked = target as unknown as Record<symbol, boolean>;
+  if (marked[WRAPPED] === true) return;
+  marked[WRAPPED] = true;
+  const loose = target as unknown as Record<"query" | "execute", (...args: unknown[]) => Promise<unknown>>;
+  for (const method of ["query", "execute"] as const) {
+    const original = loose[method].bind(target);
+    loose[method] = (...args: unknown[]) =>
+      wrap(
+        () => statementText(args[0]),
+        () => original(...args),
+      );
+  }
+}
+
+/** A statement's SQL text, whether given as a string or as mysql2's options object. */
+function statementText(first: unknown): string {
+  return typeof first === "string" ? first : String((first as { sql?: unknown } | undefined)?.sql ?? "");
+}

@@ -4,7 +4,7 @@
  */
 import type * as Api from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
-import type { PoolConnection, Pool as PromisePool } from "mysql2/promise";
+import { type RunStatement, wrapStatements } from "../compat/mysql2.js";
 import { ConfigError, readTracesExporter, type TracesExporterName } from "../config.js";
 import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
@@ -51,7 +51,6 @@ export async function startTracing(name: TracesExporterName, serviceName: string
 }
 
 const RPC_PATH = /^\/([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+)\/([A-Za-z_]\w*)$/;
-const TRACED = Symbol("topwagers.traced");
 
 /**
  * Tracing to `exporter`. `simple` exports each span as it ends (tests);
@@ -135,15 +134,12 @@ export async function createTracing(options: {
     };
   }
 
-  function traced<A extends unknown[], R>(
-    run: (...args: A) => Promise<R>,
-    database: Database,
-  ): (...args: A) => Promise<R> {
-    return (...args: A) => {
+  /** A CLIENT span around one statement made inside a traced request; outside one, the statement alone. */
+  function traced(database: Database): (sql: () => string, run: RunStatement) => Promise<unknown> {
+    return (sqlOf, run) => {
       const active = api.context.active();
-      if (api.trace.getSpan(active) === undefined) return run(...args);
-      const first = args[0];
-      const sql = typeof first === "string" ? first : String((first as { sql?: unknown } | undefined)?.sql ?? "");
+      if (api.trace.getSpan(active) === undefined) return run();
+      const sql = sqlOf();
       const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "QUERY";
       const span = tracer.startSpan(
         `${operation} ${database.name}`,
@@ -158,42 +154,23 @@ export async function createTracing(options: {
         },
         active,
       );
-      return api.context
-        .with(api.trace.setSpan(active, span), () => run(...args))
-        .then(
-          (result) => {
-            span.end();
-            return result;
-          },
-          (error: unknown) => {
-            span.recordException(error instanceof Error ? error : String(error));
-            span.setStatus({ code: api.SpanStatusCode.ERROR });
-            span.end();
-            throw error;
-          },
-        );
+      return api.context.with(api.trace.setSpan(active, span), run).then(
+        (result) => {
+          span.end();
+          return result;
+        },
+        (error: unknown) => {
+          span.recordException(error instanceof Error ? error : String(error));
+          span.setStatus({ code: api.SpanStatusCode.ERROR });
+          span.end();
+          throw error;
+        },
+      );
     };
   }
 
-  function traceQueries(target: PromisePool | PoolConnection, database: Database): void {
-    const marked = target as unknown as Record<symbol, boolean>;
-    if (marked[TRACED] === true) return;
-    marked[TRACED] = true;
-    const loose = target as unknown as Record<"query" | "execute", (...args: unknown[]) => Promise<unknown>>;
-    loose.query = traced(loose.query.bind(target), database);
-    loose.execute = traced(loose.execute.bind(target), database);
-  }
-
   function traceDatabase(database: Database): void {
-    for (const pool of new Set([database.read, database.write])) {
-      traceQueries(pool, database);
-      const getConnection = pool.getConnection.bind(pool);
-      pool.getConnection = async () => {
-        const connection = await getConnection();
-        traceQueries(connection, database);
-        return connection;
-      };
-    }
+    for (const pool of new Set([database.read, database.write])) wrapStatements(pool, traced(database));
   }
 
   return {

@@ -6,15 +6,23 @@
  * headers, message frames, and the end of the stream (gRPC trailers, the
  * gRPC-Web trailer frame, the Connect end-stream message).
  *
- * Error ends are built with connect-es's own protocol helpers
- * (`setTrailerStatus`, `createEndStreamSerialization`), so a stream's error
- * carries exactly the details the unary call's error carries (see compat/connect.ts).
+ * The envelope, the timeouts and the ends of a stream are connect-es's own
+ * protocol helpers, reached through compat/connect.ts (they are marked
+ * private), so a stream's error carries exactly the details the unary call's
+ * error carries.
  */
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createEndStreamSerialization } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import {
+  CONNECT_END_STREAM_FLAG,
+  connectEndStream,
+  envelopeOf,
+  GRPC_WEB_TRAILER_FLAG,
+  grpcTrailerStatus,
+  grpcWebTrailerPayload,
+  timeoutMs,
+} from "../compat/connect.js";
 
 const gunzipAsync = promisify(gunzip);
 
@@ -45,35 +53,18 @@ export function streamWireOf(contentType: string | undefined): StreamWire | unde
   return undefined;
 }
 
-type Headers_ = Readonly<Record<string, string | string[] | undefined>>;
+/** Request headers as Node gives them. */
+type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
-function header(headers: Headers_, name: string): string | undefined {
+function header(headers: RequestHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
 
-const GRPC_TIMEOUT_UNITS: Readonly<Record<string, number>> = {
-  H: 3_600_000,
-  M: 60_000,
-  S: 1_000,
-  m: 1,
-  u: 1e-3,
-  n: 1e-6,
-};
-
 /** The call's deadline in ms from its headers (grpc-timeout or connect-timeout-ms), if any. */
-export function deadlineMs(wire: StreamWire, headers: Headers_): number | undefined {
-  if (wire.protocol === "connect") {
-    const value = header(headers, "connect-timeout-ms");
-    if (value === undefined) return undefined;
-    if (!/^\d{1,10}$/.test(value)) throw protocolError(`invalid connect timeout value ${value}`);
-    return Number(value);
-  }
-  const value = header(headers, "grpc-timeout");
-  if (value === undefined) return undefined;
-  const match = /^(\d{1,8})([HMSmun])$/.exec(value);
-  if (match === null) throw protocolError(`invalid grpc timeout value ${value}`);
-  return Number(match[1]) * (GRPC_TIMEOUT_UNITS[match[2] as string] as number);
+export function deadlineMs(wire: StreamWire, headers: RequestHeaders): number | undefined {
+  if (wire.protocol === "connect") return timeoutMs("connect", header(headers, "connect-timeout-ms"));
+  return timeoutMs("grpc", header(headers, "grpc-timeout"));
 }
 
 function protocolError(message: string): ConnectError {
@@ -85,7 +76,7 @@ function protocolError(message: string): ConnectError {
  * (flags, 4-byte length, bytes), gzip-compressed when the flags say so and the encoding header
  * names gzip.
  */
-export async function requestMessageBytes(wire: StreamWire, headers: Headers_, body: Buffer): Promise<Buffer> {
+export async function requestMessageBytes(wire: StreamWire, headers: RequestHeaders, body: Buffer): Promise<Buffer> {
   const encoding = header(headers, wire.protocol === "connect" ? "connect-content-encoding" : "grpc-encoding");
   if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") {
     throw new ConnectError(`unknown compression "${encoding}". Supported gzip and identity`, Code.Unimplemented);
@@ -115,16 +106,8 @@ export function streamHeaders(wire: StreamWire): Record<string, string> {
 
 /** One enveloped message: flags, 4-byte big-endian length, payload. */
 export function envelope(payload: Uint8Array, flags = 0): Buffer {
-  const frame = Buffer.allocUnsafe(5 + payload.length);
-  frame[0] = flags;
-  frame.writeUInt32BE(payload.length, 1);
-  frame.set(payload, 5);
-  return frame;
+  return envelopeOf(payload, flags);
 }
-
-const CONNECT_END_STREAM = 0b10;
-const GRPC_WEB_TRAILERS = 0b1000_0000;
-const endStream = createEndStreamSerialization({});
 
 /** How a stream ends on this protocol: bytes for the body, and for gRPC the HTTP trailers. */
 export interface StreamEnd {
@@ -135,22 +118,20 @@ export interface StreamEnd {
 /** The end of a stream: with `error`, that error (details and metadata included); without, success. */
 export function streamEnd(wire: StreamWire, error: ConnectError | undefined): StreamEnd {
   if (wire.protocol === "connect") {
-    const end = error === undefined ? { metadata: new Headers() } : { metadata: new Headers(), error };
-    return { body: envelope(endStream.serialize(end), CONNECT_END_STREAM), trailers: undefined };
+    return { body: envelope(connectEndStream(error), CONNECT_END_STREAM_FLAG), trailers: undefined };
   }
-  const status = setTrailerStatus(new Headers(), error);
+  const status = grpcTrailerStatus(error);
   // gRPC percent-encodes only what is not printable ASCII (and "%"): grpc-js decodes with decodeURI,
   // which would leave connect-es's %2C (a comma) in the message.
   if (error !== undefined) status.set("grpc-message", grpcPercentEncode(error.rawMessage));
+  if (wire.protocol === "grpc-web") {
+    return { body: envelope(grpcWebTrailerPayload(status), GRPC_WEB_TRAILER_FLAG), trailers: undefined };
+  }
   const trailers: Record<string, string> = {};
   status.forEach((value, name) => {
     trailers[name] = value;
   });
-  if (wire.protocol === "grpc") return { body: undefined, trailers };
-  const lines = Object.entries(trailers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join("");
-  return { body: envelope(Buffer.from(lines, "latin1"), GRPC_WEB_TRAILERS), trailers: undefined };
+  return { body: undefined, trailers };
 }
 
 /** The gRPC spec's Percent-Encoded: bytes outside 0x20-0x7E, and "%", as %XX of their UTF-8. */

@@ -6,14 +6,24 @@
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { Histogram, Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { CONNECT_PARSE_BINARY_PREFIX, reportUnparsableMessagesAsInvalid } from "../../src/compat/connect.js";
-import { connectionIdentity, poolUsage } from "../../src/compat/mysql2.js";
+import {
+  CONNECT_END_STREAM_FLAG,
+  CONNECT_PARSE_BINARY_PREFIX,
+  connectEndStream,
+  envelopeOf,
+  GRPC_WEB_TRAILER_FLAG,
+  grpcTrailerStatus,
+  grpcWebTrailerPayload,
+  reportUnparsableMessagesAsInvalid,
+  timeoutMs,
+} from "../../src/compat/connect.js";
+import { connectionIdentity, poolUsage, wrapStatements } from "../../src/compat/mysql2.js";
 import { responseStarted, trackConnections } from "../../src/compat/node-http.js";
 import { Metrics } from "../../src/observability/metrics.js";
 import { connectionOptions } from "../../src/storage/database.js";
@@ -71,6 +81,60 @@ describe("connect-es", () => {
       );
       expect(ok.status).toBe(200);
     });
+  });
+});
+
+describe("connect-es's private protocol helpers (the watch procedure's own stream framing)", () => {
+  it("frames an enveloped message as flags, a 4-byte big-endian length and the payload", () => {
+    expect([...envelopeOf(Uint8Array.from([7, 8, 9]), 1)]).toEqual([1, 0, 0, 0, 3, 7, 8, 9]);
+    expect(Buffer.isBuffer(envelopeOf(new Uint8Array(0)))).toBe(true);
+    expect([CONNECT_END_STREAM_FLAG, GRPC_WEB_TRAILER_FLAG]).toEqual([0b10, 0b1000_0000]);
+  });
+
+  it("parses gRPC and Connect timeouts, without a maximum, and refuses a malformed one", () => {
+    expect(timeoutMs("grpc", undefined)).toBeUndefined();
+    expect(timeoutMs("grpc", "2S")).toBe(2000);
+    expect(timeoutMs("grpc", "1H")).toBe(3_600_000);
+    expect(timeoutMs("grpc", "1500u")).toBe(1.5);
+    expect(timeoutMs("grpc", "99999999H")).toBe(99999999 * 3_600_000);
+    expect(timeoutMs("connect", "250")).toBe(250);
+    expect(timeoutMs("connect", "9999999999")).toBe(9999999999);
+    for (const [protocol, value] of [
+      ["grpc", "2s"],
+      ["grpc", "123456789S"],
+      ["connect", "1.5"],
+      ["connect", "12345678901"],
+    ] as const) {
+      const error = (() => {
+        try {
+          timeoutMs(protocol, value);
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(ConnectError);
+      expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+    }
+  });
+
+  it("ends a Connect stream with the end-stream JSON: {} on success, the error with its details otherwise", () => {
+    expect(Buffer.from(connectEndStream(undefined)).toString("utf8")).toBe("{}");
+    const error = new ConnectError("no, not now", Code.ResourceExhausted, { "x-why": "busy" });
+    expect(JSON.parse(Buffer.from(connectEndStream(error)).toString("utf8"))).toEqual({
+      error: { code: "resource_exhausted", message: "no, not now" },
+      metadata: { "x-why": ["busy"] },
+    });
+  });
+
+  it("writes gRPC's trailer status and gRPC-Web's trailer lines", () => {
+    expect([...grpcTrailerStatus(undefined)]).toEqual([["grpc-status", "0"]]);
+    const status = grpcTrailerStatus(new ConnectError("no, not now", Code.ResourceExhausted));
+    expect(status.get("grpc-status")).toBe("8");
+    expect(status.get("grpc-message")).toBe("no%2C%20not%20now");
+    expect(Buffer.from(grpcWebTrailerPayload(new Headers({ "grpc-status": "0", a: "b" }))).toString("latin1")).toBe(
+      "a: b\r\ngrpc-status: 0\r\n",
+    );
   });
 });
 
@@ -175,6 +239,27 @@ describe("mysql2", () => {
     held.release();
     (await queued).release();
     expect(poolUsage(pool)).toEqual({ open: 1, idle: 1, waiting: 0 });
+  });
+
+  it("passes the statements of a pool and of each connection checked out of it through a wrapper, once", async () => {
+    const wrapped = mysql.createPool({ ...connectionOptions(database.url), connectionLimit: 1 });
+    try {
+      const seen: string[] = [];
+      wrapStatements(wrapped, (sql, run) => {
+        seen.push(sql());
+        return run();
+      });
+      await wrapped.query("SELECT 1");
+      await wrapped.execute({ sql: "SELECT ? AS n" }, [2]);
+      for (let i = 0; i < 2; i++) {
+        const connection = await wrapped.getConnection();
+        await connection.query("SELECT 3");
+        connection.release();
+      }
+      expect(seen).toEqual(["SELECT 1", "SELECT ? AS n", "SELECT 3", "SELECT 3"]);
+    } finally {
+      await wrapped.end();
+    }
   });
 
   it("hands out the same core connection behind each new promise wrapper", async () => {
