@@ -1,10 +1,9 @@
 /**
  * The overlay's race view (`GET /board?key=…&race=<slug>`, issue 29 item 7) in a real headless Chromium,
- * following a race stream (each event the race JSON of docs/api.md) as it will when the service serves
- * `/races/{slug}/stream` (not yet: the page then reads `GET /races/{slug}` every 3 s, which
- * live-overlay.test.ts tests on the built server): the page is this repository's BoardPage, served with an
- * admission that admits every call, beside a stand-in `/races/monthly/stream` that sends the race as SSE
- * events and later ones on demand. It shows
+ * following a race stream (each event the race JSON of docs/api.md; live-overlay.test.ts runs it on the built
+ * server): the page is this repository's BoardPage, served with an admission that admits every call, beside a
+ * stand-in `/races/monthly/stream` that sends the race as SSE events and later ones on demand, to test the
+ * clock and every state in seconds. It shows
  * the title, shared ranks with the prize next to each, a countdown from the server's `now` (not the
  * browser's clock), the next race's start, "in review" and then "final results" with the digest's first
  * characters without a reload, weighted totals for a weighted race, and the reason for a wrong race.
@@ -83,6 +82,7 @@ let browser: Browser;
 let current: unknown = race("live", ENDS_AT + 1 - 86_405);
 /** How many more page requests, and board stream requests, answer 503 (the database is unavailable). */
 let pagesUnavailable = 0;
+let polledReads = 0;
 let boardStreamsUnavailable = 0;
 const UNAVAILABLE = "the leaderboard database is unavailable right now. Retry shortly";
 const streams = new Set<http.ServerResponse>();
@@ -114,6 +114,13 @@ beforeAll(async () => {
       res.write(`retry: 2000\n\n${frame(current)}`);
       streams.add(res);
       req.on("close", () => streams.delete(res));
+      return;
+    }
+    // An instance without the race stream (an older one during a deploy): only the race's REST read.
+    if (path === "/races/polled") {
+      polledReads += 1;
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify({ data: race("live", ENDS_AT - 3_600), errors: null }));
       return;
     }
     if (path === "/top-affiliate-wagers-by-period/stream") {
@@ -319,4 +326,28 @@ describe("the overlay while the service answers 503", () => {
     expect(violations).toEqual([]);
     await page.close();
   }, 30_000);
+});
+
+describe("the race overlay without a race stream", () => {
+  it("reads the race every 3 s instead, and keeps its rows while its version does not change", async () => {
+    const { page, violations } = await open("/board?key=tw_pub_x&race=polled");
+    await until(
+      "the race's rows",
+      () => rows(page),
+      (r) => r.length === 4,
+    );
+    expect(await page.textContent("#period")).toMatch(/^Ends in 00:59:5\d$|^Ends in 01:00:00$/);
+    await page.evaluate("document.querySelector('.row').dataset.mark = 'first'");
+    const before = polledReads;
+    await until(
+      "two more reads",
+      async () => polledReads,
+      (n) => n >= before + 2,
+      10_000,
+    );
+    expect(await page.evaluate("document.querySelector('.row').dataset.mark")).toBe("first");
+    expect([await page.textContent("#status"), await page.isVisible("#message")]).toEqual(["live", false]);
+    expect(violations).toEqual([]);
+    await page.close();
+  }, 20_000);
 });
