@@ -162,7 +162,7 @@ export function createInternalApp(config: Config, database: Database, options: I
       raceRpc(
         races,
         namedAffiliate((externalId) => raceStore.affiliateKey(externalId)),
-        raceWatch,
+        { watch: raceWatch },
       ),
     );
     router.service(

@@ -349,7 +349,7 @@ function buildSkins(
     rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger }),
     // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
-    raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, clientAddress, observe, logger }),
+    raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),
     watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
     events: new BoardEvents({ basePath, admission, live, clientAddress, observe, logger }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
@@ -379,7 +379,7 @@ function buildSkins(
 function connectServices(domain: PublicDomain): (router: ConnectRouter) => void {
   return (router) => {
     router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
-    router.service(RaceService, raceRpc(domain.races, keyAffiliate, domain.raceWatch));
+    router.service(RaceService, raceRpc(domain.races, keyAffiliate, { watch: domain.raceWatch, slots: domain.live }));
     router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));
     registerHealth(router, PUBLIC_SERVICES, domain.readiness);
     registerReflection(router, PUBLIC_SERVICES);

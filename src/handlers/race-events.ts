@@ -18,7 +18,7 @@ import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race
 import type { RaceView } from "../races/races.js";
 import { nodeExchange } from "../transport/exchange.js";
 import { cutResponse, type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
-import { MAX_UNSENT_BYTES } from "./parts/live-streams.js";
+import { liveError, MAX_UNSENT_BYTES, type StreamSlots } from "./parts/live-streams.js";
 import { answer, requireRaceScope } from "./parts/race-answers.js";
 import { refuse } from "./parts/rest-reply.js";
 
@@ -43,6 +43,8 @@ export interface RaceEventsOptions {
   readonly basePath: string;
   readonly admission: Admission;
   readonly watch: RaceWatch;
+  /** Race streams count with the boards' against STREAM_LIMIT_PER_KEY, _PER_ADDRESS and STREAM_LIMIT. */
+  readonly slots: StreamSlots;
   readonly clientAddress: (req: NodeRequest) => string;
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
@@ -95,6 +97,12 @@ export class RaceEvents {
         res.write(PREAMBLE);
       });
       const lastEventId = req.headers["last-event-id"];
+      let release: () => void;
+      try {
+        release = this.options.slots.hold({ keyId: admitted.caller.keyId, address });
+      } catch (error) {
+        throw liveError(error);
+      }
       const subscription = await this.options.watch
         .open(
           admitted.caller.affiliateId,
@@ -103,12 +111,17 @@ export class RaceEvents {
           typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : undefined,
         )
         .catch((error: unknown) => {
+          release();
           if (error instanceof RaceNotWatchable) answer(error.outcome, "", "slug");
           throw error;
         });
+      const close = () => {
+        subscription.close();
+        release();
+      };
       viewer.flush();
-      if (viewer.gone) subscription.close();
-      else res.once("close", () => subscription.close());
+      if (viewer.gone) close();
+      else res.once("close", close);
     } catch (reason) {
       failure = reason;
       await refuse(nodeExchange(req, res), reason, rateHeaders, this.options.logger);

@@ -22,11 +22,12 @@ import {
 } from "../../gen/topwagers/v1/races_pb.js";
 import { raceEntries, raceFieldsOf, raceMessage, racePatchOf, raceStatesOf } from "../codecs/race-message.js";
 import { invalidArgument, ServiceError, unauthenticated } from "../errors/catalogue.js";
+import { callClientAddress } from "../observability/call-observation.js";
 import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
 import type { Races, RaceView } from "../races/races.js";
 import type { Violation } from "../values/violation.js";
 import { callerKey } from "./parts/caller-key.js";
-import { shuttingDown } from "./parts/live-streams.js";
+import { liveError, type StreamSlots, shuttingDown } from "./parts/live-streams.js";
 import { answer, guard, type RaceAccess, requireRaceScope } from "./parts/race-answers.js";
 
 /**
@@ -61,7 +62,19 @@ export function namedAffiliate(affiliateKey: (externalId: string) => Promise<num
   };
 }
 
-export function raceRpc(races: Races, callerAffiliate: RaceCaller, watch: RaceWatch): ServiceImpl<typeof RaceService> {
+/** Where WatchRace streams are watched and counted: the race hub, and the instance's stream slots. */
+export interface RaceStreams {
+  readonly watch: RaceWatch;
+  /** Race streams count with the boards' against the stream limits; absent: not counted (the internal listener). */
+  readonly slots?: StreamSlots;
+}
+
+export function raceRpc(
+  races: Races,
+  callerAffiliate: RaceCaller,
+  streams: RaceStreams,
+): ServiceImpl<typeof RaceService> {
+  const { watch, slots } = streams;
   return {
     async createRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
@@ -119,9 +132,19 @@ export function raceRpc(races: Races, callerAffiliate: RaceCaller, watch: RaceWa
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
       const queue = new WatchQueue();
+      const caller = context.values.get(callerKey);
+      let release = () => {};
+      if (slots !== undefined && caller !== undefined) {
+        try {
+          release = slots.hold({ keyId: caller.keyId, address: callClientAddress(context.values) ?? "unknown" });
+        } catch (error) {
+          throw liveError(error);
+        }
+      }
       const subscription = await watch
         .open(affiliateId, request.idOrSlug, queue, request.resumeVersion)
         .catch((error: unknown) => {
+          release();
           if (error instanceof RaceNotWatchable) answer(error.outcome, "", "idOrSlug");
           throw error;
         });
@@ -129,6 +152,7 @@ export function raceRpc(races: Races, callerAffiliate: RaceCaller, watch: RaceWa
         yield* queue.messages(context.signal);
       } finally {
         subscription.close();
+        release();
       }
     },
   };

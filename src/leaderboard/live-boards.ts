@@ -180,6 +180,22 @@ export class LiveBoards {
     return { close: () => this.detach(entry, viewer, "client") };
   }
 
+  /**
+   * Holds one stream slot for a stream served elsewhere (a race stream), under the same limits per
+   * key, per client address and per instance as the boards' streams; returns its release (once).
+   * Throws StreamLimitError or LiveShutdownError.
+   */
+  hold(owner: ViewerOwner): () => void {
+    if (this.closed) throw new LiveShutdownError();
+    this.reserve(owner);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.release(owner);
+    };
+  }
+
   /** Committed changes: recompute each board they touch (see ChangeSet). */
   applyChanges(changes: Iterable<BoardChange> | ChangeSet): void {
     const changed = changes instanceof ChangeSet ? changes : new ChangeSet(changes);

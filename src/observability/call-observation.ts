@@ -31,6 +31,11 @@ const callFactsKey = createContextKey<CallFacts>(
   { description: "transport facts of the call" },
 );
 
+/** The client address the transport found for an RPC call (undefined outside a call). */
+export function callClientAddress(values: HandlerContext["values"]): string | undefined {
+  return values.get(callFactsKey).clientAddress;
+}
+
 export interface CallHooks {
   readonly metrics: Metrics | undefined;
   readonly logger: Logger;

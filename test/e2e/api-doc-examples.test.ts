@@ -386,4 +386,22 @@ describe("docs/api.md races examples", () => {
     const result = await runProgram(process.execPath, [file, id], env());
     expect([result.code, result.stderr, result.stdout]).toEqual([0, "", "digest matches\n"]);
   });
+  it("watching a race: curl -N prints the race as the page shows it, its data the race read's answer", async () => {
+    const [script] = codeBlocks("Watching a race", "sh");
+    const [shown] = codeBlocks("Watching a race", "text");
+    const output = await streamProgram(script ?? "", env(), (out) => out.includes("data:") && out.endsWith("\n\n"));
+    const [retry, event, id, data] = output.split("\n").filter((line) => line !== "");
+    const [shownRetry, shownEvent, shownId] = (shown ?? "").split("\n").filter((line) => line !== "");
+    expect([retry, event]).toEqual([shownRetry, shownEvent]);
+    expect(id?.startsWith("id: ")).toBe(true);
+    expect(shownId?.startsWith("id: ")).toBe(true);
+    const answer = JSON.parse((data ?? "").slice("data: ".length)) as { data: { slug: string; version: string } };
+    expect(answer.data.slug).toBe("monthly");
+    expect(`id: ${answer.data.version}`).toBe(id);
+    // The event is the race read's answer: the same race and version as GET /races/monthly now.
+    const read = (await (
+      await fetch(`${server.baseUrl}/races/monthly`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { data: { version: string } };
+    expect(read.data.version).toBe(answer.data.version);
+  }, 60_000);
 });

@@ -184,3 +184,58 @@ describe("WatchRace", () => {
     expect(resumed).toEqual([]);
   });
 });
+
+describe("race streams count against the stream limits", () => {
+  it("refuses a race stream past STREAM_LIMIT_PER_ADDRESS, counted with the boards' streams, and frees it on close", async () => {
+    const limited = await startTestServer("races_live_limits", { STREAM_LIMIT_PER_ADDRESS: "2" });
+    const opened: RawHttp1Stream[] = [];
+    try {
+      const db = limited.database.db;
+      const key = (await createKey(db, "limit-aff")).secret;
+      await addBoard(db, "limit-aff", [["l1", "lea", "", ["5", NOV_1 + 5]]]);
+      const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = 'limit-aff'");
+      const made = await limited.app.races.create(Number(rows[0]?.id), {
+        slug: "capped",
+        title: "Capped",
+        startTimestamp: NOV_1,
+        endTimestamp: END,
+        prizes: ["1"],
+      });
+      expect(made.kind).toBe("ok");
+      const headers = { authorization: `Bearer ${key}` };
+      const open = (path: string) => {
+        const s = new RawHttp1Stream(limited.port, path, headers);
+        opened.push(s);
+        return s;
+      };
+      const board = open(
+        `/top-affiliate-wagers-by-period/stream?startTimestamp=${NOV_1}&endTimestamp=${END}&numUsers=3`,
+      );
+      await board.until((reply) => (reply.events.some((e) => e.event === "board") ? true : undefined));
+      const race = open("/races/capped/stream");
+      await race.until((reply) => (reply.events.some((e) => e.event === "race") ? true : undefined));
+      const refused = await fetch(`${limited.baseUrl}/races/capped/stream`, { headers });
+      expect(refused.status).toBe(429);
+      expect(await refused.json()).toEqual({
+        data: null,
+        errors: [{ code: "resource_exhausted", message: "this client address has 2 streams open, the most allowed" }],
+      });
+      race.close();
+      // The slot is free again once the server sees the close.
+      const again = await (async () => {
+        for (let i = 0; i < 50; i++) {
+          const reply = open("/races/capped/stream");
+          const status = await reply.until((r) => r.status);
+          if (status === 200) return status;
+          reply.close();
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        return 0;
+      })();
+      expect(again).toBe(200);
+    } finally {
+      for (const s of opened) s.close();
+      await limited.close();
+    }
+  });
+});

@@ -27,7 +27,14 @@ describe("the document", () => {
     const raw = readOpenApiDocument();
     expect(raw.openapi).toMatch(/^3\.1\.\d+$/);
     const validated = await SwaggerParser.validate(structuredClone(raw));
-    expect(Object.keys(validated.paths ?? {})).toEqual([OP, `${OP}/stream`, "/board", "/races", "/races/{slugOrId}"]);
+    expect(Object.keys(validated.paths ?? {})).toEqual([
+      OP,
+      `${OP}/stream`,
+      "/board",
+      "/races",
+      "/races/{slugOrId}",
+      "/races/{slugOrId}/stream",
+    ]);
   });
 
   it("has schemas and header schemas that compile as strict JSON Schema 2020-12", () => {

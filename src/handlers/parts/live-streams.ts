@@ -50,6 +50,11 @@ export function shuttingDown(): ServiceError {
   return new ServiceError("SHUTTING_DOWN", SHUTTING_DOWN_MESSAGE, { retryAfterSeconds: 1 });
 }
 
+/** Stream slots under the instance's stream limits (the live boards' `hold`), for streams served elsewhere. */
+export interface StreamSlots {
+  hold(owner: { readonly keyId: string; readonly address: string }): () => void;
+}
+
 /** How one protocol frames a board and a heartbeat (each called once per snapshot, see BoardSnapshot.encoded). */
 export interface Frames {
   board(snapshot: BoardSnapshot): Buffer;
