@@ -290,6 +290,28 @@ describe("the race overlay", () => {
     await page.close();
   });
 
+  it("is readable at 1920×1080: all rows inside, text about twice the 800×480 size", async () => {
+    publish(race("live", ENDS_AT - 100));
+    const sizes: number[] = [];
+    for (const viewport of [
+      { width: 800, height: 480 },
+      { width: 1920, height: 1080 },
+    ]) {
+      const { page } = await open("/board?key=tw_pub_x&race=monthly", viewport);
+      await until(
+        "four rows",
+        () => rows(page),
+        (r) => r.length === 4,
+      );
+      expect(await page.evaluate("document.documentElement.scrollHeight <= window.innerHeight")).toBe(true);
+      sizes.push(
+        Number.parseFloat(String(await page.evaluate("getComputedStyle(document.querySelector('.name')).fontSize"))),
+      );
+      await page.close();
+    }
+    expect(sizes[1]).toBeGreaterThan((sizes[0] ?? 0) * 1.8);
+  });
+
   it("refuses a wrong race, or a period beside it, naming the parameter", async () => {
     const { page, response } = await open("/board?key=tw_pub_x&race=Monthly%20Race&numUsers=3");
     expect(response?.status()).toBe(400);
