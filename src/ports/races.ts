@@ -80,6 +80,14 @@ export interface NewRace extends RaceDefinition {
   readonly createdAt: number;
 }
 
+/** The steps a freeze takes too when they were not taken yet (see RaceStore.freeze). */
+export interface OwedSteps {
+  readonly started: RaceEvent;
+  readonly ended: RaceEvent;
+  /** A series' next race, created with the start. */
+  readonly next: NewRace | null;
+}
+
 export interface FrozenResult {
   readonly at: number;
   readonly digest: string;
@@ -124,6 +132,10 @@ export interface RaceStore {
   announceStart(id: string, event: RaceEvent, next: NewRace | null, at: number): Promise<boolean>;
   /** Marks the end announced (once: false when it already was). */
   announceEnd(id: string, event: RaceEvent, at: number): Promise<boolean>;
-  /** Freezes the race with its result (once: false when another instance froze it first). */
-  freeze(id: string, result: FrozenResult, event: RaceEvent): Promise<boolean>;
+  /**
+   * Freezes the race with its result (once: false when another instance froze it first), in one
+   * transaction with what is still owed when no instance announced its start or end in time (all
+   * were down, or the end and the freeze fall in one second): those events, and a series' next race.
+   */
+  freeze(id: string, result: FrozenResult, event: RaceEvent, owed: OwedSteps): Promise<boolean>;
 }

@@ -224,6 +224,15 @@ export class Races {
     boards: StandingsStore,
   ): Promise<void> {
     const { store } = this.options;
+    // A freeze that is due takes the start and end announcements still owed in its own transaction.
+    if (now >= freezeDueAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds })) {
+      if (await this.freeze(race, now, boards)) {
+        counts.frozen += 1;
+        if (!race.startAnnounced) counts.started += 1;
+        if (!race.endAnnounced) counts.ended += 1;
+      }
+      return;
+    }
     if (!race.startAnnounced && now >= race.startTimestamp) {
       const announced = await store.announceStart(
         race.id,
@@ -240,9 +249,6 @@ export class Races {
         now,
       );
       if (announced) counts.ended += 1;
-    }
-    if (now >= freezeDueAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds })) {
-      if (await this.freeze(race, now, boards)) counts.frozen += 1;
     }
   }
 
@@ -281,7 +287,11 @@ export class Races {
       type: "race.finalized",
       data: eventData(frozen, "final", { entries, unallocated: placement.unallocated }),
     };
-    return this.options.store.freeze(race.id, result, event);
+    return this.options.store.freeze(race.id, result, event, {
+      started: { type: "race.started", data: eventData(race, "live", null) },
+      ended: { type: "race.ended", data: eventData(race, "reviewing", null) },
+      next: this.nextOf(race),
+    });
   }
 
   private async owned(affiliateId: number, id: string): Promise<StoredRace | undefined> {

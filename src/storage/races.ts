@@ -14,6 +14,7 @@ import type {
   FrozenEntry,
   FrozenResult,
   NewRace,
+  OwedSteps,
   RaceDefinition,
   RaceEvent,
   RaceListQuery,
@@ -324,6 +325,16 @@ async function setNextStep(connection: PoolConnection, race: StoredRace): Promis
   await connection.query("UPDATE races SET next_step_at = ? WHERE public_id = ?", [nextStepAt(race), race.id]);
 }
 
+/** Creates a series' next race (once: it may exist already, made by a step retried elsewhere). */
+async function insertNextRace(connection: PoolConnection, id: string, next: NewRace): Promise<void> {
+  try {
+    await insertRace(connection, next);
+  } catch (error) {
+    if ((error as { errno?: number }).errno !== 1062) throw error;
+  }
+  await connection.query("UPDATE races SET next_created = 1 WHERE public_id = ?", [id]);
+}
+
 export async function announceStart(
   pool: Pool,
   id: string,
@@ -335,15 +346,7 @@ export async function announceStart(
     const race = await claimStep(connection, id, "start_announced");
     if (race === undefined) return false;
     await setNextStep(connection, race);
-    if (next !== null) {
-      // INSERT IGNORE: the series' next race may exist already (made by a step retried elsewhere).
-      try {
-        await insertRace(connection, next);
-      } catch (error) {
-        if ((error as { errno?: number }).errno !== 1062) throw error;
-      }
-      await connection.query("UPDATE races SET next_created = 1 WHERE public_id = ?", [id]);
-    }
+    if (next !== null) await insertNextRace(connection, id, next);
     await enqueueRaceEvent(connection, race.affiliateId, event, at);
     return true;
   });
@@ -359,8 +362,24 @@ export async function announceEnd(pool: Pool, id: string, event: RaceEvent, at: 
   });
 }
 
-export async function freezeRace(pool: Pool, id: string, result: FrozenResult, event: RaceEvent): Promise<boolean> {
+export async function freezeRace(
+  pool: Pool,
+  id: string,
+  result: FrozenResult,
+  event: RaceEvent,
+  owed: OwedSteps,
+): Promise<boolean> {
   return inTransaction(pool, async (connection) => {
+    // What is still owed is read under the row's lock, so no start or end is announced twice.
+    const [locked] = await connection.query<RowDataPacket[]>(
+      `SELECT id, affiliate_id, start_announced, end_announced FROM races
+        WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL FOR UPDATE`,
+      [id],
+    );
+    const row = locked[0];
+    if (row === undefined) return false;
+    // On Galera the lock is the node's own: two nodes' UPDATEs of this row conflict at certification,
+    // and the loser's retry finds it frozen.
     const [update] = await connection.query<ResultSetHeader>(
       `UPDATE races SET frozen_at = ?, digest = ?, unallocated = ?, next_step_at = NULL,
           start_announced = 1, end_announced = 1
@@ -368,11 +387,14 @@ export async function freezeRace(pool: Pool, id: string, result: FrozenResult, e
       [result.at, result.digest, result.unallocated, id],
     );
     if (update.affectedRows !== 1) return false;
-    const race = await raceById(connection, id);
-    if (race === undefined) return false;
+    const internalId = Number(row.id);
+    const affiliateId = Number(row.affiliate_id);
+    if (Number(row.start_announced) === 0) {
+      if (owed.next !== null) await insertNextRace(connection, id, owed.next);
+      await enqueueRaceEvent(connection, affiliateId, owed.started, result.at);
+    }
+    if (Number(row.end_announced) === 0) await enqueueRaceEvent(connection, affiliateId, owed.ended, result.at);
     if (result.entries.length > 0) {
-      const [idRows] = await connection.query<RowDataPacket[]>("SELECT id FROM races WHERE public_id = ?", [id]);
-      const internalId = Number(idRows[0]?.id);
       await connection.query(
         `INSERT INTO race_results (race_id, position, \`rank\`, user_external_id, username, avatar_url, total,
             weighted_total, prize) VALUES ?`,
@@ -391,7 +413,7 @@ export async function freezeRace(pool: Pool, id: string, result: FrozenResult, e
         ],
       );
     }
-    await enqueueRaceEvent(connection, race.affiliateId, event, result.at);
+    await enqueueRaceEvent(connection, affiliateId, event, result.at);
     return true;
   });
 }

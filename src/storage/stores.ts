@@ -120,6 +120,6 @@ export function mariadbRaces(pool: Pool): RaceStore {
     due: (now, limit) => dueRaces(pool, now, limit),
     announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),
     announceEnd: (id, event, at) => announceEnd(pool, id, event, at),
-    freeze: (id, result, event) => freezeRace(pool, id, result, event),
+    freeze: (id, result, event, owed) => freezeRace(pool, id, result, event, owed),
   };
 }

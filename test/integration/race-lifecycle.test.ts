@@ -12,6 +12,8 @@ import { boardStandings } from "../../src/leaderboard/board-standings.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { Races, type RaceView } from "../../src/races/races.js";
 import { mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
@@ -95,7 +97,27 @@ beforeAll(async () => {
   ]);
   const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", ["race-aff"]);
   affiliateId = Number(rows[0]?.id);
+  // An endpoint subscribed to every race event: each state change writes its event in the outbox.
+  await new MariadbWebhookStore(db.write, new WebhookSecretBox(undefined)).insertEndpoint({
+    id: "ep_race_lifecycle",
+    affiliateExternalId: "race-aff",
+    url: "https://hooks.example.com/races",
+    description: "",
+    eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
+    secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
+  });
 });
+
+/** The outbox's events of one race, in order: [type, state in the data, the data's digest]. */
+async function eventsOf(raceId: string): Promise<[string, string, string | null][]> {
+  const [rows] = await database.db.read.query<RowDataPacket[]>("SELECT body FROM webhook_events ORDER BY id");
+  return rows
+    .map(
+      (row) => JSON.parse(String(row.body)) as { type: string; data: { id: string; state: string; digest?: string } },
+    )
+    .filter((body) => body.data.id === raceId)
+    .map((body) => [body.type, body.data.state, body.data.digest ?? null]);
+}
 
 describe("one race from scheduled to final", () => {
   let a: Races;
@@ -181,6 +203,15 @@ describe("one race from scheduled to final", () => {
     expect(view.race.digest).toBe(recomputedDigest(view));
   });
 
+  it("wrote each of its events once, in order, the finalized one with the digest", async () => {
+    const view = ok(await a.get(affiliateId, raceId));
+    expect(await eventsOf(raceId)).toEqual([
+      ["race.started", "live", null],
+      ["race.ended", "reviewing", null],
+      ["race.finalized", "final", view.race.digest],
+    ]);
+  });
+
   it("never changes after the freeze: not a void, a rename nor a restart", async () => {
     const before = ok(await a.get(affiliateId, raceId));
     now = END + REVIEW + 100;
@@ -233,6 +264,12 @@ describe("a freeze missed while every instance was down", () => {
       [1, "renamed", "200", "5"],
     ]);
     expect(view.unallocated).toBe("0");
+    // The start and the end nobody announced in time go out with the freeze, once each.
+    expect(await eventsOf(created.race.id)).toEqual([
+      ["race.started", "live", null],
+      ["race.ended", "reviewing", null],
+      ["race.finalized", "final", view.race.digest],
+    ]);
   });
 });
 
