@@ -1,11 +1,12 @@
 /**
  * The watch procedure (WatchTopAffiliateWagersByPeriod) on gRPC, gRPC-Web and
  * Connect, with stream framing written here rather than by connect-es: each
- * board is encoded once per codec and the same bytes go to every viewer
- * (connect-es serialises per stream: 13-19 times the CPU and about 8 times
- * the memory per viewer, see docs/benchmarks.md). Requests it does not take
- * (another method, an unknown content type, gRPC-Web text) go on to
- * connect-es, which answers them as for any procedure.
+ * board is encoded once per codec, and the same bytes go to every viewer.
+ * connect-es would serialise the board again for each stream; what that costs
+ * is measured in docs/benchmarks.md, "Why the watch procedure frames its
+ * streams itself". Requests it does not take (another method, an unknown
+ * content type, gRPC-Web text) go on to connect-es, which answers them as for
+ * any procedure.
  *
  * A call flows: admission (as the unary call: key, rate limit) → the one
  * request message → validation (the unary call's rules and messages) → the
