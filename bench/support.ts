@@ -60,8 +60,10 @@ export function startChild(script: string, env: Record<string, string>, options:
     running.add(child);
     child.once("exit", () => running.delete(child));
     let settled = false;
+    const said = new LastLines();
     const onData = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) {
+        said.add(line);
         if (!line.startsWith("{")) continue;
         let parsed: { port?: number; msg?: string };
         try {
@@ -87,7 +89,7 @@ export function startChild(script: string, env: Record<string, string>, options:
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
     child.once("exit", (code) => {
-      if (!settled) reject(new Error(`${script} exited with ${code} before listening`));
+      if (!settled) reject(new Error(`${script} exited with ${code} before listening${said.shown()}`));
     });
   });
 }
@@ -137,6 +139,7 @@ export function startServerProcess(
   });
   return new Promise((resolve, reject) => {
     let buffered = "";
+    const said = new LastLines();
     let publicPort: number | undefined;
     let internalPort: number | undefined;
     child.stderr?.setEncoding("utf8");
@@ -145,6 +148,7 @@ export function startServerProcess(
       for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
         const line = buffered.slice(0, newline);
         buffered = buffered.slice(newline + 1);
+        said.add(line);
         try {
           const parsed = JSON.parse(line) as { msg?: string; port?: number };
           if (parsed.msg?.startsWith("internal listener")) internalPort = parsed.port;
@@ -166,6 +170,30 @@ export function startServerProcess(
         }
       }
     });
-    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening`)));
+    child.once("exit", (code) =>
+      reject(new Error(`server exited with ${code} before listening${said.shown(buffered)}`)),
+    );
   });
+}
+
+/**
+ * The last lines a child process wrote, to say why it exited before listening (a prlimit that refused a limit above
+ * the machine's hard limit, a port in use, a bad setting) instead of only its exit code.
+ */
+class LastLines {
+  private readonly lines: string[] = [];
+
+  constructor(private readonly keep = 20) {}
+
+  add(line: string): void {
+    if (line.trim() === "") return;
+    this.lines.push(line);
+    if (this.lines.length > this.keep) this.lines.shift();
+  }
+
+  /** The lines as the tail of an error message ("" when it said nothing). */
+  shown(unfinished = ""): string {
+    const lines = unfinished.trim() === "" ? this.lines : [...this.lines, unfinished];
+    return lines.length === 0 ? "" : `; it said:\n${lines.join("\n")}`;
+  }
 }

@@ -15,6 +15,7 @@ import { sameDecimal } from "../values/decimal.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
 import { formatDuration, Progress } from "./progress.js";
 import { type SeedMethod, seedDatabase } from "./seed.js";
+import { RUN } from "./usage.js";
 
 const number = new Intl.NumberFormat("en-US");
 
@@ -199,7 +200,7 @@ export async function seedCommand(args: string[]): Promise<void> {
       `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
       `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
       `${number.format(report.duplicates)} already there${report.voided > 0 ? `, ${number.format(report.voided)} voided` : ""}) by ${report.method} in ` +
-      `${took}.\nSame data again: npm run cli -- seed ${reproduce}\n`,
+      `${took}.\nSame data again: ${RUN} seed ${reproduce}\n`,
   );
 }
 

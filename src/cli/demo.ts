@@ -22,6 +22,7 @@ import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbStandings } from ".
 import { halfMonthOf, monthStart, nextMonthStart } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 import { type SeedReport, seedDatabase } from "./seed.js";
+import { RUN } from "./usage.js";
 
 export const DEMO_AFFILIATE = "demo-affiliate";
 
@@ -65,7 +66,7 @@ export async function runDemo(args: string[]): Promise<void> {
       if ((await usersOfAffiliate(db.read, DEMO_AFFILIATE)) === 0) {
         const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
         process.stderr.write(
-          `Loading demo data (npm run cli -- seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
+          `Loading demo data (${RUN} seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
             `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
         );
         const report = await loadDemoData(db, plan.end);

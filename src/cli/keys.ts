@@ -11,6 +11,7 @@ import { mariadbApiKeys } from "../storage/stores.js";
 import { isRestricted } from "../values/scopes.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
+import { RUN } from "./usage.js";
 
 /** "100/60s" → { points: 100, windowSeconds: 60 } */
 export function parseRateLimit(text: string): { points: number; windowSeconds: number } {
@@ -52,7 +53,7 @@ function keyChange<T extends { kind: string }>(result: T | Refused): Exclude<T, 
   }
   if (result.kind === "not_found") {
     throw new DataError(
-      `no key with id ${(result as Extract<Refused, { kind: "not_found" }>).id} (see: npm run cli -- keys list)`,
+      `no key with id ${(result as Extract<Refused, { kind: "not_found" }>).id} (see: ${RUN} keys list)`,
     );
   }
   return result as Exclude<T, Refused>;
@@ -149,7 +150,7 @@ async function create(values: ReturnType<typeof parseKeysOptions>["values"]): Pr
 }
 
 async function rotate(id: string | undefined, values: ReturnType<typeof parseKeysOptions>["values"]): Promise<void> {
-  if (id === undefined) throw new UsageError("keys rotate needs the key id (see: npm run cli -- keys list)");
+  if (id === undefined) throw new UsageError(`keys rotate needs the key id (see: ${RUN} keys list)`);
   const overlap = values.overlap === undefined ? 0 : durationOption("overlap", values.overlap);
   const issued = keyChange(await withKeys((admin) => admin.rotate(id, overlap)));
   // The old key's real end: the overlap, or its own earlier expiry or revocation, whichever comes first.
@@ -225,7 +226,7 @@ async function list(json: boolean): Promise<void> {
     return;
   }
   if (keys.length === 0) {
-    process.stdout.write("No keys yet. Create one with: npm run cli -- keys create --affiliate <affiliateId>\n");
+    process.stdout.write(`No keys yet. Create one with: ${RUN} keys create --affiliate <affiliateId>\n`);
     return;
   }
   // The SCOPES column is shown once some key is restricted; other keys have every scope of their kind.
@@ -272,7 +273,7 @@ export async function keysCommand(args: string[]): Promise<void> {
       return list(values.json);
     case "revoke": {
       const id = positionals[0];
-      if (id === undefined) throw new UsageError("keys revoke needs the key id (see: npm run cli -- keys list)");
+      if (id === undefined) throw new UsageError(`keys revoke needs the key id (see: ${RUN} keys list)`);
       keyChange(await withKeys((admin) => admin.revoke(id)));
       process.stdout.write(`Revoked ${id}. Running servers refuse it within 1 second.\n`);
       return;

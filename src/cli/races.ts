@@ -19,6 +19,7 @@ import type { Violation } from "../values/violation.js";
 import { isRankBy } from "../values/weights.js";
 import { DataError, isoSeconds, UsageError, withDatabase } from "./common.js";
 import { alignColumns } from "./keys.js";
+import { RUN } from "./usage.js";
 
 /** The options of the races commands; a misspelt or incomplete option is a usage error (exit 2). */
 function parseRacesOptions(args: string[]) {
@@ -92,7 +93,7 @@ function outcomeValue<T>(outcome: RaceOutcome<T>, affiliate: string): T {
       throw new UsageError(violationLines(outcome.violations));
     case "not-found":
       throw new DataError(
-        `affiliate ${affiliate} has no race ${outcome.id} (see: npm run cli -- races list --affiliate ${affiliate})`,
+        `affiliate ${affiliate} has no race ${outcome.id} (see: ${RUN} races list --affiliate ${affiliate})`,
       );
     case "precondition":
       throw new DataError(outcome.message);
@@ -258,7 +259,7 @@ async function list(values: Values): Promise<void> {
   if (views.length === 0) {
     process.stdout.write(
       `No races of affiliate ${affiliate}${states.length === 0 ? "" : ` in state ${states.join(" or ")}`}. ` +
-        `Create one with: npm run cli -- races create --affiliate ${affiliate} --slug <slug> --title <title> --start <time>\n`,
+        `Create one with: ${RUN} races create --affiliate ${affiliate} --slug <slug> --title <title> --start <time>\n`,
     );
     return;
   }
@@ -296,7 +297,7 @@ async function show(idOrSlug: string | undefined, values: Values): Promise<void>
 }
 
 async function cancel(id: string | undefined, values: Values): Promise<void> {
-  if (id === undefined) throw new UsageError("races cancel needs the race id (see: npm run cli -- races list)");
+  if (id === undefined) throw new UsageError(`races cancel needs the race id (see: ${RUN} races list)`);
   const affiliate = requireAffiliate(values, "cancel");
   const view = outcomeValue(await withRaces(affiliate, (races, key) => races.cancel(key, id)), affiliate);
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);

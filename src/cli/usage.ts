@@ -17,6 +17,12 @@ export interface CommandUsage {
 
 export const PROGRAM = "topwagers";
 
+/**
+ * How a hint spells a command to run next: `topwagers` when this is an installed package (its files under a
+ * node_modules folder), `npm run cli --` in a checkout, where `topwagers` is not on the PATH.
+ */
+export const RUN = new URL(import.meta.url).pathname.includes("/node_modules/") ? PROGRAM : "npm run cli --";
+
 export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
   serve: {
     synopsis: "",

@@ -36,6 +36,21 @@ export function parseJsonObject(bytes: Buffer): unknown {
   return body;
 }
 
+/**
+ * What is wrong with a value that is not a whole number. A JSON number too large for a double (1e400) parses as
+ * Infinity, which JSON.stringify shows as null; one with more digits than a double holds exactly
+ * (99999999999999999999999) parses as another number: both are named for what they are.
+ */
+function notWholeNumber(field: string, value: unknown): string {
+  if (typeof value === "number" && !Number.isFinite(value)) {
+    return `${field} is out of range: the number sent is beyond what a JSON number can hold`;
+  }
+  if (typeof value === "number" && Number.isInteger(value)) {
+    return `${field} is out of range: the number sent has more digits than a JSON number holds exactly (read as ${value})`;
+  }
+  return `${field} must be a whole number, got ${JSON.stringify(value)}`;
+}
+
 /** Reads the fields from a JSON object (or a query string's fields as strings). */
 export function decodeRequestFields(body: unknown): { values: PeriodRequestFields; violations: Violation[] } {
   const record = body as Record<string, unknown>;
@@ -43,9 +58,9 @@ export function decodeRequestFields(body: unknown): { values: PeriodRequestField
   const wholeNumber = (field: string): bigint | undefined => {
     if (!Object.hasOwn(record, field)) return undefined;
     const value = record[field];
-    if (typeof value === "number" && Number.isInteger(value)) return BigInt(value);
+    if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
     if (typeof value === "string" && /^-?\d{1,30}$/.test(value)) return BigInt(value);
-    violations.push({ field, message: `${field} must be a whole number, got ${JSON.stringify(value)}` });
+    violations.push({ field, message: notWholeNumber(field, value) });
     return undefined;
   };
   let rankBy: RankBy | undefined;

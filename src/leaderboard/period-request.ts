@@ -71,6 +71,10 @@ function checkTimestamp(field: string, value: bigint | undefined, violations: Vi
     violations.push({ field, message: `${field} is required` });
     return undefined;
   }
+  if (value > BigInt(MAX_TIMESTAMP) * 1000n) {
+    violations.push({ field, message: `${field} is too large for Unix seconds (at most ${MAX_TIMESTAMP})` });
+    return undefined;
+  }
   if (value > BigInt(MAX_TIMESTAMP)) {
     violations.push({
       field,

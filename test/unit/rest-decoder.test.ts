@@ -54,6 +54,24 @@ describe("decodeRequestFields", () => {
   });
 });
 
+describe("numbers JSON cannot carry exactly", () => {
+  it("names a number beyond a double (1e400) and one with more digits than a double holds for what they are", () => {
+    const body = JSON.parse('{"startTimestamp":1e400,"endTimestamp":99999999999999999999999,"numUsers":-1e400}');
+    expect(decodeRequestFields(body).violations).toEqual([
+      {
+        field: "startTimestamp",
+        message: "startTimestamp is out of range: the number sent is beyond what a JSON number can hold",
+      },
+      {
+        field: "endTimestamp",
+        message:
+          "endTimestamp is out of range: the number sent has more digits than a JSON number holds exactly (read as 1e+23)",
+      },
+      { field: "numUsers", message: "numUsers is out of range: the number sent is beyond what a JSON number can hold" },
+    ]);
+  });
+});
+
 describe("DecodedBodies (request bodies seen lately, decoded once)", () => {
   const body = (text: string) => Buffer.from(text, "utf8");
   const JAN = '{"startTimestamp":1735689600,"endTimestamp":"1738367999","numUsers":10}';
