@@ -2,6 +2,7 @@
  * Races scenario: many races ending in the same second, frozen by the clock while boards are read.
  *
  *   npm run bench -- races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50]
+ *                          [--tick-concurrency N]
  *
  * On the seeded data set (as the query scenario seeds it, reused), creates `races` races over the
  * `affiliates` largest affiliates (10 prize ranks, a minimum, a few excluded users; every race on
@@ -24,8 +25,9 @@ import { fmt, machineDescription, percentile, table } from "./support.js";
 const AVATAR = "https://x.example/a.png";
 const PRIZES = ["1000.00", "500.00", "250.00", "100.00", "50.00", "25.00", "10.00", "10.00", "5.00", "5.00"];
 
-function racesOn(db: Database, clock: { now: number }): Races {
+function racesOn(db: Database, clock: { now: number }, tickConcurrency: number | undefined): Races {
   return new Races({
+    ...(tickConcurrency === undefined ? {} : { tickConcurrency }),
     store: mariadbRaces(db.write),
     standings: mariadbStandings(db.read),
     freezeStandings: mariadbStandings(db.write),
@@ -56,6 +58,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
       affiliates: { type: "string", default: "100" },
       instances: { type: "string", default: "1" },
       runs: { type: "string", default: "50" },
+      "tick-concurrency": { type: "string" },
     },
   });
   const wagers = Number(values.wagers);
@@ -63,6 +66,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
   const affiliateCount = Number(values.affiliates);
   const instanceCount = Number(values.instances);
   const runs = Number(values.runs);
+  const tickConcurrency = values["tick-concurrency"] === undefined ? undefined : Number(values["tick-concurrency"]);
   const url = databaseUrl(wagers);
   await ensureSeeded(url, wagers);
   const data = await describeDataset(url);
@@ -75,7 +79,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
   const clock = { now: start - 60 };
   const dbs: Database[] = [data.db];
   for (let i = 1; i < instanceCount; i++) dbs.push(await openDatabase({ url, poolSize: 4, queryTimeoutMs: 600_000 }));
-  const instances = dbs.map((db) => racesOn(db, clock));
+  const instances = dbs.map((db) => racesOn(db, clock, tickConcurrency));
   const first = instances[0] as Races;
   try {
     await data.db.write.query(
@@ -174,7 +178,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
       "SELECT COUNT(*) AS n, COUNT(DISTINCT digest) AS d FROM races WHERE slug LIKE 'bench-%' AND frozen_at IS NOT NULL",
     );
 
-    const command = `npm run bench -- races --wagers ${wagers} --races ${raceCount} --affiliates ${affiliateCount} --instances ${instanceCount} --runs ${runs}`;
+    const command = `npm run bench -- races --wagers ${wagers} --races ${raceCount} --affiliates ${affiliateCount} --instances ${instanceCount} --runs ${runs}${tickConcurrency === undefined ? "" : ` --tick-concurrency ${tickConcurrency}`}`;
     process.stdout.write(
       [
         "",

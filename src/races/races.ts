@@ -84,7 +84,10 @@ export interface RacesOptions {
   readonly defaultAvatarUrl: string;
   /** Current Unix time in seconds. */
   readonly now?: () => number;
-  /** Races handled per clock tick, and how many at once. */
+  /**
+   * Races handled per clock tick, and how many at once (default 1: the freeze is background work that
+   * yields to the boards; 1,000 races freeze in about 12 s with board reads' p99 1.5x, docs/benchmarks.md).
+   */
   readonly tickBatch?: number;
   readonly tickConcurrency?: number;
 }
@@ -205,7 +208,7 @@ export class Races {
     const due = await this.options.store.due(now, this.options.tickBatch ?? 200);
     // Races of one affiliate, period and ranking frozen in one tick read their board once.
     const boards = sharedReads(this.options.freezeStandings);
-    const concurrency = this.options.tickConcurrency ?? 4;
+    const concurrency = this.options.tickConcurrency ?? 1;
     let next = 0;
     const worker = async () => {
       while (next < due.length) {
