@@ -5,7 +5,9 @@
  */
 import { ServiceError } from "../../errors/catalogue.js";
 import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
-import { type EndReason, LiveShutdownError, StreamLimitError, type Viewer } from "../../leaderboard/live-boards.js";
+import type { EndReason, Viewer } from "../../leaderboard/live-board.js";
+import { LiveShutdownError } from "../../leaderboard/live-boards.js";
+import { StreamLimitError } from "../../leaderboard/stream-quota.js";
 import { cutResponse, type NodeResponse } from "../../transport/http.js";
 
 /**
