@@ -157,14 +157,7 @@ export function createInternalApp(config: Config, database: Database, options: I
   const routes = (router: ConnectRouter) => {
     router.service(WagerIngestService, wagerIngestService(ingest));
     router.service(ApiKeyService, apiKeyService(keys));
-    router.service(
-      RaceService,
-      raceRpc(
-        races,
-        namedAffiliate((externalId) => raceStore.affiliateKey(externalId)),
-        { watch: raceWatch },
-      ),
-    );
+    router.service(RaceService, raceRpc(races, namedAffiliate(raceStore), { watch: raceWatch }));
     router.service(
       WebhookService,
       webhookService(options.webhooks ?? webhookAdmin(config.webhooks, database), adminOwner),

@@ -9,6 +9,7 @@ import { DateTime } from "luxon";
 import { parseDuration } from "../auth/key-admin.js";
 import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
 import { loadConfig } from "../config.js";
+import { NO_AFFILIATE } from "../ports/races.js";
 import type { RaceDefinitionFields } from "../races/race-rules.js";
 import { RACE_STATES, type RaceState } from "../races/race-state.js";
 import { type RaceOutcome, Races, type RaceView } from "../races/races.js";
@@ -21,11 +22,50 @@ import { DataError, isoSeconds, UsageError, withDatabase } from "./common.js";
 import { alignColumns } from "./keys.js";
 import { RUN } from "./usage.js";
 
+/** The options of the races commands that take a value. */
+const VALUE_OPTIONS = new Set([
+  "--affiliate",
+  "--slug",
+  "--title",
+  "--start",
+  "--end",
+  "--prize",
+  "--currency",
+  "--min-wagered",
+  "--exclude",
+  "--review",
+  "--shown",
+  "--repeat",
+  "--time-zone",
+  "--rank-by",
+  "--state",
+]);
+
+/**
+ * `--prize -5` as `--prize=-5`: parseArgs takes a value starting with "-" for an option, so a negative
+ * number after an option that takes a value is joined to it, and the rules refuse it with their message
+ * naming the option (exit 2).
+ */
+export function joinNegativeValues(args: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] as string;
+    const value = args[i + 1];
+    if (VALUE_OPTIONS.has(arg) && value !== undefined && /^-\d/.test(value)) {
+      joined.push(`${arg}=${value}`);
+      i += 1;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
+}
+
 /** The options of the races commands; a misspelt or incomplete option is a usage error (exit 2). */
 function parseRacesOptions(args: string[]) {
   try {
     return parseArgs({
-      args,
+      args: joinNegativeValues(args),
       allowPositionals: true,
       options: {
         affiliate: { type: "string" },
@@ -171,8 +211,15 @@ function definitionOf(values: Values): RaceDefinitionFields {
   };
 }
 
-/** Runs `work` with Races on the configured database (the primary's totals, uncached) and the affiliate's key. */
-function withRaces<T>(affiliate: string, work: (races: Races, affiliateId: number) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` with Races on the configured database (the primary's totals, uncached) and the affiliate's key.
+ * Only `create` makes an affiliate not seen yet; elsewhere an unknown affiliate has no race (nothing is written).
+ */
+function withRaces<T>(
+  affiliate: string,
+  work: (races: Races, affiliateId: number) => Promise<T>,
+  creates = false,
+): Promise<T> {
   const config = loadConfig();
   return withDatabase(
     async (db: Database) => {
@@ -183,7 +230,8 @@ function withRaces<T>(affiliate: string, work: (races: Races, affiliateId: numbe
         freezeStandings: mariadbStandings(db.write),
         defaultAvatarUrl: config.defaultAvatarUrl,
       });
-      return work(races, await store.affiliateKey(affiliate));
+      const key = creates ? await store.affiliateKey(affiliate) : await store.findAffiliateKey(affiliate);
+      return work(races, key ?? NO_AFFILIATE);
     },
     { config },
   );
@@ -223,7 +271,7 @@ function describeRace(view: RaceView): string {
 async function create(values: Values): Promise<void> {
   const affiliate = requireAffiliate(values, "create");
   const definition = definitionOf(values);
-  const view = outcomeValue(await withRaces(affiliate, (races, id) => races.create(id, definition)), affiliate);
+  const view = outcomeValue(await withRaces(affiliate, (races, id) => races.create(id, definition), true), affiliate);
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
   process.stdout.write(`Created race ${view.race.id} for affiliate ${affiliate}.\n${describeRace(view)}`);
 }

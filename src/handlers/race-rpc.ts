@@ -23,6 +23,7 @@ import {
 import { raceEntries, raceFieldsOf, raceMessage, racePatchOf, raceStatesOf } from "../codecs/race-message.js";
 import { invalidArgument, ServiceError, unauthenticated } from "../errors/catalogue.js";
 import { callClientAddress } from "../observability/call-observation.js";
+import { NO_AFFILIATE } from "../ports/races.js";
 import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
 import type { Races, RaceView } from "../races/races.js";
 import type { Violation } from "../values/violation.js";
@@ -32,9 +33,15 @@ import { answer, guard, type RaceAccess, requireRaceScope } from "./parts/race-a
 
 /**
  * Who a race call acts for: the affiliate's internal key, or a thrown catalogue error (no key, a
- * missing scope, no `affiliate_id` on the internal listener). `affiliateId` is the request's field.
+ * missing scope, no `affiliate_id` on the internal listener). `affiliateId` is the request's field;
+ * `creates`: the call is CreateRace, the only one that may make the named affiliate exist.
  */
-export type RaceCaller = (context: HandlerContext, access: RaceAccess, affiliateId: string) => Promise<number>;
+export type RaceCaller = (
+  context: HandlerContext,
+  access: RaceAccess,
+  affiliateId: string,
+  creates?: boolean,
+) => Promise<number>;
 
 /**
  * The public port: the API key's affiliate (the request gate has set the caller), with the scope the
@@ -47,18 +54,28 @@ export const keyAffiliate: RaceCaller = async (context, access) => {
   return caller.affiliateId;
 };
 
+/** How the internal listener finds the affiliate a request names (storage's RaceStore). */
+export interface AffiliateKeys {
+  /** Created on first sight (as ingest creates it): CreateRace only. */
+  affiliateKey(externalId: string): Promise<number>;
+  /** Never creates: every other call. */
+  findAffiliateKey(externalId: string): Promise<number | undefined>;
+}
+
 /**
  * The internal listener (the request gate has checked the ADMIN_TOKEN): the affiliate the request
- * names by its platform id (created on first sight, as ingest creates it).
+ * names by its platform id. Only CreateRace creates an affiliate not seen yet; for any other call an
+ * unknown affiliate has no race (not_found, or an empty list), and nothing is written.
  */
-export function namedAffiliate(affiliateKey: (externalId: string) => Promise<number>): RaceCaller {
-  return async (_context, _access, affiliateId) => {
+export function namedAffiliate(keys: AffiliateKeys): RaceCaller {
+  return async (_context, _access, affiliateId, creates = false) => {
     if (affiliateId === "" || affiliateId.length > 64) {
       const message =
         "affiliateId is required on the internal listener (the platform's affiliate id of 1 to 64 characters)";
       throw invalidArgument([{ field: "affiliateId", message }]);
     }
-    return guard(() => affiliateKey(affiliateId));
+    if (creates) return guard(() => keys.affiliateKey(affiliateId));
+    return (await guard(() => keys.findAffiliateKey(affiliateId))) ?? NO_AFFILIATE;
   };
 }
 
@@ -77,7 +94,7 @@ export function raceRpc(
   const { watch, slots } = streams;
   return {
     async createRace(request, context) {
-      const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
+      const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId, true);
       const { fields, violations } = raceFieldsOf(request.rules);
       // Fields are named under `rules` as the request has them ("rules.prizes[2]").
       const view = answer(await guard(() => races.create(affiliateId, fields, violations)), "rules.");

@@ -106,9 +106,17 @@ export interface RaceListQuery {
   readonly limit: number;
 }
 
+/**
+ * An internal key no affiliate has (keys start at 1): the key a read acts for when it names an affiliate
+ * that does not exist, so it finds no race without writing anything.
+ */
+export const NO_AFFILIATE = 0;
+
 export interface RaceStore {
-  /** Internal key of an affiliate by its platform id, created on first sight. */
+  /** Internal key of an affiliate by its platform id, created on first sight: only for creating a race. */
   affiliateKey(externalId: string): Promise<number>;
+  /** Internal key of an affiliate by its platform id; undefined when there is none (never creates one). */
+  findAffiliateKey(externalId: string): Promise<number | undefined>;
   /** "slug-taken" when another race of the affiliate (another series) has the slug. */
   insert(race: NewRace): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
   byId(id: string): Promise<StoredRace | undefined>;

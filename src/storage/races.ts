@@ -134,6 +134,12 @@ export async function affiliateKey(pool: Pool, externalId: string): Promise<numb
   return ensureAffiliate(pool, externalId);
 }
 
+/** The affiliate's internal key, or undefined: a lookup that never inserts (reads must not write). */
+export async function findAffiliateKey(pool: Pool, externalId: string): Promise<number | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", [externalId]);
+  return rows[0] === undefined ? undefined : Number(rows[0].id);
+}
+
 /** "slug-taken" when the affiliate already has a race with the slug at this series index. */
 export async function insertNewRace(
   pool: Pool,

@@ -32,6 +32,7 @@ import {
   announceStart,
   cancelRace,
   dueRaces,
+  findAffiliateKey,
   freezeRace,
   frozenEntries,
   insertNewRace,
@@ -109,6 +110,7 @@ async function autoIncrementStep(pool: Pool): Promise<number> {
 export function mariadbRaces(pool: Pool): RaceStore {
   return {
     affiliateKey: (externalId) => affiliateKey(pool, externalId),
+    findAffiliateKey: (externalId) => findAffiliateKey(pool, externalId),
     insert: (race) => insertNewRace(pool, race),
     byId: (id) => raceById(pool, id),
     seriesRace: (affiliateId, slug, index) => seriesRace(pool, affiliateId, slug, index),

@@ -4,6 +4,7 @@
  * in a time zone; its standings with a tie; the list by state; cancelling; every option at fault
  * named with exit 2, a race of another affiliate exit 1. Needs `npm run -s build`.
  */
+import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
@@ -200,6 +201,55 @@ describe("topwagers races", () => {
     expect([taken.code, taken.stderr]).toEqual([
       1,
       "error: another race of affiliate cli-theirs already has the slug theirs\n",
+    ]);
+  });
+  it("reads no affiliate into being: list, show and cancel of an unknown affiliate write no row", async () => {
+    const count = async () => {
+      const [rows] = await database.db.write.query<RowDataPacket[]>(
+        "SELECT COUNT(*) AS n FROM affiliates WHERE external_id = ?",
+        ["cli-typo"],
+      );
+      return Number(rows[0]?.n);
+    };
+    const listed = await races("list", "--affiliate", "cli-typo");
+    expect([listed.code, listed.stdout]).toEqual([
+      0,
+      "No races of affiliate cli-typo. Create one with: npm run cli -- races create --affiliate cli-typo --slug <slug> --title <title> --start <time>\n",
+    ]);
+    const shown = await races("show", "monthly", "--affiliate", "cli-typo");
+    expect([shown.code, shown.stderr]).toEqual([
+      1,
+      "error: affiliate cli-typo has no race monthly (see: npm run cli -- races list --affiliate cli-typo)\n",
+    ]);
+    const cancelled = await races("cancel", "race_00000000000000000000", "--affiliate", "cli-typo");
+    expect(cancelled.code).toBe(1);
+    expect(await count()).toBe(0);
+  });
+
+  it("takes --prize -5 as the amount -5, refused by the rules naming --prize (exit 2)", async () => {
+    const negative = await races(
+      "create",
+      "--affiliate",
+      "cli-negative",
+      "--slug",
+      "neg",
+      "--title",
+      "Negative",
+      "--start",
+      String(START),
+      "--end",
+      String(END),
+      "--prize",
+      "100",
+      "--prize",
+      "-5",
+      "--min-wagered",
+      "-1",
+    );
+    expect(negative.code).toBe(2);
+    expect(negative.stderr.split("\n").slice(0, 2)).toEqual([
+      "error: --prize: prizes[1] (rank 2) must be a decimal amount of 0 or more with at most 12 digits before the point and 8 after",
+      "       --min-wagered: minWagered must be a decimal amount of 0 or more with at most 12 digits before the point and 8 after",
     ]);
   });
 });

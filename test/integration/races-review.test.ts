@@ -1,0 +1,99 @@
+/**
+ * Findings of the races review (notes/issue-29-review.md), each on real sockets over MariaDB: reads on the
+ * internal listener never create the affiliate they name.
+ */
+import { Code, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import type { RowDataPacket } from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
+import { refusal } from "../support/calls.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+
+const ADMIN_TOKEN = "test-admin-token-races-review-0123";
+const NOW = Math.floor(Date.now() / 1000);
+
+let servers: IngestServers;
+const sessions: Http2SessionManager[] = [];
+
+const authorize: Interceptor = (next) => async (request) => {
+  request.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
+  return next(request);
+};
+
+function adminJson() {
+  return createClient(
+    RaceService,
+    createConnectTransport({ baseUrl: servers.internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
+  );
+}
+
+function adminGrpc() {
+  const sessionManager = new Http2SessionManager(servers.internalUrl);
+  sessions.push(sessionManager);
+  return createClient(
+    RaceService,
+    createGrpcTransport({ baseUrl: servers.internalUrl, interceptors: [authorize], sessionManager }),
+  );
+}
+
+async function affiliateRows(externalId: string): Promise<number> {
+  const [rows] = await servers.database.db.write.query<RowDataPacket[]>(
+    "SELECT COUNT(*) AS n FROM affiliates WHERE external_id = ?",
+    [externalId],
+  );
+  return Number(rows[0]?.n);
+}
+
+beforeAll(async () => {
+  servers = await startIngestServers("races_review", { INGEST_TOKEN: TEST_INGEST_TOKEN, ADMIN_TOKEN });
+});
+
+afterAll(async () => {
+  for (const manager of sessions) manager.abort();
+  await servers?.close();
+});
+
+describe("the internal listener names an affiliate", () => {
+  it("reads, changes and watches of an unknown affiliate find nothing and write nothing; CreateRace creates it", async () => {
+    const admin = adminJson();
+    const typo = "rr-typo-affiliate";
+    expect(await affiliateRows(typo)).toBe(0);
+
+    expect(await admin.listRaces({ affiliateId: typo })).toMatchObject({ races: [], nextPageToken: "" });
+    const get = await refusal(admin.getRace({ affiliateId: typo, idOrSlug: "monthly" }));
+    expect([get.code, get.rawMessage, get.findDetails(ErrorInfoSchema)[0]?.reason]).toEqual([
+      Code.NotFound,
+      'this affiliate has no race "monthly"',
+      "RACE_NOT_FOUND",
+    ]);
+    const update = await refusal(admin.updateRace({ affiliateId: typo, id: "race_00000000000000000000", title: "x" }));
+    expect([update.code, update.rawMessage]).toEqual([
+      Code.NotFound,
+      'this affiliate has no race "race_00000000000000000000"',
+    ]);
+    const cancel = await refusal(admin.cancelRace({ affiliateId: typo, id: "race_00000000000000000000" }));
+    expect(cancel.code).toBe(Code.NotFound);
+    const watch = await refusal(
+      (async () => {
+        for await (const _ of adminGrpc().watchRace({ affiliateId: typo, idOrSlug: "monthly" })) break;
+      })(),
+    );
+    expect([watch.code, watch.rawMessage]).toEqual([Code.NotFound, 'this affiliate has no race "monthly"']);
+    expect(await affiliateRows(typo)).toBe(0);
+
+    const created = await admin.createRace({
+      affiliateId: typo,
+      rules: {
+        slug: "monthly",
+        title: "Monthly",
+        startTimestamp: BigInt(NOW + 3_600),
+        endTimestamp: BigInt(NOW + 7_200),
+      },
+    });
+    expect(created.race?.affiliateId).toBe(typo);
+    expect(await affiliateRows(typo)).toBe(1);
+    expect((await admin.getRace({ affiliateId: typo, idOrSlug: "monthly" })).race?.id).toBe(created.race?.id);
+  });
+});
