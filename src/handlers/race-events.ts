@@ -17,8 +17,8 @@ import type { ObserveCall } from "../observability/call-observation.js";
 import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
 import type { RaceView } from "../races/races.js";
 import { nodeExchange } from "../transport/exchange.js";
-import { cutResponse, type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
-import { liveError, MAX_UNSENT_BYTES, type StreamSlots } from "./parts/live-streams.js";
+import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
+import { liveError, StreamResponse, type StreamSlots } from "./parts/live-streams.js";
 import { answer, requireRaceScope } from "./parts/race-answers.js";
 import { refuse } from "./parts/rest-reply.js";
 
@@ -135,61 +135,33 @@ export class RaceEvents {
   }
 }
 
-/** One SSE response: the race's events, heartbeats, and an end when the server stops or the viewer lags. */
+/** One SSE response: the race's events and heartbeats (StreamResponse: headers once, a slow reader cut). */
 class RaceResponseViewer implements RaceViewer {
   readonly protocol = "sse";
-  private begun = false;
-  private closed = false;
+  private readonly stream: StreamResponse;
 
-  constructor(
-    private readonly res: NodeResponse,
-    private readonly begin: () => void,
-  ) {
-    res.once("close", () => {
-      this.closed = true;
-    });
+  constructor(res: NodeResponse, begin: () => void) {
+    this.stream = new StreamResponse(res, { begin, finish: () => res.end() });
   }
 
   get gone(): boolean {
-    return this.closed || this.res.writableEnded;
+    return this.stream.gone;
   }
 
-  /** Sends the headers now if nothing was written yet (a resumed stream starts with no event). */
   flush(): void {
-    if (this.begun || this.gone) return;
-    this.start();
-    (this.res as import("node:http").ServerResponse).flushHeaders();
+    this.stream.flush();
   }
 
   race(view: RaceView, version: string): boolean {
-    return this.write(eventOf(view, version));
+    return this.stream.write(eventOf(view, version));
   }
 
   heartbeat(): boolean {
-    return this.write(HEARTBEAT);
+    return this.stream.write(HEARTBEAT);
   }
 
   end(reason: "slow" | "shutdown"): void {
-    if (this.gone) return;
-    if (reason === "slow") cutResponse(this.res);
-    else {
-      this.start();
-      this.res.end();
-    }
-  }
-
-  private start(): void {
-    if (this.begun) return;
-    this.begun = true;
-    this.begin();
-  }
-
-  private write(bytes: Buffer): boolean {
-    if (this.gone) return true;
-    if (this.res.writableLength > MAX_UNSENT_BYTES) return false;
-    this.start();
-    this.res.write(bytes);
-    return true;
+    this.stream.end(reason);
   }
 }
 

@@ -63,9 +63,7 @@ export interface Frames {
   heartbeat(snapshot: BoardSnapshot): Buffer;
 }
 
-export interface ResponseViewerOptions {
-  readonly protocol: string;
-  readonly frames: Frames;
+export interface StreamResponseOptions {
   /** Writes the response headers and any preamble; called once, before the first frame. */
   readonly begin: () => void;
   /** Ends the stream cleanly: the server stops, or the key was revoked (the protocol's way to say which). */
@@ -73,17 +71,19 @@ export interface ResponseViewerOptions {
   readonly maxUnsentBytes?: number;
 }
 
-/** A viewer on one HTTP response (HTTP/1.1 or HTTP/2). */
-export class ResponseViewer implements Viewer {
-  readonly protocol: string;
+/**
+ * One streamed HTTP response (HTTP/1.1 or HTTP/2), for every stream skin: the headers and preamble once, before
+ * the first frame; frames while the connection drains (false when it holds too much unsent); a clean end, or a cut
+ * for a reader that does not read.
+ */
+export class StreamResponse {
   private begun = false;
   private closed = false;
 
   constructor(
     private readonly res: NodeResponse,
-    private readonly options: ResponseViewerOptions,
+    private readonly options: StreamResponseOptions,
   ) {
-    this.protocol = options.protocol;
     res.once("close", () => {
       this.closed = true;
     });
@@ -94,25 +94,21 @@ export class ResponseViewer implements Viewer {
     return this.closed || this.res.writableEnded;
   }
 
-  /** Sends the headers now if nothing was written yet (a resumed stream starts with no board). */
+  /** Sends the headers now if nothing was written yet (a resumed stream starts with nothing to send). */
   flush(): void {
     if (this.begun || this.gone) return;
     this.begin();
     (this.res as import("node:http").ServerResponse).flushHeaders();
   }
 
-  private begin(): void {
-    if (this.begun) return;
-    this.begun = true;
-    this.options.begin();
-  }
-
-  board(snapshot: BoardSnapshot): boolean {
-    return this.write(snapshot.encoded(this.options.frames.board));
-  }
-
-  heartbeat(snapshot: BoardSnapshot): boolean {
-    return this.write(snapshot.encoded(this.options.frames.heartbeat));
+  /** Writes one frame; false when the connection does not drain. */
+  write(bytes: Buffer): boolean {
+    // A closed connection is taken off its stream by its close handler.
+    if (this.gone) return true;
+    if (this.res.writableLength > (this.options.maxUnsentBytes ?? MAX_UNSENT_BYTES)) return false;
+    this.begin();
+    this.res.write(bytes);
+    return true;
   }
 
   end(reason: EndReason): void {
@@ -128,12 +124,50 @@ export class ResponseViewer implements Viewer {
     if (!this.res.writableFinished) setTimeout(() => cutResponse(this.res), SHUTDOWN_GRACE_MS).unref();
   }
 
-  private write(bytes: Buffer): boolean {
-    // A closed connection is taken off its board by its close handler.
-    if (this.gone) return true;
-    if (this.res.writableLength > (this.options.maxUnsentBytes ?? MAX_UNSENT_BYTES)) return false;
-    this.begin();
-    this.res.write(bytes);
-    return true;
+  private begin(): void {
+    if (this.begun) return;
+    this.begun = true;
+    this.options.begin();
+  }
+}
+
+export interface ResponseViewerOptions extends StreamResponseOptions {
+  readonly protocol: string;
+  readonly frames: Frames;
+}
+
+/** A live board's viewer on one HTTP response: each snapshot's bytes, encoded once for all viewers. */
+export class ResponseViewer implements Viewer {
+  readonly protocol: string;
+  private readonly stream: StreamResponse;
+
+  constructor(
+    res: NodeResponse,
+    private readonly options: ResponseViewerOptions,
+  ) {
+    this.protocol = options.protocol;
+    this.stream = new StreamResponse(res, options);
+  }
+
+  /** Whether the connection is gone (or the stream ended). */
+  get gone(): boolean {
+    return this.stream.gone;
+  }
+
+  /** Sends the headers now if nothing was written yet (a resumed stream starts with no board). */
+  flush(): void {
+    this.stream.flush();
+  }
+
+  board(snapshot: BoardSnapshot): boolean {
+    return this.stream.write(snapshot.encoded(this.options.frames.board));
+  }
+
+  heartbeat(snapshot: BoardSnapshot): boolean {
+    return this.stream.write(snapshot.encoded(this.options.frames.heartbeat));
+  }
+
+  end(reason: EndReason): void {
+    this.stream.end(reason);
   }
 }
