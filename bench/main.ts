@@ -15,6 +15,7 @@ import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
 import { runRacesBench } from "./races.js";
+import { runWebhooksBench } from "./webhooks.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
   query: {
@@ -70,6 +71,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runRacesBench,
     usage:
       "races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50] [--tick-concurrency N]   1,000 races ending in one second: time until all frozen, board p99 during the freeze, race read vs board",
+  },
+  webhooks: {
+    run: runWebhooksBench,
+    usage:
+      "webhooks [--events 10000] [--endpoints 100] [--instances 2] [--rate 1000] [--poll-ms 200] [--batch 10] [--preload] [--kill]   deliveries/s and commit→received to a local receiver; --kill SIGKILLs an instance mid-run (0 lost)",
   },
   http: {
     run: runHttpBench,

@@ -126,8 +126,8 @@ export interface WebhookStore {
   redeliver(id: string, nowMs: number): Promise<StoredWebhookDelivery | undefined>;
 
   /**
-   * Claims due deliveries for `leaseMs`: at most `limit`, at most `perEndpoint` of one endpoint,
-   * none of the endpoints in `skipEndpoints` (already busy on this instance), oldest due first.
+   * Claims due deliveries for `leaseMs`: at most `limit`, at most `perEndpoint` of one endpoint
+   * counting those `busyEndpoints` already has in flight on this instance, oldest due first.
    */
   claimDue(options: {
     readonly nowMs: number;
@@ -138,6 +138,10 @@ export interface WebhookStore {
   }): Promise<ClaimedWebhookDelivery[]>;
   /** Records an attempt; false when the claim was lost (the lease expired and another instance took it). */
   recordAttempt(delivery: ClaimedWebhookDelivery, outcome: WebhookAttemptOutcome): Promise<boolean>;
+  /** Records several attempts at once (one transaction); for each, false when its claim was lost. */
+  recordAttempts(
+    items: readonly { readonly delivery: ClaimedWebhookDelivery; readonly outcome: WebhookAttemptOutcome }[],
+  ): Promise<boolean[]>;
   /** Fails a claimed delivery without an attempt (its endpoint is disabled). */
   failWithoutAttempt(delivery: ClaimedWebhookDelivery, reason: string, nowMs: number): Promise<void>;
   /** The age of the oldest due delivery (0 when none is due) and the number of disabled endpoints. */

@@ -38,6 +38,13 @@ import { inTransaction } from "./transactions.js";
 import { insertEvent } from "./webhook-outbox.js";
 import type { WebhookSecretBox } from "./webhook-secrets.js";
 
+/**
+ * Due rows a claim reads to pick from: enough that one endpoint's backlog (at most `perEndpoint` of
+ * it is taken) leaves room for the others'. An endpoint with more due rows than this ahead of every
+ * other one is served first, the others as its backlog drains.
+ */
+const CLAIM_SCAN_ROWS = 1000;
+
 /** Column limits of migration 11. */
 const MAX_ERROR = 500;
 const MAX_RESPONSE_BYTES = 1024;
@@ -313,30 +320,17 @@ export class MariadbWebhookStore implements WebhookStore {
     if (limit <= 0) return [];
     const token = randomBytes(12).toString("hex");
     const picked = await inTransaction(this.pool, async (connection: PoolConnection) => {
-      // Attempts in flight per endpoint across the fleet (unexpired leases), and this instance's own.
-      const [leased] = await connection.query<RowDataPacket[]>(
-        `SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
-          WHERE state = 'pending' AND next_attempt_at_ms <= ? AND claimed_until_ms > ? GROUP BY endpoint_id`,
-        [nowMs, nowMs],
+      // The oldest due deliveries, in the due index's order. A plain read: only the rows picked are
+      // locked below, so a worker claiming at the same time is not pushed onto later events by rows
+      // it skipped. Leased rows are not due (a claim moves next_attempt_at_ms to the lease's end), so
+      // the scan reads only work that waits.
+      const [candidates] = await connection.query<RowDataPacket[]>(
+        `SELECT id, endpoint_id FROM webhook_deliveries
+          WHERE state = 'pending' AND next_attempt_at_ms <= ? AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
+          ORDER BY next_attempt_at_ms, id LIMIT ?`,
+        [nowMs, nowMs, Math.max(limit * 8, CLAIM_SCAN_ROWS)],
       );
       const counts = new Map(busyEndpoints);
-      for (const row of leased) {
-        const endpoint = String(row.endpoint_id);
-        counts.set(endpoint, Math.max(counts.get(endpoint) ?? 0, Number(row.n)));
-      }
-      // Each endpoint's oldest due deliveries (at most perEndpoint of each, so one endpoint's backlog
-      // does not starve the others), oldest first. A plain read: only the rows picked are locked below,
-      // so a worker claiming at the same time is not pushed onto later events by rows it skipped.
-      const [candidates] = await connection.query<RowDataPacket[]>(
-        `SELECT id, endpoint_id FROM (
-            SELECT id, endpoint_id, next_attempt_at_ms,
-                ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at_ms, id) AS place
-              FROM webhook_deliveries
-             WHERE state = 'pending' AND next_attempt_at_ms <= ? AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
-          ) due
-          WHERE place <= ? ORDER BY next_attempt_at_ms, id LIMIT ?`,
-        [nowMs, nowMs, perEndpoint, limit * 2],
-      );
       const ids: string[] = [];
       for (const row of candidates) {
         const endpoint = String(row.endpoint_id);
@@ -357,10 +351,11 @@ export class MariadbWebhookStore implements WebhookStore {
       const mine = locked.map((row) => String(row.id));
       if (mine.length === 0) return [];
       // The cross-node guard (see the module comment): only rows still pending and unleased are taken.
+      // The lease's end is also the next attempt: a claim that is never finished is due again then.
       await connection.query(
-        `UPDATE webhook_deliveries SET claim_token = ?, claimed_until_ms = ?
+        `UPDATE webhook_deliveries SET claim_token = ?, claimed_until_ms = ?, next_attempt_at_ms = ?
           WHERE id IN (?) AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)`,
-        [token, nowMs + leaseMs, mine, nowMs],
+        [token, nowMs + leaseMs, nowMs + leaseMs, mine, nowMs],
       );
       return mine;
     });
@@ -373,7 +368,7 @@ export class MariadbWebhookStore implements WebhookStore {
           LEFT JOIN webhook_endpoints p ON p.id = d.endpoint_id
           LEFT JOIN affiliates a ON a.id = p.affiliate_id
         WHERE d.id IN (?) AND d.claim_token = ?
-        ORDER BY d.next_attempt_at_ms, d.id`,
+        ORDER BY d.id`,
       [picked, token],
     );
     const now = Math.floor(nowMs / 1000);
@@ -408,66 +403,108 @@ export class MariadbWebhookStore implements WebhookStore {
   }
 
   async recordAttempt(delivery: ClaimedWebhookDelivery, outcome: WebhookAttemptOutcome): Promise<boolean> {
-    const { attempt, state } = outcome;
-    const at = attempt.startedAtMs + attempt.durationMs;
+    const [recorded] = await this.recordAttempts([{ delivery, outcome }]);
+    return recorded === true;
+  }
+
+  /**
+   * Several attempts' outcomes in one transaction (one commit, one log flush, instead of one per
+   * delivery). A delivery whose claim was lost is left alone and answered false.
+   */
+  async recordAttempts(
+    items: readonly { readonly delivery: ClaimedWebhookDelivery; readonly outcome: WebhookAttemptOutcome }[],
+  ): Promise<boolean[]> {
+    if (items.length === 0) return [];
     return inTransaction(this.pool, async (connection) => {
-      const [result] = await connection.query<ResultSetHeader>(
-        `UPDATE webhook_deliveries
-            SET attempts = ?, state = ?, next_attempt_at_ms = ?, claim_token = NULL, claimed_until_ms = NULL,
-                last_attempt_at_ms = ?, last_status = ?, last_error = ?, last_response = ?,
-                delivered_at_ms = IF(? = 'delivered', ?, delivered_at_ms), failed_at_ms = IF(? = 'failed', ?, NULL)
-          WHERE id = ? AND claim_token = ?`,
-        [
-          attempt.attempt,
-          state,
-          state === "pending" ? outcome.nextAttemptAtMs : null,
-          attempt.startedAtMs,
-          attempt.status,
-          clip(attempt.error, MAX_ERROR),
-          responseBytes(attempt.response),
-          state,
-          at,
-          state,
-          at,
-          delivery.id,
-          delivery.claimToken,
-        ],
-      );
-      if (result.affectedRows === 0) return false;
-      await connection.query(
-        `INSERT INTO webhook_attempts (delivery_id, attempt, started_at_ms, duration_ms, status, error, response, instance)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          delivery.id,
-          attempt.attempt,
-          attempt.startedAtMs,
-          attempt.durationMs,
-          attempt.status,
-          clip(attempt.error, MAX_ERROR),
-          responseBytes(attempt.response),
-          clip(outcome.instance, 200),
-        ],
-      );
-      // The endpoint's row is written only when its failure streak starts or ends, or it is disabled.
-      if (outcome.succeeded) {
-        await connection.query(
-          "UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL",
-          [delivery.endpointId],
+      const recorded: boolean[] = [];
+      for (const { delivery, outcome } of items) {
+        const { attempt, state } = outcome;
+        const at = attempt.startedAtMs + attempt.durationMs;
+        const [result] = await connection.query<ResultSetHeader>(
+          `UPDATE webhook_deliveries
+              SET attempts = ?, state = ?, next_attempt_at_ms = ?, claim_token = NULL, claimed_until_ms = NULL,
+                  last_attempt_at_ms = ?, last_status = ?, last_error = ?, last_response = ?,
+                  delivered_at_ms = IF(? = 'delivered', ?, delivered_at_ms), failed_at_ms = IF(? = 'failed', ?, NULL)
+            WHERE id = ? AND claim_token = ?`,
+          [
+            attempt.attempt,
+            state,
+            state === "pending" ? outcome.nextAttemptAtMs : null,
+            attempt.startedAtMs,
+            attempt.status,
+            clip(attempt.error, MAX_ERROR),
+            responseBytes(attempt.response),
+            state,
+            at,
+            state,
+            at,
+            delivery.id,
+            delivery.claimToken,
+          ],
         );
-      } else {
+        recorded.push(result.affectedRows > 0);
+      }
+      const kept = items.filter((_, index) => recorded[index] === true);
+      if (kept.length > 0) {
         await connection.query(
-          "UPDATE webhook_endpoints SET failing_since_ms = ? WHERE id = ? AND failing_since_ms IS NULL",
-          [attempt.startedAtMs, delivery.endpointId],
+          `INSERT INTO webhook_attempts (delivery_id, attempt, started_at_ms, duration_ms, status, error, response, instance)
+           VALUES ?`,
+          [
+            kept.map(({ delivery, outcome }) => [
+              delivery.id,
+              outcome.attempt.attempt,
+              outcome.attempt.startedAtMs,
+              outcome.attempt.durationMs,
+              outcome.attempt.status,
+              clip(outcome.attempt.error, MAX_ERROR),
+              responseBytes(outcome.attempt.response),
+              clip(outcome.instance, 200),
+            ]),
+          ],
         );
       }
-      if (outcome.disableEndpoint !== undefined) {
-        await connection.query(
-          `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ?
-            WHERE id = ? AND enabled = 1`,
-          [clip(outcome.disableEndpoint, MAX_ERROR), Math.floor(at / 1000), Math.floor(at / 1000), delivery.endpointId],
-        );
+      // Per endpoint, in id order (two workers lock endpoint rows in one order): the failure streak
+      // ends with a delivered attempt, or starts with the first failed one after it; a disable wins.
+      const endpoints = new Map<
+        string,
+        { streak: number | null | undefined; disable?: { reason: string; at: number } }
+      >();
+      for (const { delivery, outcome } of kept) {
+        const entry = endpoints.get(delivery.endpointId) ?? { streak: undefined };
+        if (outcome.succeeded) entry.streak = null;
+        else if (entry.streak === undefined || entry.streak === null) entry.streak = outcome.attempt.startedAtMs;
+        if (outcome.disableEndpoint !== undefined) {
+          entry.disable = {
+            reason: outcome.disableEndpoint,
+            at: Math.floor((outcome.attempt.startedAtMs + outcome.attempt.durationMs) / 1000),
+          };
+        }
+        endpoints.set(delivery.endpointId, entry);
       }
-      return true;
+      for (const id of [...endpoints.keys()].sort()) {
+        const entry = endpoints.get(id);
+        if (entry === undefined) continue;
+        // Written only when the streak starts or ends (a statement that changes nothing writes nothing).
+        if (entry.streak === null) {
+          await connection.query(
+            "UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL",
+            [id],
+          );
+        } else if (entry.streak !== undefined) {
+          await connection.query(
+            "UPDATE webhook_endpoints SET failing_since_ms = ? WHERE id = ? AND failing_since_ms IS NULL",
+            [entry.streak, id],
+          );
+        }
+        if (entry.disable !== undefined) {
+          await connection.query(
+            `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ?
+              WHERE id = ? AND enabled = 1`,
+            [clip(entry.disable.reason, MAX_ERROR), entry.disable.at, entry.disable.at, id],
+          );
+        }
+      }
+      return recorded;
     });
   }
 

@@ -64,6 +64,17 @@ export interface DeliveryWorkerOptions {
   readonly now?: () => number;
 }
 
+/** Outcomes recorded together: at most this many, waiting at most RECORD_DELAY_MS for company. */
+const RECORD_BATCH = 32;
+const RECORD_DELAY_MS = 5;
+
+interface PendingRecord {
+  readonly delivery: ClaimedWebhookDelivery;
+  readonly outcome: WebhookAttemptOutcome;
+  readonly resolve: (recorded: boolean) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 export class DeliveryWorker {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly busy = new Map<string, number>();
@@ -75,6 +86,9 @@ export class DeliveryWorker {
   private readonly maxInFlight: number;
   private readonly perEndpoint: number;
   private readonly now: () => number;
+  /** Outcomes waiting to be recorded in one transaction (one commit for many attempts). */
+  private records: PendingRecord[] = [];
+  private recordTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.maxInFlight = options.maxInFlight ?? 32;
@@ -187,7 +201,7 @@ export class DeliveryWorker {
       response: answer.kind === "answered" ? answer.response : null,
     };
     const outcome = this.outcome(delivery, attempt, answer, startedAtMs + durationMs);
-    const recorded = await store.recordAttempt(delivery, outcome);
+    const recorded = await this.record(delivery, outcome);
     const result: AttemptResult = !recorded
       ? "lost"
       : outcome.state === "delivered"
@@ -201,6 +215,30 @@ export class DeliveryWorker {
     if (recorded && outcome.state === "failed") {
       observer?.finalFailure?.(delivery, attempt, outcome.disableEndpoint ?? `no attempt left after ${number}`);
     }
+  }
+
+  private record(delivery: ClaimedWebhookDelivery, outcome: WebhookAttemptOutcome): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.records.push({ delivery, outcome, resolve, reject });
+      if (this.records.length >= RECORD_BATCH) this.flushRecords();
+      else this.recordTimer ??= setTimeout(() => this.flushRecords(), RECORD_DELAY_MS);
+    });
+  }
+
+  private flushRecords(): void {
+    clearTimeout(this.recordTimer);
+    this.recordTimer = undefined;
+    const batch = this.records;
+    this.records = [];
+    if (batch.length === 0) return;
+    this.options.store.recordAttempts(batch.map(({ delivery, outcome }) => ({ delivery, outcome }))).then(
+      (recorded) => {
+        for (const [index, item] of batch.entries()) item.resolve(recorded[index] === true);
+      },
+      (error: unknown) => {
+        for (const item of batch) item.reject(error);
+      },
+    );
   }
 
   private async attempt(delivery: ClaimedWebhookDelivery, startedAtMs: number): Promise<AttemptAnswer> {

@@ -292,7 +292,7 @@ describe("the database lost mid-delivery", () => {
     // The store as the worker sees it while the database is away: claims worked, recording fails.
     const flaky = new Proxy(store, {
       get(target, property, receiver) {
-        if (property === "recordAttempt" && down) return async () => Promise.reject(lost);
+        if (property === "recordAttempts" && down) return async () => Promise.reject(lost);
         if (property === "claimDue" && down && errors.length > 0) return async () => Promise.reject(lost);
         const value = Reflect.get(target, property, receiver);
         return typeof value === "function" ? value.bind(target) : value;
