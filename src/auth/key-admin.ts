@@ -4,9 +4,10 @@
  * and refuse the same things. Refusals are values (field violations by proto
  * JSON name, or an unknown id); the skins turn them into errors.
  */
-import { idProblems } from "../ingest/validation.js";
+
 import type { ApiKeyStore, StoredApiKey } from "../ports/api-keys.js";
 import { DAY, HOUR } from "../values/calendar.js";
+import { idProblems } from "../values/platform-id.js";
 import { normalScopes, scopeProblems, scopesOfKind } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";

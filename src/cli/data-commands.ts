@@ -4,7 +4,6 @@
  */
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { type ImportFormat, importFile } from "../ingest/import-file.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
@@ -13,6 +12,7 @@ import { type RollupContent, verifyRollups } from "../storage/verify.js";
 import { hourStart } from "../values/calendar.js";
 import { sameDecimal } from "../values/decimal.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
+import { type ImportFormat, importFile } from "./import-file.js";
 import { formatDuration, Progress } from "./progress.js";
 import { type SeedMethod, seedDatabase } from "./seed.js";
 import { RUN } from "./usage.js";

@@ -3,9 +3,11 @@
  * wagers, voids), what was written so far, and the bad-line reports in line order. A full batch is
  * written at once; users before the wagers that name them, wagers before the voids of them.
  */
+
+import { idProblems } from "../values/platform-id.js";
 import { sameWagerContent, type UserProfile } from "../values/records.js";
 import type { Parsed } from "./import-formats.js";
-import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
+import { checkUser, checkWager, MAX_BATCH, type WagerInput } from "./validation.js";
 import type { WagerIngest } from "./wager-ingest.js";
 
 type Pending<T> = { readonly line: number } & T;

@@ -10,6 +10,7 @@
 import { EARLIEST_START } from "../leaderboard/period-request.js";
 import { MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
 import { canonicalDecimal, parseDecimal } from "../values/decimal.js";
+import { codePoints, idProblems, LONE_SURROGATE } from "../values/platform-id.js";
 import type { UserProfile, WagerRecord } from "../values/records.js";
 import { FULL_WEIGHT_BPS } from "../values/weights.js";
 
@@ -18,7 +19,6 @@ export const MAX_BATCH = 1000;
 export const MAX_FUTURE_SECONDS = 300;
 /** The earliest placement time accepted: no period the API answers starts before it (2 December 2024). */
 export const EARLIEST_PLACED_AT = EARLIEST_START;
-export const MAX_ID_LENGTH = 64;
 export const MAX_USERNAME_LENGTH = 64;
 export const MAX_AVATAR_LENGTH = 2048;
 /** Amounts must be below 10^12: at most 12 integer digits. */
@@ -27,26 +27,6 @@ const MAX_FRACTION_DIGITS = 8;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this rejects
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
-
-/** A lone UTF-16 surrogate: text that cannot be stored as UTF-8 without changing it. */
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-
-function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n += 1;
-  return n;
-}
-
-/**
- * Problems of an opaque platform id (user, affiliate or wager id), by its field name. Ids are
- * compared exactly (stored as their UTF-8 bytes): any text of 1 to 64 code points is an id.
- */
-export function idProblems(field: string, value: string): string[] {
-  if (value === "") return [`${field} is required`];
-  if (LONE_SURROGATE.test(value)) return [`${field} must be valid Unicode text`];
-  if (codePoints(value) > MAX_ID_LENGTH) return [`${field} must be at most ${MAX_ID_LENGTH} characters`];
-  return [];
-}
 
 export function usernameProblems(value: string): string[] {
   if (value === "") return ["username is required"];

@@ -5,7 +5,8 @@
  * RPC skin, `import` and `seed` each decide how to report a refusal.
  */
 import type { IngestStore, RecordOutcome, UserProfile, VoidOutcome, WagerRecord } from "../ports/ingest.js";
-import { checkUser, checkWager, idProblems, MAX_BATCH, type WagerInput } from "./validation.js";
+import { idProblems } from "../values/platform-id.js";
+import { checkUser, checkWager, MAX_BATCH, type WagerInput } from "./validation.js";
 
 /** One item of a batch that breaks a rule. */
 export interface ItemProblem {

@@ -9,13 +9,13 @@
  * learns nothing of ids that are not its own.
  */
 import { randomBytes } from "node:crypto";
-import { idProblems } from "../ingest/validation.js";
 import type {
   StoredWebhookDelivery,
   StoredWebhookEndpoint,
   WebhookEndpointChange,
   WebhookStore,
 } from "../ports/webhooks.js";
+import { idProblems } from "../values/platform-id.js";
 import type { Violation } from "../values/violation.js";
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../values/webhook-events.js";
 import { newWebhookSecret } from "./signature.js";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { importFile } from "../../src/ingest/import-file.js";
+import { importFile } from "../../src/cli/import-file.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { mariadbIngest } from "../../src/storage/stores.js";
 import { verifyRollups } from "../../src/storage/verify.js";

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { importFile } from "../../src/ingest/import-file.js";
+import { importFile } from "../../src/cli/import-file.js";
 import { splitCsv } from "../../src/ingest/import-formats.js";
 import { WagerIngest } from "../../src/ingest/wager-ingest.js";
 import { ReferenceModel } from "../support/reference-model.js";
