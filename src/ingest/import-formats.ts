@@ -1,5 +1,5 @@
 /**
- * The two line formats of `import` (JSON Lines and CSV, see import-file.ts): one line in, one
+ * The two line formats of `import` (JSON Lines and CSV, read by cli/import-file.ts): one line in, one
  * parsed record (a user, a wager, a void, nothing, or a problem) out. No state beyond a CSV header.
  */
 import type { UserProfile } from "../values/records.js";
