@@ -351,7 +351,7 @@ async function cancel(id: string | undefined, values: Values): Promise<void> {
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
   process.stdout.write(
     `Cancelled race ${view.race.id} (${view.race.slug}) of affiliate ${affiliate}` +
-      `${view.race.repeat === "none" ? "" : "; its series creates no further race"}.\n`,
+      `${view.race.repeat === "none" || view.race.endTimestamp < (view.race.cancelledAt ?? 0) ? "" : "; its series creates no further race"}.\n`,
   );
 }
 

@@ -131,7 +131,11 @@ export interface RaceStore {
   list(query: RaceListQuery): Promise<StoredRace[]>;
   /** Replaces the definition (not the slug); the race as stored after. */
   update(id: string, definition: RaceDefinition, at: number): Promise<StoredRace>;
-  /** Cancels the race unless it is final or cancelled already; the race as stored after. */
+  /**
+   * Cancels the race unless it is final or cancelled already; the race as stored after. A series race
+   * cancelled before its end stops its series: the series' races not started yet are cancelled too, each
+   * with its event.
+   */
   cancel(id: string, at: number, event: (race: StoredRace) => RaceEvent): Promise<StoredRace>;
   frozenEntries(id: string): Promise<FrozenEntry[]>;
   /** Races not final nor cancelled with a step due at `now` (a start or end to announce, a freeze). */

@@ -93,6 +93,7 @@ export const RACE_FIELDS = [
 export function validateRaceDefinition(
   fields: RaceDefinitionFields,
   decodingViolations: readonly Violation[] = [],
+  options: DefinitionOptions = {},
 ): RaceValidation {
   const found: Violation[] = [];
   const problem = (field: string, message: string) => found.push({ field, message });
@@ -114,7 +115,14 @@ export function validateRaceDefinition(
   if (start !== undefined && start < EARLIEST_PERIOD_START) {
     problem("startTimestamp", `startTimestamp must be ${EARLIEST_PERIOD_START} (2 December 2024) or later`);
   }
-  const end = periodEnd(fields.endTimestamp, start, repeat, zoneKnown ? timeZone : undefined, problem);
+  const end = periodEnd(
+    fields.endTimestamp,
+    start,
+    repeat,
+    zoneKnown ? timeZone : undefined,
+    problem,
+    options.seriesEnd,
+  );
 
   const prizes = fields.prizes ?? [];
   if (prizes.length > MAX_PRIZE_RANKS) {
@@ -171,13 +179,24 @@ export function validateRaceDefinition(
   };
 }
 
-/** The end: as sent without a repeat; for a series computed, and when sent, checked against it. */
+/** How a definition is checked beyond its fields. */
+export interface DefinitionOptions {
+  /**
+   * A series race's end as its series counts it, when its period is not being changed: a later race of a
+   * series is counted from the series' anchor, not from its own start (a monthly series anchored on the 31st
+   * has a race from the 28th of February to the 30th of March), so its end is not the one its start alone gives.
+   */
+  readonly seriesEnd?: number;
+}
+
+/** The end: as sent without a repeat; for a series computed (or `seriesEnd`), and when sent, checked against it. */
 function periodEnd(
   sent: bigint | number | undefined,
   start: number | undefined,
   repeat: Repeat,
   timeZone: string | undefined,
   problem: (field: string, message: string) => void,
+  seriesEnd?: number,
 ): number | undefined {
   if (repeat === "none") {
     const end = timestamp("endTimestamp", sent, problem);
@@ -191,7 +210,7 @@ function periodEnd(
   }
   const end = sent === undefined ? undefined : timestamp("endTimestamp", sent, problem);
   if (start === undefined || timeZone === undefined) return undefined;
-  const computed = seriesPeriod(start, repeat, timeZone, 0).end;
+  const computed = seriesEnd ?? seriesPeriod(start, repeat, timeZone, 0).end;
   if (sent !== undefined && end !== undefined && end !== computed) {
     problem(
       "endTimestamp",
@@ -340,7 +359,10 @@ export function validateRaceUpdate(
     repeat: patch.repeat ?? race.repeat,
     timeZone: orDefault(patch.timeZone, race.timeZone),
   };
-  const validation = validateRaceDefinition(merged, decodingViolations);
+  // An unchanged series period keeps the end its series gave it; a changed one starts counting anew.
+  const periodKept = !changed.some((field) => field !== "endTimestamp");
+  const seriesEnd = periodKept && race.repeat !== "none" ? { seriesEnd: race.end } : {};
+  const validation = validateRaceDefinition(merged, decodingViolations, seriesEnd);
   return validation.ok ? validation : { ok: false, kind: "invalid_argument", violations: validation.violations };
 }
 

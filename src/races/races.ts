@@ -32,7 +32,7 @@ import {
   validateRaceUpdate,
 } from "./race-rules.js";
 import { finalAt, freezeDueAt, type RaceState, raceStateAt } from "./race-state.js";
-import { seriesPeriod } from "./recurrence.js";
+import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
 
 /** A placed user as every skin shows it. */
 export interface RaceStanding {
@@ -255,11 +255,15 @@ export class Races {
     }
   }
 
-  /** The series' race after this one, or null for a one-off race. */
+  /**
+   * The series' race after this one, or null for a one-off race: the period after this race's in its
+   * anchor's count (this race's own period k, or 0 when an update anchored the series anew on it).
+   */
   private nextOf(race: StoredRace): NewRace | null {
     if (race.repeat === "none") return null;
     const index = race.seriesIndex + 1;
-    const period = seriesPeriod(race.anchorStart, race.repeat, race.timeZone, index);
+    const counted = seriesIndexAt(race.anchorStart, race.repeat, race.timeZone, race.startTimestamp);
+    const period = seriesPeriod(race.anchorStart, race.repeat, race.timeZone, counted + 1);
     return {
       ...definitionOf(race),
       startTimestamp: period.start,
@@ -273,7 +277,9 @@ export class Races {
   }
 
   private async freeze(race: StoredRace, now: number, boards: StandingsStore): Promise<boolean> {
-    const placement = await this.place(race, boards);
+    // The result decides payouts: it holds every user a prize is paid to, even past `shown` (so the
+    // digest covers every winner), besides the shown places.
+    const placement = await this.place(race, boards, Math.max(race.shown, race.prizes.length));
     const entries: FrozenEntry[] = placement.entries.map((entry) => ({
       rank: entry.rank,
       userExternalId: entry.row.userExternalId,
@@ -349,13 +355,13 @@ export class Races {
     };
   }
 
-  /** Places the race's board, from `direct` or else the cached boards. */
-  private place(race: StoredRace, direct: StandingsStore | undefined): Promise<CompletePlacement> {
+  /** Places the race's board, from `direct` or else the cached boards; `shown`: places listed (the race's). */
+  private place(race: StoredRace, direct: StandingsStore | undefined, shown = race.shown): Promise<CompletePlacement> {
     return placeFromBoard(direct ?? this.options.standings, race.affiliateId, race.startTimestamp, race.endTimestamp, {
       prizes: race.prizes,
       minWagered: race.minWagered,
       excludedUserIds: race.excludedUserIds,
-      shown: race.shown,
+      shown,
       rankBy: race.rankBy,
     });
   }

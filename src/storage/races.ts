@@ -242,11 +242,16 @@ export async function updateRace(pool: Pool, id: string, definition: RaceDefinit
     const current = await lockedRace(connection, id);
     if (current === undefined) throw new Error(`race ${id} not found`);
     const next = nextStepAt({ ...current, ...definition });
+    // A changed period (start, repeat or time zone) anchors the series anew on this race, whatever its index:
+    // its next race follows its own end (races/races.ts counts from the anchor). An unchanged one keeps it.
+    const periodChanged =
+      current.startTimestamp !== definition.startTimestamp ||
+      current.repeat !== definition.repeat ||
+      current.timeZone !== definition.timeZone;
     await connection.query(
       `UPDATE races SET title = ?, start_ts = ?, end_ts = ?, rank_by = ?, currency = ?, prizes = ?, min_wagered = ?,
           excluded_user_ids = ?, review_seconds = ?, shown = ?, repeat_every = ?, time_zone = ?, updated_at = ?,
-          next_step_at = ?,
-          anchor_start = IF(series_index = 0, ?, anchor_start)
+          next_step_at = ?, anchor_start = ?
         WHERE public_id = ?`,
       [
         ...definitionColumns(definition),
@@ -254,7 +259,7 @@ export async function updateRace(pool: Pool, id: string, definition: RaceDefinit
         definition.timeZone,
         at,
         next,
-        definition.startTimestamp,
+        periodChanged ? definition.startTimestamp : current.anchorStart,
         id,
       ],
     );
@@ -278,7 +283,29 @@ export async function cancelRace(
     );
     const stored = await raceById(connection, id);
     if (stored === undefined) throw new Error(`race ${id} not found`);
-    if (result.affectedRows === 1) await enqueueRaceEvent(connection, stored.affiliateId, event(stored), at);
+    if (result.affectedRows !== 1) return stored;
+    await enqueueRaceEvent(connection, stored.affiliateId, event(stored), at);
+    // A series stops with a race cancelled before its end: the next race, made when this one started,
+    // is cancelled with it while it has not started. A race cancelled in review leaves the series be
+    // (the race after it is running, and the one after that follows it).
+    if (stored.repeat !== "none" && stored.endTimestamp >= at) {
+      const [later] = await connection.query<RowDataPacket[]>(
+        `SELECT public_id FROM races
+          WHERE affiliate_id = ? AND slug = ? AND series_index > ? AND start_ts > ?
+            AND cancelled_at IS NULL AND frozen_at IS NULL
+          ORDER BY series_index FOR UPDATE`,
+        [stored.affiliateId, stored.slug, stored.seriesIndex, at],
+      );
+      for (const row of later) {
+        const laterId = String(row.public_id);
+        await connection.query(
+          "UPDATE races SET cancelled_at = ?, updated_at = ?, next_step_at = NULL WHERE public_id = ?",
+          [at, at, laterId],
+        );
+        const laterRace = await raceById(connection, laterId);
+        if (laterRace !== undefined) await enqueueRaceEvent(connection, laterRace.affiliateId, event(laterRace), at);
+      }
+    }
     return stored;
   });
 }
@@ -305,11 +332,17 @@ function text(value: unknown): string {
   return Buffer.isBuffer(value) ? value.toString("utf8") : String(value);
 }
 
+/**
+ * The clock's scan (parameters: now, limit): a range of ix_races_next_step read in its order, so only the due
+ * rows are read however many races wait (final, cancelled and later ones have NULL or a later next_step_at),
+ * with no sort. STRAIGHT_JOIN keeps races first: with few affiliates the planner otherwise starts from
+ * affiliates and sorts the due races in a temporary table.
+ */
+export const DUE_RACES_SQL = `${SELECT_RACE.replace(" JOIN affiliates", " STRAIGHT_JOIN affiliates")}
+  WHERE r.next_step_at <= ? ORDER BY r.next_step_at LIMIT ?`;
+
 export async function dueRaces(pool: Pool, now: number, limit: number): Promise<StoredRace[]> {
-  const [rows] = await pool.query<RowDataPacket[]>(
-    `${SELECT_RACE} WHERE r.next_step_at <= ? ORDER BY r.next_step_at LIMIT ?`,
-    [now, limit],
-  );
+  const [rows] = await pool.query<RowDataPacket[]>(DUE_RACES_SQL, [now, limit]);
   return rows.map(raceOf);
 }
 

@@ -104,7 +104,8 @@ export type RaceRules = Message<"topwagers.v1.RaceRules"> & {
 
   /**
    * Entries shown, 1 to 100; absent or 0 is the number of prizes (10 without
-   * prizes). Users tied with the last one shown are shown too.
+   * prizes). Users tied with the last one shown are shown too. The frozen
+   * result also lists every place a prize is paid to.
    *
    * @generated from field: uint32 shown = 11;
    */
@@ -580,7 +581,8 @@ export type GetRaceResponse = Message<"topwagers.v1.GetRaceResponse"> & {
   race?: Race | undefined;
 
   /**
-   * The placed users shown, by rank (the frozen ones once FINAL).
+   * The placed users shown, by rank; once FINAL the frozen ones: the shown
+   * places and every place a prize is paid to.
    *
    * @generated from field: repeated topwagers.v1.RaceEntry entries = 2;
    */
@@ -900,8 +902,10 @@ export const RaceService: GenService<{
     output: typeof UpdateRaceResponseSchema;
   },
   /**
-   * CancelRace cancels a race that is not FINAL; a recurring series then
-   * creates no further race. Cancelling again changes nothing.
+   * CancelRace cancels a race that is not FINAL. A series' race cancelled
+   * before its end ends the series: its next race, not started yet, is
+   * cancelled with it; one cancelled during its review is cancelled alone.
+   * Cancelling again changes nothing.
    *
    * @generated from rpc topwagers.v1.RaceService.CancelRace
    */
