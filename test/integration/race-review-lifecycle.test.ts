@@ -153,6 +153,34 @@ describe("a race showing fewer places than it pays", () => {
   });
 });
 
+describe("a race without prizes, won by a non-ASCII username", () => {
+  it("freezes the username's exact text, and the digest is the SHA-256 of the documented canonical UTF-8 bytes", async () => {
+    await addUsers(database.db, [{ id: "u-zoe", affiliateId: "review-aff", username: 'Zoë 🎰 "Z"', avatar: "" }]);
+    await addWagers(database.db, [{ id: "w-zoe", userId: "u-zoe", amount: "1000.50", placedAt: NOV_1 + 60 }]);
+    now = NOV_1 - 100;
+    const created = ok(
+      await races().create(affiliateId, {
+        slug: "no-prizes",
+        title: "Bragging rights",
+        startTimestamp: NOV_1,
+        endTimestamp: END,
+        shown: 1,
+        reviewSeconds: 0,
+      }),
+    );
+    expect([created.race.prizes, created.unallocated]).toEqual([[], "0"]);
+    now = END + 1;
+    await races().tick();
+    const final = ok(await races().get(affiliateId, created.race.id));
+    expect([final.state, table(final), final.unallocated]).toEqual(["final", [[1, 'Zoë 🎰 "Z"', "1000.5", "0"]], "0"]);
+    const canonical =
+      `{"raceId":"${created.race.id}","slug":"no-prizes","startTimestamp":${NOV_1},"endTimestamp":${END},` +
+      `"rankBy":"wagered","currency":"USD","entries":[{"rank":1,"username":"Zoë 🎰 \\"Z\\"","wagered":"1000.5",` +
+      `"weighted":null,"prize":"0"}],"unallocated":"0"}`;
+    expect(final.race.digest).toBe(createHash("sha256").update(Buffer.from(canonical, "utf8")).digest("hex"));
+  });
+});
+
 describe("a later race of a monthly series anchored on the 31st", () => {
   it("takes a new title while scheduled, and a new start: the race after it follows its own end", async () => {
     now = JAN_31 - 100;

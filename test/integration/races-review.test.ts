@@ -1,6 +1,7 @@
 /**
  * Findings of the races review (notes/issue-29-review.md), each on real sockets over MariaDB: reads on the
- * internal listener never create the affiliate they name.
+ * internal listener never create the affiliate they name; a browser's CORS preflight of a race stream (a
+ * fetch-based EventSource sending Authorization and Last-Event-ID) is answered for a publishable key's origin.
  */
 import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -9,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { refusal } from "../support/calls.js";
+import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 const ADMIN_TOKEN = "test-admin-token-races-review-0123";
@@ -95,5 +97,31 @@ describe("the internal listener names an affiliate", () => {
     expect(created.race?.affiliateId).toBe(typo);
     expect(await affiliateRows(typo)).toBe(1);
     expect((await admin.getRace({ affiliateId: typo, idOrSlug: "monthly" })).race?.id).toBe(created.race?.id);
+  });
+});
+
+describe("the race stream's CORS preflight", () => {
+  it("allows Authorization and Last-Event-ID from a publishable key's origin, and refuses another origin", async () => {
+    const origin = "https://stream-page.example.com";
+    await createKey(servers.database.db, "rr-cors", null, { publishable: true, allowedOrigins: [origin] });
+    const preflight = await fetch(`${servers.publicUrl}/races/monthly/stream`, {
+      method: "OPTIONS",
+      headers: {
+        origin,
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization,last-event-id",
+      },
+    });
+    expect([
+      preflight.status,
+      preflight.headers.get("access-control-allow-origin"),
+      preflight.headers.get("access-control-allow-methods"),
+      preflight.headers.get("access-control-allow-headers"),
+    ]).toEqual([204, origin, "GET, POST, OPTIONS", "Authorization, Content-Type, Last-Event-ID"]);
+    const refused = await fetch(`${servers.publicUrl}/races/monthly/stream`, {
+      method: "OPTIONS",
+      headers: { origin: "https://elsewhere.example", "access-control-request-method": "GET" },
+    });
+    expect([refused.status, refused.headers.get("access-control-allow-origin")]).toEqual([403, null]);
   });
 });
