@@ -124,6 +124,10 @@ describe("on the internal listener (ADMIN_TOKEN)", () => {
       [200],
     ]);
     expect(first?.deliveredAtMs).toBeGreaterThan(0n);
+    // Counted by the worker in the app's metrics.
+    const metrics = await (await fetch(`${servers.internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^topwagers_webhook_attempts_total\{result="delivered"\} [1-9]/m);
+    expect(metrics).toMatch(/^topwagers_webhook_deliveries_total\{result="delivered"\} [1-9]/m);
     // Redelivered with the same webhook-id.
     const again = await admin.redeliverWebhook({ deliveryId: first?.id ?? "" });
     expect(again.delivery?.state).toBe(WebhookDeliveryState.PENDING);
