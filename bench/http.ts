@@ -18,7 +18,7 @@ import { TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { generateApiKey } from "../src/auth/api-key-secret.js";
 import { insertApiKey } from "../src/storage/api-keys.js";
 import { connectionOptions, openDatabase } from "../src/storage/database.js";
-import { migrate } from "../src/storage/migrations.js";
+import { migrate } from "../src/storage/migration-runner.js";
 import { insertWagers, upsertUsers } from "../test/support/users-and-wagers.js";
 import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
 

@@ -26,7 +26,7 @@ import mysql from "mysql2/promise";
 import { type IngestUser, type IngestWager, WagerIngestService } from "../gen/topwagers/v1/wager_ingest_pb.js";
 import { mulberry32 } from "../src/ingest/seed-data.js";
 import { connectionOptions, openDatabase } from "../src/storage/database.js";
-import { migrate } from "../src/storage/migrations.js";
+import { migrate } from "../src/storage/migration-runner.js";
 import { verifyRollups } from "../src/storage/verify.js";
 import { fmt, machineDescription, percentile, startServerProcess, table } from "./support.js";
 

@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import type mysql from "mysql2/promise";
 import { Races } from "../src/races/races.js";
 import { type Database, openDatabase } from "../src/storage/database.js";
-import { migrate } from "../src/storage/migrations.js";
+import { migrate } from "../src/storage/migration-runner.js";
 import { mariadbRaces, mariadbStandings } from "../src/storage/stores.js";
 import { databaseUrl, describeDataset, ensureSeeded } from "./query.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";

@@ -16,7 +16,7 @@ import { startTracing, type Tracing } from "./observability/tracing.js";
 import type { Races } from "./races/races.js";
 import { createChangeWakeups } from "./redis/change-wakeups.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
-import { migrate } from "./storage/migrations.js";
+import { migrate } from "./storage/migration-runner.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
 
 /** How long the start waits for the API keys before listening anyway. */

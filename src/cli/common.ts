@@ -5,7 +5,7 @@
  */
 import { type Config, loadConfig } from "../config.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
-import { migrate } from "../storage/migrations.js";
+import { migrate } from "../storage/migration-runner.js";
 
 /** The command line itself is wrong: exit 2, with the command's usage. */
 export class UsageError extends Error {}

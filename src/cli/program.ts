@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { ConfigError } from "../config.js";
 import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
-import { migrate, migrationStatus } from "../storage/migrations.js";
+import { migrate, migrationStatus } from "../storage/migration-runner.js";
 import { LATEST_SCHEMA_VERSION } from "../storage/schema-migrations.js";
 import { isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";

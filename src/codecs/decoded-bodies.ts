@@ -1,7 +1,7 @@
 /**
  * A memo of decoded REST bodies: the fields of a request body (parseJsonObject, then decodeRequestFields),
  * remembered by the body's bytes for the bodies seen lately. Decoding is a pure function of the bytes, and a
- * leaderboard asks the same question again and again. Bounded (the body remembered longest ago goes first);
+ * client site asks the same question again and again. Bounded (the body remembered longest ago goes first);
  * bodies larger than MAX_BYTES, and bodies that are not a JSON object (an error), are decoded every time. What it
  * hands out is frozen: callers share it.
  */

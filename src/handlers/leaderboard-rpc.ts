@@ -21,9 +21,6 @@ import { answerPeriodRequest, type TopWagersAnswer } from "../leaderboard/operat
 import { cacheControl } from "../transport/cache-control.js";
 import { callerKey } from "./parts/caller-key.js";
 
-/** The caller the request gate sets (handlers/parts/caller-key.ts); exported here for the services' test harness. */
-export { callerKey };
-
 type Answer = ReturnType<typeof create<typeof GetTopAffiliateWagersByPeriodResponseSchema>>;
 
 export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof TopWagersService> {

@@ -36,7 +36,7 @@ export class RestApi {
   readonly path: string;
   /** Rendered success bodies of cached answers: a cache hit costs no JSON rendering or compression. */
   private readonly renderedBodies = new AnswerMemo<Body>();
-  /** Request bodies seen lately, decoded: a leaderboard sends the same few bodies again and again. */
+  /** Request bodies seen lately, decoded: a client site sends the same few bodies again and again. */
   private readonly decodedBodies = new DecodedBodies();
 
   constructor(private readonly options: RestOptions) {

@@ -24,7 +24,7 @@ import {
 } from "./api-keys.js";
 import { changeIdsBetween, latestChangeId, pruneChanges, readChanges } from "./data-changes.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
-import { currentSchemaVersion } from "./migrations.js";
+import { currentSchemaVersion } from "./migration-runner.js";
 import { bucketRanges } from "./period-buckets.js";
 import {
   affiliateKey,

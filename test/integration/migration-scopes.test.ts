@@ -11,7 +11,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { findApiKeyById, listUsableApiKeys } from "../../src/storage/api-keys.js";
-import { migrate } from "../../src/storage/migrations.js";
+import { migrate } from "../../src/storage/migration-runner.js";
 import { MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addBoard } from "../support/fixtures.js";

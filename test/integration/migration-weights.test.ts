@@ -12,7 +12,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { mulberry32 } from "../../src/ingest/seed-data.js";
-import { migrate } from "../../src/storage/migrations.js";
+import { migrate } from "../../src/storage/migration-runner.js";
 import { ROLLUPS } from "../../src/storage/rollups.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { upsertUserBatch } from "../../src/storage/users.js";

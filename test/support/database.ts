@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import mysql, { type RowDataPacket } from "mysql2/promise";
 import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
-import { migrate } from "../../src/storage/migrations.js";
+import { migrate } from "../../src/storage/migration-runner.js";
 import type { Migration } from "../../src/storage/schema-migrations.js";
 import { toUnits, unitsToDecimal } from "./decimals.js";
 import { useStarted } from "./lifecycle.js";
