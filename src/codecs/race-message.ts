@@ -137,8 +137,11 @@ export function racePatchOf(request: UpdateRaceRequest): { patch: RacePatch; vio
   };
 }
 
-/** A race and where it stands as the Race message. */
-export function raceMessage(view: RaceView): Race {
+/**
+ * A race and where it stands as the Race message. `hideExcluded`: leave out the excluded user ids (the
+ * affiliate's staff and own accounts), for a publishable key, whose reads are public.
+ */
+export function raceMessage(view: RaceView, hideExcluded = false): Race {
   const { race } = view;
   return create(RaceSchema, {
     id: race.id,
@@ -152,7 +155,7 @@ export function raceMessage(view: RaceView): Race {
       prizes: [...race.prizes],
       currency: race.currency,
       minWagered: race.minWagered,
-      excludedUserIds: [...race.excludedUserIds],
+      excludedUserIds: hideExcluded ? [] : [...race.excludedUserIds],
       reviewSeconds: race.reviewSeconds,
       shown: race.shown,
       repeat: MESSAGE_BY_REPEAT[race.repeat],

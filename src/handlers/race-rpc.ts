@@ -121,7 +121,7 @@ export function raceRpc(
       requireId(request.idOrSlug, "idOrSlug");
       const view = answer(await guard(() => races.get(affiliateId, request.idOrSlug)), "", "idOrSlug");
       return create(GetRaceResponseSchema, {
-        race: raceMessage(view),
+        race: raceMessage(view, publicReader(context)),
         entries: raceEntries(view),
         unallocated: view.unallocated,
       });
@@ -142,13 +142,17 @@ export function raceRpc(
           }),
         ),
       );
-      return create(ListRacesResponseSchema, { races: page.races.map(raceMessage), nextPageToken: page.nextPageToken });
+      const hide = publicReader(context);
+      return create(ListRacesResponseSchema, {
+        races: page.races.map((view) => raceMessage(view, hide)),
+        nextPageToken: page.nextPageToken,
+      });
     },
 
     async *watchRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
-      const queue = new WatchQueue();
+      const queue = new WatchQueue(publicReader(context));
       const caller = context.values.get(callerKey);
       let release = () => {};
       if (slots !== undefined && caller !== undefined) {
@@ -185,11 +189,14 @@ class WatchQueue implements RaceViewer {
   private ended: Error | "done" | undefined;
   private wake: (() => void) | undefined;
 
+  /** `hideExcluded`: the reader is a publishable key (see publicReader). */
+  constructor(private readonly hideExcluded: boolean) {}
+
   race(view: RaceView, version: string): boolean {
     return this.push(
       create(WatchRaceResponseSchema, {
         race: create(GetRaceResponseSchema, {
-          race: raceMessage(view),
+          race: raceMessage(view, this.hideExcluded),
           entries: raceEntries(view),
           unallocated: view.unallocated,
         }),
@@ -240,6 +247,14 @@ class WatchQueue implements RaceViewer {
     this.wake?.();
     return true;
   }
+}
+
+/**
+ * Whether the call reads for the public: a publishable key (it sits in web pages). Its answers leave out the
+ * excluded user ids, as REST's do; a secret key and the internal listener see them.
+ */
+function publicReader(context: HandlerContext): boolean {
+  return context.values.get(callerKey)?.kind === "publishable";
 }
 
 function requireId(id: string, field: "id" | "idOrSlug"): void {

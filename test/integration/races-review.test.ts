@@ -1,7 +1,8 @@
 /**
  * Findings of the races review (notes/issue-29-review.md), each on real sockets over MariaDB: reads on the
  * internal listener never create the affiliate they name; a browser's CORS preflight of a race stream (a
- * fetch-based EventSource sending Authorization and Last-Event-ID) is answered for a publishable key's origin.
+ * fetch-based EventSource sending Authorization and Last-Event-ID) is answered for a publishable key's origin;
+ * a publishable key (public, in a browser) never reads the excluded user ids (staff accounts) over RPC.
  */
 import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -123,5 +124,54 @@ describe("the race stream's CORS preflight", () => {
       headers: { origin: "https://elsewhere.example", "access-control-request-method": "GET" },
     });
     expect([refused.status, refused.headers.get("access-control-allow-origin")]).toEqual([403, null]);
+  });
+});
+
+describe("a publishable key reading races over RPC", () => {
+  it("gets no excluded user ids (the affiliate's staff accounts) from GetRace, ListRaces nor WatchRace", async () => {
+    const secret = (await createKey(servers.database.db, "rr-hidden")).secret;
+    const publishable = (
+      await createKey(servers.database.db, "rr-hidden", null, {
+        publishable: true,
+        allowedOrigins: ["https://hidden.example.com"],
+      })
+    ).secret;
+    const client = (key: string) =>
+      createClient(
+        RaceService,
+        createConnectTransport({
+          baseUrl: servers.publicUrl,
+          httpVersion: "1.1",
+          interceptors: [
+            (next) => async (request) => {
+              request.header.set("authorization", `Bearer ${key}`);
+              return next(request);
+            },
+          ],
+        }),
+      );
+    const created = await client(secret).createRace({
+      rules: {
+        slug: "hidden",
+        title: "Hidden staff",
+        startTimestamp: BigInt(NOW - 60),
+        endTimestamp: BigInt(NOW + 3_600),
+        excludedUserIds: ["staff-1", "streamer-alt"],
+      },
+    });
+    expect(created.race?.rules?.excludedUserIds).toEqual(["staff-1", "streamer-alt"]);
+    expect((await client(secret).getRace({ idOrSlug: "hidden" })).race?.rules?.excludedUserIds).toEqual([
+      "staff-1",
+      "streamer-alt",
+    ]);
+    const reader = client(publishable);
+    const got = await reader.getRace({ idOrSlug: "hidden" });
+    expect([got.race?.id, got.race?.rules?.excludedUserIds]).toEqual([created.race?.id, []]);
+    const listed = await reader.listRaces({});
+    expect(listed.races.map((race) => [race.id, race.rules?.excludedUserIds])).toEqual([[created.race?.id, []]]);
+    for await (const message of reader.watchRace({ idOrSlug: "hidden" })) {
+      expect([message.race?.race?.id, message.race?.race?.rules?.excludedUserIds]).toEqual([created.race?.id, []]);
+      break;
+    }
   });
 });

@@ -89,7 +89,7 @@ export type RaceRules = Message<"topwagers.v1.RaceRules"> & {
 
   /**
    * Users never shown and never placed (staff, the streamer's own accounts),
-   * at most 1000 platform user ids.
+   * at most 1000 platform user ids. Empty in answers to a publishable key.
    *
    * @generated from field: repeated string excluded_user_ids = 9;
    */
