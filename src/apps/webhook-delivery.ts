@@ -54,6 +54,9 @@ export function startWebhookDelivery(
   logger: Logger,
 ): WebhookDelivery {
   const store = webhookStore(settings, database);
+  if (settings.secretKey === undefined) {
+    logger.info("WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unencrypted (docs/webhooks.md)");
+  }
   if (!settings.delivery) return { store, worker: undefined, stop: async () => undefined };
   const transport = createWebhookTransport({
     allowPrivate: settings.allowPrivateUrls,
