@@ -10,8 +10,9 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
+import { DEFAULT_AVATAR_URL } from "../../src/config.js";
 import { refusal } from "../support/calls.js";
-import { createKey } from "../support/fixtures.js";
+import { addBoard, createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 const ADMIN_TOKEN = "test-admin-token-races-review-0123";
@@ -173,5 +174,76 @@ describe("a publishable key reading races over RPC", () => {
       expect([message.race?.race?.id, message.race?.race?.rules?.excludedUserIds]).toEqual([created.race?.id, []]);
       break;
     }
+  });
+});
+
+describe("a race key's rate limit over RPC", () => {
+  it("counts GetRace, ListRaces and WatchRace alike: past the key's points each is resource_exhausted", async () => {
+    const key = (await createKey(servers.database.db, "rr-limited", { points: 3, windowSeconds: 60 })).secret;
+    const client = createClient(
+      RaceService,
+      createConnectTransport({
+        baseUrl: servers.publicUrl,
+        httpVersion: "1.1",
+        interceptors: [
+          (next) => async (request) => {
+            request.header.set("authorization", `Bearer ${key}`);
+            return next(request);
+          },
+        ],
+      }),
+    );
+    expect((await client.listRaces({})).races).toEqual([]);
+    expect((await refusal(client.getRace({ idOrSlug: "none" }))).code).toBe(Code.NotFound);
+    const watched = await refusal(
+      (async () => {
+        for await (const _ of client.watchRace({ idOrSlug: "none" })) break;
+      })(),
+    );
+    expect(watched.code).toBe(Code.NotFound);
+    const limited = await Promise.all([
+      refusal(client.listRaces({})),
+      refusal(client.getRace({ idOrSlug: "none" })),
+      refusal(
+        (async () => {
+          for await (const _ of client.watchRace({ idOrSlug: "none" })) break;
+        })(),
+      ),
+    ]);
+    expect(limited.map((error) => error.code)).toEqual([
+      Code.ResourceExhausted,
+      Code.ResourceExhausted,
+      Code.ResourceExhausted,
+    ]);
+  });
+});
+
+describe("REST totals past a double's precision", () => {
+  it("writes totalWagered with every digit, the same digits as totalWageredDecimal", async () => {
+    const key = (await createKey(servers.database.db, "rr-huge")).secret;
+    await addBoard(servers.database.db, "rr-huge", [
+      [
+        "u-whale",
+        "whale",
+        "",
+        ["999999999.12345678", NOW - 30],
+        ["999999999.12345678", NOW - 20],
+        ["999999999.12345678", NOW - 10],
+      ],
+    ]);
+    const headers = { authorization: `Bearer ${key}` };
+    const created = await fetch(`${servers.publicUrl}/topwagers.v1.RaceService/CreateRace`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({
+        rules: { slug: "whales", title: "Whales", startTimestamp: NOW - 60, endTimestamp: NOW + 3_600, prizes: ["1"] },
+      }),
+    });
+    expect(created.status).toBe(200);
+    const body = await (await fetch(`${servers.publicUrl}/races/whales`, { headers })).text();
+    expect(body).toContain(
+      '"rank":1,"username":"whale","avatar":"' +
+        `${DEFAULT_AVATAR_URL}","totalWagered":2999999997.37037034,"totalWageredDecimal":"2999999997.37037034","prize":"1"}`,
+    );
   });
 });
