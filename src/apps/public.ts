@@ -206,22 +206,7 @@ function buildDomain(
     ...(now === undefined ? {} : { now }),
     ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
   });
-  // Races: definitions on the primary; live standings from the leaderboard (cached and fresh like any
-  // board); the freeze reads the primary's totals directly, never a cache or a replica.
-  const races = new Races({
-    store: mariadbRaces(database.write),
-    standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
-    freezeStandings: mariadbStandings(database.write),
-    defaultAvatarUrl: config.defaultAvatarUrl,
-    ...(now === undefined ? {} : { now }),
-  });
-  // Live races: each watched race read once a second, whatever its viewers (races/race-watch.ts).
-  const raceWatch = new RaceWatch({
-    races,
-    pollMs: RACE_WATCH_POLL_MS,
-    heartbeatMs: config.streams.heartbeatSeconds * 1000,
-    onError: (error) => logger.warn({ err: error }, "a watched race could not be read; trying again"),
-  });
+  const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, now);
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
     heartbeatMs: config.streams.heartbeatSeconds * 1000,
@@ -243,6 +228,34 @@ function buildDomain(
   const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
   return { keys, keyCatchUp, readiness, changeFeed, leaderboard, live, races, raceWatch, webhooks, keysLoaded };
+}
+
+/**
+ * Races: definitions on the primary; live standings from the leaderboard (cached and fresh like any board); the
+ * freeze reads the primary's totals directly, never a cache or a replica. Each watched race is read once a second,
+ * whatever its viewers (races/race-watch.ts).
+ */
+function buildRaces(
+  config: Config,
+  database: Database,
+  leaderboard: Leaderboard,
+  logger: Logger,
+  now: (() => number) | undefined,
+): Pick<PublicDomain, "races" | "raceWatch"> {
+  const races = new Races({
+    store: mariadbRaces(database.write),
+    standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
+    freezeStandings: mariadbStandings(database.write),
+    defaultAvatarUrl: config.defaultAvatarUrl,
+    ...(now === undefined ? {} : { now }),
+  });
+  const raceWatch = new RaceWatch({
+    races,
+    pollMs: RACE_WATCH_POLL_MS,
+    heartbeatMs: config.streams.heartbeatSeconds * 1000,
+    onError: (error) => logger.warn({ err: error }, "a watched race could not be read; trying again"),
+  });
+  return { races, raceWatch };
 }
 
 /** Committed changes reach the key set, then the cache, then the live boards. */

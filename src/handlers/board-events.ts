@@ -90,22 +90,7 @@ export class BoardEvents {
       const fields = decodeRequestFields(queryFields(params));
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
       const weighted = fields.values.rankBy !== undefined || query.rankBy === "weighted";
-      const headers = {
-        ...rateHeaders,
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-store",
-        "x-accel-buffering": "no",
-      };
-      const viewer = new ResponseViewer(res, {
-        protocol: "sse",
-        frames: weighted ? SSE_FRAMES_WEIGHTED : SSE_FRAMES,
-        begin: () => {
-          writeHead(res, 200, headers);
-          res.write(PREAMBLE);
-        },
-        // EventSource reconnects with Last-Event-ID (to another instance; a revoked key then gets 401).
-        finish: () => res.end(),
-      });
+      const viewer = sseViewer(res, weighted, rateHeaders);
       const lastEventId = req.headers["last-event-id"];
       const subscription = await this.options.live
         .open(
@@ -132,6 +117,30 @@ export class BoardEvents {
       });
     }
   }
+}
+
+/** The stream's viewer: the event-stream headers and the retry line first, then a board or a heartbeat per event. */
+function sseViewer(
+  res: NodeResponse,
+  weighted: boolean,
+  rateHeaders: Readonly<Record<string, string>>,
+): ResponseViewer {
+  const headers = {
+    ...rateHeaders,
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-store",
+    "x-accel-buffering": "no",
+  };
+  return new ResponseViewer(res, {
+    protocol: "sse",
+    frames: weighted ? SSE_FRAMES_WEIGHTED : SSE_FRAMES,
+    begin: () => {
+      writeHead(res, 200, headers);
+      res.write(PREAMBLE);
+    },
+    // EventSource reconnects with Last-Event-ID (to another instance; a revoked key then gets 401).
+    finish: () => res.end(),
+  });
 }
 
 /** The query string's parameters. */
