@@ -123,7 +123,7 @@ describe("ingest with INGEST_TOKEN", () => {
       code: "not_found",
       message:
         "no such path. The internal listener serves topwagers.v1.WagerIngestService topwagers.v1.ApiKeyService " +
-        "grpc.health.v1.Health grpc.reflection.v1.ServerReflection grpc.reflection.v1alpha.ServerReflection " +
+        "topwagers.v1.RaceService topwagers.v1.WebhookService grpc.health.v1.Health grpc.reflection.v1.ServerReflection grpc.reflection.v1alpha.ServerReflection " +
         "over Connect, gRPC and gRPC-Web",
     });
   });
