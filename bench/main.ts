@@ -4,6 +4,7 @@
  * docs/benchmarks.md. Scenarios compare against a baseline in the same run,
  * because on these shared 2-core machines the ratio is what carries over.
  */
+import { FLEET_USAGE, runFleetBench } from "./fleet.js";
 import { runHttpBench } from "./http.js";
 import { runIngestBench } from "./ingest.js";
 import { runInstructionProfile } from "./instruction-profile.js";
@@ -77,6 +78,7 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     usage:
       "webhooks [--events 10000] [--endpoints 100] [--instances 2] [--rate 1000] [--poll-ms 200] [--batch 10] [--preload] [--kill]   deliveries/s and commit→received to a local receiver; --kill SIGKILLs an instance mid-run (0 lost)",
   },
+  fleet: { run: runFleetBench, usage: FLEET_USAGE },
   http: {
     run: runHttpBench,
     usage: "http [--seconds 10] [--connections 64]   REST warm-cache req/s vs a node:http baseline; Connect and gRPC",

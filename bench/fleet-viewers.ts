@@ -1,0 +1,198 @@
+/**
+ * The viewers of `npm run bench -- fleet`, in their own process (bench/fleet.ts starts as many as the
+ * file-descriptor limit needs, each under a raised limit): SSE over HTTP/1.1, one TCP connection per viewer, each
+ * to the instance and board its plan names. Every board carries its affiliate's pacer user, whose total minus the
+ * board's base says how many bench batches that board shows; each viewer times the arrival of every count it
+ * sees for the first time, and keeps the last board it received, so the parent can compare it with a fresh POST
+ * once the load stops. Talks to the parent over IPC only.
+ */
+import net from "node:net";
+
+export interface FleetBoardPlan {
+  /** `/top-affiliate-wagers-by-period/stream?...` */
+  readonly streamPath: string;
+  readonly key: string;
+  /** The pacer's username on this board, and its total when the run started (a whole number). */
+  readonly pacer: string;
+  readonly base: number;
+}
+
+export interface FleetViewersPlan {
+  readonly boards: readonly FleetBoardPlan[];
+  /** One entry per viewer of this process: which board, on which instance (a public base URL). */
+  readonly viewers: readonly { readonly board: number; readonly baseUrl: string }[];
+  readonly openPerSecond: number;
+}
+
+export type FromFleetViewers =
+  | { type: "ready"; open: number; failed: number }
+  | { type: "report"; report: FleetViewersReport };
+
+export interface FleetViewersReport {
+  /** By board, then pacer count: arrival times (ms, performance.timeOrigin-based), one per viewer that saw it. */
+  readonly arrivals: Record<string, Record<string, number[]>>;
+  /** By board: the last board each viewer received (its SSE data line), and how many viewers ended on it. */
+  readonly finals: Record<string, Record<string, number>>;
+  readonly messages: number;
+  /** Streams that ended or failed after their first board. */
+  readonly ended: number;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+const arrivals = new Map<number, Map<number, number[]>>();
+/** The pacer count of a board's data line, read once per board and distinct line. */
+const countOf = new Map<string, number>();
+let messages = 0;
+let ended = 0;
+
+class Viewer {
+  last = -1;
+  data = "";
+  open = true;
+  constructor(
+    readonly board: number,
+    readonly plan: FleetBoardPlan,
+  ) {}
+
+  received(data: string): void {
+    messages += 1;
+    this.data = data;
+    const cacheKey = `${this.board}:${data}`;
+    let count = countOf.get(cacheKey);
+    if (count === undefined) {
+      const at = data.indexOf(`"username":"${this.plan.pacer}"`);
+      const total = at < 0 ? undefined : /"totalWagered":(\d+)/.exec(data.slice(at));
+      count = total === undefined || total === null ? -1 : Number(total[1]) - this.plan.base;
+      if (countOf.size > 200_000) countOf.clear();
+      countOf.set(cacheKey, count);
+    }
+    if (count < 0) return;
+    const at = now();
+    if (this.last >= 0) {
+      let byCount = arrivals.get(this.board);
+      if (byCount === undefined) {
+        byCount = new Map();
+        arrivals.set(this.board, byCount);
+      }
+      for (let k = this.last + 1; k <= count; k++) {
+        const list = byCount.get(k);
+        if (list === undefined) byCount.set(k, [at]);
+        else list.push(at);
+      }
+    }
+    if (count > this.last) this.last = count;
+  }
+}
+
+function watch(viewer: Viewer, baseUrl: string, onFirst: (ok: boolean) => void): void {
+  const url = new URL(baseUrl);
+  const socket = net.connect({ port: Number(url.port), host: url.hostname });
+  let head = true;
+  let first = true;
+  let buffer: Buffer = Buffer.alloc(0);
+  let text = "";
+  socket.setNoDelay(true);
+  socket.write(
+    `GET ${viewer.plan.streamPath} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${viewer.plan.key}\r\naccept: text/event-stream\r\n\r\n`,
+  );
+  socket.on("data", (chunk: Buffer) => {
+    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
+    if (head) {
+      const end = buffer.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const ok = buffer.subarray(0, 12).toString("latin1") === "HTTP/1.1 200";
+      head = false;
+      buffer = buffer.subarray(end + 4);
+      if (!ok) {
+        first = false;
+        onFirst(false);
+        socket.destroy();
+        return;
+      }
+    }
+    // Chunked body: "<hex>\r\n<bytes>\r\n" per write.
+    for (;;) {
+      const line = buffer.indexOf("\r\n");
+      if (line < 0) break;
+      const size = Number.parseInt(buffer.subarray(0, line).toString("latin1"), 16);
+      if (buffer.length < line + 2 + size + 2) break;
+      text += buffer.subarray(line + 2, line + 2 + size).toString("utf8");
+      buffer = buffer.subarray(line + 4 + size);
+    }
+    for (let end = text.indexOf("\n\n"); end >= 0; end = text.indexOf("\n\n")) {
+      const block = text.slice(0, end);
+      text = text.slice(end + 2);
+      if (!block.startsWith("event: board")) continue;
+      const dataAt = block.indexOf("\ndata: ");
+      if (dataAt < 0) continue;
+      viewer.received(block.slice(dataAt + 7));
+      if (first) {
+        first = false;
+        onFirst(true);
+      }
+    }
+  });
+  socket.on("close", () => {
+    viewer.open = false;
+    if (first) {
+      first = false;
+      onFirst(false);
+    } else ended += 1;
+  });
+  socket.on("error", () => undefined);
+}
+
+async function main(): Promise<void> {
+  const plan = JSON.parse(process.env.FLEET_VIEWERS_PLAN ?? "{}") as FleetViewersPlan;
+  const viewers: Viewer[] = [];
+  let open = 0;
+  let failed = 0;
+  await new Promise<void>((resolve) => {
+    if (plan.viewers.length === 0) resolve();
+    let settled = 0;
+    const onFirst = (ok: boolean) => {
+      if (ok) open += 1;
+      else failed += 1;
+      settled += 1;
+      if (settled === plan.viewers.length) resolve();
+    };
+    const batch = Math.max(1, Math.round(plan.openPerSecond / 20));
+    let next = 0;
+    const timer = setInterval(() => {
+      for (let n = 0; n < batch && next < plan.viewers.length; n++, next++) {
+        const { board, baseUrl } = plan.viewers[next] as { board: number; baseUrl: string };
+        const viewer = new Viewer(board, plan.boards[board] as FleetBoardPlan);
+        viewers.push(viewer);
+        watch(viewer, baseUrl, onFirst);
+      }
+      if (next >= plan.viewers.length) clearInterval(timer);
+    }, 50);
+  });
+  process.send?.({ type: "ready", open, failed } satisfies FromFleetViewers);
+  process.on("message", (message: { type: string }) => {
+    if (message.type !== "report") return;
+    const out: FleetViewersReport["arrivals"] = {};
+    for (const [board, byCount] of arrivals) {
+      const counts: Record<string, number[]> = {};
+      for (const [k, list] of byCount) counts[k] = list;
+      out[board] = counts;
+    }
+    const finals: FleetViewersReport["finals"] = {};
+    for (const viewer of viewers) {
+      if (viewer.data === "") continue;
+      const byData = finals[viewer.board] ?? {};
+      finals[viewer.board] = byData;
+      byData[viewer.data] = (byData[viewer.data] ?? 0) + 1;
+    }
+    process.send?.({
+      type: "report",
+      report: { arrivals: out, finals, messages, ended },
+    } satisfies FromFleetViewers);
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`fleet viewers failed: ${String(error)}\n`);
+  process.exit(1);
+});
