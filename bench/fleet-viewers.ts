@@ -144,7 +144,15 @@ function watch(viewer: Viewer, baseUrl: string, onFirst: (ok: boolean) => void):
 }
 
 async function main(): Promise<void> {
-  const plan = JSON.parse(process.env.FLEET_VIEWERS_PLAN ?? "{}") as FleetViewersPlan;
+  // The plan comes over IPC: for hundreds of boards it is too large for an environment variable.
+  const plan = await new Promise<FleetViewersPlan>((resolve) => {
+    const onPlan = (message: { type: string; plan?: FleetViewersPlan }) => {
+      if (message.type !== "plan" || message.plan === undefined) return;
+      process.off("message", onPlan);
+      resolve(message.plan);
+    };
+    process.on("message", onPlan);
+  });
   const viewers: Viewer[] = [];
   let open = 0;
   let failed = 0;

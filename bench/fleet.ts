@@ -9,7 +9,8 @@
  * instance count: that many server processes on the same database and Redis; distinct watched boards (week,
  * half-month or month containing now; 10, 20 or 50 entries; plain or weighted) over affiliates drawn heavy-tailed
  * by their rank in size; SSE viewers spread over the boards (viewer i watches board i mod boards) and over the
- * instances (viewer i on instance i mod instances), in child processes with a raised file-descriptor limit;
+ * instances (the k-th viewer of a board on instance k mod instances, so every instance watches every board with
+ * at least as many viewers as instances), in child processes with a raised file-descriptor limit;
  * RecordWagers batches of 100–1000 placed now on the watched affiliates' users (an affiliate chosen in proportion
  * to its users), sent round-robin to the instances' internal listeners as a casino's pipeline would; a share of
  * each batch voided right after it; and REST POST readers on the same boards.
@@ -26,7 +27,7 @@
  * keys are removed at the end.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { type Client, createClient } from "@connectrpc/connect";
@@ -65,7 +66,8 @@ function cpuSeconds(pid: number | undefined): number {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks (USER_HZ 100)
-  } catch {
+  } catch (error) {
+    process.stderr.write(`cannot read the CPU time of ${pid}: ${String(error)}\n`);
     return Number.NaN;
   }
 }
@@ -80,13 +82,18 @@ function residentMiB(pid: number | undefined): number {
   }
 }
 
+/** The MariaDB server's pid (`pidof mariadbd`, read from /proc without spawning). */
 function mariadbPid(): number | undefined {
-  try {
-    const pid = Number(execFileSync("pidof", ["mariadbd"], { encoding: "utf8" }).trim().split(" ")[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "mariadbd") return Number(entry);
+    } catch {
+      // The process ended while we looked.
+    }
   }
+  process.stderr.write("no mariadbd process found: database CPU is not measured\n");
+  return undefined;
 }
 
 function prlimit(nofile: number): string[] {
@@ -185,10 +192,9 @@ function pacerTotal(body: string, pacer: string): number {
 function viewersProcess(plan: FleetViewersPlan, limit: string[]): ChildProcess {
   const script = new URL("./fleet-viewers.js", import.meta.url).pathname;
   const command = [...limit, process.execPath, script];
-  return spawn(command[0] as string, command.slice(1), {
-    env: { ...process.env, FLEET_VIEWERS_PLAN: JSON.stringify(plan) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
+  const child = spawn(command[0] as string, command.slice(1), { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  child.send({ type: "plan", plan });
+  return child;
 }
 
 function nextMessage<T extends FromFleetViewers["type"]>(child: ChildProcess, type: T, timeoutMs: number) {
@@ -321,7 +327,7 @@ async function runOnce(
     for (const board of boards)
       bases.push(pacerTotal(await post(servers[0]?.publicUrl ?? "", board), board.affiliate.pacer));
 
-    // Viewers: viewer i watches board i mod boards on instance i mod instances; processes of up to 15,000.
+    // Viewers: viewer i watches board i mod boards; processes of up to 15,000 viewers each.
     const planBoards: FleetBoardPlan[] = boards.map((board, i) => ({
       streamPath: streamPath(board),
       key: board.affiliate.key,
@@ -332,7 +338,11 @@ async function runOnce(
     for (let p = 0; p < processes; p++) {
       const mine: { board: number; baseUrl: string }[] = [];
       for (let v = p; v < settings.viewers; v += processes) {
-        mine.push({ board: viewerBoard(v), baseUrl: servers[v % instances]?.publicUrl ?? "" });
+        // Board b's viewers are b, b + boards, b + 2 * boards, ...: the k-th of them on instance k mod instances.
+        mine.push({
+          board: viewerBoard(v),
+          baseUrl: servers[Math.floor(v / boards.length) % instances]?.publicUrl ?? "",
+        });
       }
       viewerChildren.push(
         viewersProcess({ boards: planBoards, viewers: mine, openPerSecond: 1_000 }, prlimit(mine.length + 1_024)),
