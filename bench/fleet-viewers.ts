@@ -4,7 +4,7 @@
  * to the instance and board its plan names. Every board carries its affiliate's pacer user, whose total minus the
  * board's base says how many bench batches that board shows; each viewer times the arrival of every count it
  * sees for the first time, and keeps the last board it received, so the parent can compare it with a fresh POST
- * once the load stops. Talks to the parent over IPC only.
+ * once the load stops ("finals", asked for as often as the parent checks). Talks to the parent over IPC only.
  */
 import net from "node:net";
 
@@ -26,13 +26,15 @@ export interface FleetViewersPlan {
 
 export type FromFleetViewers =
   | { type: "ready"; open: number; failed: number }
-  | { type: "report"; report: FleetViewersReport };
+  | { type: "report"; report: FleetViewersReport }
+  | { type: "finals"; finals: Finals };
+
+/** By board: the last board each viewer received (its SSE data line), and how many viewers show it now. */
+export type Finals = Record<string, Record<string, number>>;
 
 export interface FleetViewersReport {
   /** By board, then pacer count: arrival times (ms, performance.timeOrigin-based), one per viewer that saw it. */
   readonly arrivals: Record<string, Record<string, number[]>>;
-  /** By board: the last board each viewer received (its SSE data line), and how many viewers ended on it. */
-  readonly finals: Record<string, Record<string, number>>;
   readonly messages: number;
   /** Streams that ended or failed after their first board. */
   readonly ended: number;
@@ -179,6 +181,17 @@ async function main(): Promise<void> {
   });
   process.send?.({ type: "ready", open, failed } satisfies FromFleetViewers);
   process.on("message", (message: { type: string }) => {
+    if (message.type === "finals") {
+      const finals: Finals = {};
+      for (const viewer of viewers) {
+        if (viewer.data === "") continue;
+        const byData = finals[viewer.board] ?? {};
+        finals[viewer.board] = byData;
+        byData[viewer.data] = (byData[viewer.data] ?? 0) + 1;
+      }
+      process.send?.({ type: "finals", finals } satisfies FromFleetViewers);
+      return;
+    }
     if (message.type !== "report") return;
     const out: FleetViewersReport["arrivals"] = {};
     for (const [board, byCount] of arrivals) {
@@ -186,16 +199,9 @@ async function main(): Promise<void> {
       for (const [k, list] of byCount) counts[k] = list;
       out[board] = counts;
     }
-    const finals: FleetViewersReport["finals"] = {};
-    for (const viewer of viewers) {
-      if (viewer.data === "") continue;
-      const byData = finals[viewer.board] ?? {};
-      finals[viewer.board] = byData;
-      byData[viewer.data] = (byData[viewer.data] ?? 0) + 1;
-    }
     process.send?.({
       type: "report",
-      report: { arrivals: out, finals, messages, ended },
+      report: { arrivals: out, messages, ended },
     } satisfies FromFleetViewers);
   });
 }

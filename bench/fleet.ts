@@ -27,7 +27,7 @@
  * keys are removed at the end.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { type Client, createClient } from "@connectrpc/connect";
@@ -52,12 +52,16 @@ const VIEWERS_PER_PROCESS = 15_000;
 const PACER_BASE = "10000000000";
 const KEY_LABEL = "fleet-bench";
 const SETTLE_MS = 3_000;
+/** After the load, a viewer whose board differs from a fresh POST is checked again until this long has passed. */
+const CONVERGE_MS = 30_000;
+/** The MariaDB account the bench's servers use, so USER_STATISTICS separates their work from other users'. */
+const DB_USER = "fleet_bench";
 const IDLE_MS = 5_000;
 const MAX_BATCHES_IN_FLIGHT = 4;
 const MAX_POSTS_IN_FLIGHT = 32;
 
 const wallNow = () => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 /** utime + stime of a process in seconds, from /proc. */
 function cpuSeconds(pid: number | undefined): number {
@@ -82,17 +86,16 @@ function residentMiB(pid: number | undefined): number {
   }
 }
 
-/** The MariaDB server's pid (`pidof mariadbd`, read from /proc without spawning). */
-function mariadbPid(): number | undefined {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "mariadbd") return Number(entry);
-    } catch {
-      // The process ended while we looked.
-    }
+/** The pid of the MariaDB server the bench uses (other mariadbd processes may run on the machine). */
+async function mariadbPid(admin: mysql.Connection): Promise<number | undefined> {
+  try {
+    const [rows] = await admin.query<mysql.RowDataPacket[]>("SELECT @@pid_file AS f");
+    const pid = Number(readFileSync(String(rows[0]?.f), "utf8").trim());
+    if (Number.isInteger(pid) && pid > 0) return pid;
+  } catch {
+    // Not readable here (another machine or user): reported as n/a.
   }
-  process.stderr.write("no mariadbd process found: database CPU is not measured\n");
+  process.stderr.write("cannot read the MariaDB server's pid file: its CPU is not measured\n");
   return undefined;
 }
 
@@ -189,6 +192,30 @@ function pacerTotal(body: string, pacer: string): number {
   return Number(total[1]);
 }
 
+/** The data set's URL with the bench servers' own account. */
+function serversUrl(url: string): string {
+  const own = new URL(url);
+  own.username = DB_USER;
+  own.password = "";
+  return own.toString();
+}
+
+/**
+ * A passwordless account for the bench's servers, on the data set only and from 127.0.0.1 only, and per-account
+ * statistics on; returns the undo (drop the account, statistics as they were).
+ */
+async function ownAccount(admin: mysql.Connection, database: string): Promise<() => Promise<void>> {
+  const [rows] = await admin.query<mysql.RowDataPacket[]>("SELECT @@userstat AS on_");
+  const before = Number(rows[0]?.on_ ?? 0);
+  await admin.query("CREATE USER IF NOT EXISTS ?@'127.0.0.1'", [DB_USER]);
+  await admin.query(`GRANT ALL PRIVILEGES ON ${mysql.escapeId(database)}.* TO ?@'127.0.0.1'`, [DB_USER]);
+  await admin.query("SET GLOBAL userstat = 1");
+  return async () => {
+    await admin.query("SET GLOBAL userstat = ?", [before]);
+    await admin.query("DROP USER IF EXISTS ?@'127.0.0.1'", [DB_USER]);
+  };
+}
+
 function viewersProcess(plan: FleetViewersPlan, limit: string[]): ChildProcess {
   const script = new URL("./fleet-viewers.js", import.meta.url).pathname;
   const command = [...limit, process.execPath, script];
@@ -232,17 +259,28 @@ interface Reading {
   readonly at: number;
   readonly dbCpu: number;
   readonly selects: number;
+  /** USER_STATISTICS of the servers' own account: CPU seconds, busy seconds and SELECTs. */
+  readonly ours: { readonly cpu: number; readonly busy: number; readonly selects: number };
   readonly recomputes: number;
   readonly instanceCpu: number[];
   readonly viewersCpu: number;
+}
+
+interface Rates {
+  readonly dbCpu: number;
+  readonly selects: number;
+  readonly ourCpu: number;
+  readonly ourBusy: number;
+  readonly ourSelects: number;
+  readonly recomputes: number;
 }
 
 interface RunResult {
   readonly instances: number;
   readonly open: number;
   readonly failed: number;
-  readonly idle: { dbCpu: number; selects: number; recomputes: number };
-  readonly load: { dbCpu: number; selects: number; recomputes: number };
+  readonly idle: Rates;
+  readonly load: Rates;
   readonly wagersPerSecond: number;
   readonly windowSeconds: number;
   readonly batches: number;
@@ -258,6 +296,10 @@ interface RunResult {
   readonly lost: number;
   readonly lostEnded: number;
   readonly lostStale: number;
+  /** Viewers whose board differed from a fresh POST 3 s after the load (late or lost). */
+  readonly staleAtSettle: number;
+  /** From the end of the load to the last check. */
+  readonly convergedMs: number;
 }
 
 async function runOnce(
@@ -278,7 +320,7 @@ async function runOnce(
     for (let i = 0; i < instances; i++) {
       servers.push(
         await startServerProcess(
-          url,
+          serversUrl(url),
           {
             INGEST_TOKEN: TOKEN,
             REDIS_URL: settings.redisUrl,
@@ -353,14 +395,23 @@ async function runOnce(
     const failed = ready.reduce((n, r) => n + r.failed, 0);
     await sleep(2_000);
 
-    const dbPid = mariadbPid();
+    const dbPid = await mariadbPid(admin);
     const read = async (): Promise<Reading> => {
       const [rows] = await admin.query<mysql.RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'Com_select'");
+      const [mine] = await admin.query<mysql.RowDataPacket[]>(
+        "SELECT CPU_TIME, BUSY_TIME, SELECT_COMMANDS FROM information_schema.USER_STATISTICS WHERE USER = ?",
+        [DB_USER],
+      );
       const counts = await Promise.all(servers.map((s) => recomputes(s.internalUrl)));
       return {
         at: wallNow(),
         dbCpu: cpuSeconds(dbPid),
         selects: Number(rows[0]?.Value ?? Number.NaN),
+        ours: {
+          cpu: Number(mine[0]?.CPU_TIME ?? Number.NaN),
+          busy: Number(mine[0]?.BUSY_TIME ?? Number.NaN),
+          selects: Number(mine[0]?.SELECT_COMMANDS ?? Number.NaN),
+        },
         recomputes: counts.reduce((x, y) => x + y, 0),
         instanceCpu: servers.map((s) => cpuSeconds(s.child.pid)),
         viewersCpu: viewerChildren.reduce((n, c) => n + cpuSeconds(c.pid), 0),
@@ -371,6 +422,9 @@ async function runOnce(
       return {
         dbCpu: (b.dbCpu - a.dbCpu) / seconds,
         selects: (b.selects - a.selects) / seconds,
+        ourCpu: (b.ours.cpu - a.ours.cpu) / seconds,
+        ourBusy: (b.ours.busy - a.ours.busy) / seconds,
+        ourSelects: (b.ours.selects - a.ours.selects) / seconds,
         recomputes: (b.recomputes - a.recomputes) / seconds,
       };
     };
@@ -524,17 +578,38 @@ async function runOnce(
       }
     });
     latencies.sort((x, y) => x - y);
-    let lostStale = 0;
-    let onFinal = 0;
-    for (let b = 0; b < boards.length; b++) {
-      const fresh = await post(servers[0]?.publicUrl ?? "", boards[b] as Board);
-      for (const report of reports) {
-        for (const [data, viewers] of Object.entries(report.finals[String(b)] ?? {})) {
-          onFinal += viewers;
-          if (data !== fresh) lostStale += viewers;
+    // A viewer is stale when its last board differs from a fresh POST of that board; stale ones are checked
+    // again (fresh finals, fresh POSTs) until CONVERGE_MS after the load, so a slow delivery is late, not lost.
+    const staleBoards = async (only: readonly number[]) => {
+      const finals = [];
+      for (const child of viewerChildren) {
+        child.send({ type: "finals" });
+        finals.push((await nextMessage(child, "finals", 60_000)).finals);
+      }
+      const stale = new Map<number, number>();
+      let shown = 0;
+      for (const b of only) {
+        const fresh = await post(servers[0]?.publicUrl ?? "", boards[b] as Board);
+        for (const byData of finals) {
+          for (const [data, viewers] of Object.entries(byData[String(b)] ?? {})) {
+            shown += viewers;
+            if (data !== fresh) stale.set(b, (stale.get(b) ?? 0) + viewers);
+          }
         }
       }
+      return { stale, shown };
+    };
+    const checkStarted = wallNow();
+    const firstCheck = await staleBoards(boards.map((_, b) => b));
+    const onFinal = firstCheck.shown;
+    const staleAtSettle = [...firstCheck.stale.values()].reduce((x, y) => x + y, 0);
+    let stale = firstCheck.stale;
+    for (let round = 0; stale.size > 0 && round < 10 && wallNow() - checkStarted < CONVERGE_MS; round++) {
+      await sleep(3_000);
+      stale = (await staleBoards([...stale.keys()])).stale;
     }
+    const lostStale = [...stale.values()].reduce((x, y) => x + y, 0);
+    const convergedMs = wallNow() - loadEnd.at;
     const lostEnded = reports.reduce((n, r) => n + r.ended, 0);
     postLatencies.sort((x, y) => x - y);
     return {
@@ -561,6 +636,8 @@ async function runOnce(
       lost: lostStale + lostEnded + (open - Math.min(open, onFinal)),
       lostEnded,
       lostStale,
+      staleAtSettle,
+      convergedMs,
     };
   } finally {
     for (const child of viewerChildren) child.kill("SIGKILL");
@@ -628,9 +705,11 @@ export async function runFleetBench(args: string[]): Promise<void> {
   if (!["127.0.0.1", "localhost"].includes(new URL(url).hostname)) throw new Error("the bench database must be local");
   await ensureSeeded(url, settings.wagers);
   const data = await describeDataset(url);
-  const { database: _database, ...server } = connectionOptions(url);
+  const { database, ...server } = connectionOptions(url);
   const admin = await mysql.createConnection(server);
+  let undoAccount: (() => Promise<void>) | undefined;
   try {
+    undoAccount = await ownAccount(admin, database);
     const [rows] = await data.db.read.query<mysql.RowDataPacket[]>(
       `SELECT a.id, a.external_id, COUNT(*) AS n FROM users u JOIN affiliates a ON a.id = u.affiliate_id
         WHERE u.external_id NOT LIKE 'fleet-%' GROUP BY a.id, a.external_id ORDER BY n DESC, a.id`,
@@ -680,7 +759,8 @@ export async function runFleetBench(args: string[]): Promise<void> {
         `load average (1, 5, 15 min) before: ${loads(loadBefore)}; after: ${loads(loadAfter)}`,
         `boards: ${boards.length} over ${affiliates.length} affiliates (users: largest ${sizes[0]}, median ${sizes[Math.floor(sizes.length / 2)]}, smallest ${sizes.at(-1)}); week / half-month / month ${count("week")} / ${count("half-month")} / ${count("month")}; top 10 / 20 / 50 ${count(10)} / ${count(20)} / ${count(50)}; weighted ${count("weighted")}`,
         `setup: every instance with REDIS_URL=${settings.redisUrl} (wake-ups), viewers SSE over HTTP/1.1 in ${Math.max(1, Math.ceil(settings.viewers / VIEWERS_PER_PROCESS))} process(es), wagers round-robin over the instances' internal listeners (gRPC), at most ${MAX_BATCHES_IN_FLIGHT} batches and ${MAX_POSTS_IN_FLIGHT} POSTs in flight; all on the same cores as MariaDB`,
-        "database CPU (mariadbd utime+stime, s/s) and Com_select/s are the whole MariaDB server's: idle = the same processes and viewers for 5 s with no load, other users of the server included",
+        "servers' DB CPU and SELECTs: information_schema.USER_STATISTICS (CPU_TIME, SELECT_COMMANDS) of the account only the bench's servers use; whole mariadbd = utime+stime from /proc and Com_select, other users of the server included; idle = the same processes and viewers for 5 s with no load",
+        "lost = viewers whose last board still differs from a fresh POST of it up to 30 s after the load (checked every 3 s), plus streams that ended",
         "",
         table(
           [
@@ -688,16 +768,19 @@ export async function runFleetBench(args: string[]): Promise<void> {
             "viewers open",
             "wagers/s (batches, voided)",
             "POST/s",
-            "DB CPU s/s idle → load",
-            "Com_select/s idle → load",
+            "servers' DB CPU s/s idle → load",
+            "servers' SELECT/s idle → load",
+            "servers' SELECTs per batch",
+            "whole mariadbd CPU s/s idle → load",
+            "whole Com_select/s idle → load",
             "recomputes/s idle → load",
-            "Com_select per batch above idle",
             "push p50 / p99 / max ms",
             "deliveries",
             "POST p50 / p99 ms (errors)",
             "instance CPU %",
             "instance RSS MiB",
             "viewers CPU %",
+            "stale 3 s after the load",
             "lost (stale / ended)",
           ],
           results.map((r) => [
@@ -705,17 +788,20 @@ export async function runFleetBench(args: string[]): Promise<void> {
             `${r.open}${r.failed > 0 ? ` (${r.failed} failed)` : ""}`,
             `${fmt(r.wagersPerSecond, 0)} (${r.batches}, ${r.voided})`,
             fmt(r.postsPerSecond, 1),
+            `${fmt(r.idle.ourCpu)} → ${fmt(r.load.ourCpu)}`,
+            `${fmt(r.idle.ourSelects, 0)} → ${fmt(r.load.ourSelects, 0)}`,
+            fmt(((r.load.ourSelects - r.idle.ourSelects) * r.windowSeconds) / r.batches, 0),
             `${fmt(r.idle.dbCpu)} → ${fmt(r.load.dbCpu)}`,
             `${fmt(r.idle.selects, 0)} → ${fmt(r.load.selects, 0)}`,
             `${fmt(r.idle.recomputes, 1)} → ${fmt(r.load.recomputes, 1)}`,
-            fmt(((r.load.selects - r.idle.selects) * r.windowSeconds) / r.batches, 0),
             `${ms(r.latencies, 50)} / ${ms(r.latencies, 99)} / ${fmt(r.latencies.at(-1) ?? Number.NaN, 0)}`,
             `${r.latencies.length} of ${r.expected}`,
             `${ms(r.postLatencies, 50)} / ${ms(r.postLatencies, 99)} (${r.postErrors})`,
             r.instanceCpu.map((c) => fmt(c * 100, 0)).join(" / "),
             r.instanceRss.map((m) => fmt(m, 0)).join(" / "),
             fmt(r.viewersCpu * 100, 0),
-            `${r.lost} (${r.lostStale} / ${r.lostEnded})`,
+            r.staleAtSettle,
+            `${r.lost} (${r.lostStale} / ${r.lostEnded}) at ${fmt(r.convergedMs / 1000, 0)} s`,
           ]),
         ),
         "",
@@ -723,6 +809,9 @@ export async function runFleetBench(args: string[]): Promise<void> {
     );
   } finally {
     await data.db.write.query("DELETE FROM api_keys WHERE label = ?", [KEY_LABEL]).catch(() => undefined);
+    await undoAccount?.().catch((error: unknown) =>
+      process.stderr.write(`cannot undo the bench account: ${String(error)}\n`),
+    );
     await admin.end();
     await data.db.close();
   }
