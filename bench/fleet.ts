@@ -61,6 +61,8 @@ const DB_USER = "fleet_bench";
 const IDLE_MS = 5_000;
 const MAX_BATCHES_IN_FLIGHT = 4;
 const MAX_POSTS_IN_FLIGHT = 32;
+/** No call of the bench waits longer than this (a server that hangs fails the run instead of holding it). */
+const CALL_TIMEOUT_MS = 30_000;
 
 const wallNow = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
@@ -112,7 +114,7 @@ function prlimit(nofile: number): string[] {
 }
 
 async function recomputes(internalUrl: string): Promise<number> {
-  const text = await (await fetch(`${internalUrl}/metrics`)).text();
+  const text = await (await fetch(`${internalUrl}/metrics`, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })).text();
   const line = text.split("\n").find((l) => l.startsWith("topwagers_board_recomputes_total "));
   return Number(line?.split(" ")[1] ?? Number.NaN);
 }
@@ -175,6 +177,7 @@ async function post(baseUrl: string, board: Board): Promise<string> {
   const response = await fetch(`${baseUrl}/top-affiliate-wagers-by-period`, {
     method: "POST",
     headers: { authorization: `Bearer ${board.affiliate.key}`, "content-type": "application/json" },
+    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     body: JSON.stringify({
       startTimestamp: board.start,
       endTimestamp: board.end,
@@ -336,6 +339,7 @@ async function runOnce(
       );
     }
     const headers = { authorization: `Bearer ${TOKEN}` };
+    const callOptions = { headers, timeoutMs: CALL_TIMEOUT_MS };
     const ingests: Client<typeof WagerIngestService>[] = servers.map((server) => {
       const session = new Http2SessionManager(server.internalUrl);
       sessions.push(session);
@@ -351,7 +355,7 @@ async function runOnce(
       const slice = affiliates.slice(i, i + 500);
       await first.upsertUsers(
         { users: slice.map((a) => ({ id: a.pacer, affiliateId: a.externalId, username: a.pacer, avatar: "" })) },
-        { headers },
+        callOptions,
       );
       await first.recordWagers(
         {
@@ -362,7 +366,7 @@ async function runOnce(
             placedAt: BigInt(now - 60),
           })),
         },
-        { headers },
+        callOptions,
       );
     }
     await sleep(1_500);
@@ -513,14 +517,14 @@ async function runOnce(
         wagersSent += wagers.length;
         batches += 1;
         const call: Promise<void> = (async () => {
-          await ingest.recordWagers({ wagers }, { headers });
+          await ingest.recordWagers({ wagers }, callOptions);
           const at = wallNow();
           for (const affiliate of touched) {
             const list = commits.get(affiliate.id);
             if (list === undefined) commits.set(affiliate.id, [at]);
             else list.push(at);
           }
-          if (voids.length > 0) voided += (await ingest.voidWagers({ wagerIds: voids }, { headers })).voided;
+          if (voids.length > 0) voided += (await ingest.voidWagers({ wagerIds: voids }, callOptions)).voided;
         })().finally(() => inFlight.delete(call));
         inFlight.add(call);
       }
