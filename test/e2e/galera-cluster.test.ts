@@ -9,13 +9,24 @@
  * within 5 s. Node 1 then rejoins by IST and A moves back to it (its preferred
  * node) once it is Synced. Last, with two of three nodes gone the survivor is non-Primary
  * (errno 1047): it counts as down, so callers get unavailable, not 500.
+ * Races: three Races instances, each on its own node with a clock the test moves, tick at once at the
+ * freeze time of five races, four rounds: each race is frozen once (one result, one race.finalized
+ * event) and every node reads back the same digest.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { boardStandings } from "../../src/leaderboard/board-standings.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { Races, type RaceView } from "../../src/races/races.js";
+import { type Database, openDatabase } from "../../src/storage/database.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
+import { mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { runCli } from "../support/cli.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
 import { freePort, ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
@@ -181,6 +192,191 @@ describe("three-node Galera cluster", () => {
       expect([Number(rows.n), Number(rows.v)]).toEqual([MIGRATIONS.length, LATEST_SCHEMA_VERSION]);
     }
   });
+
+  it("three Races instances on three nodes tick at once at the freeze: each race frozen once, one digest everywhere", async () => {
+    // A period after the servers' real clock, so only the instances here (with their own clock) move these races.
+    const DAY = 86_400;
+    const BASE = 1893456000; // 2030-01-01T00:00:00Z
+    const ROUNDS = 4;
+    const PER_ROUND = 5;
+    const RACE_USERS = 4;
+    const dbs: Database[] = [];
+    try {
+      for (const node of nodes) dbs.push(await openDatabase({ url: node.url("root", DB), poolSize: 4 }));
+      const [first, second] = dbs as [Database, Database, Database];
+      const ingestStore = mariadbIngest(first.write);
+      await ingestStore.upsertUsers(
+        Array.from({ length: RACE_USERS }, (_, u) => ({
+          id: `r-${u}`,
+          affiliateId: "aff-race",
+          username: `racer${u}`,
+          avatar: "",
+        })),
+      );
+      // Each day of each round: user u wagers (u + 1) * 10 + round, so the totals differ (no ties).
+      const recorded = await ingestStore.recordWagers(
+        Array.from({ length: ROUNDS }, (_, round) =>
+          Array.from({ length: RACE_USERS }, (_, u) => ({
+            id: `rw-${round}-${u}`,
+            userId: `r-${u}`,
+            amount: `${(u + 1) * 10 + round}.25`,
+            placedAt: BASE + round * DAY + 3_600 * (u + 1),
+          })),
+        ).flat(),
+      );
+      expect(recorded).toEqual({ kind: "recorded", recorded: ROUNDS * RACE_USERS, duplicates: 0 });
+      const [affiliateRows] = await first.write.query<RowDataPacket[]>(
+        "SELECT id FROM affiliates WHERE external_id = ?",
+        ["aff-race"],
+      );
+      const affiliateId = Number(affiliateRows[0]?.id);
+      // Subscribed to race events (written on node 2): every freeze writes its race.finalized event in the outbox.
+      await new MariadbWebhookStore(second.write, new WebhookSecretBox(undefined)).insertEndpoint({
+        id: "ep_galera_races",
+        affiliateExternalId: "aff-race",
+        url: "https://hooks.example.com/races",
+        description: "",
+        eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
+        secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
+      });
+      let now = BASE - 100;
+      const instances = dbs.map(
+        (db) =>
+          new Races({
+            store: mariadbRaces(db.write),
+            standings: boardStandings(
+              new Leaderboard({
+                standings: mariadbStandings(db.leaderboard),
+                defaultAvatarUrl: "",
+                cacheTtlMs: 0,
+                now: () => now,
+              }),
+              mariadbStandings(db.leaderboard),
+            ),
+            freezeStandings: mariadbStandings(db.write),
+            defaultAvatarUrl: "",
+            now: () => now,
+          }),
+      );
+      const ok = (outcome: { kind: string; value?: RaceView }): RaceView => {
+        if (outcome.kind !== "ok" || outcome.value === undefined) throw new Error(JSON.stringify(outcome));
+        return outcome.value;
+      };
+      // Certification failures and brute-force aborts on the nodes: the collisions the retries absorbed.
+      const conflicts = async () => {
+        let total = 0;
+        for (const node of nodes) {
+          const rows = await queryOne(
+            node,
+            "SELECT SUM(VARIABLE_VALUE) AS n FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+          );
+          total += Number(rows.n);
+        }
+        return total;
+      };
+      const conflictsBefore = await conflicts();
+      const frozenPerRound: number[][] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const start = BASE + round * DAY;
+        const end = start + DAY - 1;
+        now = start - 100;
+        const ids: string[] = [];
+        for (let k = 0; k < PER_ROUND; k++) {
+          // Created through each node in turn.
+          const created = ok(
+            await (instances[k % instances.length] as Races).create(affiliateId, {
+              slug: `galera-${round}-${k}`,
+              title: `Galera ${round}.${k}`,
+              startTimestamp: start,
+              endTimestamp: end,
+              prizes: ["100.00", "50.00", "25.00"],
+              reviewSeconds: 0,
+            }),
+          );
+          ids.push(created.race.id);
+        }
+        // Every node holds the round's races and wagers before the freeze (setup, not what is tested).
+        for (const node of nodes) {
+          await until(`node ${node.name} has round ${round}`, async () => {
+            const rows = await queryOne(
+              node,
+              `SELECT (SELECT COUNT(*) FROM ${DB}.races WHERE slug LIKE ?) AS races, (SELECT COUNT(*) FROM ${DB}.webhook_endpoints) AS endpoints`,
+              [`galera-${round}-%`],
+            );
+            return Number(rows.races) === PER_ROUND && Number(rows.endpoints) >= 1;
+          });
+        }
+        // All at once at the freeze time (review 0: the second after the end), each instance on its own node.
+        now = end + 1;
+        const counts = await Promise.all(instances.map((races) => races.tick()));
+        frozenPerRound.push(counts.map((c) => c.frozen));
+        expect(counts.reduce((sum, c) => sum + c.frozen, 0)).toBe(PER_ROUND);
+        expect(counts.reduce((sum, c) => sum + c.started, 0)).toBe(PER_ROUND);
+        expect(counts.reduce((sum, c) => sum + c.ended, 0)).toBe(PER_ROUND);
+        // The expected standings, from the wagers above: racer3 > racer2 > racer1 (racer0 unplaced).
+        const expected = [3, 2, 1].map((u, index) => [
+          index + 1,
+          `racer${u}`,
+          `${(u + 1) * 10 + round}.25`,
+          ["100.00", "50.00", "25.00"][index],
+        ]);
+        for (const id of ids) {
+          const views: RaceView[] = [];
+          for (const [index, races] of instances.entries()) {
+            await until(
+              `race ${id} final on node ${index + 1}`,
+              async () => ok(await races.get(affiliateId, id)).state === "final",
+            );
+            views.push(ok(await races.get(affiliateId, id)));
+          }
+          const [view] = views as [RaceView];
+          expect(view.race.frozenAt).toBe(end + 1);
+          expect(view.race.digest).toMatch(/^[0-9a-f]{64}$/);
+          expect(view.entries.map((e) => [e.rank, e.username, e.totalWagered, e.prize])).toEqual(expected);
+          for (const other of views) {
+            expect([other.race.digest, other.race.frozenAt, other.entries]).toEqual([
+              view.race.digest,
+              view.race.frozenAt,
+              view.entries,
+            ]);
+          }
+          for (const node of nodes) {
+            // One result (3 rows) and each event once, on every node.
+            await until(`events of ${id} on ${node.name}`, async () => {
+              const rows = await queryOne(
+                node,
+                `SELECT COUNT(*) AS n FROM ${DB}.webhook_events WHERE JSON_VALUE(body, '$.data.id') = ?`,
+                [id],
+              );
+              return Number(rows.n) === 3;
+            });
+            const rows = await queryOne(
+              node,
+              `SELECT (SELECT COUNT(*) FROM ${DB}.race_results rr JOIN ${DB}.races r ON r.id = rr.race_id WHERE r.public_id = ?) AS results,
+                      (SELECT COUNT(*) FROM ${DB}.webhook_events WHERE JSON_VALUE(body, '$.type') = 'race.finalized' AND JSON_VALUE(body, '$.data.id') = ?) AS finalized,
+                      (SELECT JSON_VALUE(body, '$.data.digest') FROM ${DB}.webhook_events WHERE JSON_VALUE(body, '$.type') = 'race.finalized' AND JSON_VALUE(body, '$.data.id') = ?) AS digest,
+                      (SELECT COUNT(*) FROM ${DB}.webhook_events WHERE JSON_VALUE(body, '$.type') = 'race.started' AND JSON_VALUE(body, '$.data.id') = ?) AS started,
+                      (SELECT COUNT(*) FROM ${DB}.webhook_events WHERE JSON_VALUE(body, '$.type') = 'race.ended' AND JSON_VALUE(body, '$.data.id') = ?) AS ended`,
+              [id, id, id, id, id],
+            );
+            expect([
+              Number(rows.results),
+              Number(rows.finalized),
+              String(rows.digest),
+              Number(rows.started),
+              Number(rows.ended),
+            ]).toEqual([3, 1, view.race.digest, 1, 1]);
+          }
+        }
+      }
+      console.log(
+        `races frozen per instance (node 1, 2, 3) in each round: ${JSON.stringify(frozenPerRound)}; ` +
+          `certification failures + brute-force aborts meanwhile: ${(await conflicts()) - conflictsBefore}`,
+      );
+    } finally {
+      await Promise.all(dbs.map((db) => db.close()));
+    }
+  }, 120_000);
 
   it("four writers re-sending overlapping batches while node 1 is killed: exact totals, no 500, reads back within 5 s", async () => {
     const created = await runCli(["keys", "create", "--affiliate", "aff-g", "--json"], nodes[1]?.url("root", DB) ?? "");
