@@ -6,12 +6,19 @@
  * the new totals and never go back; a new and a revoked key behave within 1 s
  * whatever the lag; a killed replica is skipped with no 5xx and used again
  * when back; with the primary killed, reads answer 200 and ingest answers
- * unavailable.
+ * unavailable. A race frozen while replication is stopped holds a void committed on the primary
+ * during its review (the freeze reads the primary); the stale replica alone would not have it, and the
+ * live read through the replica rules skips it and answers with the void too.
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { boardStandings } from "../../src/leaderboard/board-standings.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { Races, type RaceView } from "../../src/races/races.js";
+import { type Database, openDatabase } from "../../src/storage/database.js";
+import { mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { runCli } from "../support/cli.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
 import { ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
@@ -198,6 +205,124 @@ describe("primary + replica with MASTER_DELAY=2", () => {
     await sleep(1_000);
     for (const server of [a, b]) expect((await board(server, doomed))[0]).toBe(401);
   });
+
+  it("a race frozen while replication is stopped holds a void committed on the primary during review", async () => {
+    // A period after the servers' real clock: only the instances here, with their own clock, move this race.
+    const START = 1893456000; // 2030-01-01T00:00:00Z
+    const END = START + 86_399;
+    const REVIEW = 600;
+    let now = START - 100;
+    const skipped: string[] = [];
+    const dbs: Database[] = [];
+    const open = async (options: Parameters<typeof openDatabase>[0]) => {
+      const db = await openDatabase(options);
+      dbs.push(db);
+      return db;
+    };
+    const racesOn = (db: Database) =>
+      new Races({
+        store: mariadbRaces(db.write),
+        standings: boardStandings(
+          new Leaderboard({
+            standings: mariadbStandings(db.leaderboard),
+            defaultAvatarUrl: "",
+            cacheTtlMs: 0,
+            now: () => now,
+          }),
+          mariadbStandings(db.leaderboard),
+        ),
+        freezeStandings: mariadbStandings(db.write),
+        defaultAvatarUrl: "",
+        now: () => now,
+      });
+    const ok = (outcome: { kind: string; value?: RaceView }): RaceView => {
+      if (outcome.kind !== "ok" || outcome.value === undefined) throw new Error(JSON.stringify(outcome));
+      return outcome.value;
+    };
+    const table = (view: RaceView) => view.entries.map((e) => [e.rank, e.username, e.totalWagered, e.prize]);
+    let stopped = false;
+    try {
+      // The app's rules: the primary plus the replica for leaderboard reads, waiting at most 500 ms for it.
+      const app = await open({
+        url: primary.url("root", DB),
+        readUrls: [replica.url("root", DB)],
+        replicaWaitMs: 500,
+        poolSize: 4,
+        onEvent: (event) => skipped.push(event),
+      });
+      // The replica alone, as a read with no position to wait for would see it.
+      const replicaOnly = await open({ url: replica.url("root", DB), poolSize: 2 });
+      const races = racesOn(app);
+      const ingestStore = mariadbIngest(app.write);
+      await ingestStore.upsertUsers([
+        { id: "rr-1", affiliateId: "aff-race", username: "carol", avatar: "" },
+        { id: "rr-2", affiliateId: "aff-race", username: "dave", avatar: "" },
+      ]);
+      expect(
+        await ingestStore.recordWagers([
+          { id: "rrw-1", userId: "rr-1", amount: "30.50", placedAt: START + 10 },
+          { id: "rrw-2", userId: "rr-2", amount: "20.00", placedAt: START + 20 },
+          { id: "rrw-3", userId: "rr-1", amount: "15.00", placedAt: START + 30 },
+        ]),
+      ).toEqual({ kind: "recorded", recorded: 3, duplicates: 0 });
+      const affiliate = await queryOne(primary, `SELECT id FROM ${DB}.affiliates WHERE external_id = 'aff-race'`);
+      const affiliateId = Number(affiliate.id);
+      const race = ok(
+        await races.create(affiliateId, {
+          slug: "replica-race",
+          title: "Replica race",
+          startTimestamp: START,
+          endTimestamp: END,
+          prizes: ["10.00", "5.00"],
+          reviewSeconds: REVIEW,
+        }),
+      );
+      // The replica has everything so far, then stops applying.
+      await caughtUp();
+      const r = await replica.admin();
+      await r.query("STOP SLAVE");
+      await r.end();
+      stopped = true;
+      now = END + 10;
+      const before = [
+        [1, "carol", "45.5", "10.00"],
+        [2, "dave", "20", "5.00"],
+      ];
+      expect(table(ok(await races.get(affiliateId, race.race.id)))).toEqual(before);
+      // During review a void is committed on the primary; the stopped replica never sees it.
+      expect(await ingestStore.voidWagers(["rrw-3"])).toMatchObject({ voided: 1 });
+      const after = [
+        [1, "carol", "30.5", "10.00"],
+        [2, "dave", "20", "5.00"],
+      ];
+      expect(table(ok(await racesOn(replicaOnly).get(affiliateId, race.race.id)))).toEqual(before);
+      // A live read through the app waits for the replica, skips it (it never catches up) and answers from the
+      // primary: the void is there too.
+      const skipsBefore = skipped.filter((event) => event === "read replica skipped").length;
+      const live = ok(await races.get(affiliateId, race.race.id));
+      expect([live.state, table(live)]).toEqual(["reviewing", after]);
+      expect(skipped.filter((event) => event === "read replica skipped").length).toBeGreaterThan(skipsBefore);
+      // The freeze reads the primary: the void is in the frozen result.
+      now = END + REVIEW + 1;
+      expect((await races.tick()).frozen).toBe(1);
+      const frozen = ok(await races.get(affiliateId, race.race.id));
+      expect([frozen.state, frozen.race.frozenAt, table(frozen)]).toEqual(["final", END + REVIEW + 1, after]);
+      const rows = await queryOne(
+        primary,
+        `SELECT GROUP_CONCAT(rr.username, ':', rr.total ORDER BY rr.position) AS result
+           FROM ${DB}.race_results rr JOIN ${DB}.races r ON r.id = rr.race_id WHERE r.public_id = ?`,
+        [race.race.id],
+      );
+      expect(String(rows.result)).toBe("carol:30.50000000,dave:20.00000000");
+    } finally {
+      if (stopped) {
+        const r = await replica.admin();
+        await r.query("START SLAVE");
+        await r.end();
+      }
+      await Promise.all(dbs.map((db) => db.close()));
+    }
+  }, 60_000);
 
   it("a killed replica is skipped with no 5xx, and used again once it is back", async () => {
     await caughtUp();
