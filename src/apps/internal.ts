@@ -36,7 +36,14 @@ import { Readiness } from "../observability/readiness.js";
 import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
-import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
+import {
+  causalStandings,
+  mariadbApiKeys,
+  mariadbIngest,
+  mariadbRaces,
+  mariadbSchema,
+  mariadbStandings,
+} from "../storage/stores.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
 import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
@@ -147,7 +154,7 @@ export function createInternalApp(config: Config, database: Database, options: I
     new Races({
       store: mariadbRaces(database.write),
       standings: mariadbStandings(database.leaderboard),
-      freezeStandings: mariadbStandings(database.write),
+      freezeStandings: causalStandings(database.write, database.flavour),
       defaultAvatarUrl: config.defaultAvatarUrl,
       ...(options.now === undefined ? {} : { now: options.now }),
     });

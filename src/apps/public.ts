@@ -53,7 +53,14 @@ import type { DataChange } from "../ports/changes.js";
 import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
-import { mariadbChanges, mariadbKeyRecords, mariadbRaces, mariadbSchema, mariadbStandings } from "../storage/stores.js";
+import {
+  causalStandings,
+  mariadbChanges,
+  mariadbKeyRecords,
+  mariadbRaces,
+  mariadbSchema,
+  mariadbStandings,
+} from "../storage/stores.js";
 import { clientAddressOf, clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { nodeExchange, streamExchange } from "../transport/exchange.js";
 import {
@@ -245,7 +252,7 @@ function buildRaces(
   const races = new Races({
     store: mariadbRaces(database.write),
     standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
-    freezeStandings: mariadbStandings(database.write),
+    freezeStandings: causalStandings(database.write, database.flavour),
     defaultAvatarUrl: config.defaultAvatarUrl,
     ...(now === undefined ? {} : { now }),
   });

@@ -18,7 +18,7 @@ import { serve } from "../server.js";
 import { ensureAffiliate, usersOfAffiliate } from "../storage/affiliates.js";
 import type { Database } from "../storage/database.js";
 import { openDatabase } from "../storage/database.js";
-import { mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbStandings } from "../storage/stores.js";
+import { causalStandings, mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbStandings } from "../storage/stores.js";
 import { halfMonthOf, monthStart, nextMonthStart } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 import { type SeedReport, seedDatabase } from "./seed.js";
@@ -150,7 +150,7 @@ async function ensureDemoRace(db: Database, defaultAvatarUrl: string): Promise<v
   const races = new Races({
     store: mariadbRaces(db.write),
     standings: mariadbStandings(db.read),
-    freezeStandings: mariadbStandings(db.write),
+    freezeStandings: causalStandings(db.write, db.flavour),
     defaultAvatarUrl,
   });
   const affiliateId = await ensureAffiliate(db.write, DEMO_AFFILIATE);

@@ -15,7 +15,7 @@ import { RACE_STATES, type RaceState } from "../races/race-state.js";
 import { type RaceOutcome, Races, type RaceView } from "../races/races.js";
 import { isRepeat, isTimeZone } from "../races/recurrence.js";
 import type { Database } from "../storage/database.js";
-import { mariadbRaces, mariadbStandings } from "../storage/stores.js";
+import { causalStandings, mariadbRaces, mariadbStandings } from "../storage/stores.js";
 import type { Violation } from "../values/violation.js";
 import { isRankBy } from "../values/weights.js";
 import { DataError, isoSeconds, UsageError, withDatabase } from "./common.js";
@@ -227,7 +227,7 @@ function withRaces<T>(
       const races = new Races({
         store,
         standings: mariadbStandings(db.write),
-        freezeStandings: mariadbStandings(db.write),
+        freezeStandings: causalStandings(db.write, db.flavour),
         defaultAvatarUrl: config.defaultAvatarUrl,
       });
       const key = creates ? await store.affiliateKey(affiliate) : await store.findAffiliateKey(affiliate);

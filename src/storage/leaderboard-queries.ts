@@ -1,5 +1,5 @@
 /** SQL for the leaderboard: plain and weighted totals per user of one affiliate over an inclusive period. */
-import type { Pool, RowDataPacket } from "mysql2/promise";
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { RankedRow } from "../ports/standings.js";
 import type { BucketRange, Source } from "../values/bucket-range.js";
 import { bucketCeil, nextBucketStart } from "../values/calendar.js";
@@ -101,7 +101,7 @@ function toRows(rows: RowDataPacket[]): RankedRow[] {
  * feed then drops the cached answer and the next read takes the new order.
  */
 export async function topUsersFromBuckets(
-  pool: Pool,
+  pool: Pool | PoolConnection,
   affiliateId: number,
   ranges: readonly BucketRange[],
   limit: number,
@@ -151,7 +151,7 @@ export async function topUsersFromBuckets(
  * users with a weighted total of 0.
  */
 async function topUsersSummingBoth(
-  pool: Pool,
+  pool: Pool | PoolConnection,
   affiliateId: number,
   ranges: readonly BucketRange[],
   limit: number,

@@ -3,7 +3,7 @@
  * beside this file. The services take the ports, so the same services run on the in-memory
  * reference model in tests (test/support/reference-model.ts).
  */
-import type { Pool, RowDataPacket } from "mysql2/promise";
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { ApiKeyStore, KeyStore } from "../ports/api-keys.js";
 import type { ChangeStore } from "../ports/changes.js";
 import type { IngestStore } from "../ports/ingest.js";
@@ -54,6 +54,41 @@ export function mariadbStandings(pool: Pool): StandingsStore {
     topUsers: (affiliateId, start, end, limit, rankBy) =>
       topUsersFromBuckets(pool, affiliateId, bucketRanges(start, end), limit, rankBy),
   };
+}
+
+/**
+ * The standings a race's freeze reads: on the primary, and on a Galera node only once the node has
+ * applied every write the cluster committed before the read (`wsrep_sync_wait = 1` on the read's own
+ * connection; without Galera the setting changes nothing), so a void confirmed on another node just
+ * before the freeze is in the frozen result. MySQL has no such setting and no Galera.
+ */
+export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): StandingsStore {
+  return {
+    async topUsers(affiliateId, start, end, limit, rankBy) {
+      const connection = await pool.getConnection();
+      let waiting = false;
+      try {
+        if (flavour === "mariadb") {
+          await connection.query("SET SESSION wsrep_sync_wait = 1");
+          waiting = true;
+        }
+        return await topUsersFromBuckets(connection, affiliateId, bucketRanges(start, end), limit, rankBy);
+      } finally {
+        await releaseAfter(connection, waiting ? "SET SESSION wsrep_sync_wait = 0" : undefined);
+      }
+    },
+  };
+}
+
+/** Returns a connection to its pool after `reset`; one that cannot be reset is closed instead. */
+async function releaseAfter(connection: PoolConnection, reset: string | undefined): Promise<void> {
+  if (reset === undefined) return connection.release();
+  try {
+    await connection.query(reset);
+    connection.release();
+  } catch {
+    connection.destroy();
+  }
 }
 
 /** Each batch one transaction, retried on deadlock and lock wait timeout by `retry`. */

@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { boardStandings } from "../../src/leaderboard/board-standings.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { Races, type RaceView } from "../../src/races/races.js";
-import { mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { openDatabase } from "../../src/storage/database.js";
+import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { useTestDatabase } from "../support/database.js";
@@ -39,7 +40,7 @@ function instance(): Races {
       }),
       mariadbStandings(db.read),
     ),
-    freezeStandings: mariadbStandings(db.write),
+    freezeStandings: causalStandings(db.write, db.flavour),
     defaultAvatarUrl: AVATAR,
     now: () => now,
   });
@@ -326,5 +327,28 @@ describe("a monthly series in America/New_York", () => {
     expect(rest.nextPageToken).toBe("");
     const final = ok(await races.list(affiliateId, { slug: "ny-monthly", states: ["final"], pageSize: 10 }));
     expect(final.races.map((r) => r.race.seriesIndex)).toEqual([4, 3, 2, 1, 0]);
+  });
+});
+
+describe("the freeze's standings read", () => {
+  it("answers as the board does, and leaves its pooled connection as it found it (wsrep_sync_wait 0)", async () => {
+    // A pool of one connection: the read's connection is the one asked afterwards.
+    const single = await openDatabase({ url: database.url, poolSize: 1 });
+    try {
+      const causal = await causalStandings(single.write, single.flavour).topUsers(
+        affiliateId,
+        NOV_1,
+        END,
+        10,
+        "wagered",
+      );
+      const plain = await mariadbStandings(single.write).topUsers(affiliateId, NOV_1, END, 10, "wagered");
+      expect(causal).toEqual(plain);
+      expect(causal.length).toBeGreaterThan(0);
+      const [rows] = await single.write.query<RowDataPacket[]>("SELECT @@SESSION.wsrep_sync_wait AS wait");
+      expect(Number(rows[0]?.wait)).toBe(0);
+    } finally {
+      await single.close();
+    }
   });
 });
