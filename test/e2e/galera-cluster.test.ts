@@ -24,7 +24,7 @@ import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { Races, type RaceView } from "../../src/races/races.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
-import { mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { runCli } from "../support/cli.js";
@@ -253,7 +253,7 @@ describe("three-node Galera cluster", () => {
               }),
               mariadbStandings(db.leaderboard),
             ),
-            freezeStandings: mariadbStandings(db.write),
+            freezeStandings: causalStandings(db.write, db.flavour),
             defaultAvatarUrl: "",
             now: () => now,
           }),

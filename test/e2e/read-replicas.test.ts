@@ -18,7 +18,7 @@ import { boardStandings } from "../../src/leaderboard/board-standings.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { Races, type RaceView } from "../../src/races/races.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
-import { mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { runCli } from "../support/cli.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
 import { ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
@@ -231,7 +231,7 @@ describe("primary + replica with MASTER_DELAY=2", () => {
           }),
           mariadbStandings(db.leaderboard),
         ),
-        freezeStandings: mariadbStandings(db.write),
+        freezeStandings: causalStandings(db.write, db.flavour),
         defaultAvatarUrl: "",
         now: () => now,
       });
