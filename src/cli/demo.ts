@@ -170,6 +170,25 @@ async function ensureDemoRace(db: Database, defaultAvatarUrl: string): Promise<v
   }
 }
 
+/** How many of the month's leaders the demo's wagers go to: the race visibly moves (ranks swap, prizes change). */
+const TRICKLE_USERS = 8;
+
+/** The demo affiliate's leaders this month (the race's contenders), or its first users early in a month. */
+async function trickleUsers(db: Database): Promise<string[]> {
+  const now = Math.floor(Date.now() / 1000);
+  const affiliateId = await ensureAffiliate(db.write, DEMO_AFFILIATE);
+  const leaders = await mariadbStandings(db.read).topUsers(affiliateId, monthStart(now), now, TRICKLE_USERS, "wagered");
+  if (leaders.length >= 2) return leaders.map((row) => row.userExternalId);
+  const [rows] = await db.read.query<RowDataPacket[]>(
+    `SELECT u.external_id FROM users u JOIN affiliates a ON a.id = u.affiliate_id
+      WHERE a.external_id = ? ORDER BY u.id LIMIT ?`,
+    [DEMO_AFFILIATE, TRICKLE_USERS],
+  );
+  return rows.map((row) =>
+    Buffer.isBuffer(row.external_id) ? row.external_id.toString("utf8") : String(row.external_id),
+  );
+}
+
 /** How often the demo records a few wagers, and how many at most each time. */
 const TRICKLE_MS = 1_000;
 const TRICKLE_MAX_WAGERS = 3;
@@ -180,14 +199,7 @@ const TRICKLE_MAX_WAGERS = 3;
  */
 async function startWagerTrickle(databaseUrl: string): Promise<{ stop(): void }> {
   const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
-  const [rows] = await db.read.query<RowDataPacket[]>(
-    `SELECT u.external_id FROM users u JOIN affiliates a ON a.id = u.affiliate_id
-      WHERE a.external_id = ? ORDER BY u.id LIMIT 40`,
-    [DEMO_AFFILIATE],
-  );
-  const users = rows.map((row) =>
-    Buffer.isBuffer(row.external_id) ? row.external_id.toString("utf8") : String(row.external_id),
-  );
+  const users = await trickleUsers(db);
   const ingest = new WagerIngest(mariadbIngest(db.write));
   let sequence = 0;
   const runId = Date.now().toString(36);
