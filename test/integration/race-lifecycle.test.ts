@@ -5,12 +5,11 @@
  * the digest recomputed here from the answer matches; a freeze missed while every instance was down
  * happens at the next start; a monthly series in America/New_York across DST keeps its boundaries.
  */
-import { createHash } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
 import { boardStandings } from "../../src/leaderboard/board-standings.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { Races, type RaceView } from "../../src/races/races.js";
+import { Races } from "../../src/races/races.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
@@ -18,6 +17,7 @@ import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
+import { ok, raceTable, recomputedDigest } from "../support/races.js";
 
 const database = useTestDatabase("race_lifecycle");
 const AVATAR = "https://cdn.example.com/default.png";
@@ -44,38 +44,6 @@ function instance(): Races {
     defaultAvatarUrl: AVATAR,
     now: () => now,
   });
-}
-
-function ok<T>(outcome: { kind: string; value?: T }): T {
-  if (outcome.kind !== "ok") throw new Error(`expected ok, got ${JSON.stringify(outcome)}`);
-  return outcome.value as T;
-}
-
-/** The entries as [rank, username, total, prize]. */
-function table(view: RaceView): [number, string, string, string][] {
-  return view.entries.map((e) => [e.rank, e.username, e.totalWagered, e.prize]);
-}
-
-/** The digest by the documented recipe, built here from the answer alone. */
-function recomputedDigest(view: RaceView): string {
-  const canonical = (text: string) =>
-    text
-      .replace(/^(-?)0+(?=\d)/, "$1")
-      .replace(/(\.\d*?)0+$/, "$1")
-      .replace(/\.$/, "");
-  const text =
-    `{"raceId":${JSON.stringify(view.race.id)},"slug":${JSON.stringify(view.race.slug)},` +
-    `"startTimestamp":${view.race.startTimestamp},"endTimestamp":${view.race.endTimestamp},` +
-    `"rankBy":"${view.race.rankBy}","currency":${JSON.stringify(view.race.currency)},"entries":[` +
-    view.entries
-      .map(
-        (e) =>
-          `{"rank":${e.rank},"username":${JSON.stringify(e.username)},"wagered":"${canonical(e.totalWagered)}",` +
-          `"weighted":null,"prize":"${canonical(e.prize)}"}`,
-      )
-      .join(",") +
-    `],"unallocated":"${canonical(view.unallocated)}"}`;
-  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 beforeAll(async () => {
@@ -157,7 +125,7 @@ describe("one race from scheduled to final", () => {
     expect(view.state).toBe("live");
     expect(view.race.id).toBe(raceId);
     // u2, u3 and u4 tie at 200 across ranks 2-4: (50 + 30 + 0) / 3 = 26.666… → 26.66 each; 0.02 left.
-    expect(table(view)).toEqual([
+    expect(raceTable(view)).toEqual([
       [1, "name-u1", "300", "100.00"],
       [2, "name-u2", "200", "26.66"],
       [2, "name-u3", "200", "26.66"],
@@ -174,7 +142,7 @@ describe("one race from scheduled to final", () => {
     const view = ok(await b.get(affiliateId, raceId));
     expect(view.state).toBe("reviewing");
     // u3 falls to 150.5: still placed (rank 4, above the minimum) but not among the 3 shown.
-    expect(table(view)).toEqual([
+    expect(raceTable(view)).toEqual([
       [1, "name-u1", "300", "100.00"],
       [2, "name-u2", "200", "40.00"],
       [2, "name-u4", "200", "40.00"],
@@ -223,7 +191,7 @@ describe("one race from scheduled to final", () => {
     const restarted = instance();
     expect((await restarted.tick()).frozen).toBe(0);
     const after = ok(await restarted.get(affiliateId, raceId));
-    expect(table(after)).toEqual(table(before));
+    expect(raceTable(after)).toEqual(raceTable(before));
     expect(after.race.digest).toBe(before.race.digest);
     expect(after.unallocated).toBe("0.00");
     expect(await restarted.update(affiliateId, raceId, { title: "x" })).toEqual({
@@ -260,7 +228,7 @@ describe("a freeze missed while every instance was down", () => {
     expect(view.race.frozenAt).toBe(END + 86_400 * 3);
     // w1 was voided above: u4 and u2 (renamed) tie at 200 for the one prize of 10: 5 each, in the board's
     // order for ties (username in code point order).
-    expect(table(view)).toEqual([
+    expect(raceTable(view)).toEqual([
       [1, "name-u4", "200", "5"],
       [1, "renamed", "200", "5"],
     ]);

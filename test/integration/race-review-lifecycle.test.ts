@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Races, type RaceView } from "../../src/races/races.js";
+import { Races } from "../../src/races/races.js";
 import { DUE_RACES_SQL } from "../../src/storage/races.js";
 import { mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
@@ -16,6 +16,7 @@ import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers } from "../support/fixtures.js";
+import { ok, raceTable, recomputedDigest } from "../support/races.js";
 
 const database = useTestDatabase("race_review");
 const AVATAR = "https://cdn.example.com/default.png";
@@ -45,33 +46,6 @@ function races(): Races {
     defaultAvatarUrl: AVATAR,
     now: () => now,
   });
-}
-
-function ok<T>(outcome: { kind: string; value?: T }): T {
-  if (outcome.kind !== "ok") throw new Error(`expected ok, got ${JSON.stringify(outcome)}`);
-  return outcome.value as T;
-}
-
-function table(view: RaceView): [number, string, string, string][] {
-  return view.entries.map((e) => [e.rank, e.username, e.totalWagered, e.prize]);
-}
-
-/** The digest by the documented recipe, from the answer alone (a wagered race). */
-function recomputedDigest(view: RaceView): string {
-  const canonical = (text: string) => text.replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
-  const text =
-    `{"raceId":${JSON.stringify(view.race.id)},"slug":${JSON.stringify(view.race.slug)},` +
-    `"startTimestamp":${view.race.startTimestamp},"endTimestamp":${view.race.endTimestamp},` +
-    `"rankBy":"${view.race.rankBy}","currency":${JSON.stringify(view.race.currency)},"entries":[` +
-    view.entries
-      .map(
-        (e) =>
-          `{"rank":${e.rank},"username":${JSON.stringify(e.username)},"wagered":"${canonical(e.totalWagered)}",` +
-          `"weighted":null,"prize":"${canonical(e.prize)}"}`,
-      )
-      .join(",") +
-    `],"unallocated":"${canonical(view.unallocated)}"}`;
-  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 /** The series' races as [index, start, end, cancelled]. */
@@ -134,7 +108,7 @@ describe("a race showing fewer places than it pays", () => {
       }),
     );
     now = END;
-    expect(table(ok(await races().get(affiliateId, created.race.id)))).toEqual([
+    expect(raceTable(ok(await races().get(affiliateId, created.race.id)))).toEqual([
       [1, "name-u1", "300", "50"],
       [2, "name-u2", "200", "30"],
     ]);
@@ -142,7 +116,7 @@ describe("a race showing fewer places than it pays", () => {
     expect(await races().tick()).toEqual({ started: 1, ended: 1, frozen: 1 });
     const final = ok(await races().get(affiliateId, created.race.id));
     expect(final.state).toBe("final");
-    expect(table(final)).toEqual([
+    expect(raceTable(final)).toEqual([
       [1, "name-u1", "300", "50"],
       [2, "name-u2", "200", "30"],
       [3, "name-u3", "150", "20"],
@@ -172,7 +146,11 @@ describe("a race without prizes, won by a non-ASCII username", () => {
     now = END + 1;
     await races().tick();
     const final = ok(await races().get(affiliateId, created.race.id));
-    expect([final.state, table(final), final.unallocated]).toEqual(["final", [[1, 'Zoë 🎰 "Z"', "1000.5", "0"]], "0"]);
+    expect([final.state, raceTable(final), final.unallocated]).toEqual([
+      "final",
+      [[1, 'Zoë 🎰 "Z"', "1000.5", "0"]],
+      "0",
+    ]);
     const canonical =
       `{"raceId":"${created.race.id}","slug":"no-prizes","startTimestamp":${NOV_1},"endTimestamp":${END},` +
       `"rankBy":"wagered","currency":"USD","entries":[{"rank":1,"username":"Zoë 🎰 \\"Z\\"","wagered":"1000.5",` +
