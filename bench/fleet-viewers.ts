@@ -6,7 +6,9 @@
  * sees for the first time, and keeps the last board it received, so the parent can compare it with a fresh POST
  * once the load stops ("finals", asked for as often as the parent checks). Talks to the parent over IPC only.
  */
+
 import net from "node:net";
+import { noteArrivals } from "./arrivals.js";
 
 export interface FleetBoardPlan {
   /** `/top-affiliate-wagers-by-period/stream?...` */
@@ -71,18 +73,7 @@ class Viewer {
     }
     if (count < 0) return;
     const at = now();
-    if (this.last >= 0) {
-      let byCount = arrivals.get(this.board);
-      if (byCount === undefined) {
-        byCount = new Map();
-        arrivals.set(this.board, byCount);
-      }
-      for (let k = this.last + 1; k <= count; k++) {
-        const list = byCount.get(k);
-        if (list === undefined) byCount.set(k, [at]);
-        else list.push(at);
-      }
-    }
+    if (this.last >= 0) noteArrivals(arrivals, this.board, this.last, count, at);
     if (count > this.last) this.last = count;
   }
 }

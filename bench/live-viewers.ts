@@ -6,6 +6,7 @@
  * read once per version; every arrival is timed, so the parent turns them
  * into commit-to-received latencies. Talks to the parent over IPC only.
  */
+
 import http2 from "node:http2";
 import net from "node:net";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -13,6 +14,7 @@ import {
   WatchTopAffiliateWagersByPeriodRequestSchema,
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../gen/topwagers/v1/top_wagers_pb.js";
+import { noteArrivals } from "./arrivals.js";
 
 export type ViewerKind = "sse-h1" | "sse-h2" | "grpc";
 
@@ -75,19 +77,7 @@ class Viewer {
       return;
     }
     const at = now();
-    if (this.last >= 0) {
-      const byBoard = arrivals[this.kind];
-      let byCount = byBoard.get(this.board);
-      if (byCount === undefined) {
-        byCount = new Map();
-        byBoard.set(this.board, byCount);
-      }
-      for (let k = this.last + 1; k <= count; k++) {
-        const list = byCount.get(k);
-        if (list === undefined) byCount.set(k, [at]);
-        else list.push(at);
-      }
-    }
+    if (this.last >= 0) noteArrivals(arrivals[this.kind], this.board, this.last, count, at);
     if (count > this.last) this.last = count;
   }
 }
