@@ -114,155 +114,258 @@ export const DEFAULT_AVATAR_URL = "https://www.gravatar.com/avatar/?d=mp&s=256";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * The settings from the environment. Each one is read in turn and its problem, if any, is listed in that
+ * order; all of them are thrown together as a ConfigError.
+ */
 export function loadConfig(env: Env = process.env): Config {
-  const problems: string[] = [];
-  const text = (name: string, fallback: string): string => {
-    const value = env[name];
-    return value === undefined || value === "" ? fallback : value;
+  const read = new EnvReader(env);
+  const basePath = readBasePath(read);
+  const tokens = readTokens(read);
+  const logLevel = readLogLevel(read);
+  const database = readDatabaseLocation(read);
+  const tracing = readTracing(read, env);
+  const trustedProxies = readTrustedProxies(read);
+  const migrateOnStart = read.boolean("MIGRATE_ON_START", true);
+  const webhooks = readWebhookSettings(read);
+  const accessLog = read.boolean("ACCESS_LOG", false);
+  const replicaWaitMs = read.integer("DATABASE_REPLICA_WAIT_MS", 500, 0, 60_000);
+  const config: Config = {
+    ...database,
+    replicaWaitMs,
+    migrateOnStart,
+    ...readListeners(read),
+    basePath,
+    accessLog,
+    ...tokens,
+    redisUrl: read.url("REDIS_URL", undefined, ["redis:", "rediss:"]),
+    defaultAvatarUrl: read.url("DEFAULT_AVATAR_URL", DEFAULT_AVATAR_URL, ["http:", "https:"]) ?? DEFAULT_AVATAR_URL,
+    ...readCaching(read),
+    ...readRateLimits(read),
+    trustedProxies,
+    ...readDatabaseLimits(read),
+    logLevel,
+    ...tracing,
+    webhooks,
+    raceClockMs: read.integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
+    streams: readStreamLimits(read),
   };
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
+  checkChangeFeedLag(read, config);
+  if (read.problems.length > 0) throw new ConfigError(read.problems);
+  return Object.freeze(config);
+}
+
+/** Reads variables of one environment, each with its fallback, and collects what is wrong with them. */
+class EnvReader {
+  readonly problems: string[] = [];
+
+  constructor(private readonly env: Env) {}
+
+  problem(message: string): void {
+    this.problems.push(message);
+  }
+
+  /** The variable's value; the fallback when it is unset or "". */
+  text(name: string, fallback: string): string {
+    const value = this.env[name];
+    return value === undefined || value === "" ? fallback : value;
+  }
+
+  /** The variable's value; undefined when it is unset or "". */
+  optional(name: string): string | undefined {
+    return this.text(name, "") || undefined;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[name];
     if (raw === undefined || raw === "") return fallback;
     if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
-      problems.push(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+      this.problem(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
       return fallback;
     }
     return Number(raw);
-  };
-  const url = (name: string, fallback: string | undefined, protocols: readonly string[]): string | undefined => {
-    const raw = text(name, fallback ?? "");
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const raw = this.text(name, String(fallback));
+    if (raw !== "true" && raw !== "false") this.problem(`${name} must be true or false, got "${raw}"`);
+    return raw === "true" || (raw !== "false" && fallback);
+  }
+
+  /** A URL of one of the protocols (written "redis:"); undefined when unset and without fallback. */
+  url(name: string, fallback: string | undefined, protocols: readonly string[]): string | undefined {
+    const raw = this.text(name, fallback ?? "");
     if (raw === "") return undefined;
     try {
       const parsed = new URL(raw);
       if (!protocols.includes(parsed.protocol)) {
-        problems.push(`${name} must be a ${protocols.join(" or ")} URL, got "${redact(raw)}"`);
+        this.problem(`${name} must be a ${protocols.join(" or ")} URL, got "${redact(raw)}"`);
       }
     } catch {
-      problems.push(`${name} is not a valid URL: "${redact(raw)}"`);
+      this.problem(`${name} is not a valid URL: "${redact(raw)}"`);
     }
     return raw;
-  };
+  }
+}
 
-  const basePath = text("BASE_PATH", "").replace(/\/+$/, "");
+/** BASE_PATH without its trailing slashes. */
+function readBasePath(read: EnvReader): string {
+  const basePath = read.text("BASE_PATH", "").replace(/\/+$/, "");
   if (basePath !== "" && !/^\/[A-Za-z0-9._~\-/]*$/.test(basePath)) {
-    problems.push(`BASE_PATH must start with "/" and hold only URL path characters, got "${basePath}"`);
+    read.problem(`BASE_PATH must start with "/" and hold only URL path characters, got "${basePath}"`);
   }
-  const ingestToken = env.INGEST_TOKEN === undefined || env.INGEST_TOKEN === "" ? undefined : env.INGEST_TOKEN;
+  return basePath;
+}
+
+/** The bearer tokens of the ingest service and the ApiKeyService: long enough, and not the same. */
+function readTokens(read: EnvReader): Pick<Config, "ingestToken" | "adminToken"> {
+  const ingestToken = read.optional("INGEST_TOKEN");
   if (ingestToken !== undefined && ingestToken.length < 16) {
-    problems.push("INGEST_TOKEN must be at least 16 characters (use: openssl rand -hex 32)");
+    read.problem("INGEST_TOKEN must be at least 16 characters (use: openssl rand -hex 32)");
   }
-  const adminToken = env.ADMIN_TOKEN === undefined || env.ADMIN_TOKEN === "" ? undefined : env.ADMIN_TOKEN;
+  const adminToken = read.optional("ADMIN_TOKEN");
   if (adminToken !== undefined && adminToken.length < 16) {
-    problems.push("ADMIN_TOKEN must be at least 16 characters (use: openssl rand -hex 32)");
+    read.problem("ADMIN_TOKEN must be at least 16 characters (use: openssl rand -hex 32)");
   }
   if (adminToken !== undefined && adminToken === ingestToken) {
-    problems.push("ADMIN_TOKEN must differ from INGEST_TOKEN (the ingest platform must not be able to issue keys)");
+    read.problem("ADMIN_TOKEN must differ from INGEST_TOKEN (the ingest platform must not be able to issue keys)");
   }
-  const logLevel = text("LOG_LEVEL", "info");
-  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
-    problems.push(`LOG_LEVEL must be one of debug, info, warn, error, silent, got "${logLevel}"`);
-  }
+  return { ingestToken, adminToken };
+}
 
-  const databaseUrl = text("DATABASE_URL", DEFAULT_DATABASE_URL);
-  const databaseUrls = urlList("DATABASE_URL", databaseUrl, problems);
-  const databaseReadUrls = urlList("DATABASE_READ_URL", text("DATABASE_READ_URL", ""), problems);
+const LOG_LEVELS: readonly string[] = ["debug", "info", "warn", "error", "silent"];
+
+function readLogLevel(read: EnvReader): Config["logLevel"] {
+  const logLevel = read.text("LOG_LEVEL", "info");
+  if (!LOG_LEVELS.includes(logLevel)) {
+    read.problem(`LOG_LEVEL must be one of debug, info, warn, error, silent, got "${logLevel}"`);
+  }
+  return logLevel as Config["logLevel"];
+}
+
+/** Where the database is: the primary's URLs, the replicas' (all naming one database), and the CA to trust. */
+function readDatabaseLocation(
+  read: EnvReader,
+): Pick<Config, "databaseUrl" | "databaseReadUrls" | "databaseTlsCa" | "databaseTlsCaPath"> {
+  const databaseUrl = read.text("DATABASE_URL", DEFAULT_DATABASE_URL);
+  const databaseUrls = urlList("DATABASE_URL", databaseUrl, read.problems);
+  const databaseReadUrls = urlList("DATABASE_READ_URL", read.text("DATABASE_READ_URL", ""), read.problems);
   const databaseNames = new Set([...databaseUrls, ...databaseReadUrls].map(databaseNameOf).filter((n) => n !== ""));
   if (databaseNames.size > 1) {
-    problems.push(
+    read.problem(
       `DATABASE_URL and DATABASE_READ_URL must all name the same database, got ${[...databaseNames].join(", ")}`,
     );
   }
-  const databaseTlsCaPath = text("DATABASE_TLS_CA", "") || undefined;
-  let databaseTlsCa: string | undefined;
-  if (databaseTlsCaPath !== undefined) {
-    try {
-      databaseTlsCa = readFileSync(databaseTlsCaPath, "utf8");
-      if (!databaseTlsCa.includes("-----BEGIN CERTIFICATE-----")) {
-        problems.push(`DATABASE_TLS_CA must be a PEM file of CA certificates, "${databaseTlsCaPath}" holds none`);
-      }
-    } catch (error) {
-      problems.push(`DATABASE_TLS_CA cannot be read: ${(error as Error).message}`);
-    }
-  }
-  const tracesExporter = readTracesExporter(env);
-  if (typeof tracesExporter !== "string") problems.push(tracesExporter.problem);
-  const trustedProxiesText = text("TRUSTED_PROXIES", "");
-  problems.push(...parseTrustedProxies(trustedProxiesText).problems);
-  const boolean = (name: string, fallback: boolean): boolean => {
-    const raw = text(name, String(fallback));
-    if (raw !== "true" && raw !== "false") problems.push(`${name} must be true or false, got "${raw}"`);
-    return raw === "true" || (raw !== "false" && fallback);
-  };
-  const migrateOnStart = boolean("MIGRATE_ON_START", true);
-  const webhooks: WebhookSettings = {
-    delivery: boolean("WEBHOOK_DELIVERY", true),
-    allowPrivateUrls: boolean("WEBHOOK_ALLOW_PRIVATE_URLS", false),
-    secretKey: webhookSecretKey(text("WEBHOOK_SECRET_KEY", ""), problems),
-    retryScale: positiveFactor("WEBHOOK_RETRY_SCALE", text("WEBHOOK_RETRY_SCALE", "1"), problems),
-    timeoutMs: integer("WEBHOOK_TIMEOUT_MS", 15_000, 100, 60_000),
-    pollMs: integer("WEBHOOK_POLL_MS", 1_000, 10, 60_000),
-  };
-  const accessLog = boolean("ACCESS_LOG", false);
+  const databaseTlsCaPath = read.optional("DATABASE_TLS_CA");
+  const databaseTlsCa = databaseTlsCaPath === undefined ? undefined : readCaFile(read, databaseTlsCaPath);
+  return { databaseUrl, databaseReadUrls, databaseTlsCa, databaseTlsCaPath };
+}
 
-  const config: Config = {
-    databaseUrl,
-    databaseReadUrls,
-    replicaWaitMs: integer("DATABASE_REPLICA_WAIT_MS", 500, 0, 60_000),
-    databaseTlsCa,
-    databaseTlsCaPath,
-    migrateOnStart,
-    port: integer("PORT", 8080, 0, 65535),
-    host: text("HOST", "0.0.0.0"),
-    basePath,
-    internalPort: integer("INTERNAL_PORT", 9090, 0, 65535),
-    internalHost: text("INTERNAL_HOST", "127.0.0.1"),
+/** The PEM text of DATABASE_TLS_CA's file; undefined when it cannot be read. */
+function readCaFile(read: EnvReader, path: string): string | undefined {
+  try {
+    const pem = readFileSync(path, "utf8");
+    if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+      read.problem(`DATABASE_TLS_CA must be a PEM file of CA certificates, "${path}" holds none`);
+    }
+    return pem;
+  } catch (error) {
+    read.problem(`DATABASE_TLS_CA cannot be read: ${(error as Error).message}`);
+    return undefined;
+  }
+}
+
+function readTracing(read: EnvReader, env: Env): Pick<Config, "tracesExporter" | "tracesServiceName"> {
+  const exporter = readTracesExporter(env);
+  if (typeof exporter !== "string") read.problem(exporter.problem);
+  return {
+    tracesExporter: typeof exporter === "string" ? exporter : "none",
+    tracesServiceName: read.text("OTEL_SERVICE_NAME", "topwagers"),
+  };
+}
+
+function readTrustedProxies(read: EnvReader): readonly string[] {
+  const text = read.text("TRUSTED_PROXIES", "");
+  for (const problem of parseTrustedProxies(text).problems) read.problem(problem);
+  return text
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+}
+
+function readWebhookSettings(read: EnvReader): WebhookSettings {
+  return {
+    delivery: read.boolean("WEBHOOK_DELIVERY", true),
+    allowPrivateUrls: read.boolean("WEBHOOK_ALLOW_PRIVATE_URLS", false),
+    secretKey: webhookSecretKey(read.text("WEBHOOK_SECRET_KEY", ""), read.problems),
+    retryScale: positiveFactor("WEBHOOK_RETRY_SCALE", read.text("WEBHOOK_RETRY_SCALE", "1"), read.problems),
+    timeoutMs: read.integer("WEBHOOK_TIMEOUT_MS", 15_000, 100, 60_000),
+    pollMs: read.integer("WEBHOOK_POLL_MS", 1_000, 10, 60_000),
+  };
+}
+
+/** The public and internal listeners, and the metrics listener when METRICS_PORT is set. */
+function readListeners(read: EnvReader): Pick<Config, "port" | "host" | "internalPort" | "internalHost" | "metrics"> {
+  return {
+    port: read.integer("PORT", 8080, 0, 65535),
+    host: read.text("HOST", "0.0.0.0"),
+    internalPort: read.integer("INTERNAL_PORT", 9090, 0, 65535),
+    internalHost: read.text("INTERNAL_HOST", "127.0.0.1"),
     metrics:
-      text("METRICS_PORT", "") === ""
+      read.text("METRICS_PORT", "") === ""
         ? undefined
         : {
-            port: integer("METRICS_PORT", 0, 0, 65535),
-            host: text("METRICS_HOST", text("INTERNAL_HOST", "127.0.0.1")),
+            port: read.integer("METRICS_PORT", 0, 0, 65535),
+            host: read.text("METRICS_HOST", read.text("INTERNAL_HOST", "127.0.0.1")),
           },
-    accessLog,
-    ingestToken,
-    adminToken,
-    redisUrl: url("REDIS_URL", undefined, ["redis:", "rediss:"]),
-    defaultAvatarUrl: url("DEFAULT_AVATAR_URL", DEFAULT_AVATAR_URL, ["http:", "https:"]) ?? DEFAULT_AVATAR_URL,
-    cacheTtlMs: integer("CACHE_TTL_MS", 10_000, 0, 3_600_000),
-    changeFeedPollMs: integer("CHANGE_FEED_POLL_MS", 200, 10, 60_000),
-    changeFeedMaxLagMs: integer("CHANGE_FEED_MAX_LAG_MS", 900, 100, 600_000),
-    rateLimit: {
-      points: integer("RATE_LIMIT_POINTS", 60, 1, 1_000_000_000),
-      windowSeconds: integer("RATE_LIMIT_WINDOW_S", 60, 1, DAY),
-    },
-    publishableRatePoints: integer("PUBLISHABLE_RATE_LIMIT_POINTS", 30, 1, 1_000_000_000),
-    trustedProxies: trustedProxiesText
-      .split(",")
-      .map((entry) => entry.trim())
-      .filter((entry) => entry !== ""),
-    databasePoolSize: integer("DATABASE_POOL_SIZE", 4, 1, 64),
-    queryTimeoutMs: integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),
-    databaseConnectTimeoutMs: integer("DATABASE_CONNECT_TIMEOUT_MS", 3_000, 100, 600_000),
-    databaseProbeTimeoutMs: integer("DATABASE_PROBE_TIMEOUT_MS", 1_000, 100, 600_000),
-    logLevel: logLevel as Config["logLevel"],
-    tracesExporter: typeof tracesExporter === "string" ? tracesExporter : "none",
-    tracesServiceName: text("OTEL_SERVICE_NAME", "topwagers"),
-    webhooks,
-    raceClockMs: integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
-    streams: {
-      heartbeatSeconds: integer("STREAM_HEARTBEAT_S", 15, 1, 3600),
-      perKey: integer("STREAM_LIMIT_PER_KEY", 10_000, 0, 10_000_000),
-      perAddress: integer("STREAM_LIMIT_PER_ADDRESS", 20, 0, 10_000_000),
-      total: integer("STREAM_LIMIT", 20_000, 0, 10_000_000),
-    },
   };
+}
+
+function readCaching(read: EnvReader): Pick<Config, "cacheTtlMs" | "changeFeedPollMs" | "changeFeedMaxLagMs"> {
+  return {
+    cacheTtlMs: read.integer("CACHE_TTL_MS", 10_000, 0, 3_600_000),
+    changeFeedPollMs: read.integer("CHANGE_FEED_POLL_MS", 200, 10, 60_000),
+    changeFeedMaxLagMs: read.integer("CHANGE_FEED_MAX_LAG_MS", 900, 100, 600_000),
+  };
+}
+
+/** Cached answers are served only while the change feed lags less than its limit, so it must exceed a poll. */
+function checkChangeFeedLag(read: EnvReader, config: Config): void {
   if (config.changeFeedMaxLagMs <= config.changeFeedPollMs) {
-    problems.push(
+    read.problem(
       `CHANGE_FEED_MAX_LAG_MS (${config.changeFeedMaxLagMs}) must be greater than CHANGE_FEED_POLL_MS (${config.changeFeedPollMs}), or cached answers are never served`,
     );
   }
-  if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(config);
+}
+
+function readRateLimits(read: EnvReader): Pick<Config, "rateLimit" | "publishableRatePoints"> {
+  return {
+    rateLimit: {
+      points: read.integer("RATE_LIMIT_POINTS", 60, 1, 1_000_000_000),
+      windowSeconds: read.integer("RATE_LIMIT_WINDOW_S", 60, 1, DAY),
+    },
+    publishableRatePoints: read.integer("PUBLISHABLE_RATE_LIMIT_POINTS", 30, 1, 1_000_000_000),
+  };
+}
+
+function readDatabaseLimits(
+  read: EnvReader,
+): Pick<Config, "databasePoolSize" | "queryTimeoutMs" | "databaseConnectTimeoutMs" | "databaseProbeTimeoutMs"> {
+  return {
+    databasePoolSize: read.integer("DATABASE_POOL_SIZE", 4, 1, 64),
+    queryTimeoutMs: read.integer("QUERY_TIMEOUT_MS", 5_000, 100, 600_000),
+    databaseConnectTimeoutMs: read.integer("DATABASE_CONNECT_TIMEOUT_MS", 3_000, 100, 600_000),
+    databaseProbeTimeoutMs: read.integer("DATABASE_PROBE_TIMEOUT_MS", 1_000, 100, 600_000),
+  };
+}
+
+function readStreamLimits(read: EnvReader): Config["streams"] {
+  return {
+    heartbeatSeconds: read.integer("STREAM_HEARTBEAT_S", 15, 1, 3600),
+    perKey: read.integer("STREAM_LIMIT_PER_KEY", 10_000, 0, 10_000_000),
+    perAddress: read.integer("STREAM_LIMIT_PER_ADDRESS", 20, 0, 10_000_000),
+    total: read.integer("STREAM_LIMIT", 20_000, 0, 10_000_000),
+  };
 }
 
 /** WEBHOOK_SECRET_KEY: 32 bytes as 64 hex digits or base64; "" is no key. Never echoed in a problem. */
