@@ -17,7 +17,7 @@ import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v
 import { file_topwagers_v1_races, RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { file_topwagers_v1_webhooks, WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
-import { KeyAdmin } from "../auth/key-admin.js";
+import { KeyAdmin, type KeyEvent } from "../auth/key-admin.js";
 import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import { ADMIN, ADMIN_RACES, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
 import type { Config } from "../config.js";
@@ -28,9 +28,9 @@ import { registerHealth, registerReflection } from "../handlers/health-and-refle
 import { namedAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { wagerIngestService } from "../handlers/wager-ingest-service.js";
 import { adminOwner, webhookService } from "../handlers/webhook-service.js";
-import { WagerIngest } from "../ingest/wager-ingest.js";
+import { type IngestCounters, WagerIngest } from "../ingest/wager-ingest.js";
 import { type Logger, silentLogger } from "../logger.js";
-import { observeCalls } from "../observability/call-observation.js";
+import { type CallObservation, observeCalls } from "../observability/call-observation.js";
 import type { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import { RaceWatch } from "../races/race-watch.js";
@@ -96,72 +96,61 @@ export const INTERNAL_SERVICES = [
 
 export function createInternalApp(config: Config, database: Database, options: InternalAppOptions = {}): InternalApp {
   const logger = options.logger ?? silentLogger;
-  const metrics = options.metrics;
-  const tokens: Record<string, ServiceTokenCheck> = {
+  const tokens = serviceTokens(config);
+  const ingest = createIngest(database, options);
+  const calls = observeCalls({ metrics: options.metrics, logger, accessLog: config.accessLog });
+  const connectHandler = connectNodeAdapter({
+    routes: internalRoutes(config, database, options, ingest),
+    fallback: unroutedPaths((options.serveMetrics ?? true) ? options.metrics : undefined, logger),
+    readMaxBytes: INTERNAL_MAX_BODY_BYTES,
+    requestGate: tokenGate(tokens, calls),
+    ...calls.adapterOptions,
+  }) as RequestHandler;
+  const clientAddress = clientAddressResolver(config.trustedProxies);
+  const handler: RequestHandler = (req, res) => {
+    stampClientAddress(req, clientAddress);
+    connectHandler(req, res);
+  };
+  return {
+    handler,
+    ingest,
+    ingestEnabled: tokens[WagerIngestService.typeName]?.enabled ?? false,
+    adminEnabled: tokens[ApiKeyService.typeName]?.enabled ?? false,
+  };
+}
+
+/** Each of our services has its own token; an affiliate key opens none of them. */
+function serviceTokens(config: Config): Record<string, ServiceTokenCheck> {
+  return {
     [WagerIngestService.typeName]: new ServiceTokenCheck(config.ingestToken, INGEST),
     [ApiKeyService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
     [RaceService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN_RACES),
     [WebhookService.typeName]: new ServiceTokenCheck(config.adminToken, ADMIN),
   };
-  const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read));
-  const keys = new KeyAdmin(mariadbApiKeys(database.write), {
-    // This instance holds the change before answering; the others at their next change-feed poll, which
-    // onCommitted brings forward (with Redis, every instance is woken at once).
-    async afterChange(ids) {
-      await options.keys?.refresh(ids);
-      options.onCommitted?.();
-    },
-    onEvent(event) {
-      metrics?.apiKeyEvents.inc({ action: event.action });
-      // Never the secret: ids and the affiliate only.
-      logger.info(
-        {
-          keyId: event.keyId,
-          affiliateId: event.affiliateId,
-          action: event.action,
-          ...(event.replacedKeyId === undefined ? {} : { replacedKeyId: event.replacedKeyId }),
-          ...(event.expiresAt === undefined ? {} : { expiresAt: event.expiresAt }),
-        },
-        `api key ${event.action}`,
-      );
-    },
-  });
-  const ingest = new WagerIngest(mariadbIngest(database.write), {
-    ...(options.now === undefined ? {} : { now: options.now }),
-    ...(options.onCommitted === undefined ? {} : { onCommitted: options.onCommitted }),
-    ...(metrics === undefined
-      ? {}
-      : {
-          counters: {
-            recorded(recorded, duplicates) {
-              metrics.ingestedWagers.inc({ result: "recorded" }, recorded);
-              metrics.ingestedWagers.inc({ result: "duplicate" }, duplicates);
-            },
-            upserted(users) {
-              metrics.upsertedUsers.inc(users);
-            },
-            voided(outcome) {
-              metrics.voidedWagers.inc({ result: "voided" }, outcome.voided);
-              metrics.voidedWagers.inc({ result: "already_voided" }, outcome.alreadyVoided);
-              metrics.voidedWagers.inc({ result: "pending" }, outcome.pending);
-            },
-          },
-        }),
-  });
+}
 
-  const races =
-    options.races ??
-    new Races({
-      store: mariadbRaces(database.write),
-      standings: mariadbStandings(database.leaderboard),
-      freezeStandings: causalStandings(database.write, database.flavour),
-      defaultAvatarUrl: config.defaultAvatarUrl,
-      ...(options.now === undefined ? {} : { now: options.now }),
-    });
+/** The gate that checks the called service's token from the headers, before any body is read. */
+function tokenGate(tokens: Record<string, ServiceTokenCheck>, calls: CallObservation) {
+  return requestGate((context) => {
+    const token = tokens[context.service.typeName];
+    if (token === undefined) throw new ServiceError("BAD_SERVICE_TOKEN", "this service takes no calls here");
+    token.check(context.requestHeader.get("authorization"));
+  }, calls);
+}
+
+/** The internal services, health and reflection, over the domain objects they serve. */
+function internalRoutes(
+  config: Config,
+  database: Database,
+  options: InternalAppOptions,
+  ingest: WagerIngest,
+): (router: ConnectRouter) => void {
+  const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read));
+  const keys = createKeyAdmin(database, options);
+  const races = options.races ?? createRaces(config, database, options);
   const raceStore = mariadbRaces(database.write);
   const raceWatch = options.raceWatch ?? new RaceWatch({ races, pollMs: 1_000, heartbeatMs: 15_000 });
-
-  const routes = (router: ConnectRouter) => {
+  return (router) => {
     router.service(WagerIngestService, wagerIngestService(ingest));
     router.service(ApiKeyService, apiKeyService(keys));
     router.service(RaceService, raceRpc(races, namedAffiliate(raceStore), { watch: raceWatch }));
@@ -177,20 +166,85 @@ export function createInternalApp(config: Config, database: Database, options: I
       file_topwagers_v1_webhooks,
     ]);
   };
+}
 
-  const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
-  // Each of our services has its own token; an affiliate key opens none of them.
-  const gate = requestGate((context) => {
-    const token = tokens[context.service.typeName];
-    if (token === undefined) throw new ServiceError("BAD_SERVICE_TOKEN", "this service takes no calls here");
-    token.check(context.requestHeader.get("authorization"));
-  }, calls);
+/** Ingest on the primary; it counts what it recorded, upserted and voided when there are metrics. */
+function createIngest(database: Database, options: InternalAppOptions): WagerIngest {
+  const { metrics } = options;
+  return new WagerIngest(mariadbIngest(database.write), {
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.onCommitted === undefined ? {} : { onCommitted: options.onCommitted }),
+    ...(metrics === undefined ? {} : { counters: ingestCounters(metrics) }),
+  });
+}
 
-  // Paths the adapter does not route: GET /metrics (Prometheus text format; unless METRICS_PORT serves it),
-  // else 404 in Connect's error shape.
-  const metricsHere = (options.serveMetrics ?? true) ? metrics : undefined;
-  const fallback = (req: NodeRequest, res: NodeResponse) => {
-    if (metricsHere !== undefined && serveMetrics(metricsHere, logger, req, res)) return;
+function ingestCounters(metrics: Metrics): IngestCounters {
+  return {
+    recorded(recorded, duplicates) {
+      metrics.ingestedWagers.inc({ result: "recorded" }, recorded);
+      metrics.ingestedWagers.inc({ result: "duplicate" }, duplicates);
+    },
+    upserted(users) {
+      metrics.upsertedUsers.inc(users);
+    },
+    voided(outcome) {
+      metrics.voidedWagers.inc({ result: "voided" }, outcome.voided);
+      metrics.voidedWagers.inc({ result: "already_voided" }, outcome.alreadyVoided);
+      metrics.voidedWagers.inc({ result: "pending" }, outcome.pending);
+    },
+  };
+}
+
+/**
+ * Key administration on the primary. This instance holds a change before answering; the others at their next
+ * change-feed poll, which onCommitted brings forward (with Redis, every instance is woken at once).
+ */
+function createKeyAdmin(database: Database, options: InternalAppOptions): KeyAdmin {
+  const logger = options.logger ?? silentLogger;
+  return new KeyAdmin(mariadbApiKeys(database.write), {
+    async afterChange(ids) {
+      await options.keys?.refresh(ids);
+      options.onCommitted?.();
+    },
+    onEvent(event) {
+      options.metrics?.apiKeyEvents.inc({ action: event.action });
+      logKeyEvent(logger, event);
+    },
+  });
+}
+
+/** One line per key change: ids and the affiliate only, never the secret. */
+function logKeyEvent(logger: Logger, event: KeyEvent): void {
+  logger.info(
+    {
+      keyId: event.keyId,
+      affiliateId: event.affiliateId,
+      action: event.action,
+      ...(event.replacedKeyId === undefined ? {} : { replacedKeyId: event.replacedKeyId }),
+      ...(event.expiresAt === undefined ? {} : { expiresAt: event.expiresAt }),
+    },
+    `api key ${event.action}`,
+  );
+}
+
+/** Races on this database, when the public app does not share its own. */
+function createRaces(config: Config, database: Database, options: InternalAppOptions): Races {
+  return new Races({
+    store: mariadbRaces(database.write),
+    standings: mariadbStandings(database.leaderboard),
+    freezeStandings: causalStandings(database.write, database.flavour),
+    defaultAvatarUrl: config.defaultAvatarUrl,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+}
+
+/**
+ * Paths the adapter does not route: GET /metrics (Prometheus text format) when `metrics` is given (METRICS_PORT
+ * unset), else 404 in Connect's error shape.
+ */
+function unroutedPaths(metrics: Metrics | undefined, logger: Logger) {
+  return (req: NodeRequest, res: NodeResponse): void => {
+    if (metrics !== undefined && serveMetrics(metrics, logger, req, res)) return;
     sendError(
       res,
       new HttpRefusal(
@@ -198,26 +252,6 @@ export function createInternalApp(config: Config, database: Database, options: I
         `no such path. The internal listener serves ${INTERNAL_SERVICES.join(" ")} over Connect, gRPC and gRPC-Web`,
       ),
     );
-  };
-
-  const connectHandler = connectNodeAdapter({
-    routes,
-    fallback,
-    readMaxBytes: INTERNAL_MAX_BODY_BYTES,
-    requestGate: gate,
-    ...calls.adapterOptions,
-  }) as RequestHandler;
-  const clientAddress = clientAddressResolver(config.trustedProxies);
-  const handler: RequestHandler = (req, res) => {
-    stampClientAddress(req, clientAddress);
-    connectHandler(req, res);
-  };
-
-  return {
-    handler,
-    ingest,
-    ingestEnabled: tokens[WagerIngestService.typeName]?.enabled ?? false,
-    adminEnabled: tokens[ApiKeyService.typeName]?.enabled ?? false,
   };
 }
 
