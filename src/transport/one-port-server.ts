@@ -49,10 +49,37 @@ export function createOnePortServer(
 ): OnePortServer {
   const { handler, streamHandler } =
     typeof handlers === "function" ? { handler: handlers, streamHandler: undefined } : handlers;
-  let closing = false;
+  const draining: Draining = { closing: false };
+  const h1 = http1Server(handler, limits, draining);
+  const sessions = new Set<Http2Session>();
+  const h2 = http2Server(handler, streamHandler, limits, sessions);
+  const connections: Connections = { sockets: new Set(), unclassified: new Set() };
+  const server = net.createServer((socket) => acceptConnection(socket, connections, limits, h1, h2));
+  return {
+    server,
+    close(graceMs = 10_000) {
+      draining.closing = true;
+      return drain({ server, h1, sessions, connections }, graceMs);
+    },
+  };
+}
+
+/** Set once close() is called: from then on every HTTP/1.1 answer closes its connection. */
+interface Draining {
+  closing: boolean;
+}
+
+/** The open connections, and those among them whose first bytes have not arrived yet (they hold no request). */
+interface Connections {
+  readonly sockets: Set<net.Socket>;
+  readonly unclassified: Set<net.Socket>;
+}
+
+/** The HTTP/1.1 server the connections that are not HTTP/2 are handed to. */
+function http1Server(handler: RequestHandler, limits: ServerLimits, draining: Draining): http.Server {
   // While draining, every HTTP/1.1 answer closes its connection (Node then ends the socket after it).
   const h1Handler: RequestHandler = (req, res) => {
-    if (closing) res.setHeader("connection", "close");
+    if (draining.closing) res.setHeader("connection", "close");
     handler(req, res);
   };
   const h1 = http.createServer(
@@ -68,6 +95,19 @@ export function createOnePortServer(
   // closeIdleConnections and the header and request timeouts rely on, is started by hand.
   trackConnections(h1);
   h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => refuseMalformed(error, socket, limits));
+  return h1;
+}
+
+/**
+ * The HTTP/2 server the connections that open with the preface are handed to. A stream goes to
+ * `streamHandler` when it takes it, else to `handler` as Node's compatibility (req, res) objects.
+ */
+function http2Server(
+  handler: RequestHandler,
+  streamHandler: Handlers["streamHandler"],
+  limits: ServerLimits,
+  sessions: Set<Http2Session>,
+): http2.Http2Server {
   const h2 = http2.createServer({
     maxSessionMemory: 10,
     settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderBytes },
@@ -79,82 +119,101 @@ export function createOnePortServer(
     if (streamHandler?.(stream, headers) === true) return;
     compatibility.emit("stream", stream, headers, flags, rawHeaders);
   });
-  const sessions = new Set<Http2Session>();
   h2.on("session", (session: Http2Session) => {
     sessions.add(session);
     session.setTimeout(limits.idleTimeoutMs, () => session.close());
     session.once("close", () => sessions.delete(session));
   });
-  const sockets = new Set<net.Socket>();
-  /** Connections whose first bytes have not arrived yet: they hold no request. */
-  const unclassified = new Set<net.Socket>();
+  return h2;
+}
 
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    unclassified.add(socket);
-    socket.once("close", () => {
-      sockets.delete(socket);
-      unclassified.delete(socket);
-    });
-    socket.setNoDelay(true);
-    // A connection that never sends enough bytes to be classified is closed.
-    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
-    let buffered: Buffer = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-      const n = Math.min(buffered.length, PREFACE.length);
-      const looksLikeHttp2 = buffered.subarray(0, n).equals(PREFACE.subarray(0, n));
-      if (looksLikeHttp2 && buffered.length < PREFACE.length) return;
-      socket.removeListener("data", onData);
-      unclassified.delete(socket);
-      socket.setTimeout(0);
-      socket.pause();
-      socket.unshift(buffered);
-      if (looksLikeHttp2) {
-        // The HTTP/2 server reads the unshifted preface itself; resuming here would break its framing.
-        h2.emit("connection", socket);
-      } else {
-        h1.emit("connection", socket);
-        socket.resume();
-      }
-    };
-    socket.on("data", onData);
-    socket.on("error", () => socket.destroy());
+/**
+ * A new connection: kept in `connections` until it closes, and handed to the HTTP/2 or HTTP/1.1 server
+ * once its first bytes tell which. One that never sends enough bytes to be classified is closed.
+ */
+function acceptConnection(
+  socket: net.Socket,
+  connections: Connections,
+  limits: ServerLimits,
+  h1: http.Server,
+  h2: http2.Http2Server,
+): void {
+  connections.sockets.add(socket);
+  connections.unclassified.add(socket);
+  socket.once("close", () => {
+    connections.sockets.delete(socket);
+    connections.unclassified.delete(socket);
   });
-
-  return {
-    server,
-    close(graceMs = 10_000) {
-      return new Promise<void>((resolve) => {
-        let done = false;
-        let idleSweep: NodeJS.Timeout | undefined;
-        const finish = () => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          clearInterval(idleSweep);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          h1.closeAllConnections();
-          for (const socket of sockets) socket.destroy();
-          finish();
-        }, graceMs);
-        timer.unref();
-        closing = true;
-        server.close(() => finish());
-        // In-flight requests finish; idle connections go now (Node's server.close() closes the idle
-        // HTTP/1.1 ones). An HTTP/1.1 connection whose answer had begun before this (so it promised
-        // keep-alive) goes as soon as that answer is done: the sweep closes idle ones again until all are gone.
-        for (const socket of unclassified) socket.destroy();
-        h1.close();
-        idleSweep = setInterval(() => h1.closeIdleConnections(), 10);
-        idleSweep.unref();
-        for (const session of sessions) session.close();
-        if (sockets.size === 0) finish();
-      });
-    },
+  socket.setNoDelay(true);
+  socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
+  let buffered: Buffer = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+    const n = Math.min(buffered.length, PREFACE.length);
+    const looksLikeHttp2 = buffered.subarray(0, n).equals(PREFACE.subarray(0, n));
+    if (looksLikeHttp2 && buffered.length < PREFACE.length) return;
+    socket.removeListener("data", onData);
+    connections.unclassified.delete(socket);
+    if (looksLikeHttp2) {
+      // The HTTP/2 server reads the unshifted preface itself; resuming here would break its framing.
+      handOver(socket, buffered, h2);
+    } else {
+      handOver(socket, buffered, h1);
+      socket.resume();
+    }
   };
+  socket.on("data", onData);
+  socket.on("error", () => socket.destroy());
+}
+
+/** Gives the paused connection, with the bytes already read put back, to the server that speaks its protocol. */
+function handOver(socket: net.Socket, buffered: Buffer, to: http.Server | http2.Http2Server): void {
+  socket.setTimeout(0);
+  socket.pause();
+  socket.unshift(buffered);
+  to.emit("connection", socket);
+}
+
+/**
+ * Stops accepting connections and lets in-flight requests finish; idle connections go now (Node's
+ * server.close() closes the idle HTTP/1.1 ones). An HTTP/1.1 connection whose answer had begun before this
+ * (so it promised keep-alive) goes as soon as that answer is done: a sweep closes idle ones again until all
+ * are gone. After `graceMs` every connection left is destroyed.
+ */
+function drain(
+  parts: {
+    readonly server: net.Server;
+    readonly h1: http.Server;
+    readonly sessions: Set<Http2Session>;
+    readonly connections: Connections;
+  },
+  graceMs: number,
+): Promise<void> {
+  const { server, h1, sessions, connections } = parts;
+  return new Promise<void>((resolve) => {
+    let done = false;
+    let idleSweep: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      clearInterval(idleSweep);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      h1.closeAllConnections();
+      for (const socket of connections.sockets) socket.destroy();
+      finish();
+    }, graceMs);
+    timer.unref();
+    server.close(() => finish());
+    for (const socket of connections.unclassified) socket.destroy();
+    h1.close();
+    idleSweep = setInterval(() => h1.closeIdleConnections(), 10);
+    idleSweep.unref();
+    for (const session of sessions) session.close();
+    if (connections.sockets.size === 0) finish();
+  });
 }
 
 /**
