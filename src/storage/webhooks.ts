@@ -309,55 +309,12 @@ export class MariadbWebhookStore implements WebhookStore {
     return log;
   }
 
-  async claimDue(options: {
-    readonly nowMs: number;
-    readonly limit: number;
-    readonly perEndpoint: number;
-    readonly busyEndpoints: ReadonlyMap<string, number>;
-    readonly leaseMs: number;
-  }): Promise<ClaimedWebhookDelivery[]> {
-    const { nowMs, limit, perEndpoint, busyEndpoints, leaseMs } = options;
-    if (limit <= 0) return [];
+  async claimDue(options: ClaimOptions): Promise<ClaimedWebhookDelivery[]> {
+    if (options.limit <= 0) return [];
     const token = randomBytes(12).toString("hex");
     const picked = await inTransaction(this.pool, async (connection: PoolConnection) => {
-      // The oldest due deliveries, in the due index's order. A plain read: only the rows picked are
-      // locked below, so a worker claiming at the same time is not pushed onto later events by rows
-      // it skipped. Leased rows are not due (a claim moves next_attempt_at_ms to the lease's end), so
-      // the scan reads only work that waits.
-      const [candidates] = await connection.query<RowDataPacket[]>(
-        `SELECT id, endpoint_id FROM webhook_deliveries
-          WHERE state = 'pending' AND next_attempt_at_ms <= ? AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
-          ORDER BY next_attempt_at_ms, id LIMIT ?`,
-        [nowMs, nowMs, Math.max(limit * 8, CLAIM_SCAN_ROWS)],
-      );
-      const counts = new Map(busyEndpoints);
-      const ids: string[] = [];
-      for (const row of candidates) {
-        const endpoint = String(row.endpoint_id);
-        const count = counts.get(endpoint) ?? 0;
-        if (count >= perEndpoint) continue;
-        counts.set(endpoint, count + 1);
-        ids.push(String(row.id));
-        if (ids.length >= limit) break;
-      }
-      if (ids.length === 0) return [];
-      // Rows another worker on this node is claiming right now are skipped, not waited for.
-      const [locked] = await connection.query<RowDataPacket[]>(
-        `SELECT id FROM webhook_deliveries
-          WHERE id IN (?) AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
-          FOR UPDATE SKIP LOCKED`,
-        [ids, nowMs],
-      );
-      const mine = locked.map((row) => String(row.id));
-      if (mine.length === 0) return [];
-      // The cross-node guard (see the module comment): only rows still pending and unleased are taken.
-      // The lease's end is also the next attempt: a claim that is never finished is due again then.
-      await connection.query(
-        `UPDATE webhook_deliveries SET claim_token = ?, claimed_until_ms = ?, next_attempt_at_ms = ?
-          WHERE id IN (?) AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)`,
-        [token, nowMs + leaseMs, nowMs + leaseMs, mine, nowMs],
-      );
-      return mine;
+      const ids = await pickDue(connection, options);
+      return ids.length === 0 ? [] : lease(connection, ids, token, options);
     });
     if (picked.length === 0) return [];
     const [rows] = await this.pool.query<RowDataPacket[]>(
@@ -371,35 +328,38 @@ export class MariadbWebhookStore implements WebhookStore {
         ORDER BY d.id`,
       [picked, token],
     );
-    const now = Math.floor(nowMs / 1000);
-    return rows.map((row) => {
-      const endpointId = String(row.endpoint_id);
-      const exists = row.url !== null && row.url !== undefined;
-      const secrets: string[] = [];
-      if (exists) {
-        secrets.push(this.box.open(endpointId, row.secret));
-        if (row.previous_secret !== null && Number(row.previous_secret_expires_at) > now) {
-          secrets.push(this.box.open(endpointId, row.previous_secret));
-        }
+    const now = Math.floor(options.nowMs / 1000);
+    return rows.map((row) => this.claimed(row, token, now));
+  }
+
+  /** A claimed delivery as read back: its endpoint's secrets opened (the previous one while it is valid). */
+  private claimed(row: RowDataPacket, token: string, now: number): ClaimedWebhookDelivery {
+    const endpointId = String(row.endpoint_id);
+    const exists = row.url !== null && row.url !== undefined;
+    const secrets: string[] = [];
+    if (exists) {
+      secrets.push(this.box.open(endpointId, row.secret));
+      if (row.previous_secret !== null && Number(row.previous_secret_expires_at) > now) {
+        secrets.push(this.box.open(endpointId, row.previous_secret));
       }
-      const type = String(row.type);
-      return {
-        id: String(row.id),
-        claimToken: token,
-        endpointId,
-        url: exists ? String(row.url) : "",
-        endpointEnabled: exists && Number(row.enabled) === 1,
-        disabledReason: exists ? textOrNull(row.disabled_reason) : "the endpoint was deleted",
-        failingSinceMs: numberOrNull(row.failing_since_ms),
-        secrets,
-        messageId: String(row.message_id),
-        eventType: isWebhookEventType(type) ? type : "webhook.test",
-        affiliateExternalId: exists ? String(row.affiliate_external_id) : "",
-        body: (row.body as Buffer).toString("utf8"),
-        attempts: Number(row.attempts),
-        maxAttempts: Number(row.max_attempts),
-      };
-    });
+    }
+    const type = String(row.type);
+    return {
+      id: String(row.id),
+      claimToken: token,
+      endpointId,
+      url: exists ? String(row.url) : "",
+      endpointEnabled: exists && Number(row.enabled) === 1,
+      disabledReason: exists ? textOrNull(row.disabled_reason) : "the endpoint was deleted",
+      failingSinceMs: numberOrNull(row.failing_since_ms),
+      secrets,
+      messageId: String(row.message_id),
+      eventType: isWebhookEventType(type) ? type : "webhook.test",
+      affiliateExternalId: exists ? String(row.affiliate_external_id) : "",
+      body: (row.body as Buffer).toString("utf8"),
+      attempts: Number(row.attempts),
+      maxAttempts: Number(row.max_attempts),
+    };
   }
 
   async recordAttempt(delivery: ClaimedWebhookDelivery, outcome: WebhookAttemptOutcome): Promise<boolean> {
@@ -411,99 +371,14 @@ export class MariadbWebhookStore implements WebhookStore {
    * Several attempts' outcomes in one transaction (one commit, one log flush, instead of one per
    * delivery). A delivery whose claim was lost is left alone and answered false.
    */
-  async recordAttempts(
-    items: readonly { readonly delivery: ClaimedWebhookDelivery; readonly outcome: WebhookAttemptOutcome }[],
-  ): Promise<boolean[]> {
+  async recordAttempts(items: readonly AttemptRecord[]): Promise<boolean[]> {
     if (items.length === 0) return [];
     return inTransaction(this.pool, async (connection) => {
       const recorded: boolean[] = [];
-      for (const { delivery, outcome } of items) {
-        const { attempt, state } = outcome;
-        const at = attempt.startedAtMs + attempt.durationMs;
-        const [result] = await connection.query<ResultSetHeader>(
-          `UPDATE webhook_deliveries
-              SET attempts = ?, state = ?, next_attempt_at_ms = ?, claim_token = NULL, claimed_until_ms = NULL,
-                  last_attempt_at_ms = ?, last_status = ?, last_error = ?, last_response = ?,
-                  delivered_at_ms = IF(? = 'delivered', ?, delivered_at_ms), failed_at_ms = IF(? = 'failed', ?, NULL)
-            WHERE id = ? AND claim_token = ?`,
-          [
-            attempt.attempt,
-            state,
-            state === "pending" ? outcome.nextAttemptAtMs : null,
-            attempt.startedAtMs,
-            attempt.status,
-            clip(attempt.error, MAX_ERROR),
-            responseBytes(attempt.response),
-            state,
-            at,
-            state,
-            at,
-            delivery.id,
-            delivery.claimToken,
-          ],
-        );
-        recorded.push(result.affectedRows > 0);
-      }
+      for (const item of items) recorded.push(await finishClaim(connection, item));
       const kept = items.filter((_, index) => recorded[index] === true);
-      if (kept.length > 0) {
-        await connection.query(
-          `INSERT INTO webhook_attempts (delivery_id, attempt, started_at_ms, duration_ms, status, error, response, instance)
-           VALUES ?`,
-          [
-            kept.map(({ delivery, outcome }) => [
-              delivery.id,
-              outcome.attempt.attempt,
-              outcome.attempt.startedAtMs,
-              outcome.attempt.durationMs,
-              outcome.attempt.status,
-              clip(outcome.attempt.error, MAX_ERROR),
-              responseBytes(outcome.attempt.response),
-              clip(outcome.instance, 200),
-            ]),
-          ],
-        );
-      }
-      // Per endpoint, in id order (two workers lock endpoint rows in one order): the failure streak
-      // ends with a delivered attempt, or starts with the first failed one after it; a disable wins.
-      const endpoints = new Map<
-        string,
-        { streak: number | null | undefined; disable?: { reason: string; at: number } }
-      >();
-      for (const { delivery, outcome } of kept) {
-        const entry = endpoints.get(delivery.endpointId) ?? { streak: undefined };
-        if (outcome.succeeded) entry.streak = null;
-        else if (entry.streak === undefined || entry.streak === null) entry.streak = outcome.attempt.startedAtMs;
-        if (outcome.disableEndpoint !== undefined) {
-          entry.disable = {
-            reason: outcome.disableEndpoint,
-            at: Math.floor((outcome.attempt.startedAtMs + outcome.attempt.durationMs) / 1000),
-          };
-        }
-        endpoints.set(delivery.endpointId, entry);
-      }
-      for (const id of [...endpoints.keys()].sort()) {
-        const entry = endpoints.get(id);
-        if (entry === undefined) continue;
-        // Written only when the streak starts or ends (a statement that changes nothing writes nothing).
-        if (entry.streak === null) {
-          await connection.query(
-            "UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL",
-            [id],
-          );
-        } else if (entry.streak !== undefined) {
-          await connection.query(
-            "UPDATE webhook_endpoints SET failing_since_ms = ? WHERE id = ? AND failing_since_ms IS NULL",
-            [entry.streak, id],
-          );
-        }
-        if (entry.disable !== undefined) {
-          await connection.query(
-            `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ?
-              WHERE id = ? AND enabled = 1`,
-            [clip(entry.disable.reason, MAX_ERROR), entry.disable.at, entry.disable.at, id],
-          );
-        }
-      }
+      if (kept.length > 0) await insertAttempts(connection, kept);
+      await updateEndpoints(connection, endpointChanges(kept));
       return recorded;
     });
   }
@@ -532,5 +407,184 @@ export class MariadbWebhookStore implements WebhookStore {
       oldestDueAgeMs: oldest === null ? 0 : Math.max(0, nowMs - oldest),
       disabledEndpoints: Number(disabled[0]?.n ?? 0),
     };
+  }
+}
+
+/** What claimDue is asked for. */
+interface ClaimOptions {
+  readonly nowMs: number;
+  readonly limit: number;
+  readonly perEndpoint: number;
+  /** Deliveries this worker is sending already, by endpoint: they count towards `perEndpoint`. */
+  readonly busyEndpoints: ReadonlyMap<string, number>;
+  readonly leaseMs: number;
+}
+
+/**
+ * The oldest due deliveries, in the due index's order, at most `perEndpoint` of each endpoint and `limit` in
+ * all. A plain read: only the rows picked are locked (by lease), so a worker claiming at the same time is not
+ * pushed onto later events by rows it skipped. Leased rows are not due (a claim moves next_attempt_at_ms to
+ * the lease's end), so the scan reads only work that waits.
+ */
+async function pickDue(connection: PoolConnection, options: ClaimOptions): Promise<string[]> {
+  const { nowMs, limit, perEndpoint } = options;
+  const [candidates] = await connection.query<RowDataPacket[]>(
+    `SELECT id, endpoint_id FROM webhook_deliveries
+      WHERE state = 'pending' AND next_attempt_at_ms <= ? AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
+      ORDER BY next_attempt_at_ms, id LIMIT ?`,
+    [nowMs, nowMs, Math.max(limit * 8, CLAIM_SCAN_ROWS)],
+  );
+  const counts = new Map(options.busyEndpoints);
+  const ids: string[] = [];
+  for (const row of candidates) {
+    const endpoint = String(row.endpoint_id);
+    const count = counts.get(endpoint) ?? 0;
+    if (count >= perEndpoint) continue;
+    counts.set(endpoint, count + 1);
+    ids.push(String(row.id));
+    if (ids.length >= limit) break;
+  }
+  return ids;
+}
+
+/**
+ * Locks the picked rows and sets the claim's token and lease on them; answers the ids it leased. Rows another
+ * worker on this node is claiming right now are skipped, not waited for.
+ */
+async function lease(
+  connection: PoolConnection,
+  ids: readonly string[],
+  token: string,
+  options: ClaimOptions,
+): Promise<string[]> {
+  const { nowMs, leaseMs } = options;
+  const [locked] = await connection.query<RowDataPacket[]>(
+    `SELECT id FROM webhook_deliveries
+      WHERE id IN (?) AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
+      FOR UPDATE SKIP LOCKED`,
+    [ids, nowMs],
+  );
+  const mine = locked.map((row) => String(row.id));
+  if (mine.length === 0) return [];
+  // The cross-node guard (see the module comment): only rows still pending and unleased are taken.
+  // The lease's end is also the next attempt: a claim that is never finished is due again then.
+  await connection.query(
+    `UPDATE webhook_deliveries SET claim_token = ?, claimed_until_ms = ?, next_attempt_at_ms = ?
+      WHERE id IN (?) AND state = 'pending' AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)`,
+    [token, nowMs + leaseMs, nowMs + leaseMs, mine, nowMs],
+  );
+  return mine;
+}
+
+/** One attempt's outcome for its claimed delivery. */
+interface AttemptRecord {
+  readonly delivery: ClaimedWebhookDelivery;
+  readonly outcome: WebhookAttemptOutcome;
+}
+
+/** Writes the attempt's outcome on its delivery and ends the claim; false when the claim was lost. */
+async function finishClaim(connection: PoolConnection, { delivery, outcome }: AttemptRecord): Promise<boolean> {
+  const { attempt, state } = outcome;
+  const at = attempt.startedAtMs + attempt.durationMs;
+  const [result] = await connection.query<ResultSetHeader>(
+    `UPDATE webhook_deliveries
+        SET attempts = ?, state = ?, next_attempt_at_ms = ?, claim_token = NULL, claimed_until_ms = NULL,
+            last_attempt_at_ms = ?, last_status = ?, last_error = ?, last_response = ?,
+            delivered_at_ms = IF(? = 'delivered', ?, delivered_at_ms), failed_at_ms = IF(? = 'failed', ?, NULL)
+      WHERE id = ? AND claim_token = ?`,
+    [
+      attempt.attempt,
+      state,
+      state === "pending" ? outcome.nextAttemptAtMs : null,
+      attempt.startedAtMs,
+      attempt.status,
+      clip(attempt.error, MAX_ERROR),
+      responseBytes(attempt.response),
+      state,
+      at,
+      state,
+      at,
+      delivery.id,
+      delivery.claimToken,
+    ],
+  );
+  return result.affectedRows > 0;
+}
+
+/** The attempts' log rows, in one statement. */
+async function insertAttempts(connection: PoolConnection, kept: readonly AttemptRecord[]): Promise<void> {
+  await connection.query(
+    `INSERT INTO webhook_attempts (delivery_id, attempt, started_at_ms, duration_ms, status, error, response, instance)
+     VALUES ?`,
+    [
+      kept.map(({ delivery, outcome }) => [
+        delivery.id,
+        outcome.attempt.attempt,
+        outcome.attempt.startedAtMs,
+        outcome.attempt.durationMs,
+        outcome.attempt.status,
+        clip(outcome.attempt.error, MAX_ERROR),
+        responseBytes(outcome.attempt.response),
+        clip(outcome.instance, 200),
+      ]),
+    ],
+  );
+}
+
+/**
+ * What the attempts change on an endpoint: its failure streak ends (null) with a delivered attempt, or starts
+ * (the attempt's start) with the first failed one after it; undefined leaves it. A disable wins.
+ */
+interface EndpointChange {
+  streak: number | null | undefined;
+  disable?: { reason: string; at: number };
+}
+
+function endpointChanges(kept: readonly AttemptRecord[]): Map<string, EndpointChange> {
+  const endpoints = new Map<string, EndpointChange>();
+  for (const { delivery, outcome } of kept) {
+    const entry = endpoints.get(delivery.endpointId) ?? { streak: undefined };
+    if (outcome.succeeded) entry.streak = null;
+    else if (entry.streak === undefined || entry.streak === null) entry.streak = outcome.attempt.startedAtMs;
+    if (outcome.disableEndpoint !== undefined) {
+      entry.disable = {
+        reason: outcome.disableEndpoint,
+        at: Math.floor((outcome.attempt.startedAtMs + outcome.attempt.durationMs) / 1000),
+      };
+    }
+    endpoints.set(delivery.endpointId, entry);
+  }
+  return endpoints;
+}
+
+/**
+ * Writes the endpoints' changes in id order (two workers lock endpoint rows in one order). The streak is
+ * written only when it starts or ends (a statement that changes nothing writes nothing).
+ */
+async function updateEndpoints(
+  connection: PoolConnection,
+  changes: ReadonlyMap<string, EndpointChange>,
+): Promise<void> {
+  for (const id of [...changes.keys()].sort()) {
+    const entry = changes.get(id);
+    if (entry === undefined) continue;
+    if (entry.streak === null) {
+      await connection.query(
+        "UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL",
+        [id],
+      );
+    } else if (entry.streak !== undefined) {
+      await connection.query(
+        "UPDATE webhook_endpoints SET failing_since_ms = ? WHERE id = ? AND failing_since_ms IS NULL",
+        [entry.streak, id],
+      );
+    }
+    if (entry.disable !== undefined) {
+      await connection.query(
+        `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ?
+          WHERE id = ? AND enabled = 1`,
+        [clip(entry.disable.reason, MAX_ERROR), entry.disable.at, entry.disable.at, id],
+      );
+    }
   }
 }
