@@ -36,6 +36,11 @@ export interface Config {
   /** Bearer token of the ApiKeyService (partner portal); unset disables it. */
   readonly adminToken: string | undefined;
   readonly redisUrl: string | undefined;
+  /**
+   * The fleet this instance belongs to on REDIS_URL (FLEET_NAME): instances of one fleet share the work of computing
+   * boards. Undefined: named after the database's host, port and name (server.ts).
+   */
+  readonly fleetName: string | undefined;
   readonly defaultAvatarUrl: string;
   readonly cacheTtlMs: number;
   /** How often the change feed is read (leaderboard/change-feed.ts). */
@@ -139,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     accessLog,
     ...tokens,
     redisUrl: read.url("REDIS_URL", undefined, ["redis:", "rediss:"]),
+    fleetName: read.optional("FLEET_NAME"),
     defaultAvatarUrl: read.url("DEFAULT_AVATAR_URL", DEFAULT_AVATAR_URL, ["http:", "https:"]) ?? DEFAULT_AVATAR_URL,
     ...readCaching(read),
     ...readRateLimits(read),

@@ -4,6 +4,7 @@
  * serves each on its one-port server. `stop()` drains both and closes every
  * pool and connection. Used by `npm start` (main.ts) and the demo.
  */
+import { createHash } from "node:crypto";
 import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
@@ -15,6 +16,7 @@ import type { Metrics } from "./observability/metrics.js";
 import { startTracing, type Tracing } from "./observability/tracing.js";
 import type { Races } from "./races/races.js";
 import { createChangeWakeups } from "./redis/change-wakeups.js";
+import { createRedisFleet } from "./redis/fleet.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migration-runner.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
@@ -38,10 +40,13 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const database = await openAndMigrate(config, logger, dataTier);
   tracing?.traceDatabase(database);
   const redis = config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
+  const fleet =
+    config.redisUrl === undefined ? undefined : createRedisFleet(config.redisUrl, fleetName(config), logger);
   const webhooks = webhooksOf(config, database, logger);
   const app = createPublicApp(config, database, {
     webhooks: webhooks.admin,
     logger,
+    ...(fleet === undefined ? {} : { fleet }),
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
   });
@@ -77,6 +82,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       app.stopServing();
       // The clock starts no tick after this and the one under way ends before the database closes.
       await Promise.all([
+        // Leaves the fleet first: the others take this instance's boards over at once.
+        fleet?.close(),
         raceClock.stop(),
         ...listening.servers.map(({ server, drainMs }) => server.close(drainMs)),
         webhooks.stop(),
@@ -86,6 +93,23 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       logger.flush();
     },
   };
+}
+
+/**
+ * The fleet's name on Redis: FLEET_NAME, else one derived from the database's hosts and name, so that instances on
+ * one database share their boards and two deployments on one Redis never do.
+ */
+function fleetName(config: Config): string {
+  if (config.fleetName !== undefined) return config.fleetName;
+  const places = config.databaseUrl.split(",").map((one) => {
+    try {
+      const url = new URL(one.trim());
+      return `${url.hostname}:${url.port || "3306"}${url.pathname}`;
+    } catch {
+      return one.trim();
+    }
+  });
+  return createHash("sha256").update(places.sort().join(",")).digest("hex").slice(0, 16);
 }
 
 /**

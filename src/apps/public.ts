@@ -39,8 +39,11 @@ import { keyOwner, webhookService } from "../handlers/webhook-service.js";
 import { boardStandings } from "../leaderboard/board-standings.js";
 import { ChangeFeed } from "../leaderboard/change-feed.js";
 import { ChangeSet } from "../leaderboard/change-set.js";
+import { FleetStandings } from "../leaderboard/fleet-standings.js";
 import { Leaderboard } from "../leaderboard/leaderboard.js";
 import { LiveBoards, type LiveObserver } from "../leaderboard/live-boards.js";
+import { MAX_NUM_USERS } from "../leaderboard/period-request.js";
+import { WatchedPeriods } from "../leaderboard/watched-periods.js";
 import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
 import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
 import { type Logger, silentLogger } from "../logger.js";
@@ -50,6 +53,7 @@ import { Metrics, type MetricsSources } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { DataChange } from "../ports/changes.js";
+import type { FleetTransport } from "../ports/fleet.js";
 import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
@@ -88,6 +92,8 @@ export interface PublicAppOptions {
   readonly tracing?: Tracing;
   /** Webhook endpoint management (the server's, which wakes its delivery worker); one on this database when absent. */
   readonly webhooks?: WebhookAdmin;
+  /** The fleet (redis/fleet.ts, with REDIS_URL): each period's board computed by one instance. Absent: alone. */
+  readonly fleet?: FleetTransport;
 }
 
 export interface PublicApp {
@@ -175,6 +181,10 @@ interface PublicDomain {
   readonly changeFeed: ChangeFeed;
   readonly leaderboard: Leaderboard;
   readonly live: LiveBoards;
+  /** The periods the live boards show here. */
+  readonly watched: WatchedPeriods;
+  /** Present in a fleet: who computes which period's board. */
+  readonly fleet: FleetStandings | undefined;
   readonly races: Races;
   readonly raceWatch: RaceWatch;
   readonly webhooks: WebhookAdmin;
@@ -191,7 +201,7 @@ function buildDomain(
   database: Database,
   logger: Logger,
   observer: LiveObserver,
-  options: Pick<PublicAppOptions, "now" | "webhooks">,
+  options: Pick<PublicAppOptions, "now" | "webhooks" | "fleet">,
 ): PublicDomain {
   const { now } = options;
   const outcomes = databaseAvailability(logger);
@@ -205,6 +215,11 @@ function buildDomain(
     intervalMs: config.changeFeedPollMs,
     freshWithinMs: config.changeFeedMaxLagMs,
   });
+  const watched = new WatchedPeriods();
+  const fleet =
+    options.fleet === undefined
+      ? undefined
+      : new FleetStandings({ transport: options.fleet, feed: changeFeed, watched });
   const leaderboard = new Leaderboard({
     // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
     standings: mariadbStandings(database.leaderboard),
@@ -212,6 +227,12 @@ function buildDomain(
     cacheTtlMs: config.cacheTtlMs,
     ...(now === undefined ? {} : { now }),
     ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
+    ...(fleet === undefined || config.cacheTtlMs <= 0 ? {} : { fleet }),
+    isWatched: (period) => watched.has(period),
+  });
+  fleet?.serveWith(async (period) => {
+    const query = { start: period.start, end: period.end, numUsers: MAX_NUM_USERS, rankBy: period.rankBy };
+    return (await leaderboard.topWagersForPeriod(period.affiliateId, query, true)).ranked;
   });
   const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, now);
   const live = new LiveBoards({
@@ -219,6 +240,7 @@ function buildDomain(
     heartbeatMs: config.streams.heartbeatSeconds * 1000,
     limits: config.streams,
     observer,
+    watched,
   });
   changeFeed.follow((changes) => applyChanges(changes, keys, leaderboard, live));
   // A key made by the CLI or another instance works here on its first call: the feed is read at once.
@@ -234,7 +256,10 @@ function buildDomain(
   // The keys are loaded once the feed knows where it starts, so no change falls between the two.
   const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
-  return { keys, keyCatchUp, readiness, changeFeed, leaderboard, live, races, raceWatch, webhooks, keysLoaded };
+  return {
+    ...{ keys, keyCatchUp, readiness, changeFeed, leaderboard, live, watched, fleet },
+    ...{ races, raceWatch, webhooks, keysLoaded },
+  };
 }
 
 /**

@@ -99,6 +99,17 @@ export class ChangeFeed {
     return this.gaps.size;
   }
 
+  /** The highest change id applied (0 before the first poll). */
+  position(): number {
+    return this.watermark;
+  }
+
+  /** Whether an id at or below `id` is still awaited (missing below the highest seen; it may commit later). */
+  awaitsAtOrBelow(id: number): boolean {
+    for (const gap of this.gaps.keys()) if (gap <= id) return true;
+    return false;
+  }
+
   /** Milliseconds since the last successful poll started (Infinity before the first). */
   lagMs(): number {
     return this.nowMs() - this.lastGoodPollStartedAt;

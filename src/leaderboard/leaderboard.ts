@@ -4,6 +4,8 @@
  * rollups, or the reference model in tests) and are cached briefly per affiliate, period and
  * ranking (plain or weighted total).
  */
+
+import type { FleetPeriod } from "../ports/fleet.js";
 import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { DAY } from "../values/calendar.js";
 import { canonicalDecimal } from "../values/decimal.js";
@@ -50,6 +52,17 @@ export interface LeaderboardOptions {
    * Absent, entries live for their TTL (used only by tests of the cache itself).
    */
   readonly freshness?: { isCurrent(): boolean };
+  /**
+   * A fleet (leaderboard/fleet-standings.ts): a period another instance leads is asked of it before it is
+   * computed here. Absent, every answer is computed here.
+   */
+  readonly fleet?: { fromLeader(period: FleetPeriod): Promise<readonly RankedUser[] | undefined> };
+  /**
+   * Whether a live board shows this period here: its cached answer is then kept as long as a settled period's,
+   * since the change feed drops it at every change that touches it, and a POST for a watched board is answered
+   * from the live board's own computation instead of a second query.
+   */
+  readonly isWatched?: (period: FleetPeriod) => boolean;
 }
 
 /**
@@ -106,7 +119,15 @@ export class Leaderboard {
     return entry === undefined ? undefined : this.standingsOf(entry, query);
   }
 
-  async topWagersForPeriod(affiliateId: number, query: PeriodQuery): Promise<Standings> {
+  /** Answers computed here (from the database) and answers taken from the period's leader in a fleet. */
+  readonly computations = { full: 0, remote: 0 };
+
+  /**
+   * The period's top `query.numUsers`, from the cache when it holds a fresh answer; else computed once however
+   * many ask at the same time (asked of the period's leader first in a fleet, unless `here`: a leader serving the
+   * fleet computes its answer itself).
+   */
+  async topWagersForPeriod(affiliateId: number, query: PeriodQuery, here = false): Promise<Standings> {
     const cached = this.cachedStandings(affiliateId, query);
     if (cached !== undefined) return cached;
     if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, memoKey: undefined };
@@ -119,10 +140,10 @@ export class Leaderboard {
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
     }
     const key = cacheKeyOf(affiliateId, query);
-    const ttlMs = this.ttlFor(query);
+    const ttlMs = this.ttlFor(affiliateId, query);
     const entry = await this.cache.get(
       key,
-      () => this.load(affiliateId, query, MAX_NUM_USERS),
+      () => this.loadShared(affiliateId, query, here),
       () => ttlMs,
     );
     return this.standingsOf(entry, query);
@@ -150,12 +171,26 @@ export class Leaderboard {
     });
   }
 
-  private ttlFor(query: PeriodQuery): number {
+  private ttlFor(affiliateId: number, query: PeriodQuery): number {
     const settled = query.end < this.now() - SETTLED_AFTER_SECONDS;
-    return settled ? this.options.cacheTtlMs * SETTLED_TTL_FACTOR : this.options.cacheTtlMs;
+    const watched = this.options.isWatched?.(periodOf(affiliateId, query)) ?? false;
+    return settled || watched ? this.options.cacheTtlMs * SETTLED_TTL_FACTOR : this.options.cacheTtlMs;
+  }
+
+  /** The top 100 from the period's leader in a fleet, else computed here. */
+  private async loadShared(affiliateId: number, query: PeriodQuery, here: boolean): Promise<readonly RankedUser[]> {
+    if (!here && this.options.fleet !== undefined) {
+      const remote = await this.options.fleet.fromLeader(periodOf(affiliateId, query));
+      if (remote !== undefined) {
+        this.computations.remote += 1;
+        return remote;
+      }
+    }
+    return this.load(affiliateId, query, MAX_NUM_USERS);
   }
 
   private async load(affiliateId: number, query: PeriodQuery, limit: number): Promise<RankedUser[]> {
+    this.computations.full += 1;
     let rows: RankedRow[];
     try {
       rows = await this.options.standings.topUsers(
@@ -177,4 +212,8 @@ export class Leaderboard {
       weightedWagered: canonicalDecimal(row.weightedTotal),
     }));
   }
+}
+
+function periodOf(affiliateId: number, query: PeriodQuery): FleetPeriod {
+  return { affiliateId, start: query.start, end: query.end, rankBy: query.rankBy ?? "wagered" };
 }

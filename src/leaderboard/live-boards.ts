@@ -12,6 +12,7 @@ import { type BoardChange, ChangeSet } from "./change-set.js";
 import type { RankedUser } from "./leaderboard.js";
 import { type BoardQuery, type EndReason, LiveBoard, type Viewer } from "./live-board.js";
 import { decrement, increment, type StreamLimits, StreamQuota, type ViewerOwner } from "./stream-quota.js";
+import type { WatchedPeriods } from "./watched-periods.js";
 
 export type DisconnectReason = "client" | "limit" | EndReason;
 
@@ -28,6 +29,8 @@ export interface LiveBoardsOptions {
   readonly heartbeatMs: number;
   readonly limits: StreamLimits;
   readonly observer?: LiveObserver;
+  /** Told of each board's period while the board lives (the cache keeps watched periods' answers longer). */
+  readonly watched?: WatchedPeriods;
   /** Unix ms. */
   readonly nowMs?: () => number;
   /** After a failed recompute the board is tried again after this, doubling up to `maxRetryMs`. */
@@ -196,13 +199,16 @@ export class LiveBoards {
     if (existing !== undefined) return existing;
     const board = new LiveBoard(id, query);
     this.boardsById.set(id, board);
+    this.options.watched?.add(query);
     this.recompute(board);
     return board;
   }
 
   private drop(board: LiveBoard): void {
     board.drop();
-    if (this.boardsById.get(board.id) === board) this.boardsById.delete(board.id);
+    if (this.boardsById.get(board.id) !== board) return;
+    this.boardsById.delete(board.id);
+    this.options.watched?.remove(board.board);
   }
 
   /** One load in flight per board; changes during it make one more afterwards. */
