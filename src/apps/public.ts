@@ -330,7 +330,7 @@ function readingsOf(
   database: Database,
   redisConnected: (() => boolean) | undefined,
 ): MetricsSources {
-  const { leaderboard, changeFeed, keys, keyCatchUp, live } = domain;
+  const { leaderboard, changeFeed, keys, keyCatchUp, live, fleet } = domain;
   return {
     cacheStats: () => leaderboard.cacheStats,
     changeFeed: () => ({
@@ -342,8 +342,15 @@ function readingsOf(
     apiKeys: () => keys.counts(),
     keyCatchUp: () => keyCatchUp.stats,
     live: () => ({ streams: live.streams(), boards: live.boards }),
+    computations: () => ({ incremental: 0, ...leaderboard.computations }),
+    ...(fleet === undefined ? {} : { fleet: () => fleetReadings(fleet) }),
     ...(redisConnected === undefined ? {} : { redisConnected }),
   };
+}
+
+function fleetReadings(fleet: FleetStandings) {
+  const { handovers, fallbacks } = fleet.stats;
+  return { members: fleet.memberCount, led: fleet.led(), handovers, fallbacks };
 }
 
 /** Key, rate limit (per key, and per address for failed authentications) and CORS of every public call. */

@@ -30,6 +30,13 @@ export interface MetricsSources {
   keyCatchUp?: () => { rounds: number; waited: number; rememberedUnknown: number; overflow: number };
   /** Open streams by protocol, and distinct boards with viewers. */
   live?: () => { streams: Readonly<Record<string, number>>; boards: number };
+  /**
+   * Board answers by where they came from: computed here in full, computed here by merging changed users
+   * (incremental), or taken from the period's leader in a fleet (remote).
+   */
+  computations?: () => Readonly<Record<"full" | "incremental" | "remote", number>>;
+  /** The fleet (REDIS_URL): instances alive, periods this instance leads, periods it took over; absent alone. */
+  fleet?: () => { members: number; led: number; handovers: number; fallbacks: number };
   changeFeed?: () => {
     /** Good polls, failed polls, change rows read, cached answers dropped: running totals since start. */
     polls: number;
@@ -183,8 +190,10 @@ export class Metrics {
    */
   readFrom(sources: MetricsSources): void {
     const { registry } = this;
-    const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys, keyCatchUp } = sources;
+    const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys, keyCatchUp, computations, fleet } = sources;
     if (apiKeys !== undefined) readApiKeys(registry, apiKeys);
+    if (computations !== undefined) readComputations(registry, computations);
+    if (fleet !== undefined) readFleet(registry, fleet);
     if (keyCatchUp !== undefined) readKeyCatchUp(registry, keyCatchUp);
     if (live !== undefined) readLiveBoards(registry, live);
     if (changeFeed !== undefined) readChangeFeed(registry, changeFeed);
@@ -356,6 +365,43 @@ function readLiveBoards(registry: Registry, live: NonNullable<MetricsSources["li
   scrapedGauge(registry, "topwagers_live_boards", "Distinct live boards with viewers on this instance.", () => {
     return live().boards;
   });
+}
+
+function readComputations(registry: Registry, computations: NonNullable<MetricsSources["computations"]>): void {
+  scrapedTotal(
+    registry,
+    "topwagers_board_computations_total",
+    "Board answers (a period's top 100, for live boards and POSTs alike), by kind: full (computed here from the " +
+      "database), incremental (computed here from the changed users only), remote (taken from the period's " +
+      "leader in a fleet).",
+    computations,
+    "kind",
+  );
+}
+
+function readFleet(registry: Registry, fleet: NonNullable<MetricsSources["fleet"]>): void {
+  scrapedGauge(registry, "topwagers_fleet_members", "Instances of this fleet alive, as this one last read it.", () => {
+    return fleet().members;
+  });
+  scrapedGauge(
+    registry,
+    "topwagers_fleet_boards_led",
+    "Periods this instance computes for the fleet: shown by its live boards, or asked for by another instance " +
+      "within the last 10 s.",
+    () => fleet().led,
+  );
+  scrapedTotal(
+    registry,
+    "topwagers_fleet_handovers_total",
+    "Periods this instance took over from another when the fleet's members changed.",
+    () => fleet().handovers,
+  );
+  scrapedTotal(
+    registry,
+    "topwagers_fleet_fallbacks_total",
+    "Boards computed here because their leader did not answer in time, was gone, or was behind.",
+    () => fleet().fallbacks,
+  );
 }
 
 function readChangeFeed(registry: Registry, changeFeed: NonNullable<MetricsSources["changeFeed"]>): void {
