@@ -54,7 +54,16 @@ export function keyOwner(admin: WebhookAdmin): OwnerOf {
   };
 }
 
-export function webhookService(admin: WebhookAdmin, ownerOf: OwnerOf): ServiceImpl<typeof WebhookService> {
+type WebhookServiceImpl = ServiceImpl<typeof WebhookService>;
+type EndpointMethods = Omit<WebhookServiceImpl, keyof DeliveryMethods>;
+type DeliveryMethods = Pick<WebhookServiceImpl, "sendTestEvent" | "listWebhookDeliveries" | "redeliverWebhook">;
+
+export function webhookService(admin: WebhookAdmin, ownerOf: OwnerOf): WebhookServiceImpl {
+  return { ...endpointMethods(admin, ownerOf), ...deliveryMethods(admin, ownerOf) };
+}
+
+/** The methods that manage endpoints: create, list, update, delete, rotate the secret. */
+function endpointMethods(admin: WebhookAdmin, ownerOf: OwnerOf): EndpointMethods {
   return {
     async createWebhookEndpoint(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
@@ -109,7 +118,12 @@ export function webhookService(admin: WebhookAdmin, ownerOf: OwnerOf): ServiceIm
         secret: result.secret,
       });
     },
+  };
+}
 
+/** The methods about deliveries: send a test event, list deliveries, redeliver one. */
+function deliveryMethods(admin: WebhookAdmin, ownerOf: OwnerOf): DeliveryMethods {
+  return {
     async sendTestEvent(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
       const result = await guard(() => admin.sendTest(owner, request.id));
