@@ -14,7 +14,7 @@ import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../storage/webhooks.js";
-import { DeliveryWorker } from "../webhooks/delivery-worker.js";
+import { type DeliveryObserver, DeliveryWorker } from "../webhooks/delivery-worker.js";
 import { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 
 /** How often the queue gauges (oldest due delivery, disabled endpoints) are read. */
@@ -69,35 +69,54 @@ export function startWebhookDelivery(
     timeoutMs: settings.timeoutMs,
     pollMs: settings.pollMs,
     instance: `${hostname()}:${process.pid}`,
-    observer: {
-      attempt(result) {
-        metrics.webhookAttempts.inc({ result });
-        if (result === "delivered") metrics.webhookDeliveries.inc({ result: "delivered" });
-      },
-      finalFailure(delivery, attempt, reason) {
-        metrics.webhookDeliveries.inc({ result: "failed" });
-        // Ids and the outcome only: never the secret, and not the body (the receiver's data).
-        logger.warn(
-          {
-            deliveryId: delivery.id,
-            webhookId: delivery.messageId,
-            endpointId: delivery.endpointId,
-            affiliateId: delivery.affiliateExternalId,
-            eventType: delivery.eventType,
-            attempts: attempt?.attempt ?? delivery.attempts,
-            lastStatus: attempt?.status ?? null,
-            lastError: attempt?.error ?? null,
-            reason,
-          },
-          "webhook delivery failed for good",
-        );
-      },
-      error(error) {
-        logger.warn({ err: error }, "webhook delivery worker: a step failed; retrying at the next poll");
-      },
-    },
+    observer: deliveryObserver(metrics, logger),
   });
   worker.start();
+  const stopReading = readQueueState(store, metrics);
+  return {
+    store,
+    worker,
+    async stop() {
+      stopReading();
+      await worker.stop();
+      transport.close();
+    },
+  };
+}
+
+/** Counts every attempt and finished delivery, and logs a delivery that failed for good. */
+function deliveryObserver(metrics: Metrics, logger: Logger): DeliveryObserver {
+  return {
+    attempt(result) {
+      metrics.webhookAttempts.inc({ result });
+      if (result === "delivered") metrics.webhookDeliveries.inc({ result: "delivered" });
+    },
+    finalFailure(delivery, attempt, reason) {
+      metrics.webhookDeliveries.inc({ result: "failed" });
+      // Ids and the outcome only: never the secret, and not the body (the receiver's data).
+      logger.warn(
+        {
+          deliveryId: delivery.id,
+          webhookId: delivery.messageId,
+          endpointId: delivery.endpointId,
+          affiliateId: delivery.affiliateExternalId,
+          eventType: delivery.eventType,
+          attempts: attempt?.attempt ?? delivery.attempts,
+          lastStatus: attempt?.status ?? null,
+          lastError: attempt?.error ?? null,
+          reason,
+        },
+        "webhook delivery failed for good",
+      );
+    },
+    error(error) {
+      logger.warn({ err: error }, "webhook delivery worker: a step failed; retrying at the next poll");
+    },
+  };
+}
+
+/** Reads the queue gauges (oldest due delivery, disabled endpoints) now and every few seconds; returns the stop. */
+function readQueueState(store: MariadbWebhookStore, metrics: Metrics): () => void {
   const readQueue = async () => {
     try {
       const state = await store.queueState(Date.now());
@@ -110,13 +129,5 @@ export function startWebhookDelivery(
   void readQueue();
   const timer = setInterval(() => void readQueue(), QUEUE_STATE_EVERY_MS);
   timer.unref();
-  return {
-    store,
-    worker,
-    async stop() {
-      clearInterval(timer);
-      await worker.stop();
-      transport.close();
-    },
-  };
+  return () => clearInterval(timer);
 }
