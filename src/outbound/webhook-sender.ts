@@ -40,74 +40,95 @@ function pinnedLookup(target: WebhookTarget): LookupFunction {
 export function createWebhookSender(userAgent: string): WebhookSender {
   // Keep-alive agents: a receiver that takes many events does not pay a new connection (and TLS
   // handshake) per event. A pooled socket was opened to an address that passed the check.
-  const agents = {
+  const agents: Agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: 8 }),
     https: new https.Agent({ keepAlive: true, maxSockets: 8 }),
   };
   return {
-    send(target, headers, body, timeoutMs) {
-      const secure = target.url.protocol === "https:";
-      const payload = Buffer.from(body, "utf8");
-      return new Promise<SendResult>((resolve) => {
-        let settled = false;
-        const finish = (result: SendResult) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          resolve(result);
-        };
-        const request = (secure ? https : http).request(target.url, {
-          method: "POST",
-          agent: secure ? agents.https : agents.http,
-          lookup: pinnedLookup(target),
-          headers: {
-            ...headers,
-            "content-type": "application/json",
-            "content-length": String(payload.length),
-            "user-agent": userAgent,
-          },
-        });
-        const timer = setTimeout(() => {
-          finish({ kind: "timeout", error: `no complete answer within ${timeoutMs} ms` });
-          request.destroy();
-        }, timeoutMs);
-        request.on("error", (error: NodeJS.ErrnoException) => {
-          finish({ kind: "network", error: `${error.code ?? "error"}: ${error.message}` });
-        });
-        request.on("response", (response) => {
-          const chunks: Buffer[] = [];
-          let kept = 0;
-          const done = () => {
-            const retryAfter = response.headers["retry-after"];
-            finish({
-              kind: "answered",
-              status: response.statusCode ?? 0,
-              retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-              response: Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString("utf8"),
-            });
-          };
-          response.on("data", (chunk: Buffer) => {
-            if (kept < KEPT_RESPONSE_BYTES) {
-              chunks.push(chunk);
-              kept += chunk.length;
-            }
-            // The rest of a long answer is not wanted: stop reading and free the socket.
-            if (kept >= KEPT_RESPONSE_BYTES) {
-              done();
-              response.destroy();
-            }
-          });
-          response.on("end", done);
-          response.on("error", () => done());
-        });
-        request.end(payload);
-      });
-    },
+    send: (target, headers, body, timeoutMs) => post(agents, userAgent, { target, headers, body, timeoutMs }),
     close() {
       agents.http.destroy();
       agents.https.destroy();
     },
   };
+}
+
+interface Agents {
+  readonly http: http.Agent;
+  readonly https: https.Agent;
+}
+
+/** One POST of the body to the checked address; its result once answered, failed or out of time. */
+function post(
+  agents: Agents,
+  userAgent: string,
+  attempt: {
+    readonly target: WebhookTarget;
+    readonly headers: Record<string, string>;
+    readonly body: string;
+    readonly timeoutMs: number;
+  },
+): Promise<SendResult> {
+  const { target, headers, timeoutMs } = attempt;
+  const secure = target.url.protocol === "https:";
+  const payload = Buffer.from(attempt.body, "utf8");
+  return new Promise<SendResult>((resolve) => {
+    let settled = false;
+    const finish = (result: SendResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const request = (secure ? https : http).request(target.url, {
+      method: "POST",
+      agent: secure ? agents.https : agents.http,
+      lookup: pinnedLookup(target),
+      headers: {
+        ...headers,
+        "content-type": "application/json",
+        "content-length": String(payload.length),
+        "user-agent": userAgent,
+      },
+    });
+    const timer = setTimeout(() => {
+      finish({ kind: "timeout", error: `no complete answer within ${timeoutMs} ms` });
+      request.destroy();
+    }, timeoutMs);
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      finish({ kind: "network", error: `${error.code ?? "error"}: ${error.message}` });
+    });
+    request.on("response", (response) => readAnswer(response, finish));
+    request.end(payload);
+  });
+}
+
+/** Reads an answer's status, Retry-After and first bytes; the rest of a long answer is not read. */
+function readAnswer(response: http.IncomingMessage, finish: (result: SendResult) => void): void {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  const done = () => {
+    const retryAfter = response.headers["retry-after"];
+    finish({
+      kind: "answered",
+      status: response.statusCode ?? 0,
+      retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+      response: Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString("utf8"),
+    });
+  };
+  response.on("data", (chunk: Buffer) => {
+    if (kept < KEPT_RESPONSE_BYTES) {
+      chunks.push(chunk);
+      kept += chunk.length;
+    }
+    // The rest of a long answer is not wanted: stop reading and free the socket.
+    if (kept >= KEPT_RESPONSE_BYTES) {
+      done();
+      response.destroy();
+    }
+  });
+  response.on("end", done);
+  response.on("error", () => done());
 }
 
 /** The guard and the sender as the delivery worker takes them (webhooks/delivery-worker.ts). */
