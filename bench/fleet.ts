@@ -113,10 +113,30 @@ function prlimit(nofile: number): string[] {
   return ["prlimit", `--nofile=${n}:${n}`];
 }
 
-async function recomputes(internalUrl: string): Promise<number> {
+/** Board answers by kind (NaN on a build without topwagers_board_computations_total). */
+interface Computations {
+  readonly full: number;
+  readonly incremental: number;
+  readonly remote: number;
+}
+
+/** An instance's live-board recomputes and board computations by kind, from its /metrics. */
+async function boardCounts(internalUrl: string): Promise<{ recomputes: number; computations: Computations }> {
   const text = await (await fetch(`${internalUrl}/metrics`, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })).text();
-  const line = text.split("\n").find((l) => l.startsWith("topwagers_board_recomputes_total "));
-  return Number(line?.split(" ")[1] ?? Number.NaN);
+  const value = (series: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+    return Number(line?.split(" ")[1] ?? Number.NaN);
+  };
+  const kind = (k: string) => value(`topwagers_board_computations_total{kind="${k}"}`);
+  return {
+    recomputes: value("topwagers_board_recomputes_total"),
+    computations: { full: kind("full"), incremental: kind("incremental"), remote: kind("remote") },
+  };
+}
+
+function sumComputations(all: readonly Computations[]): Computations {
+  const sum = (k: keyof Computations) => all.reduce((n, c) => n + c[k], 0);
+  return { full: sum("full"), incremental: sum("incremental"), remote: sum("remote") };
 }
 
 interface Board {
@@ -267,6 +287,7 @@ interface Reading {
   /** USER_STATISTICS of the servers' own account: CPU seconds, busy seconds and SELECTs. */
   readonly ours: { readonly cpu: number; readonly busy: number; readonly selects: number };
   readonly recomputes: number;
+  readonly computations: Computations;
   readonly instanceCpu: number[];
   readonly viewersCpu: number;
 }
@@ -278,6 +299,7 @@ interface Rates {
   readonly ourBusy: number;
   readonly ourSelects: number;
   readonly recomputes: number;
+  readonly computations: Computations;
 }
 
 interface RunResult {
@@ -408,7 +430,7 @@ async function runOnce(
         "SELECT CPU_TIME, BUSY_TIME, SELECT_COMMANDS FROM information_schema.USER_STATISTICS WHERE USER = ?",
         [DB_USER],
       );
-      const counts = await Promise.all(servers.map((s) => recomputes(s.internalUrl)));
+      const counts = await Promise.all(servers.map((s) => boardCounts(s.internalUrl)));
       return {
         at: wallNow(),
         dbCpu: cpuSeconds(dbPid),
@@ -418,7 +440,8 @@ async function runOnce(
           busy: Number(mine[0]?.BUSY_TIME ?? Number.NaN),
           selects: Number(mine[0]?.SELECT_COMMANDS ?? Number.NaN),
         },
-        recomputes: counts.reduce((x, y) => x + y, 0),
+        recomputes: counts.reduce((x, y) => x + y.recomputes, 0),
+        computations: sumComputations(counts.map((c) => c.computations)),
         instanceCpu: servers.map((s) => cpuSeconds(s.child.pid)),
         viewersCpu: viewerChildren.reduce((n, c) => n + cpuSeconds(c.pid), 0),
       };
@@ -432,6 +455,11 @@ async function runOnce(
         ourBusy: (b.ours.busy - a.ours.busy) / seconds,
         ourSelects: (b.ours.selects - a.ours.selects) / seconds,
         recomputes: (b.recomputes - a.recomputes) / seconds,
+        computations: {
+          full: (b.computations.full - a.computations.full) / seconds,
+          incremental: (b.computations.incremental - a.computations.incremental) / seconds,
+          remote: (b.computations.remote - a.computations.remote) / seconds,
+        },
       };
     };
 
@@ -780,6 +808,7 @@ export async function runFleetBench(args: string[]): Promise<void> {
             "whole mariadbd CPU s/s idle → load",
             "whole Com_select/s idle → load",
             "recomputes/s idle → load",
+            "computations/s under load: full / incremental / remote",
             "push p50 / p99 / max ms",
             "deliveries",
             "POST p50 / p99 ms (errors)",
@@ -800,6 +829,9 @@ export async function runFleetBench(args: string[]): Promise<void> {
             `${fmt(r.idle.dbCpu)} → ${fmt(r.load.dbCpu)}`,
             `${fmt(r.idle.selects, 0)} → ${fmt(r.load.selects, 0)}`,
             `${fmt(r.idle.recomputes, 1)} → ${fmt(r.load.recomputes, 1)}`,
+            [r.load.computations.full, r.load.computations.incremental, r.load.computations.remote]
+              .map((n) => (Number.isNaN(n) ? "–" : fmt(n, 1)))
+              .join(" / "),
             `${ms(r.latencies, 50)} / ${ms(r.latencies, 99)} / ${fmt(r.latencies.at(-1) ?? Number.NaN, 0)}`,
             `${r.latencies.length} of ${r.expected}`,
             `${ms(r.postLatencies, 50)} / ${ms(r.postLatencies, 99)} (${r.postErrors})`,

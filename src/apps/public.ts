@@ -216,24 +216,7 @@ function buildDomain(
     freshWithinMs: config.changeFeedMaxLagMs,
   });
   const watched = new WatchedPeriods();
-  const fleet =
-    options.fleet === undefined
-      ? undefined
-      : new FleetStandings({ transport: options.fleet, feed: changeFeed, watched });
-  const leaderboard = new Leaderboard({
-    // Read replicas when DATABASE_READ_URL lists some; keys, the change feed and readiness stay on the primary side.
-    standings: mariadbStandings(database.leaderboard),
-    defaultAvatarUrl: config.defaultAvatarUrl,
-    cacheTtlMs: config.cacheTtlMs,
-    ...(now === undefined ? {} : { now }),
-    ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
-    ...(fleet === undefined || config.cacheTtlMs <= 0 ? {} : { fleet }),
-    isWatched: (period) => watched.has(period),
-  });
-  fleet?.serveWith(async (period) => {
-    const query = { start: period.start, end: period.end, numUsers: MAX_NUM_USERS, rankBy: period.rankBy };
-    return (await leaderboard.topWagersForPeriod(period.affiliateId, query, true)).ranked;
-  });
+  const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options);
   const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, now);
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
@@ -260,6 +243,41 @@ function buildDomain(
     ...{ keys, keyCatchUp, readiness, changeFeed, leaderboard, live, watched, fleet },
     ...{ races, raceWatch, webhooks, keysLoaded },
   };
+}
+
+/**
+ * The leaderboard: totals from the rollups (read replicas when DATABASE_READ_URL lists some), answers cached while
+ * the change feed is current, watched periods' answers kept until a change touches them; in a fleet, a period led
+ * by another instance is asked of it first, and this instance answers the periods it leads from the same cache.
+ */
+function buildLeaderboard(
+  config: Config,
+  database: Database,
+  changeFeed: ChangeFeed,
+  watched: WatchedPeriods,
+  options: Pick<PublicAppOptions, "now" | "fleet">,
+): Pick<PublicDomain, "leaderboard" | "fleet"> {
+  const { now } = options;
+  const shared = options.fleet !== undefined && config.cacheTtlMs > 0;
+  const fleet =
+    shared && options.fleet !== undefined
+      ? new FleetStandings({ transport: options.fleet, feed: changeFeed, watched })
+      : undefined;
+  const leaderboard = new Leaderboard({
+    // Keys, the change feed and readiness stay on the primary side.
+    standings: mariadbStandings(database.leaderboard),
+    defaultAvatarUrl: config.defaultAvatarUrl,
+    cacheTtlMs: config.cacheTtlMs,
+    ...(now === undefined ? {} : { now }),
+    ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
+    ...(fleet === undefined ? {} : { fleet }),
+    isWatched: (period) => watched.has(period),
+  });
+  fleet?.serveWith(async (period) => {
+    const query = { start: period.start, end: period.end, numUsers: MAX_NUM_USERS, rankBy: period.rankBy };
+    return (await leaderboard.topWagersForPeriod(period.affiliateId, query, true)).ranked;
+  });
+  return { leaderboard, fleet };
 }
 
 /**

@@ -240,3 +240,35 @@ describe("the leaderboard in a fleet", () => {
     expect(leaderboard.computations).toEqual({ full: 1, remote: 1 });
   });
 });
+
+describe("a watched period's cached answer", () => {
+  it("is kept past CACHE_TTL_MS while watched (a change drops it), and an unwatched one is not", async () => {
+    let clock = 1_500;
+    let queries = 0;
+    const watchedPeriods = new Set<number>([1]);
+    const leaderboard = new Leaderboard({
+      standings: {
+        topUsers: async () => {
+          queries += 1;
+          return [];
+        },
+      },
+      defaultAvatarUrl: "https://cdn.example.test/default.png",
+      cacheTtlMs: 10_000,
+      now: () => clock,
+      isWatched: (period) => watchedPeriods.has(period.affiliateId),
+    });
+    const query = { start: 1_000, end: 2_000, numUsers: 10 };
+    await leaderboard.topWagersForPeriod(1, query);
+    await leaderboard.topWagersForPeriod(2, query);
+    expect(queries).toBe(2);
+    clock += 11; // past the 10 s TTL
+    await leaderboard.topWagersForPeriod(1, query);
+    expect(queries).toBe(2);
+    await leaderboard.topWagersForPeriod(2, query);
+    expect(queries).toBe(3);
+    leaderboard.applyChanges([{ affiliateId: 1, firstAt: 1_200, lastAt: 1_200, userExternalId: undefined }]);
+    await leaderboard.topWagersForPeriod(1, query);
+    expect(queries).toBe(4);
+  });
+});
