@@ -86,12 +86,21 @@ export interface RaceStreams {
   readonly slots?: StreamSlots;
 }
 
-export function raceRpc(
+type RaceServiceImpl = ServiceImpl<typeof RaceService>;
+
+export function raceRpc(races: Races, callerAffiliate: RaceCaller, streams: RaceStreams): RaceServiceImpl {
+  return {
+    ...raceChanges(races, callerAffiliate),
+    ...raceReads(races, callerAffiliate),
+    ...raceWatching(callerAffiliate, streams),
+  };
+}
+
+/** CreateRace, UpdateRace and CancelRace: the scope races:write. */
+function raceChanges(
   races: Races,
   callerAffiliate: RaceCaller,
-  streams: RaceStreams,
-): ServiceImpl<typeof RaceService> {
-  const { watch, slots } = streams;
+): Pick<RaceServiceImpl, "createRace" | "updateRace" | "cancelRace"> {
   return {
     async createRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId, true);
@@ -115,7 +124,12 @@ export function raceRpc(
       const view = answer(await guard(() => races.cancel(affiliateId, request.id)));
       return create(CancelRaceResponseSchema, { race: raceMessage(view) });
     },
+  };
+}
 
+/** GetRace and ListRaces: the scope races:read. */
+function raceReads(races: Races, callerAffiliate: RaceCaller): Pick<RaceServiceImpl, "getRace" | "listRaces"> {
+  return {
     async getRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
@@ -148,20 +162,18 @@ export function raceRpc(
         nextPageToken: page.nextPageToken,
       });
     },
+  };
+}
 
+/** WatchRace: the scope races:read, and a stream slot while it is open. */
+function raceWatching(callerAffiliate: RaceCaller, streams: RaceStreams): Pick<RaceServiceImpl, "watchRace"> {
+  const { watch, slots } = streams;
+  return {
     async *watchRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
       const queue = new WatchQueue(publicReader(context));
-      const caller = context.values.get(callerKey);
-      let release = () => {};
-      if (slots !== undefined && caller !== undefined) {
-        try {
-          release = slots.hold({ keyId: caller.keyId, address: callClientAddress(context.values) ?? "unknown" });
-        } catch (error) {
-          throw liveError(error);
-        }
-      }
+      const release = slots === undefined ? () => {} : holdSlot(slots, context);
       const subscription = await watch
         .open(affiliateId, request.idOrSlug, queue, request.resumeVersion)
         .catch((error: unknown) => {
@@ -177,6 +189,20 @@ export function raceRpc(
       }
     },
   };
+}
+
+/**
+ * A stream slot for the calling key and address, counted against the stream limits; returns its release.
+ * A call without a caller holds none; one over a limit is refused with the live streams' error.
+ */
+function holdSlot(slots: StreamSlots, context: HandlerContext): () => void {
+  const caller = context.values.get(callerKey);
+  if (caller === undefined) return () => {};
+  try {
+    return slots.hold({ keyId: caller.keyId, address: callClientAddress(context.values) ?? "unknown" });
+  } catch (error) {
+    throw liveError(error);
+  }
 }
 
 /** A viewer holding more messages than this unread is too slow: its stream ends with resource_exhausted. */
