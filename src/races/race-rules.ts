@@ -96,57 +96,16 @@ export function validateRaceDefinition(
   options: DefinitionOptions = {},
 ): RaceValidation {
   const found: Violation[] = [];
-  const problem = (field: string, message: string) => found.push({ field, message });
-
-  const slug = fields.slug ?? "";
-  if (slug === "") problem("slug", "slug is required");
-  else if (!SLUG.test(slug)) {
-    problem("slug", "slug must be 1 to 64 lowercase letters, digits and hyphens, starting with a letter or digit");
-  }
-  const title = fields.title ?? "";
-  if (title.trim() === "") problem("title", "title is required");
-  else if (codePoints(title) > MAX_TITLE_LENGTH)
-    problem("title", `title must be at most ${MAX_TITLE_LENGTH} characters`);
-
-  const repeat = fields.repeat ?? "none";
-  const timeZone = orDefault(fields.timeZone, "UTC");
-  const zoneKnown = isTimeZone(timeZone);
-  const start = timestamp("startTimestamp", fields.startTimestamp, problem);
-  if (start !== undefined && start < EARLIEST_PERIOD_START) {
-    problem("startTimestamp", `startTimestamp must be ${EARLIEST_PERIOD_START} (2 December 2024) or later`);
-  }
-  const end = periodEnd(
-    fields.endTimestamp,
-    start,
-    repeat,
-    zoneKnown ? timeZone : undefined,
-    problem,
-    options.seriesEnd,
-  );
-
-  const prizes = fields.prizes ?? [];
-  if (prizes.length > MAX_PRIZE_RANKS) {
-    problem("prizes", `prizes has ${prizes.length} ranks. At most ${MAX_PRIZE_RANKS} are allowed`);
-  } else {
-    prizes.forEach((prize, i) => {
-      if (!AMOUNT.test(prize)) problem(`prizes[${i}]`, `prizes[${i}] (rank ${i + 1}) ${AMOUNT_RULE}`);
-    });
-  }
+  const problem: Problem = (field, message) => found.push({ field, message });
+  const slug = checkedSlug(fields.slug ?? "", problem);
+  const title = checkedTitle(fields.title ?? "", problem);
+  const { start, end, repeat, timeZone, zoneKnown } = checkedPeriod(fields, options, problem);
+  const prizes = checkedPrizes(fields.prizes ?? [], problem);
   const currency = orDefault(fields.currency, "USD");
   if (!CURRENCY.test(currency)) problem("currency", "currency must be 1 to 12 capital letters or digits (as USD)");
   const minWagered = orDefault(fields.minWagered, "0");
   if (!AMOUNT.test(minWagered)) problem("minWagered", `minWagered ${AMOUNT_RULE}`);
-
-  const excluded = fields.excludedUserIds ?? [];
-  if (excluded.length > MAX_EXCLUDED_USERS) {
-    problem("excludedUserIds", `excludedUserIds has ${excluded.length} ids. At most ${MAX_EXCLUDED_USERS} are allowed`);
-  } else {
-    excluded.forEach((id, i) => {
-      if (id === "" || codePoints(id) > MAX_USER_ID_LENGTH) {
-        problem(`excludedUserIds[${i}]`, `excludedUserIds[${i}] must be 1 to ${MAX_USER_ID_LENGTH} characters`);
-      }
-    });
-  }
+  const excluded = checkedExcluded(fields.excludedUserIds ?? [], problem);
   const reviewSeconds = wholeNumber(fields.reviewSeconds, DEFAULT_REVIEW_SECONDS, 0, MAX_REVIEW_SECONDS);
   if (reviewSeconds === undefined) {
     problem("reviewSeconds", `reviewSeconds must be a whole number from 0 to ${MAX_REVIEW_SECONDS} (30 days)`);
@@ -159,6 +118,8 @@ export function validateRaceDefinition(
   const violations = inFieldOrder([...decodingViolations, ...found]);
   if (violations.length > 0 || start === undefined || end === undefined) return { ok: false, violations };
   if (reviewSeconds === undefined || shown === undefined) return { ok: false, violations };
+  const rankBy = fields.rankBy ?? "wagered";
+  const excludedUserIds = [...new Set(excluded)];
   return {
     ok: true,
     value: {
@@ -166,17 +127,77 @@ export function validateRaceDefinition(
       title,
       start,
       end,
-      rankBy: fields.rankBy ?? "wagered",
+      rankBy,
       prizes: [...prizes],
       currency,
       minWagered,
-      excludedUserIds: [...new Set(excluded)],
+      excludedUserIds,
       reviewSeconds,
       shown,
       repeat,
       timeZone,
     },
   };
+}
+
+/** Reports a violation of one field. */
+type Problem = (field: string, message: string) => void;
+
+function checkedSlug(slug: string, problem: Problem): string {
+  if (slug === "") problem("slug", "slug is required");
+  else if (!SLUG.test(slug)) {
+    problem("slug", "slug must be 1 to 64 lowercase letters, digits and hyphens, starting with a letter or digit");
+  }
+  return slug;
+}
+
+function checkedTitle(title: string, problem: Problem): string {
+  if (title.trim() === "") problem("title", "title is required");
+  else if (codePoints(title) > MAX_TITLE_LENGTH) {
+    problem("title", `title must be at most ${MAX_TITLE_LENGTH} characters`);
+  }
+  return title;
+}
+
+/**
+ * The first race's period, its repeat and its time zone (UTC when absent). The time zone's own problem is
+ * reported by the caller; an unknown zone leaves a series' end uncomputed.
+ */
+function checkedPeriod(fields: RaceDefinitionFields, options: DefinitionOptions, problem: Problem) {
+  const repeat = fields.repeat ?? "none";
+  const timeZone = orDefault(fields.timeZone, "UTC");
+  const zoneKnown = isTimeZone(timeZone);
+  const start = timestamp("startTimestamp", fields.startTimestamp, problem);
+  if (start !== undefined && start < EARLIEST_PERIOD_START) {
+    problem("startTimestamp", `startTimestamp must be ${EARLIEST_PERIOD_START} (2 December 2024) or later`);
+  }
+  const zone = zoneKnown ? timeZone : undefined;
+  const end = periodEnd(fields.endTimestamp, start, repeat, zone, problem, options.seriesEnd);
+  return { start, end, repeat, timeZone, zoneKnown };
+}
+
+function checkedPrizes(prizes: readonly string[], problem: Problem): readonly string[] {
+  if (prizes.length > MAX_PRIZE_RANKS) {
+    problem("prizes", `prizes has ${prizes.length} ranks. At most ${MAX_PRIZE_RANKS} are allowed`);
+  } else {
+    prizes.forEach((prize, i) => {
+      if (!AMOUNT.test(prize)) problem(`prizes[${i}]`, `prizes[${i}] (rank ${i + 1}) ${AMOUNT_RULE}`);
+    });
+  }
+  return prizes;
+}
+
+function checkedExcluded(excluded: readonly string[], problem: Problem): readonly string[] {
+  if (excluded.length > MAX_EXCLUDED_USERS) {
+    problem("excludedUserIds", `excludedUserIds has ${excluded.length} ids. At most ${MAX_EXCLUDED_USERS} are allowed`);
+  } else {
+    excluded.forEach((id, i) => {
+      if (id === "" || codePoints(id) > MAX_USER_ID_LENGTH) {
+        problem(`excludedUserIds[${i}]`, `excludedUserIds[${i}] must be 1 to ${MAX_USER_ID_LENGTH} characters`);
+      }
+    });
+  }
+  return excluded;
 }
 
 /** How a definition is checked beyond its fields. */
@@ -195,7 +216,7 @@ function periodEnd(
   start: number | undefined,
   repeat: Repeat,
   timeZone: string | undefined,
-  problem: (field: string, message: string) => void,
+  problem: Problem,
   seriesEnd?: number,
 ): number | undefined {
   if (repeat === "none") {
@@ -220,11 +241,7 @@ function periodEnd(
   return computed;
 }
 
-function timestamp(
-  field: string,
-  value: bigint | number | undefined,
-  problem: (field: string, message: string) => void,
-): number | undefined {
+function timestamp(field: string, value: bigint | number | undefined, problem: Problem): number | undefined {
   if (value === undefined) {
     problem(field, `${field} is required`);
     return undefined;
