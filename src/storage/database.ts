@@ -131,77 +131,116 @@ export async function ensureDatabaseExists(
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const nodeUrls = splitUrls(options.url);
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
-  const nodeOptions = nodeUrls.map((url) => connectionOptions(url, options.tlsCa, connectTimeoutMs));
+  const nodeOptions = splitUrls(options.url).map((url) => connectionOptions(url, options.tlsCa, connectTimeoutMs));
   const base = nodeOptions[0] ?? connectionOptions(options.url, options.tlsCa, connectTimeoutMs);
-  const writeSize = Math.max(2, Math.ceil(options.poolSize / 2));
-  const writes = nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: writeSize }));
-  const reads = nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize }));
-  const replicaPools = (options.readUrls ?? []).map((url) =>
-    mysql.createPool({
-      ...connectionOptions(url, options.tlsCa, probeTimeoutMs),
-      connectionLimit: options.poolSize,
-    }),
-  );
-  let flavour: Database["flavour"] = "mariadb";
-  for (const pool of writes) {
-    try {
-      const [rows] = await pool.query<mysql.RowDataPacket[]>("SELECT VERSION() AS version");
-      flavour = String(rows[0]?.version ?? "").includes("MariaDB") ? "mariadb" : "mysql";
-      break;
-    } catch {
-      // Unreachable at start-up: try the next node; serve anyway (503 until one is back), assume MariaDB.
-    }
-  }
-  // No statement depends on the session time zone (buckets are whole-day arithmetic, ./rollups.ts;
-  // UNIX_TIMESTAMP() without an argument is zone-free). Sessions are pinned to UTC all the same, so a
-  // date function in a later statement or a diagnostic query reads UTC like the rest of the service.
-  for (const pool of [...reads, ...writes, ...replicaPools])
-    pool.pool.on("connection", (connection) => connection.query("SET time_zone = '+00:00'"));
-  if (options.queryTimeoutMs !== undefined) {
-    const timeoutMs = options.queryTimeoutMs;
-    for (const pool of [...reads, ...replicaPools])
-      pool.pool.on("connection", (connection) => {
-        // MariaDB counts in seconds (max_statement_time); MySQL in milliseconds (max_execution_time, SELECT only).
-        if (flavour === "mariadb") connection.query("SET SESSION max_statement_time = ?", [timeoutMs / 1000]);
-        else connection.query("SET SESSION max_execution_time = ?", [timeoutMs]);
-      });
-  }
-  const nodes = new NodeSet({
-    nodes: nodeOptions,
-    probeTimeoutMs,
-    onSwitch: (from, to) => options.onEvent?.("database node changed", { from, to }),
-  });
-  // Start on a healthy node when the first one is down (one probe round, at most about one probe timeout).
-  if (nodeOptions.length > 1) await nodes.probeNow();
-  nodes.start();
-  const primaryRead = routedPool(reads, nodes);
-  const write = routedPool(writes, nodes);
-  const replicas =
-    replicaPools.length === 0
-      ? undefined
-      : new ReplicaReads({
-          primary: primaryRead,
-          replicas: replicaPools,
-          waitMs: options.replicaWaitMs ?? 500,
-          flavour,
-          onSkip: (replica, reason) => options.onEvent?.("read replica skipped", { replica, reason }),
-        });
-  const read = replicas?.primaryFirstPool() ?? primaryRead;
-  const leaderboard = replicas?.pool() ?? primaryRead;
+  const pools = createPools(options, nodeOptions, probeTimeoutMs);
+  const flavour = await flavourOf(pools.writes);
+  prepareSessions(pools, flavour, options.queryTimeoutMs);
+  const nodes = await startNodeSet(nodeOptions, probeTimeoutMs, options.onEvent);
+  const primaryRead = routedPool(pools.reads, nodes);
+  const write = routedPool(pools.writes, nodes);
+  const replicas = replicaReads(pools.replicas, primaryRead, flavour, options);
   return {
-    read,
+    read: replicas?.primaryFirstPool() ?? primaryRead,
     write,
-    leaderboard,
+    leaderboard: replicas?.pool() ?? primaryRead,
     name: base.database,
     flavour,
     currentNode: () => nodes.current,
     probeNodes: () => nodes.probeNow(),
     async close() {
       await nodes.close();
-      await Promise.allSettled([...reads, ...writes, ...replicaPools].map((pool) => pool.end()));
+      await Promise.allSettled([...pools.reads, ...pools.writes, ...pools.replicas].map((pool) => pool.end()));
     },
   };
+}
+
+/** Per node a write pool and a read pool (the write pool half the size, at least 2), and a pool per replica. */
+interface Pools {
+  readonly writes: Pool[];
+  readonly reads: Pool[];
+  readonly replicas: Pool[];
+}
+
+function createPools(options: DatabaseOptions, nodeOptions: readonly PoolOptions[], probeTimeoutMs: number): Pools {
+  const writeSize = Math.max(2, Math.ceil(options.poolSize / 2));
+  return {
+    writes: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: writeSize })),
+    reads: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize })),
+    replicas: (options.readUrls ?? []).map((url) =>
+      mysql.createPool({
+        ...connectionOptions(url, options.tlsCa, probeTimeoutMs),
+        connectionLimit: options.poolSize,
+      }),
+    ),
+  };
+}
+
+/** MariaDB or MySQL, asked of the first node that answers; MariaDB when none does. */
+async function flavourOf(writes: readonly Pool[]): Promise<Database["flavour"]> {
+  for (const pool of writes) {
+    try {
+      const [rows] = await pool.query<mysql.RowDataPacket[]>("SELECT VERSION() AS version");
+      return String(rows[0]?.version ?? "").includes("MariaDB") ? "mariadb" : "mysql";
+    } catch {
+      // Unreachable at start-up: try the next node; serve anyway (503 until one is back), assume MariaDB.
+    }
+  }
+  return "mariadb";
+}
+
+/**
+ * Sets every new connection's session: UTC, and on the read pools the statement time limit. No statement
+ * depends on the session time zone (buckets are whole-day arithmetic, ./rollups.ts; UNIX_TIMESTAMP() without
+ * an argument is zone-free). Sessions are pinned to UTC all the same, so a date function in a later statement
+ * or a diagnostic query reads UTC like the rest of the service.
+ */
+function prepareSessions(pools: Pools, flavour: Database["flavour"], queryTimeoutMs: number | undefined): void {
+  for (const pool of [...pools.reads, ...pools.writes, ...pools.replicas])
+    pool.pool.on("connection", (connection) => connection.query("SET time_zone = '+00:00'"));
+  if (queryTimeoutMs === undefined) return;
+  for (const pool of [...pools.reads, ...pools.replicas])
+    pool.pool.on("connection", (connection) => {
+      // MariaDB counts in seconds (max_statement_time); MySQL in milliseconds (max_execution_time, SELECT only).
+      if (flavour === "mariadb") connection.query("SET SESSION max_statement_time = ?", [queryTimeoutMs / 1000]);
+      else connection.query("SET SESSION max_execution_time = ?", [queryTimeoutMs]);
+    });
+}
+
+/**
+ * The nodes' health, probed from now on. With several nodes, one probe round first (at most about one probe
+ * timeout), so the pools start on a healthy node when the first one is down.
+ */
+async function startNodeSet(
+  nodeOptions: readonly PoolOptions[],
+  probeTimeoutMs: number,
+  onEvent: DatabaseOptions["onEvent"],
+): Promise<NodeSet> {
+  const nodes = new NodeSet({
+    nodes: nodeOptions,
+    probeTimeoutMs,
+    onSwitch: (from, to) => onEvent?.("database node changed", { from, to }),
+  });
+  if (nodeOptions.length > 1) await nodes.probeNow();
+  nodes.start();
+  return nodes;
+}
+
+/** Leaderboard reads over the caught-up replicas; undefined when there are none. */
+function replicaReads(
+  replicas: readonly Pool[],
+  primary: Pool,
+  flavour: Database["flavour"],
+  options: DatabaseOptions,
+): ReplicaReads | undefined {
+  if (replicas.length === 0) return undefined;
+  return new ReplicaReads({
+    primary,
+    replicas: [...replicas],
+    waitMs: options.replicaWaitMs ?? 500,
+    flavour,
+    onSkip: (replica, reason) => options.onEvent?.("read replica skipped", { replica, reason }),
+  });
 }
