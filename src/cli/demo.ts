@@ -10,7 +10,7 @@ import { randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { KeyAdmin } from "../auth/key-admin.js";
-import { loadConfig } from "../config.js";
+import { type Config, loadConfig } from "../config.js";
 import type { SeedPlan } from "../ingest/seed-data.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { Races } from "../races/races.js";
@@ -53,79 +53,20 @@ export function loadDemoData(db: Database, end: number): Promise<SeedReport> {
 }
 
 export async function runDemo(args: string[]): Promise<void> {
-  let values: { port?: string | undefined };
-  try {
-    ({ values } = parseArgs({ args, options: { port: { type: "string" } } }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-  const config = loadConfig(values.port === undefined ? process.env : { ...process.env, PORT: values.port });
+  const config = demoConfig(args);
   // The demo always prepares its database, whatever MIGRATE_ON_START says.
-  const key = await withDatabase(
+  const keys = await withDatabase(
     async (db) => {
-      if ((await usersOfAffiliate(db.read, DEMO_AFFILIATE)) === 0) {
-        const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
-        process.stderr.write(
-          `Loading demo data (${RUN} seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
-            `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
-        );
-        const report = await loadDemoData(db, plan.end);
-        process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
-      }
-      // Through KeyAdmin, as every key change: the same rules, the change row, the event.
-      const issued = await new KeyAdmin(mariadbApiKeys(db.write)).create({
-        affiliateId: DEMO_AFFILIATE,
-        label: "demo",
-      });
-      if (issued.kind !== "issued") throw new Error(`the demo key was refused: ${JSON.stringify(issued)}`);
-      // An overlay-only publishable key (no origins: only the service's own /board page uses it).
-      const overlay = await new KeyAdmin(mariadbApiKeys(db.write)).create({
-        affiliateId: DEMO_AFFILIATE,
-        label: "demo overlay",
-        publishable: true,
-      });
-      if (overlay.kind !== "issued") throw new Error(`the overlay key was refused: ${JSON.stringify(overlay)}`);
+      await loadDemoDataOnce(db);
+      const issued = await issueDemoKeys(db);
       await ensureDemoRace(db, config.defaultAvatarUrl);
-      return { secret: issued.secret, overlay: overlay.secret };
+      return issued;
     },
     { config, create: true, migrate: true },
   );
   const running = await serve(config);
   const trickle = await startWagerTrickle(config.databaseUrl);
-  const period = halfMonthOf(Math.floor(Date.now() / 1000));
-  const body = JSON.stringify({ startTimestamp: period.start, endTimestamp: period.end, numUsers: 10 });
-  const base = `http://localhost:${running.port}`;
-  process.stdout.write(
-    [
-      "",
-      `topwagers demo is running on ${base} (Ctrl-C to stop).`,
-      "",
-      `Demo API key for affiliate "${DEMO_AFFILIATE}" (shown once):`,
-      `  ${key.secret}`,
-      "",
-      "Top 10 of the current half-month over REST:",
-      `  curl -s ${base}${config.basePath}/top-affiliate-wagers-by-period \\`,
-      `    -H 'Authorization: Bearer ${key.secret}' -H 'Content-Type: application/json' \\`,
-      `    -d '${body}'`,
-      "",
-      "The same over gRPC (buf curl reads the API through server reflection):",
-      `  npx buf curl --protocol grpc --http2-prior-knowledge \\`,
-      `    -H 'Authorization: Bearer ${key.secret}' \\`,
-      `    -d '${body}' \\`,
-      `    ${base}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`,
-      "",
-      `Or try it in a browser: ${base}/docs (Authorize with the key above, then Try it out).`,
-      "",
-      `The demo race "${DEMO_RACE_TITLE}" (slug ${DEMO_RACE_SLUG}, a new race every month, prizes for the top 5):`,
-      `  curl -s ${base}${config.basePath}/races/${DEMO_RACE_SLUG} -H 'Authorization: Bearer ${key.secret}'`,
-      "",
-      "Its live overlay: paste this URL into OBS as a Browser Source (e.g. 800×480), or open it in a browser:",
-      `  ${base}${config.basePath}/board?key=${key.overlay}&race=${DEMO_RACE_SLUG}&theme=transparent`,
-      "",
-      "A few wagers arrive every second, so the board and the race move.",
-      "",
-    ].join("\n"),
-  );
+  process.stdout.write(demoWelcome(`http://localhost:${running.port}`, config.basePath, keys));
   const stop = () => {
     trickle.stop();
     running.stop().then(
@@ -135,6 +76,84 @@ export async function runDemo(args: string[]): Promise<void> {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+}
+
+/** The settings, with `--port` over PORT. */
+function demoConfig(args: string[]): Config {
+  let values: { port?: string | undefined };
+  try {
+    ({ values } = parseArgs({ args, options: { port: { type: "string" } } }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  return loadConfig(values.port === undefined ? process.env : { ...process.env, PORT: values.port });
+}
+
+/** Loads the demo data set unless the demo affiliate has users already (an earlier demo loaded it). */
+async function loadDemoDataOnce(db: Database): Promise<void> {
+  if ((await usersOfAffiliate(db.read, DEMO_AFFILIATE)) !== 0) return;
+  const plan = demoSeedPlan(Math.floor(Date.now() / 1000));
+  process.stderr.write(
+    `Loading demo data (${RUN} seed with --seed ${plan.seed} --affiliates ${plan.affiliates} ` +
+      `--users ${plan.users} --wagers ${plan.wagers} --months ${plan.months} --void-per-mille ${DEMO_VOIDS})...\n`,
+  );
+  const report = await loadDemoData(db, plan.end);
+  process.stderr.write(`Loaded ${report.users} users and ${report.wagers} wagers (${report.voided} voided).\n`);
+}
+
+/**
+ * A new secret key for the demo affiliate, and an overlay-only publishable key (no origins: only the
+ * service's own /board page uses it). Through KeyAdmin, as every key change: the same rules, the change row,
+ * the event.
+ */
+async function issueDemoKeys(db: Database): Promise<{ secret: string; overlay: string }> {
+  const issued = await new KeyAdmin(mariadbApiKeys(db.write)).create({
+    affiliateId: DEMO_AFFILIATE,
+    label: "demo",
+  });
+  if (issued.kind !== "issued") throw new Error(`the demo key was refused: ${JSON.stringify(issued)}`);
+  const overlay = await new KeyAdmin(mariadbApiKeys(db.write)).create({
+    affiliateId: DEMO_AFFILIATE,
+    label: "demo overlay",
+    publishable: true,
+  });
+  if (overlay.kind !== "issued") throw new Error(`the overlay key was refused: ${JSON.stringify(overlay)}`);
+  return { secret: issued.secret, overlay: overlay.secret };
+}
+
+/** What the demo prints once it runs: the keys, and commands to try over REST, gRPC, the browser, the overlay. */
+function demoWelcome(base: string, basePath: string, key: { secret: string; overlay: string }): string {
+  const period = halfMonthOf(Math.floor(Date.now() / 1000));
+  const body = JSON.stringify({ startTimestamp: period.start, endTimestamp: period.end, numUsers: 10 });
+  return [
+    "",
+    `topwagers demo is running on ${base} (Ctrl-C to stop).`,
+    "",
+    `Demo API key for affiliate "${DEMO_AFFILIATE}" (shown once):`,
+    `  ${key.secret}`,
+    "",
+    "Top 10 of the current half-month over REST:",
+    `  curl -s ${base}${basePath}/top-affiliate-wagers-by-period \\`,
+    `    -H 'Authorization: Bearer ${key.secret}' -H 'Content-Type: application/json' \\`,
+    `    -d '${body}'`,
+    "",
+    "The same over gRPC (buf curl reads the API through server reflection):",
+    `  npx buf curl --protocol grpc --http2-prior-knowledge \\`,
+    `    -H 'Authorization: Bearer ${key.secret}' \\`,
+    `    -d '${body}' \\`,
+    `    ${base}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`,
+    "",
+    `Or try it in a browser: ${base}/docs (Authorize with the key above, then Try it out).`,
+    "",
+    `The demo race "${DEMO_RACE_TITLE}" (slug ${DEMO_RACE_SLUG}, a new race every month, prizes for the top 5):`,
+    `  curl -s ${base}${basePath}/races/${DEMO_RACE_SLUG} -H 'Authorization: Bearer ${key.secret}'`,
+    "",
+    "Its live overlay: paste this URL into OBS as a Browser Source (e.g. 800×480), or open it in a browser:",
+    `  ${base}${basePath}/board?key=${key.overlay}&race=${DEMO_RACE_SLUG}&theme=transparent`,
+    "",
+    "A few wagers arrive every second, so the board and the race move.",
+    "",
+  ].join("\n");
 }
 
 export const DEMO_RACE_SLUG = "monthly";
