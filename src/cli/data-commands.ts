@@ -14,7 +14,7 @@ import { sameDecimal } from "../values/decimal.js";
 import { printJson, UsageError, withDatabase } from "./common.js";
 import { type ImportFormat, importFile } from "./import-file.js";
 import { formatDuration, Progress } from "./progress.js";
-import { type SeedMethod, seedDatabase } from "./seed.js";
+import { type SeedMethod, type SeedProgress, seedDatabase } from "./seed.js";
 import { RUN } from "./usage.js";
 
 const number = new Intl.NumberFormat("en-US");
@@ -121,19 +121,65 @@ export async function importCommand(args: string[]): Promise<void> {
 
 // ---------------------------------------------------------------- seed
 
+const SEED_OPTIONS = [
+  "seed",
+  "affiliates",
+  "users",
+  "wagers",
+  "months",
+  "end",
+  "prefix",
+  "method",
+  "void-per-mille",
+] as const;
+
+type SeedValues = Partial<Record<(typeof SEED_OPTIONS)[number], string>>;
+
 export async function seedCommand(args: string[]): Promise<void> {
-  const { values, json, positionals } = options(args, [
-    "seed",
-    "affiliates",
-    "users",
-    "wagers",
-    "months",
-    "end",
-    "prefix",
-    "method",
-    "void-per-mille",
-  ]);
+  const { values, json, positionals } = options(args, SEED_OPTIONS);
   if (positionals.length > 0) throw new UsageError(`seed takes no arguments, got "${positionals.join(" ")}"`);
+  const plan = seedPlanOf(values);
+  const voidPerMille = wholeNumber("void-per-mille", values["void-per-mille"], 0);
+  if (voidPerMille > 1000) throw new UsageError(`--void-per-mille must be 0 to 1000, got "${voidPerMille}"`);
+  const method = values.method ?? "auto";
+  if (!["auto", "record", "bulk"].includes(method)) {
+    throw new UsageError(`--method must be auto, record or bulk, got "${method}"`);
+  }
+  const reproduce =
+    `--seed ${plan.seed} --affiliates ${plan.affiliates}${plan.users === undefined ? "" : ` --users ${plan.users}`} ` +
+    `--wagers ${plan.wagers} --months ${plan.months} --end ${plan.end} --prefix ${plan.prefix}` +
+    (voidPerMille > 0 ? ` --void-per-mille ${voidPerMille}` : "");
+  process.stderr.write(`Seeding ${reproduce} (window ending ${new Date(plan.end * 1000).toISOString()})\n`);
+  const started = Date.now();
+  const report = await withDatabase((db) =>
+    seedDatabase(db, plan, {
+      method: method as SeedMethod,
+      voidPerMille,
+      notice: (text) => process.stderr.write(`note: ${text}\n`),
+      progress: seedProgressBars(),
+    }),
+  );
+  printOutcome(
+    json,
+    started,
+    {
+      plan: { ...plan },
+      method: report.method,
+      affiliates: report.affiliates,
+      users: report.users,
+      wagers: report.wagers,
+      ...wagerCounts(report),
+    },
+    (took) =>
+      `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
+      `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
+      `${number.format(report.duplicates)} already there${report.voided > 0 ? `, ${number.format(report.voided)} voided` : ""}) by ${report.method} in ` +
+      `${took}.\nSame data again: ${RUN} seed ${reproduce}\n`,
+  );
+}
+
+/** The data set the options ask for; its end must be a time ingest accepts wagers at. */
+function seedPlanOf(values: SeedValues): SeedPlan {
   const now = Math.floor(Date.now() / 1000);
   const seed = wholeNumber("seed", values.seed, 42);
   const plan: SeedPlan = {
@@ -154,54 +200,23 @@ export async function seedCommand(args: string[]): Promise<void> {
   if (plan.users !== undefined && plan.users < plan.affiliates) {
     throw new UsageError("--users must be at least --affiliates (every affiliate gets a user)");
   }
-  const voidPerMille = wholeNumber("void-per-mille", values["void-per-mille"], 0);
-  if (voidPerMille > 1000) throw new UsageError(`--void-per-mille must be 0 to 1000, got "${voidPerMille}"`);
-  const method = values.method ?? "auto";
-  if (!["auto", "record", "bulk"].includes(method)) {
-    throw new UsageError(`--method must be auto, record or bulk, got "${method}"`);
-  }
-  const reproduce =
-    `--seed ${plan.seed} --affiliates ${plan.affiliates}${plan.users === undefined ? "" : ` --users ${plan.users}`} ` +
-    `--wagers ${plan.wagers} --months ${plan.months} --end ${plan.end} --prefix ${plan.prefix}` +
-    (voidPerMille > 0 ? ` --void-per-mille ${voidPerMille}` : "");
-  process.stderr.write(`Seeding ${reproduce} (window ending ${new Date(plan.end * 1000).toISOString()})\n`);
-  const started = Date.now();
+  return plan;
+}
+
+/** A progress bar per phase of the seed (users, wagers, voids) on stderr. */
+function seedProgressBars(): SeedProgress {
   let progress: Progress | undefined;
-  const report = await withDatabase((db) =>
-    seedDatabase(db, plan, {
-      method: method as SeedMethod,
-      voidPerMille,
-      notice: (text) => process.stderr.write(`note: ${text}\n`),
-      progress: {
-        phase(name, total) {
-          progress = new Progress({ label: `seed ${name}`, items: name, total });
-        },
-        update(done) {
-          progress?.update(done);
-        },
-        done() {
-          progress?.finish();
-        },
-      },
-    }),
-  );
-  printOutcome(
-    json,
-    started,
-    {
-      plan: { ...plan },
-      method: report.method,
-      affiliates: report.affiliates,
-      users: report.users,
-      wagers: report.wagers,
-      ...wagerCounts(report),
+  return {
+    phase(name, total) {
+      progress = new Progress({ label: `seed ${name}`, items: name, total });
     },
-    (took) =>
-      `Seeded ${number.format(report.affiliates)} affiliates, ${number.format(report.users)} users and ` +
-      `${number.format(report.wagers)} wagers (${number.format(report.recorded)} new, ` +
-      `${number.format(report.duplicates)} already there${report.voided > 0 ? `, ${number.format(report.voided)} voided` : ""}) by ${report.method} in ` +
-      `${took}.\nSame data again: ${RUN} seed ${reproduce}\n`,
-  );
+    update(done) {
+      progress?.update(done);
+    },
+    done() {
+      progress?.finish();
+    },
+  };
 }
 
 // ---------------------------------------------------------------- verify
