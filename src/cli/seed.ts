@@ -177,39 +177,13 @@ async function loadInBulk(
   initialMethod: LoadMethod,
   options: SeedOptions,
 ): Promise<{ recorded: number; method: SeedReport["method"] }> {
-  let method = initialMethod;
-  const userIds = Array.from({ length: data.userCount }, (_, u) => data.userId(u));
-  const keys = await userKeys(db.write, userIds);
-  const userKey = userIds.map((id) => {
-    const key = keys.get(id);
-    if (key === undefined) throw new Error(`seeded user ${id} is missing`);
-    return key;
-  });
-
-  let recorded = 0;
-  let done = 0;
-  let pending: Promise<void> = Promise.resolve();
-  const load = async (rows: WagerRow[]) => {
-    const chunk = { rows, firstExternalId: rows[0]?.[0] ?? "", lastExternalId: rows[rows.length - 1]?.[0] ?? "" };
-    let inserted: number;
-    try {
-      inserted = await loadWagerChunk(db.write, chunk, method);
-    } catch (error) {
-      if (method !== "load-data" || !isLocalInfileRefused(error)) throw error;
-      options.notice?.(LOCAL_INFILE_FIX);
-      method = "insert";
-      inserted = await loadWagerChunk(db.write, chunk, method);
-    }
-    recorded += inserted;
-    done += rows.length;
-    options.progress?.update(done);
-  };
-
+  const userKey = await seededUserKeys(db, data);
+  const loader = new ChunkLoader(db, initialMethod, options);
   let rows: WagerRow[] = [];
   for (let rank = 1; rank <= data.plan.affiliates; rank++) {
     const wagers = data.wagersOf(rank);
     for (let i = 0; i < wagers.count; i++) {
-      const key = userKey[wagers.userIndex[i] ?? 0] as { id: number; affiliateId: number };
+      const key = userKey[wagers.userIndex[i] ?? 0] as UserKey;
       rows.push([
         data.wagerId(wagers.first + i),
         key.id,
@@ -219,22 +193,74 @@ async function loadInBulk(
         data.weightBps(wagers.first + i),
       ]);
       if (rows.length === CHUNK_ROWS) {
-        // Load this chunk while the next one is generated; one chunk in flight keeps ids in order.
-        const full = rows;
+        await loader.loadWhileGenerating(rows);
         rows = [];
-        await pending;
-        pending = load(full);
-        // Awaited at the next chunk; until then a failure must not count as unhandled.
-        pending.catch(() => undefined);
       }
       // Let the loading chunk's stream flow while this loop generates.
       if (i % 8192 === 8191) await yieldToEventLoop();
     }
     await yieldToEventLoop();
   }
-  await pending;
-  if (rows.length > 0) await load(rows);
-  return { recorded, method: `bulk (${method})` };
+  await loader.loading;
+  if (rows.length > 0) await loader.load(rows);
+  return { recorded: loader.recorded, method: `bulk (${loader.method})` };
+}
+
+interface UserKey {
+  readonly id: number;
+  readonly affiliateId: number;
+}
+
+/** The database keys of the seeded users, by user index (the users are written first). */
+async function seededUserKeys(db: Database, data: SeedData): Promise<UserKey[]> {
+  const userIds = Array.from({ length: data.userCount }, (_, u) => data.userId(u));
+  const keys = await userKeys(db.write, userIds);
+  return userIds.map((id) => {
+    const key = keys.get(id);
+    if (key === undefined) throw new Error(`seeded user ${id} is missing`);
+    return key;
+  });
+}
+
+/**
+ * Loads chunks of wager rows in order, one in flight while the next is generated, and counts what it
+ * recorded. When the server refuses LOAD DATA LOCAL, it says how to allow it and goes on with INSERTs.
+ */
+class ChunkLoader {
+  recorded = 0;
+  /** The chunk being loaded; awaited before the next one starts. */
+  loading: Promise<void> = Promise.resolve();
+  private done = 0;
+
+  constructor(
+    private readonly db: Database,
+    public method: LoadMethod,
+    private readonly options: SeedOptions,
+  ) {}
+
+  /** Starts loading `rows` once the chunk before is loaded, and returns without waiting for it. */
+  async loadWhileGenerating(rows: WagerRow[]): Promise<void> {
+    await this.loading;
+    this.loading = this.load(rows);
+    // Awaited at the next chunk; until then a failure must not count as unhandled.
+    this.loading.catch(() => undefined);
+  }
+
+  async load(rows: WagerRow[]): Promise<void> {
+    const chunk = { rows, firstExternalId: rows[0]?.[0] ?? "", lastExternalId: rows[rows.length - 1]?.[0] ?? "" };
+    let inserted: number;
+    try {
+      inserted = await loadWagerChunk(this.db.write, chunk, this.method);
+    } catch (error) {
+      if (this.method !== "load-data" || !isLocalInfileRefused(error)) throw error;
+      this.options.notice?.(LOCAL_INFILE_FIX);
+      this.method = "insert";
+      inserted = await loadWagerChunk(this.db.write, chunk, this.method);
+    }
+    this.recorded += inserted;
+    this.done += rows.length;
+    this.options.progress?.update(this.done);
+  }
 }
 
 function expectUpserted(result: UpsertUsersResult): void {
