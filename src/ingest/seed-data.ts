@@ -163,65 +163,13 @@ export class SeedData {
     for (let r = 0; r < plan.affiliates; r++) {
       this.userOffsets[r + 1] = (this.userOffsets[r] ?? 0) + (this.sizes[r] ?? 0);
     }
-
-    const users = new Sampler(streamSeed(plan.seed, 1));
-    const span = plan.end - this.start;
-    this.betMedian = new Float64Array(this.userCount);
-    const sizeFactor = new Float64Array(this.userCount);
-    this.sessionOffsets = new Uint32Array(this.userCount + 1);
-    const starts: number[] = [];
-    const lengths: number[] = [];
-    for (let u = 0; u < this.userCount; u++) {
-      const signup = this.start - 90 * DAY + users.uniform() * (span + 90 * DAY);
-      const lifetime = users.exponential(120 * DAY);
-      const from = Math.max(signup, this.start);
-      const to = Math.min(signup + lifetime, plan.end);
-      const rate = users.logNormal(0.05, 1);
-      sizeFactor[u] = users.logNormal(1, 1);
-      this.betMedian[u] = users.logNormal(3, 1.2);
-      const sessions = to > from ? users.poisson((rate * (to - from)) / DAY) : 0;
-      for (let s = 0; s < sessions; s++) {
-        starts.push(Math.floor(from + users.uniform() * (to - from)));
-        lengths.push(Math.round(60 + users.exponential(1800)));
-      }
-      this.sessionOffsets[u + 1] = starts.length;
-    }
-    if (starts.length === 0 && plan.wagers > 0) {
-      // Too few users to have played by chance: give each one session so the wagers have somewhere to go.
-      for (let u = 0; u < this.userCount; u++) {
-        starts.push(Math.floor(this.start + users.uniform() * span));
-        lengths.push(Math.round(60 + users.exponential(1800)));
-        this.sessionOffsets[u + 1] = starts.length;
-      }
-    }
-    this.sessionStart = Uint32Array.from(starts);
-    this.sessionLength = Uint32Array.from(lengths);
-
-    // Exactly plan.wagers wagers, spread over sessions in proportion to their user's session size.
-    this.sessionWagers = new Uint32Array(starts.length);
-    let totalWeight = 0;
-    for (let u = 0; u < this.userCount; u++) {
-      totalWeight += ((this.sessionOffsets[u + 1] ?? 0) - (this.sessionOffsets[u] ?? 0)) * (sizeFactor[u] ?? 0);
-    }
-    let cumulative = 0;
-    let given = 0;
-    for (let u = 0; u < this.userCount; u++) {
-      for (let s = this.sessionOffsets[u] ?? 0; s < (this.sessionOffsets[u + 1] ?? 0); s++) {
-        cumulative += sizeFactor[u] ?? 0;
-        const upTo = s === starts.length - 1 ? plan.wagers : Math.floor((cumulative / totalWeight) * plan.wagers);
-        const n = Math.max(0, Math.min(plan.wagers, upTo) - given);
-        this.sessionWagers[s] = n;
-        given += n;
-      }
-    }
-    this.wagerOffsets = new Float64Array(plan.affiliates + 1);
-    for (let r = 0; r < plan.affiliates; r++) {
-      let n = 0;
-      const sessionsFrom = this.sessionOffsets[this.userOffsets[r] ?? 0] ?? 0;
-      const sessionsTo = this.sessionOffsets[this.userOffsets[r + 1] ?? 0] ?? 0;
-      for (let s = sessionsFrom; s < sessionsTo; s++) n += this.sessionWagers[s] ?? 0;
-      this.wagerOffsets[r + 1] = (this.wagerOffsets[r] ?? 0) + n;
-    }
+    const users = drawUsers(plan, this.start, this.userCount);
+    this.betMedian = users.betMedian;
+    this.sessionOffsets = users.sessionOffsets;
+    this.sessionStart = Uint32Array.from(users.starts);
+    this.sessionLength = Uint32Array.from(users.lengths);
+    this.sessionWagers = spreadWagers(users, plan.wagers);
+    this.wagerOffsets = affiliateWagerOffsets(this.userOffsets, this.sessionOffsets, this.sessionWagers);
   }
 
   affiliateId(rank: number): string {
@@ -340,4 +288,93 @@ function timeOrder(keys: Uint32Array): Uint32Array {
     [from, to] = [to, from];
   }
   return from;
+}
+
+/** The users as drawn: each one's bet size and session size, and their sessions (start, length) in user order. */
+interface DrawnUsers {
+  readonly betMedian: Float64Array;
+  readonly sizeFactor: Float64Array;
+  /** Index of each user's first session, plus the total at the end. */
+  readonly sessionOffsets: Uint32Array;
+  readonly starts: number[];
+  readonly lengths: number[];
+}
+
+/**
+ * Draws every user from the users' stream of the seed: a signup, a lifetime, a rate of play, a session size
+ * and a bet size, then sessions at that rate within the window.
+ */
+function drawUsers(plan: SeedPlan, start: number, userCount: number): DrawnUsers {
+  const users = new Sampler(streamSeed(plan.seed, 1));
+  const span = plan.end - start;
+  const betMedian = new Float64Array(userCount);
+  const sizeFactor = new Float64Array(userCount);
+  const sessionOffsets = new Uint32Array(userCount + 1);
+  const starts: number[] = [];
+  const lengths: number[] = [];
+  for (let u = 0; u < userCount; u++) {
+    const signup = start - 90 * DAY + users.uniform() * (span + 90 * DAY);
+    const lifetime = users.exponential(120 * DAY);
+    const from = Math.max(signup, start);
+    const to = Math.min(signup + lifetime, plan.end);
+    const rate = users.logNormal(0.05, 1);
+    sizeFactor[u] = users.logNormal(1, 1);
+    betMedian[u] = users.logNormal(3, 1.2);
+    const sessions = to > from ? users.poisson((rate * (to - from)) / DAY) : 0;
+    for (let s = 0; s < sessions; s++) {
+      starts.push(Math.floor(from + users.uniform() * (to - from)));
+      lengths.push(Math.round(60 + users.exponential(1800)));
+    }
+    sessionOffsets[u + 1] = starts.length;
+  }
+  if (starts.length === 0 && plan.wagers > 0) {
+    // Too few users to have played by chance: give each one session so the wagers have somewhere to go.
+    for (let u = 0; u < userCount; u++) {
+      starts.push(Math.floor(start + users.uniform() * span));
+      lengths.push(Math.round(60 + users.exponential(1800)));
+      sessionOffsets[u + 1] = starts.length;
+    }
+  }
+  return { betMedian, sizeFactor, sessionOffsets, starts, lengths };
+}
+
+/** Exactly `wagers` wagers, spread over the sessions in proportion to their user's session size. */
+function spreadWagers(users: DrawnUsers, wagers: number): Uint32Array {
+  const { sessionOffsets, sizeFactor } = users;
+  const userCount = sizeFactor.length;
+  const sessionWagers = new Uint32Array(users.starts.length);
+  let totalWeight = 0;
+  for (let u = 0; u < userCount; u++) {
+    totalWeight += ((sessionOffsets[u + 1] ?? 0) - (sessionOffsets[u] ?? 0)) * (sizeFactor[u] ?? 0);
+  }
+  let cumulative = 0;
+  let given = 0;
+  for (let u = 0; u < userCount; u++) {
+    for (let s = sessionOffsets[u] ?? 0; s < (sessionOffsets[u + 1] ?? 0); s++) {
+      cumulative += sizeFactor[u] ?? 0;
+      const upTo = s === users.starts.length - 1 ? wagers : Math.floor((cumulative / totalWeight) * wagers);
+      const n = Math.max(0, Math.min(wagers, upTo) - given);
+      sessionWagers[s] = n;
+      given += n;
+    }
+  }
+  return sessionWagers;
+}
+
+/** Wagers before each affiliate's first (by rank - 1), plus the total at the end. */
+function affiliateWagerOffsets(
+  userOffsets: Uint32Array,
+  sessionOffsets: Uint32Array,
+  sessionWagers: Uint32Array,
+): Float64Array {
+  const affiliates = userOffsets.length - 1;
+  const offsets = new Float64Array(affiliates + 1);
+  for (let r = 0; r < affiliates; r++) {
+    let n = 0;
+    const sessionsFrom = sessionOffsets[userOffsets[r] ?? 0] ?? 0;
+    const sessionsTo = sessionOffsets[userOffsets[r + 1] ?? 0] ?? 0;
+    for (let s = sessionsFrom; s < sessionsTo; s++) n += sessionWagers[s] ?? 0;
+    offsets[r + 1] = (offsets[r] ?? 0) + n;
+  }
+  return offsets;
 }
