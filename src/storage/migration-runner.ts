@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "./database-errors.js";
 import { MIGRATIONS, type Migration } from "./schema-migrations.js";
 
@@ -40,6 +40,27 @@ export async function migrate(
   options: MigrateOptions = {},
 ): Promise<MigrationReport> {
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}`;
+  await createLeaseRow(pool);
+  await takeLease(pool, holder, options.waitMs ?? 120_000);
+  const renewal = keepRenewing(pool, holder);
+  const connection = await pool.getConnection();
+  try {
+    const applied = await applyPending(connection, migrations, options, renewal);
+    return { applied, current: Math.max(0, ...migrations.map((m) => m.version)) };
+  } finally {
+    renewal.stop();
+    connection.release();
+    await pool
+      .query("UPDATE schema_migration_lease SET holder = '', expires_at = 0 WHERE name = ? AND holder = ?", [
+        LEASE_NAME,
+        holder,
+      ])
+      .catch(() => undefined); // it expires by itself
+  }
+}
+
+/** The lease's table and its one row (free), when they do not exist yet. */
+async function createLeaseRow(pool: Pool): Promise<void> {
   await pool.query(
     `CREATE TABLE IF NOT EXISTS schema_migration_lease (
       name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
@@ -52,15 +73,23 @@ export async function migrate(
       await pool.query("INSERT IGNORE INTO schema_migration_lease (name, holder, expires_at) VALUES (?, '', 0)", [
         LEASE_NAME,
       ]);
-      break;
+      return;
     } catch (error) {
       // Two nodes inserting the row at once conflict at certification (Galera): the row is there now.
       if (classifyDatabaseError(error) !== "retry" || attempt >= 5) throw error;
     }
   }
-  await takeLease(pool, holder, options.waitMs ?? 120_000);
+}
+
+/** The lease renewed every LEASE_SECONDS / 3 until stopped; `lost` is why a renewal failed, if one did. */
+interface Renewal {
+  lost(): unknown;
+  stop(): void;
+}
+
+function keepRenewing(pool: Pool, holder: string): Renewal {
   let lost: unknown;
-  const renewal = setInterval(
+  const timer = setInterval(
     () => {
       renewLease(pool, holder).catch((error: unknown) => {
         lost ??= error;
@@ -68,50 +97,48 @@ export async function migrate(
     },
     (LEASE_SECONDS * 1000) / 3,
   );
-  renewal.unref();
-  const connection = await pool.getConnection();
-  try {
-    await connection.query(
-      `CREATE TABLE IF NOT EXISTS schema_migrations (
-        version INT UNSIGNED NOT NULL PRIMARY KEY,
-        name VARCHAR(200) NOT NULL,
-        applied_at INT UNSIGNED NOT NULL
-      ) ENGINE=InnoDB`,
-    );
-    const done = new Set(
-      (await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations"))[0].map((r) =>
-        Number(r.version),
-      ),
-    );
-    const applied: Migration[] = [];
-    for (const migration of migrations) {
-      if (done.has(migration.version)) continue;
-      if (lost !== undefined) throw new Error("lost the migration lease; stopping", { cause: lost });
-      // DDL commits implicitly in MySQL, so a migration is made of idempotent-enough steps
-      // and recorded only once all of them succeeded.
-      const context = { connection, progress: options.onProgress ?? (() => undefined) };
-      for (const statement of migration.statements) {
-        if (typeof statement === "string") await connection.query(statement);
-        else await statement(context);
-      }
-      // IGNORE: an instance that took over an expired lease mid-step may have recorded it too.
-      await connection.query(
-        "INSERT IGNORE INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
-        [migration.version, migration.name],
-      );
-      applied.push(migration);
+  timer.unref();
+  return { lost: () => lost, stop: () => clearInterval(timer) };
+}
+
+/**
+ * Applies the migrations not recorded in `schema_migrations`, in order, while the lease holds. DDL commits
+ * implicitly in MySQL, so a migration is made of idempotent-enough steps and recorded only once all of them
+ * succeeded.
+ */
+async function applyPending(
+  connection: PoolConnection,
+  migrations: readonly Migration[],
+  options: MigrateOptions,
+  renewal: Renewal,
+): Promise<Migration[]> {
+  await connection.query(
+    `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INT UNSIGNED NOT NULL PRIMARY KEY,
+      name VARCHAR(200) NOT NULL,
+      applied_at INT UNSIGNED NOT NULL
+    ) ENGINE=InnoDB`,
+  );
+  const [rows] = await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations");
+  const done = new Set(rows.map((r) => Number(r.version)));
+  const applied: Migration[] = [];
+  for (const migration of migrations) {
+    if (done.has(migration.version)) continue;
+    const lost = renewal.lost();
+    if (lost !== undefined) throw new Error("lost the migration lease; stopping", { cause: lost });
+    const context = { connection, progress: options.onProgress ?? (() => undefined) };
+    for (const statement of migration.statements) {
+      if (typeof statement === "string") await connection.query(statement);
+      else await statement(context);
     }
-    return { applied, current: Math.max(0, ...migrations.map((m) => m.version)) };
-  } finally {
-    clearInterval(renewal);
-    connection.release();
-    await pool
-      .query("UPDATE schema_migration_lease SET holder = '', expires_at = 0 WHERE name = ? AND holder = ?", [
-        LEASE_NAME,
-        holder,
-      ])
-      .catch(() => undefined); // it expires by itself
+    // IGNORE: an instance that took over an expired lease mid-step may have recorded it too.
+    await connection.query(
+      "INSERT IGNORE INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
+      [migration.version, migration.name],
+    );
+    applied.push(migration);
   }
+  return applied;
 }
 
 async function takeLease(pool: Pool, holder: string, waitMs: number): Promise<void> {
