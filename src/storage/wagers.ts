@@ -34,17 +34,8 @@ export async function recordWagerBatch(
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
 ): Promise<RecordOutcome> {
   if (wagers.length === 0) return { kind: "recorded", recorded: 0, duplicates: 0 };
-
-  // Repeats inside the batch: the first occurrence stands for all.
-  const unique = new Map<string, WagerRecord>();
-  const conflicting = new Set<string>();
-  for (const wager of wagers) {
-    const first = unique.get(wager.id);
-    if (first === undefined) unique.set(wager.id, wager);
-    else if (!sameWagerContent(first, wager)) conflicting.add(wager.id);
-  }
-  if (conflicting.size > 0) return { kind: "conflict", wagerIds: [...conflicting] };
-  const batch = [...unique.values()].sort((a, b) => byCodePoint(a.id, b.id));
+  const batch = uniqueWagers(wagers);
+  if ("kind" in batch) return batch;
   const userIds = [...new Set(batch.map((w) => w.userId))];
 
   return inTransaction(
@@ -54,47 +45,9 @@ export async function recordWagerBatch(
       const unknown = userIds.filter((id) => !users.has(id));
       if (unknown.length > 0) return { kind: "unknown_users", userIds: unknown };
       await stage(pool, connection, batch, users);
-
-      let fresh = batch;
-      try {
-        await connection.query(`INSERT INTO wagers (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGE} ORDER BY external_id`);
-      } catch (error) {
-        if (errnoOf(error) !== ER_DUP_ENTRY) throw error;
-        const recorded = await recordedWagers(connection);
-        const different = batch.filter((w) => {
-          const existing = recorded.get(w.id);
-          return existing !== undefined && !sameWagerContent(existing, w);
-        });
-        if (different.length > 0) return { kind: "conflict", wagerIds: different.map((w) => w.id) };
-        fresh = batch.filter((w) => !recorded.has(w.id));
-        if (recorded.size > 0) {
-          await connection.query(`DELETE FROM ${STAGE} WHERE external_id IN (?)`, [[...recorded.keys()]]);
-        }
-        if (fresh.length > 0) {
-          const [result] = await connection.query<ResultSetHeader>(
-            `INSERT IGNORE INTO wagers (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGE} ORDER BY external_id`,
-          );
-          if (result.affectedRows !== fresh.length) {
-            throw new RetryTransaction("a concurrent writer recorded some of these wagers first");
-          }
-        }
-      }
-      let recorded = fresh.length;
-      if (fresh.length > 0) {
-        const voids = await settleVoids(connection, new Map(fresh.map((w) => [w.id, w])), users);
-        recorded -= voids.resent;
-        const counted = voids.removed.size === 0 ? fresh : fresh.filter((w) => !voids.removed.has(w.id));
-        if (counted.length > 0) {
-          await addToRollups(connection);
-          await noteWagerTimes(
-            connection,
-            counted.map((w) => ({
-              affiliateId: (users.get(w.userId) as InternalUser).affiliateId,
-              placedAt: w.placedAt,
-            })),
-          );
-        }
-      }
+      const fresh = await insertStaged(connection, batch);
+      if ("kind" in fresh) return fresh;
+      const recorded = fresh.length === 0 ? 0 : await countFresh(connection, fresh, users);
       // Everything not inserted now was recorded before (or repeats an earlier item of this batch).
       return { kind: "recorded", recorded, duplicates: wagers.length - recorded };
     },
@@ -103,6 +56,81 @@ export async function recordWagerBatch(
     if (error instanceof VoidedConflict) return { kind: "conflict", wagerIds: error.wagerIds } as const;
     throw error;
   });
+}
+
+/**
+ * The batch without repeats, in id order: the first occurrence stands for all. A conflict when an id
+ * repeats with other content.
+ */
+function uniqueWagers(wagers: readonly WagerRecord[]): WagerRecord[] | RecordOutcome {
+  const unique = new Map<string, WagerRecord>();
+  const conflicting = new Set<string>();
+  for (const wager of wagers) {
+    const first = unique.get(wager.id);
+    if (first === undefined) unique.set(wager.id, wager);
+    else if (!sameWagerContent(first, wager)) conflicting.add(wager.id);
+  }
+  if (conflicting.size > 0) return { kind: "conflict", wagerIds: [...conflicting] };
+  return [...unique.values()].sort((a, b) => byCodePoint(a.id, b.id));
+}
+
+/**
+ * Inserts the staged wagers; answers those that are new. When some were recorded before: a conflict if any
+ * of them differs, else the rest are inserted alone (and the batch retried if a concurrent writer took some).
+ */
+async function insertStaged(
+  connection: PoolConnection,
+  batch: readonly WagerRecord[],
+): Promise<readonly WagerRecord[] | RecordOutcome> {
+  try {
+    await connection.query(`INSERT INTO wagers (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGE} ORDER BY external_id`);
+    return batch;
+  } catch (error) {
+    if (errnoOf(error) !== ER_DUP_ENTRY) throw error;
+  }
+  const recorded = await recordedWagers(connection);
+  const different = batch.filter((w) => {
+    const existing = recorded.get(w.id);
+    return existing !== undefined && !sameWagerContent(existing, w);
+  });
+  if (different.length > 0) return { kind: "conflict", wagerIds: different.map((w) => w.id) };
+  const fresh = batch.filter((w) => !recorded.has(w.id));
+  if (recorded.size > 0) {
+    await connection.query(`DELETE FROM ${STAGE} WHERE external_id IN (?)`, [[...recorded.keys()]]);
+  }
+  if (fresh.length > 0) {
+    const [result] = await connection.query<ResultSetHeader>(
+      `INSERT IGNORE INTO wagers (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGE} ORDER BY external_id`,
+    );
+    if (result.affectedRows !== fresh.length) {
+      throw new RetryTransaction("a concurrent writer recorded some of these wagers first");
+    }
+  }
+  return fresh;
+}
+
+/**
+ * Settles the voids that waited for the new wagers, and adds those still counted to the rollups and the
+ * affiliates' wager times; answers how many were recorded (a resent voided wager is not).
+ */
+async function countFresh(
+  connection: PoolConnection,
+  fresh: readonly WagerRecord[],
+  users: ReadonlyMap<string, InternalUser>,
+): Promise<number> {
+  const voids = await settleVoids(connection, new Map(fresh.map((w) => [w.id, w])), users);
+  const counted = voids.removed.size === 0 ? fresh : fresh.filter((w) => !voids.removed.has(w.id));
+  if (counted.length > 0) {
+    await addToRollups(connection);
+    await noteWagerTimes(
+      connection,
+      counted.map((w) => ({
+        affiliateId: (users.get(w.userId) as InternalUser).affiliateId,
+        placedAt: w.placedAt,
+      })),
+    );
+  }
+  return fresh.length - voids.resent;
 }
 
 /** Rolls the transaction back: these ids were recorded (and voided) before with other content. */
