@@ -61,57 +61,66 @@ export async function upsertUserBatch(
   }
   const profiles = [...latest.values()].sort((a, b) => byCodePoint(a.id, b.id));
   const now = Math.floor(Date.now() / 1000);
-  await inTransaction(
-    pool,
-    async (connection) => {
-      const affiliates = await ensureAffiliates(connection, [...new Set(profiles.map((u) => u.affiliateId))]);
-      const existing = await usersByExternalId(
-        connection,
-        profiles.map((u) => u.id),
-      );
-      const values = (u: UserProfile) => [
-        u.id,
-        affiliates.get(u.affiliateId),
-        u.username,
-        u.avatar === "" ? null : u.avatar,
-        now,
-      ];
-      const update = `ON DUPLICATE KEY UPDATE affiliate_id = VALUES(affiliate_id), username = VALUES(username),
-        avatar_url = VALUES(avatar_url), updated_at = VALUES(updated_at)`;
-      // Known users are written with their internal id, so updating them allocates no
-      // AUTO_INCREMENT values (an upsert by external id alone would burn one per row).
-      const known = profiles.filter((u) => existing.has(u.id));
-      if (known.length > 0) {
-        await connection.query(
-          `INSERT INTO users (id, external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${update}`,
-          [known.map((u) => [existing.get(u.id)?.id, ...values(u)])],
-        );
-      }
-      // A changed name, avatar or affiliate alters every answer that lists the user; a new user
-      // has no wagers yet, so it alters none.
-      const changed = known.filter((u) => {
-        const before = existing.get(u.id);
-        return (
-          before !== undefined &&
-          (before.username !== u.username ||
-            before.avatar !== u.avatar ||
-            before.affiliateId !== affiliates.get(u.affiliateId))
-        );
-      });
-      await noteUserChanges(
-        connection,
-        changed.map((u) => u.id),
-      );
-      const created = profiles.filter((u) => !existing.has(u.id));
-      if (created.length > 0) {
-        // Still an upsert: a concurrent call may create the same user first.
-        await connection.query(
-          `INSERT INTO users (external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${update}`,
-          [created.map(values)],
-        );
-      }
-    },
-    policy,
-  );
+  await inTransaction(pool, (connection) => writeProfiles(connection, profiles, now), policy);
   return profiles.length;
+}
+
+const UPSERT_PROFILE = `ON DUPLICATE KEY UPDATE affiliate_id = VALUES(affiliate_id), username = VALUES(username),
+        avatar_url = VALUES(avatar_url), updated_at = VALUES(updated_at)`;
+
+/** Writes the profiles (known users by their internal id, new ones after) and notes the changed ones. */
+async function writeProfiles(connection: PoolConnection, profiles: readonly UserProfile[], now: number): Promise<void> {
+  const affiliates = await ensureAffiliates(connection, [...new Set(profiles.map((u) => u.affiliateId))]);
+  const existing = await usersByExternalId(
+    connection,
+    profiles.map((u) => u.id),
+  );
+  const values = (u: UserProfile) => [
+    u.id,
+    affiliates.get(u.affiliateId),
+    u.username,
+    u.avatar === "" ? null : u.avatar,
+    now,
+  ];
+  // Known users are written with their internal id, so updating them allocates no
+  // AUTO_INCREMENT values (an upsert by external id alone would burn one per row).
+  const known = profiles.filter((u) => existing.has(u.id));
+  if (known.length > 0) {
+    await connection.query(
+      `INSERT INTO users (id, external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${UPSERT_PROFILE}`,
+      [known.map((u) => [existing.get(u.id)?.id, ...values(u)])],
+    );
+  }
+  await noteUserChanges(
+    connection,
+    changedProfiles(known, existing, affiliates).map((u) => u.id),
+  );
+  const created = profiles.filter((u) => !existing.has(u.id));
+  if (created.length > 0) {
+    // Still an upsert: a concurrent call may create the same user first.
+    await connection.query(
+      `INSERT INTO users (external_id, affiliate_id, username, avatar_url, updated_at) VALUES ? ${UPSERT_PROFILE}`,
+      [created.map(values)],
+    );
+  }
+}
+
+/**
+ * The known users whose name, avatar or affiliate changed: that alters every answer that lists them. A new
+ * user has no wagers yet, so it alters none.
+ */
+function changedProfiles(
+  known: readonly UserProfile[],
+  existing: ReadonlyMap<string, StoredProfile>,
+  affiliates: ReadonlyMap<string, number>,
+): UserProfile[] {
+  return known.filter((u) => {
+    const before = existing.get(u.id);
+    return (
+      before !== undefined &&
+      (before.username !== u.username ||
+        before.avatar !== u.avatar ||
+        before.affiliateId !== affiliates.get(u.affiliateId))
+    );
+  });
 }
