@@ -18,7 +18,13 @@
 import { Readable } from "node:stream";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { noteWagerTimes } from "./data-changes.js";
-import { ROLLUPS, upsertAdding, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
+import {
+  ROLLUP_SUMS_OF_ROLLUP,
+  ROLLUP_SUMS_OF_WAGERS,
+  ROLLUP_VALUE_COLUMNS,
+  ROLLUPS,
+  upsertAdding,
+} from "./rollups.js";
 import { inTransaction } from "./transactions.js";
 
 /** One wager row with internal keys: external id, user id, affiliate id, amount text, placed_at, weight_bps. */
@@ -79,8 +85,8 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
     await connection.query(
       `CREATE TEMPORARY TABLE IF NOT EXISTS ${CHUNK_HOURLY} (
         affiliate_id INT UNSIGNED NOT NULL, bucket INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
-        total DECIMAL(30,8) NOT NULL, weight_discount DECIMAL(34,12) NOT NULL, wagers INT UNSIGNED NOT NULL,
-        PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
+        total DECIMAL(30,8) NOT NULL, weight_discount DECIMAL(34,12) NOT NULL, weighted_sum DECIMAL(34,12) NOT NULL,
+        wagers INT UNSIGNED NOT NULL, PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
     );
     await connection.query(`DELETE FROM ${CHUNK_HOURLY}`);
     const [top] = await connection.query<RowDataPacket[]>("SELECT COALESCE(MAX(id), 0) AS id FROM wagers");
@@ -90,21 +96,21 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
     const [hourly, ...coarser] = ROLLUPS;
     if (hourly === undefined) throw new Error("no hourly rollup defined");
     await connection.query(
-      `INSERT INTO ${CHUNK_HOURLY} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
-       SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), COUNT(*)
+      `INSERT INTO ${CHUNK_HOURLY} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+       SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, ${ROLLUP_SUMS_OF_WAGERS}
          FROM wagers WHERE id > ? AND external_id BETWEEN ? AND ?
         GROUP BY affiliate_id, b, user_id`,
       [before, chunk.firstExternalId, chunk.lastExternalId],
     );
     await connection.query(
-      `INSERT INTO ${hourly.table} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
-       SELECT affiliate_id, bucket, user_id, total, weight_discount, wagers FROM ${CHUNK_HOURLY}
+      `INSERT INTO ${hourly.table} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+       SELECT affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS} FROM ${CHUNK_HOURLY}
         ORDER BY affiliate_id, bucket, user_id ${upsertAdding(hourly.table)}`,
     );
     for (const { table, bucketOf } of coarser) {
       await connection.query(
-        `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
-         SELECT affiliate_id, ${bucketOf("bucket")} AS b, user_id, SUM(total), SUM(weight_discount), SUM(wagers)
+        `INSERT INTO ${table} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+         SELECT affiliate_id, ${bucketOf("bucket")} AS b, user_id, ${ROLLUP_SUMS_OF_ROLLUP}
            FROM ${CHUNK_HOURLY}
           GROUP BY affiliate_id, b, user_id
           ORDER BY affiliate_id, b, user_id ${upsertAdding(table)}`,

@@ -1,4 +1,8 @@
-/** SQL for the leaderboard: plain and weighted totals per user of one affiliate over an inclusive period. */
+/**
+ * SQL for the leaderboard: plain and weighted totals per user of one affiliate over an inclusive period.
+ * The weighted total of a rollup row is read from the stored `weighted_sum` once migration 12 (its
+ * backfill) is recorded, and from the virtual `weighted_total` before (./weighted-backfill.ts).
+ */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { RankedRow } from "../ports/standings.js";
 import type { BucketRange, Source } from "../values/bucket-range.js";
@@ -21,26 +25,79 @@ interface SourceColumns {
   readonly weighted: string;
 }
 
-const SOURCE = Object.fromEntries([
-  ["raw", { table: "wagers", time: "placed_at", plain: "amount", weighted: WEIGHTED_AMOUNT_OF_WAGER }],
-  ...ROLLUPS.map((r) => [r.level, { table: r.table, time: "bucket", plain: "total", weighted: "weighted_total" }]),
-]) as Readonly<Record<Source, SourceColumns>>;
+/** The column of a rollup row's weighted total: stored (migration 12 recorded) or virtual (before). */
+export type WeightedColumn = "weighted_sum" | "weighted_total";
+
+function sources(weighted: WeightedColumn): Readonly<Record<Source, SourceColumns>> {
+  return Object.fromEntries([
+    ["raw", { table: "wagers", time: "placed_at", plain: "amount", weighted: WEIGHTED_AMOUNT_OF_WAGER }],
+    ...ROLLUPS.map((r) => [r.level, { table: r.table, time: "bucket", plain: "total", weighted }]),
+  ]) as Readonly<Record<Source, SourceColumns>>;
+}
+
+const SOURCES: Readonly<Record<WeightedColumn, Readonly<Record<Source, SourceColumns>>>> = {
+  weighted_sum: sources("weighted_sum"),
+  weighted_total: sources("weighted_total"),
+};
+
+type Sources = Readonly<Record<Source, SourceColumns>>;
 
 const inPeriod = (c: SourceColumns) => `${c.time} >= ? AND ${c.time} < ?`;
 
 /** A piece's rows with both values, v (plain) and w (weighted), negated for a subtracted piece. */
-function bothValues(range: BucketRange): string {
-  const c = SOURCE[range.source];
+function bothValues(source: Sources, range: BucketRange): string {
+  const c = source[range.source];
   const sign = range.sign === 1 ? "" : "-";
   return `SELECT user_id, ${sign}(${c.plain}) AS v, ${sign}(${c.weighted}) AS w FROM ${c.table} WHERE affiliate_id = ?`;
 }
 
 /** A piece summing only the ranking value, r (a second DECIMAL sum over every row costs a third more). */
-function rankedPiece(range: BucketRange, rankBy: RankBy): string {
-  const c = SOURCE[range.source];
+function rankedPiece(source: Sources, range: BucketRange, rankBy: RankBy): string {
+  const c = source[range.source];
   const sign = range.sign === 1 ? "" : "-";
   const value = rankBy === "weighted" ? c.weighted : c.plain;
   return `SELECT user_id, ${sign}(${value}) AS r FROM ${c.table} WHERE affiliate_id = ? AND ${inPeriod(c)}`;
+}
+
+/** The start of the one rollup bucket a period is, or null when it is more than one piece or bucket. */
+function singleBucket(ranges: readonly BucketRange[]): number | null {
+  const [range] = ranges;
+  if (ranges.length !== 1 || range === undefined || range.source === "raw" || range.sign !== 1) return null;
+  const first = bucketCeil(range.source, range.from);
+  return first < range.to && nextBucketStart(range.source, first) >= range.to ? first : null;
+}
+
+/**
+ * The first step's statement without ORDER BY and LIMIT: user_id and `ranked` of every user with a
+ * positive ranking value, and `value`, the expression to compare with a cut. A period that is one
+ * bucket of one rollup (an aligned day, half-month or month) holds one row per user: its rows are
+ * ranked as they are, with no GROUP BY (no temporary table: half the time of the grouped statement).
+ */
+function rankingStatement(
+  source: Sources,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  rankBy: RankBy,
+): { sql: string; params: number[]; value: string } {
+  const bucket = singleBucket(ranges);
+  const [range] = ranges;
+  if (bucket !== null && range !== undefined) {
+    const c = source[range.source];
+    const value = rankBy === "weighted" ? c.weighted : c.plain;
+    return {
+      sql: `SELECT user_id, ${value} AS ranked FROM ${c.table} WHERE affiliate_id = ? AND bucket = ? AND ${value} > 0`,
+      params: [affiliateId, bucket],
+      value,
+    };
+  }
+  const union = ranges.map((r) => rankedPiece(source, r, rankBy)).join(" UNION ALL ");
+  // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
+  // period; a positive weighted total implies a positive plain one (weights are at most 1).
+  return {
+    sql: `SELECT user_id, SUM(r) AS ranked FROM (${union}) x GROUP BY user_id HAVING ranked > 0`,
+    params: ranges.flatMap((r) => [affiliateId, r.from, r.to]),
+    value: "ranked",
+  };
 }
 
 /** More bucket starts than this in one piece are read as a range (never with today's periods). */
@@ -53,11 +110,12 @@ const MAX_LISTED_BUCKETS = 400;
  * users and buckets, and a prepared statement per shape would fill the server's statement cache.
  */
 function chosenPiece(
+  source: Sources,
   range: BucketRange,
   affiliateId: number,
   users: readonly number[],
 ): { sql: string; params: unknown[] } {
-  const head = bothValues(range);
+  const head = bothValues(source, range);
   if (range.source !== "raw") {
     const starts: number[] = [];
     for (let b = bucketCeil(range.source, range.from); b < range.to; b = nextBucketStart(range.source, b)) {
@@ -70,7 +128,7 @@ function chosenPiece(
     }
   }
   return {
-    sql: `${head} AND ${inPeriod(SOURCE[range.source])} AND user_id IN (?)`,
+    sql: `${head} AND ${inPeriod(source[range.source])} AND user_id IN (?)`,
     params: [affiliateId, range.from, range.to, users],
   };
 }
@@ -88,6 +146,7 @@ function toRows(rows: RowDataPacket[]): RankedRow[] {
 /**
  * The top `limit` users from the rollups plus raw edges, ordered by the plain or the weighted
  * total descending, then username and user id in binary (code point) order, each with both totals.
+ * `weighted`: the rollups' weighted column, `weighted_sum` only once migration 12 is recorded.
  *
  * In two steps, so that a board costs one DECIMAL sum per row, as before weights existed: the
  * ranking value alone is summed over the period's rows for the leading `limit + 1` users (the extra
@@ -106,33 +165,31 @@ export async function topUsersFromBuckets(
   ranges: readonly BucketRange[],
   limit: number,
   rankBy: RankBy = "wagered",
+  weighted: WeightedColumn = "weighted_total",
 ): Promise<RankedRow[]> {
   if (ranges.length === 0) return [];
-  const union = ranges.map((r) => rankedPiece(r, rankBy)).join(" UNION ALL ");
-  const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
-  // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
-  // period; a positive weighted total implies a positive plain one (weights are at most 1).
-  const ranked = `SELECT user_id, SUM(r) AS ranked FROM (${union}) x GROUP BY user_id HAVING ranked > 0`;
-  const [leading] = await pool.execute<RowDataPacket[]>(`${ranked} ORDER BY ranked DESC LIMIT ?`, [
-    ...params,
+  const source = SOURCES[weighted];
+  const ranking = rankingStatement(source, affiliateId, ranges, rankBy);
+  const [leading] = await pool.execute<RowDataPacket[]>(`${ranking.sql} ORDER BY ranked DESC LIMIT ?`, [
+    ...ranking.params,
     String(limit + 1),
   ]);
   if (rankBy === "weighted" && leading.length <= limit) {
-    return topUsersSummingBoth(pool, affiliateId, ranges, limit, rankBy);
+    return topUsersSummingBoth(pool, source, affiliateId, ranges, limit, rankBy);
   }
   let chosen = leading;
   if (leading.length > limit) {
     const cut = String(leading[limit]?.ranked);
     if (String(leading[limit - 1]?.ranked) !== cut) chosen = leading.slice(0, limit);
     else
-      [chosen] = await pool.execute<RowDataPacket[]>(`${ranked} AND ranked >= CAST(? AS DECIMAL(65,12))`, [
-        ...params,
-        cut,
-      ]);
+      [chosen] = await pool.execute<RowDataPacket[]>(
+        `${ranking.sql} AND ${ranking.value} >= CAST(? AS DECIMAL(65,12))`,
+        [...ranking.params, cut],
+      );
   }
   if (chosen.length === 0) return [];
   const users = chosen.map((row) => Number(row.user_id));
-  const parts = ranges.map((r) => chosenPiece(r, affiliateId, users));
+  const parts = ranges.map((r) => chosenPiece(source, r, affiliateId, users));
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
        FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
@@ -152,13 +209,14 @@ export async function topUsersFromBuckets(
  */
 async function topUsersSummingBoth(
   pool: Pool | PoolConnection,
+  source: Sources,
   affiliateId: number,
   ranges: readonly BucketRange[],
   limit: number,
   rankBy: RankBy,
 ): Promise<RankedRow[]> {
   const rank = RANK_COLUMN[rankBy];
-  const union = ranges.map((r) => `${bothValues(r)} AND ${inPeriod(SOURCE[r.source])}`).join(" UNION ALL ");
+  const union = ranges.map((r) => `${bothValues(source, r)} AND ${inPeriod(source[r.source])}`).join(" UNION ALL ");
   const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
   // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
   // period. A user whose wagers all had weight 0 did wager: listed, with a weighted total of 0.

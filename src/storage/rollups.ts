@@ -1,5 +1,5 @@
 /**
- * The rollup tables (migrations 2 and 3; weights from migration 7) and how a
+ * The rollup tables (migrations 2 and 3; weights from migrations 7 and 12) and how a
  * wager's bucket and weighted amount are computed for each. One definition, used by every writer (ingest, seed's bulk path) and by
  * `verify`, so they can never disagree about which bucket a wager belongs to.
  *
@@ -47,20 +47,34 @@ const BUCKET_OF: Readonly<Record<Granularity, Rollup["bucketOf"]>> = {
  * out, amount × (10000 − weight_bps) / 10000, and the weighted amount, amount × weight_bps / 10000.
  * Multiplying by 0.0001 (not dividing by 10000) keeps them exact whatever div_precision_increment
  * says: DECIMAL(20,8) × integer × 0.0001 has 12 fraction digits. Rollups store the sum of the first
- * (`weight_discount`, so rows written before weights existed are right as they are) and read
- * `weighted_total` = total − weight_discount.
+ * (`weight_discount`, so rows written before weights existed are right as they are) and, from
+ * migration 12, the sum of the second (`weighted_sum`), which always equals total − weight_discount
+ * exactly (DECIMAL sums of exact products), so a board ranks by a stored column instead of the
+ * virtual `weighted_total`.
  */
 export const WEIGHT_DISCOUNT_OF_WAGER = "amount * (10000 - weight_bps) * 0.0001";
 export const WEIGHTED_AMOUNT_OF_WAGER = "amount * weight_bps * 0.0001";
 
+/** The columns every rollup writer fills, in this order (the values: sums and the count). */
+export const ROLLUP_VALUE_COLUMNS = "total, weight_discount, weighted_sum, wagers";
+
+/** The sums of ROLLUP_VALUE_COLUMNS over raw wagers (a row of `wagers` or a stage with its columns). */
+export const ROLLUP_SUMS_OF_WAGERS = `SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), SUM(${WEIGHTED_AMOUNT_OF_WAGER}), COUNT(*)`;
+
+/** The sums of ROLLUP_VALUE_COLUMNS over rows of a finer rollup (or a stage with its columns). */
+export const ROLLUP_SUMS_OF_ROLLUP = "SUM(total), SUM(weight_discount), SUM(weighted_sum), SUM(wagers)";
+
 /**
- * The tail of an INSERT … SELECT into a rollup (columns total, weight_discount, wagers): an existing
- * row grows by the new rows' sums and count, by exact DECIMAL addition.
+ * The tail of an INSERT … SELECT into a rollup (ROLLUP_VALUE_COLUMNS): an existing row grows by the
+ * new rows' sums and count, by exact DECIMAL addition. A row whose `weighted_sum` is still NULL (written
+ * before migration 12 and not yet backfilled) stays NULL here; the backfill sets it (and on a database
+ * where migration 12 ran, its triggers set it on every write anyway: ./schema-migrations.ts).
  */
 export function upsertAdding(table: RollupTable): string {
   return (
     `ON DUPLICATE KEY UPDATE total = ${table}.total + VALUES(total), ` +
-    `weight_discount = ${table}.weight_discount + VALUES(weight_discount), wagers = ${table}.wagers + VALUES(wagers)`
+    `weight_discount = ${table}.weight_discount + VALUES(weight_discount), ` +
+    `weighted_sum = ${table}.weighted_sum + VALUES(weighted_sum), wagers = ${table}.wagers + VALUES(wagers)`
   );
 }
 

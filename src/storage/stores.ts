@@ -47,12 +47,14 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./transactions.js";
 import { upsertUserBatch } from "./users.js";
 import { voidWagerBatch } from "./voids.js";
 import { recordWagerBatch } from "./wagers.js";
+import { weightedColumnReader } from "./weighted-backfill.js";
 
 /** Periods answered from the rollups plus raw edges (./period-buckets.ts). */
 export function mariadbStandings(pool: Pool): StandingsStore {
+  const weighted = weightedColumnReader(pool);
   return {
-    topUsers: (affiliateId, start, end, limit, rankBy) =>
-      topUsersFromBuckets(pool, affiliateId, bucketRanges(start, end), limit, rankBy),
+    topUsers: async (affiliateId, start, end, limit, rankBy) =>
+      topUsersFromBuckets(pool, affiliateId, bucketRanges(start, end), limit, rankBy, await weighted()),
   };
 }
 
@@ -63,8 +65,10 @@ export function mariadbStandings(pool: Pool): StandingsStore {
  * before the freeze is in the frozen result. MySQL has no such setting and no Galera.
  */
 export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): StandingsStore {
+  const weighted = weightedColumnReader(pool);
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
+      const column = await weighted();
       const connection = await pool.getConnection();
       let waiting = false;
       try {
@@ -72,7 +76,7 @@ export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): Stand
           await connection.query("SET SESSION wsrep_sync_wait = 1");
           waiting = true;
         }
-        return await topUsersFromBuckets(connection, affiliateId, bucketRanges(start, end), limit, rankBy);
+        return await topUsersFromBuckets(connection, affiliateId, bucketRanges(start, end), limit, rankBy, column);
       } finally {
         await releaseAfter(connection, waiting ? "SET SESSION wsrep_sync_wait = 0" : undefined);
       }

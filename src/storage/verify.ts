@@ -3,9 +3,18 @@
  * not exist. How it screens and re-checks without locks: docs/architecture.md, "Verifying the rollups".
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { ROLLUPS, type Rollup, rollupTable, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
+import {
+  ROLLUP_SUMS_OF_ROLLUP,
+  ROLLUP_SUMS_OF_WAGERS,
+  ROLLUP_VALUE_COLUMNS,
+  ROLLUPS,
+  type Rollup,
+  rollupTable,
+  WEIGHT_DISCOUNT_OF_WAGER,
+  WEIGHTED_AMOUNT_OF_WAGER,
+} from "./rollups.js";
 
-/** A rollup row's content: the plain total, the weighted total and the number of wagers. */
+/** A rollup row's content: the plain total, the stored weighted total ("NULL" when not set) and the number of wagers. */
 export interface RollupContent {
   readonly total: string;
   readonly weightedTotal: string;
@@ -59,7 +68,8 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
       await connection.query(
         `CREATE TEMPORARY TABLE ${table} (
           affiliate_id INT UNSIGNED NOT NULL, bucket INT UNSIGNED NOT NULL, user_id INT UNSIGNED NOT NULL,
-          total DECIMAL(30,8) NOT NULL, weight_discount DECIMAL(34,12) NOT NULL, wagers INT UNSIGNED NOT NULL,
+          total DECIMAL(30,8) NOT NULL, weight_discount DECIMAL(34,12) NOT NULL,
+          weighted_sum DECIMAL(34,12) NOT NULL, wagers INT UNSIGNED NOT NULL,
           PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
       );
     }
@@ -107,16 +117,16 @@ async function groupRawByHour(connection: PoolConnection, range: Range): Promise
   for (const table of Object.values(EXPECTED)) await connection.query(`DELETE FROM ${table}`);
   const [hourly, ...coarser] = ROLLUPS as [Rollup, ...Rollup[]];
   await connection.query(
-    `INSERT INTO ${EXPECTED.hourly} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
-     SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), COUNT(*)
+    `INSERT INTO ${EXPECTED.hourly} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+     SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, ${ROLLUP_SUMS_OF_WAGERS}
        FROM wagers WHERE affiliate_id BETWEEN ? AND ?
       GROUP BY affiliate_id, b, user_id`,
     [range.from, range.to],
   );
   for (const rollup of coarser) {
     await connection.query(
-      `INSERT INTO ${EXPECTED[rollup.level]} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
-       SELECT affiliate_id, ${rollup.bucketOf("bucket")} AS b, user_id, SUM(total), SUM(weight_discount), SUM(wagers)
+      `INSERT INTO ${EXPECTED[rollup.level]} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+       SELECT affiliate_id, ${rollup.bucketOf("bucket")} AS b, user_id, ${ROLLUP_SUMS_OF_ROLLUP}
          FROM ${EXPECTED.hourly} GROUP BY affiliate_id, b, user_id`,
     );
   }
@@ -133,6 +143,7 @@ async function screenLooksWrong(connection: PoolConnection, rollup: Rollup, rang
     `SELECT 1 FROM ${expected} e
        LEFT JOIN ${rollup.table} r ON r.affiliate_id = e.affiliate_id AND r.bucket = e.bucket AND r.user_id = e.user_id
       WHERE r.user_id IS NULL OR r.total <> e.total OR r.weight_discount <> e.weight_discount OR r.wagers <> e.wagers
+         OR NOT (r.weighted_sum <=> e.weighted_sum)
       LIMIT 1`,
   );
   if (wrong.length > 0) return true;
@@ -148,23 +159,29 @@ async function screenLooksWrong(connection: PoolConnection, rollup: Rollup, rang
 
 /** The authoritative check of one range and level: raw wagers and rollup rows in a single read. */
 async function exactMismatches(connection: PoolConnection, rollup: Rollup, range: Range): Promise<RowDataPacket[]> {
+  // The stored weighted total (migration 12) is checked against the raw wagers' weighted amounts, and
+  // the discount as well (the virtual `weighted_total` that earlier versions read is derived from it).
   const [found] = await connection.query<RowDataPacket[]>(
     `SELECT affiliate_id, bucket, user_id,
             SUM(raw_total) AS expected_total, SUM(raw_discount) AS expected_discount, SUM(raw_wagers) AS expected_wagers,
-            SUM(rollup_total) AS found_total, SUM(rollup_discount) AS found_discount, SUM(rollup_wagers) AS found_wagers,
-            SUM(raw_total) - SUM(raw_discount) AS expected_weighted, SUM(rollup_total) - SUM(rollup_discount) AS found_weighted,
-            MAX(in_rollup) AS in_rollup
+            SUM(raw_weighted) AS expected_weighted, SUM(rollup_total) AS found_total,
+            SUM(rollup_discount) AS found_discount, SUM(rollup_wagers) AS found_wagers,
+            IF(MAX(weighted_missing) = 1, NULL, SUM(rollup_weighted)) AS found_weighted, MAX(in_rollup) AS in_rollup
        FROM (SELECT affiliate_id, ${rollup.bucketOf("placed_at")} AS bucket, user_id,
                     SUM(amount) AS raw_total, SUM(${WEIGHT_DISCOUNT_OF_WAGER}) AS raw_discount, COUNT(*) AS raw_wagers,
-                    0 AS rollup_total, 0 AS rollup_discount, 0 AS rollup_wagers, 0 AS in_rollup
+                    SUM(${WEIGHTED_AMOUNT_OF_WAGER}) AS raw_weighted,
+                    0 AS rollup_total, 0 AS rollup_discount, 0 AS rollup_wagers, 0 AS rollup_weighted,
+                    0 AS weighted_missing, 0 AS in_rollup
                FROM wagers WHERE affiliate_id BETWEEN ? AND ?
               GROUP BY affiliate_id, bucket, user_id
              UNION ALL
-             SELECT affiliate_id, bucket, user_id, 0, 0, 0, total, weight_discount, wagers, 1
+             SELECT affiliate_id, bucket, user_id, 0, 0, 0, 0, total, weight_discount, wagers,
+                    COALESCE(weighted_sum, 0), weighted_sum IS NULL, 1
                FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ?) x
       GROUP BY affiliate_id, bucket, user_id
-     HAVING in_rollup = 0 OR expected_wagers = 0
+     HAVING in_rollup = 0 OR expected_wagers = 0 OR found_weighted IS NULL
          OR expected_total <> found_total OR expected_discount <> found_discount OR expected_wagers <> found_wagers
+         OR expected_weighted <> found_weighted
       ORDER BY affiliate_id, bucket, user_id`,
     [range.from, range.to, range.from, range.to],
   );
@@ -228,5 +245,5 @@ async function describe(
 
 /** As the database writes the sums (e.g. "12.50000000", "6.250000000000"). */
 function content(total: unknown, weighted: unknown, wagers: unknown): RollupContent {
-  return { total: String(total), weightedTotal: String(weighted), wagers: Number(wagers) };
+  return { total: String(total), weightedTotal: weighted === null ? "NULL" : String(weighted), wagers: Number(wagers) };
 }

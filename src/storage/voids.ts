@@ -6,7 +6,7 @@
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { VoidOutcome } from "../ports/ingest.js";
 import { noteWagerTimes } from "./data-changes.js";
-import { ROLLUPS, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
+import { ROLLUPS, WEIGHT_DISCOUNT_OF_WAGER, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
 
 export type { VoidOutcome };
@@ -67,10 +67,11 @@ async function takeOut(pool: Pool, connection: PoolConnection, rows: readonly Ro
     await connection.query(
       `UPDATE ${table} t JOIN (
           SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount) AS s,
-                 SUM(${WEIGHT_DISCOUNT_OF_WAGER}) AS d, COUNT(*) AS c
+                 SUM(${WEIGHT_DISCOUNT_OF_WAGER}) AS d, SUM(${WEIGHTED_AMOUNT_OF_WAGER}) AS w, COUNT(*) AS c
             FROM ${VOID_STAGE} GROUP BY affiliate_id, b, user_id) d
          ON t.affiliate_id = d.affiliate_id AND t.bucket = d.b AND t.user_id = d.user_id
-        SET t.total = t.total - d.s, t.weight_discount = t.weight_discount - d.d, t.wagers = t.wagers - d.c`,
+        SET t.total = t.total - d.s, t.weight_discount = t.weight_discount - d.d,
+            t.weighted_sum = t.weighted_sum - d.w, t.wagers = t.wagers - d.c`,
     );
     await connection.query(
       `DELETE t FROM ${table} t JOIN (

@@ -11,7 +11,7 @@ import { FULL_WEIGHT_BPS } from "../values/weights.js";
 import { noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { byCodePoint } from "./lock-order.js";
-import { ROLLUPS, upsertAdding, WEIGHT_DISCOUNT_OF_WAGER } from "./rollups.js";
+import { ROLLUP_SUMS_OF_WAGERS, ROLLUP_VALUE_COLUMNS, ROLLUPS, upsertAdding } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
   inTransaction,
@@ -235,8 +235,8 @@ async function stage(
 async function addToRollups(connection: PoolConnection): Promise<void> {
   for (const { table, bucketOf } of ROLLUPS) {
     await connection.query(
-      `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, weight_discount, wagers)
-       SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, SUM(amount), SUM(${WEIGHT_DISCOUNT_OF_WAGER}), COUNT(*)
+      `INSERT INTO ${table} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+       SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, ${ROLLUP_SUMS_OF_WAGERS}
          FROM ${STAGE}
         GROUP BY affiliate_id, b, user_id
         ORDER BY affiliate_id, b, user_id

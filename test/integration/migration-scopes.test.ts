@@ -14,7 +14,7 @@ import { findApiKeyById, listUsableApiKeys } from "../../src/storage/api-keys.js
 import { migrate } from "../../src/storage/migration-runner.js";
 import { MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { addBoard } from "../support/fixtures.js";
+import { addUsers, addWagers, wager } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 const ADMIN_TOKEN = "test-admin-token-migration-scopes-01";
@@ -61,7 +61,7 @@ beforeAll(async () => {
     "migration_scopes",
     MIGRATIONS.filter((m) => m.version <= 8),
   );
-  await addBoard(database.db, "aff-old", [["o-1", "old one", "", ["7.25", JAN.startTimestamp + 5]]]);
+  await addUsers(database.db, [{ id: "o-1", affiliateId: "aff-old", username: "old one", avatar: "" }]);
   await insertAsBefore("secret", "secret");
   await insertAsBefore("publishable", "publishable");
   await insertAsBefore("legacy", "secret", { legacy: true });
@@ -69,6 +69,8 @@ beforeAll(async () => {
   expect((await migrate(database.db.write, MIGRATIONS)).applied.map((m) => m.version)).toEqual(
     MIGRATIONS.filter((m) => m.version >= 9).map((m) => m.version),
   );
+  // Written by this version's ingest, which needs the schema it ships with (migration 12's column).
+  await addWagers(database.db, [wager("o-1", "7.25", JAN.startTimestamp + 5)]);
   servers = await startIngestServers(database, { INGEST_TOKEN: TEST_INGEST_TOKEN, ADMIN_TOKEN });
 }, 60_000);
 
