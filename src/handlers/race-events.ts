@@ -66,73 +66,94 @@ export class RaceEvents {
 
   async handle(req: NodeRequest, res: NodeResponse, path: string): Promise<void> {
     const startedAt = process.hrtime.bigint();
-    let rateHeaders: Readonly<Record<string, string>> = {};
+    const call: StreamCall = { rateHeaders: {}, address: undefined, keyId: undefined };
     let failure: unknown;
-    let address: string | undefined;
-    let keyId: string | undefined;
     try {
-      if (req.method !== "GET") {
-        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.prefix}{slug}/stream`, { allow: "GET" });
-      }
-      address = this.options.clientAddress(req);
-      const url = req.url ?? "";
-      const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
-      const admitted = await this.options.admission.admitRequest({
-        authorization: req.headers.authorization,
-        urlKey: params.get("key") ?? undefined,
-        clientAddress: address,
-        origin: req.headers.origin,
-      });
-      keyId = admitted.caller.keyId;
-      rateHeaders = admitted.headers;
-      requireRaceScope(admitted.caller, "races:read");
-      const idOrSlug = decodeSegment(path.slice(this.prefix.length, -"/stream".length));
-      const viewer = new RaceResponseViewer(res, () => {
-        writeHead(res, 200, {
-          ...rateHeaders,
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-store",
-          "x-accel-buffering": "no",
-        });
-        res.write(PREAMBLE);
-      });
-      const lastEventId = req.headers["last-event-id"];
-      let release: () => void;
-      try {
-        release = this.options.slots.hold({ keyId: admitted.caller.keyId, address });
-      } catch (error) {
-        throw liveError(error);
-      }
-      const subscription = await this.options.watch
-        .open(
-          admitted.caller.affiliateId,
-          idOrSlug,
-          viewer,
-          typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : undefined,
-        )
-        .catch((error: unknown) => {
-          release();
-          if (error instanceof RaceNotWatchable) answer(error.outcome, "", "slug");
-          throw error;
-        });
-      const close = () => {
-        subscription.close();
-        release();
-      };
-      viewer.flush();
-      if (viewer.gone) close();
-      else res.once("close", close);
+      await this.open(req, res, path, call);
     } catch (reason) {
       failure = reason;
-      await refuse(nodeExchange(req, res), reason, rateHeaders, this.options.logger);
+      await refuse(nodeExchange(req, res), reason, call.rateHeaders, this.options.logger);
     } finally {
       this.options.observe?.(WATCH_RACE_PROCEDURE, "sse", startedAt, failure, {
-        keyId,
-        clientAddress: address,
+        keyId: call.keyId,
+        clientAddress: call.address,
         path: `${this.prefix}{slug}/stream`,
       });
     }
   }
+
+  /**
+   * Admits the request (a key in the header, or a publishable one as `?key=`, with races:read), holds a
+   * stream slot and subscribes the response to the race from `Last-Event-ID`'s version. Throws to refuse.
+   */
+  private async open(req: NodeRequest, res: NodeResponse, path: string, call: StreamCall): Promise<void> {
+    if (req.method !== "GET") {
+      throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.prefix}{slug}/stream`, { allow: "GET" });
+    }
+    const address = this.options.clientAddress(req);
+    call.address = address;
+    const url = req.url ?? "";
+    const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
+    const admitted = await this.options.admission.admitRequest({
+      authorization: req.headers.authorization,
+      urlKey: params.get("key") ?? undefined,
+      clientAddress: address,
+      origin: req.headers.origin,
+    });
+    call.keyId = admitted.caller.keyId;
+    call.rateHeaders = admitted.headers;
+    requireRaceScope(admitted.caller, "races:read");
+    const idOrSlug = decodeSegment(path.slice(this.prefix.length, -"/stream".length));
+    const viewer = new RaceResponseViewer(res, () => beginEventStream(res, admitted.headers));
+    const lastEventId = req.headers["last-event-id"];
+    const release = this.holdSlot(admitted.caller.keyId, address);
+    const subscription = await this.options.watch
+      .open(
+        admitted.caller.affiliateId,
+        idOrSlug,
+        viewer,
+        typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : undefined,
+      )
+      .catch((error: unknown) => {
+        release();
+        if (error instanceof RaceNotWatchable) answer(error.outcome, "", "slug");
+        throw error;
+      });
+    const close = () => {
+      subscription.close();
+      release();
+    };
+    viewer.flush();
+    if (viewer.gone) close();
+    else res.once("close", close);
+  }
+
+  /** A stream slot for the key and address, counted against the stream limits; returns its release. */
+  private holdSlot(keyId: string, address: string): () => void {
+    try {
+      return this.options.slots.hold({ keyId, address });
+    } catch (error) {
+      throw liveError(error);
+    }
+  }
+}
+
+/** What a stream call has learnt so far, for its refusal and its call record. */
+interface StreamCall {
+  rateHeaders: Readonly<Record<string, string>>;
+  address: string | undefined;
+  keyId: string | undefined;
+}
+
+/** The event stream's headers (with the key's rate headers) and its preamble. */
+function beginEventStream(res: NodeResponse, rateHeaders: Readonly<Record<string, string>>): void {
+  writeHead(res, 200, {
+    ...rateHeaders,
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-store",
+    "x-accel-buffering": "no",
+  });
+  res.write(PREAMBLE);
 }
 
 /** One SSE response: the race's events and heartbeats (StreamResponse: headers once, a slow reader cut). */
