@@ -76,8 +76,49 @@ export interface CallObservation {
 }
 
 export function observeCalls(hooks: CallHooks): CallObservation {
+  const observe = callObserver(hooks);
+  const procedureOf = procedureNames();
+  // The call's facts are its party for the access log as they are (no object per call).
+  const partyOf = (facts: CallFacts): CallParty => facts;
+  const begin = (context: HandlerContext) => {
+    const facts = context.values.get(callFactsKey);
+    facts.protocol = context.protocolName as Protocol;
+    return facts;
+  };
+  const refused = (context: HandlerContext, facts: CallFacts, reason: unknown) => {
+    observe(procedureOf(context), facts.protocol, facts.startedAt, reason, partyOf(facts));
+  };
+  const interceptor: Interceptor = (next) => async (request) => {
+    const facts = request.contextValues.get(callFactsKey);
+    try {
+      const response = await next(request);
+      observe(procedureOf(request), facts.protocol, facts.startedAt, undefined, partyOf(facts));
+      return response;
+    } catch (reason) {
+      observe(procedureOf(request), facts.protocol, facts.startedAt, reason, partyOf(facts));
+      throw reason;
+    }
+  };
+  return {
+    observe,
+    begin,
+    refused,
+    adapterOptions: {
+      interceptors: [interceptor],
+      contextValues: (req) =>
+        createContextValues().set(callFactsKey, {
+          clientAddress: clientAddressOf(req),
+          startedAt: process.hrtime.bigint(),
+          protocol: "connect",
+        }),
+    },
+  };
+}
+
+/** The call's code and HTTP status from its failure (ok and 200 without one); logs a fault of ours. */
+function callObserver(hooks: CallHooks): ObserveCall {
   const { metrics, logger } = hooks;
-  const observe = (procedure: string, protocol: Protocol, startedAt: bigint, failure?: unknown, party?: CallParty) => {
+  return (procedure, protocol, startedAt, failure, party) => {
     let code = "ok";
     let status = 200;
     if (failure instanceof HttpRefusal) {
@@ -95,52 +136,17 @@ export function observeCalls(hooks: CallHooks): CallObservation {
       logger.info(accessLogFields({ procedure, protocol, code, status, seconds }, party), "call");
     }
   };
-  // The call's facts are its party for the access log as they are (no object per call).
-  const partyOf = (facts: CallFacts): CallParty => facts;
-  // A procedure's full name, made once per method rather than per call.
+}
+
+/** A procedure's full name ("service/method"), made once per method rather than per call. */
+function procedureNames(): (call: { service: { typeName: string }; method: { name: string } }) => string {
   const procedures = new WeakMap<object, string>();
-  const procedureOf = (call: { service: { typeName: string }; method: { name: string } }) => {
+  return (call) => {
     let name = procedures.get(call.method);
     if (name === undefined) {
       name = `${call.service.typeName}/${call.method.name}`;
       procedures.set(call.method, name);
     }
     return name;
-  };
-
-  const begin = (context: HandlerContext) => {
-    const facts = context.values.get(callFactsKey);
-    facts.protocol = context.protocolName as Protocol;
-    return facts;
-  };
-  const refused = (context: HandlerContext, facts: CallFacts, reason: unknown) => {
-    observe(procedureOf(context), facts.protocol, facts.startedAt, reason, partyOf(facts));
-  };
-
-  const interceptor: Interceptor = (next) => async (request) => {
-    const facts = request.contextValues.get(callFactsKey);
-    try {
-      const response = await next(request);
-      observe(procedureOf(request), facts.protocol, facts.startedAt, undefined, partyOf(facts));
-      return response;
-    } catch (reason) {
-      observe(procedureOf(request), facts.protocol, facts.startedAt, reason, partyOf(facts));
-      throw reason;
-    }
-  };
-
-  return {
-    observe,
-    begin,
-    refused,
-    adapterOptions: {
-      interceptors: [interceptor],
-      contextValues: (req) =>
-        createContextValues().set(callFactsKey, {
-          clientAddress: clientAddressOf(req),
-          startedAt: process.hrtime.bigint(),
-          protocol: "connect",
-        }),
-    },
   };
 }
