@@ -22,12 +22,12 @@ import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
 import { requireScope } from "../auth/scopes.js";
 import type { Config } from "../config.js";
 import { HttpRefusal } from "../errors/catalogue.js";
-import { BoardEvents } from "../handlers/board-events.js";
-import { BoardPage } from "../handlers/board-page.js";
+import { BoardStream } from "../handlers/board-stream.js";
 import { CorsPreflight } from "../handlers/cors-preflight.js";
 import { createDocsPage, type DocsPage } from "../handlers/docs-page.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
 import { leaderboardRpc } from "../handlers/leaderboard-rpc.js";
+import { OverlayPage } from "../handlers/overlay-page.js";
 import { callerKey } from "../handlers/parts/caller-key.js";
 import { refuse } from "../handlers/parts/rest-reply.js";
 import { RaceEvents } from "../handlers/race-events.js";
@@ -384,7 +384,7 @@ function buildAdmission(config: Config, domain: PublicDomain, options: PublicApp
 /** Every service that is not open needs an affiliate key, counted against its rate limit. */
 function gate(admission: Admission, calls: CallObservation) {
   return requestGate(async (context, facts) => {
-    const admitted = await admission.admit(context.requestHeader.get("authorization"), facts.clientAddress);
+    const admitted = await admission.admitBearer(context.requestHeader.get("authorization"), facts.clientAddress);
     facts.keyId = admitted.caller.keyId;
     context.values.set(callerKey, admitted.caller);
     for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
@@ -397,8 +397,8 @@ interface Skins {
   readonly races: RaceRest;
   readonly raceEvents: RaceEvents;
   readonly watch: WatchRpc;
-  readonly events: BoardEvents;
-  readonly page: BoardPage;
+  readonly events: BoardStream;
+  readonly page: OverlayPage;
   readonly preflight: CorsPreflight;
   readonly docs: DocsPage;
 }
@@ -421,9 +421,9 @@ function buildSkins(
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
     raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),
     watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
-    events: new BoardEvents({ basePath, admission, live, clientAddress, observe, logger }),
+    events: new BoardStream({ basePath, admission, live, clientAddress, observe, logger }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
-    page: new BoardPage({
+    page: new OverlayPage({
       basePath,
       // The page's own request is admitted as its stream's, with the scope of what it shows.
       admit: async (req, urlKey, scope) => {

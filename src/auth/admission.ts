@@ -87,8 +87,8 @@ export class Admission {
     private readonly catchUp?: KeyCatchUp,
   ) {}
 
-  /** = admitRequest({ authorization, clientAddress }): the POST and RPC paths. */
-  admit(authorization: string | null | undefined, clientAddress = "unknown"): Promise<Admitted> {
+  /** admitRequest with a Bearer header alone: the RPC gate and the watch skin. */
+  admitBearer(authorization: string | null | undefined, clientAddress = "unknown"): Promise<Admitted> {
     return this.admitRequest({ authorization, clientAddress });
   }
 

@@ -93,7 +93,7 @@ export class WatchRpc {
     try {
       const deadline = deadlineMs(wire, req.headers);
       address = this.options.clientAddress(req);
-      const admitted = await this.options.admission.admit(req.headers.authorization, address);
+      const admitted = await this.options.admission.admitBearer(req.headers.authorization, address);
       keyId = admitted.caller.keyId;
       headers = { ...headers, ...admitted.headers };
       requireScope(admitted.caller, "boards:read");

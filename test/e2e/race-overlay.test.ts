@@ -1,7 +1,7 @@
 /**
  * The overlay's race view (`GET /board?key=…&race=<slug>`, issue 29 item 7) in a real headless Chromium,
  * following a race stream (each event the race JSON of docs/api.md; live-overlay.test.ts runs it on the built
- * server): the page is this repository's BoardPage, served with an admission that admits every call, beside a
+ * server): the page is this repository's OverlayPage, served with an admission that admits every call, beside a
  * stand-in `/races/monthly/stream` that sends the race as SSE events and later ones on demand, to test the
  * clock and every state in seconds. It shows
  * the title, shared ranks with the prize next to each, a countdown from the server's `now` (not the
@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/errors/catalogue.js";
-import { BoardPage } from "../../src/handlers/board-page.js";
+import { OverlayPage } from "../../src/handlers/overlay-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
 import { listenOnFreePort } from "../support/listen.js";
 
@@ -96,7 +96,7 @@ function publish(value: unknown): void {
 }
 
 beforeAll(async () => {
-  const page = new BoardPage({
+  const page = new OverlayPage({
     basePath: "",
     admit: async () => {
       if (pagesUnavailable > 0) {

@@ -79,7 +79,7 @@ function serviceTransports(services: {
   readonly admin: KeyAdmin;
 }): ServiceTransports {
   const authenticate: Interceptor = (next) => async (request) => {
-    const admitted = await services.admission.admit(request.header.get("authorization"));
+    const admitted = await services.admission.admitBearer(request.header.get("authorization"));
     request.contextValues.set(callerKey, admitted.caller);
     return next(request);
   };

@@ -84,7 +84,7 @@ describe("Admission", () => {
   it("admits a held key from Authorization (any case of Bearer, spaces around) with its rate headers", async () => {
     const issued = await issue({ affiliateId: "aff-adm", rateLimit: { points: 10, windowSeconds: 60 } });
     const admission = new Admission(keys, new KeyRateLimiter({ points: 60, windowSeconds: 60 }));
-    const admitted = await admission.admit(`bearer   ${issued.secret}  `);
+    const admitted = await admission.admitBearer(`bearer   ${issued.secret}  `);
     expect([admitted.caller.keyId, admitted.caller.kind, admitted.headers]).toEqual([
       issued.key.id,
       "secret",
@@ -111,9 +111,9 @@ describe("Admission", () => {
       `Bearer tw_sk_${"0".repeat(38)}`, // the shape of a key, a wrong checksum
       `Bearer ${unknown}`,
     ]) {
-      expect(await refusal(admission.admit(authorization))).toEqual(expected);
+      expect(await refusal(admission.admitBearer(authorization))).toEqual(expected);
     }
-    expect(await refusal(admission.admit(`Bearer ${revoked.secret}`))).toEqual(expected);
+    expect(await refusal(admission.admitBearer(`Bearer ${revoked.secret}`))).toEqual(expected);
   });
 
   it("refuses a secret key in the URL with its own message, and admits a publishable one there with CORS", async () => {
@@ -156,10 +156,10 @@ describe("Admission", () => {
   it("answers 503 for a well-formed key before the keys are loaded, 401 for text that is no key", async () => {
     const model = new ReferenceModel({ now: () => NOW });
     const admission = new Admission(new KeySet(model.keyRecords), new KeyRateLimiter({ points: 1, windowSeconds: 1 }));
-    expect((await refusal(admission.admit(`Bearer ${generateApiKey("secret").secret}`))).reason).toBe(
+    expect((await refusal(admission.admitBearer(`Bearer ${generateApiKey("secret").secret}`))).reason).toBe(
       "DATABASE_UNAVAILABLE",
     );
-    expect((await refusal(admission.admit("Bearer nonsense"))).reason).toBe("UNAUTHENTICATED");
+    expect((await refusal(admission.admitBearer("Bearer nonsense"))).reason).toBe("UNAUTHENTICATED");
   });
 
   it("brakes an address after too many bad keys with 429, never a valid key", async () => {
@@ -170,9 +170,10 @@ describe("Admission", () => {
       new FailedAuthLimiter({ points: 2, windowSeconds: 60 }),
     );
     const reasons = [];
-    for (let i = 0; i < 4; i++) reasons.push((await refusal(admission.admit("Bearer bad", "198.51.100.7"))).reason);
+    for (let i = 0; i < 4; i++)
+      reasons.push((await refusal(admission.admitBearer("Bearer bad", "198.51.100.7"))).reason);
     expect(reasons).toEqual(["UNAUTHENTICATED", "UNAUTHENTICATED", "UNAUTHENTICATED", "TOO_MANY_FAILED_ATTEMPTS"]);
-    expect((await admission.admit(`Bearer ${good.secret}`, "198.51.100.7")).caller.keyId).toBe(good.key.id);
-    expect((await refusal(admission.admit("Bearer bad", "198.51.100.8"))).reason).toBe("UNAUTHENTICATED");
+    expect((await admission.admitBearer(`Bearer ${good.secret}`, "198.51.100.7")).caller.keyId).toBe(good.key.id);
+    expect((await refusal(admission.admitBearer("Bearer bad", "198.51.100.8"))).reason).toBe("UNAUTHENTICATED");
   });
 });

@@ -8,7 +8,7 @@
  * with the status the stream would answer. A refusal shows viewers a neutral line and the streamer
  * the reason (console; the page too outside OBS); a refusal that can pass (a limit, a 503, a key
  * not known yet) is tried again by the page itself, with backoff. Player data is only ever set as
- * text (see parts/board-page-assets.ts); the page sends no Referer (its address holds the key).
+ * text (see parts/overlay-page-assets.ts); the page sends no Referer (its address holds the key).
  */
 import { createHash } from "node:crypto";
 import { decodeRequestFields } from "../codecs/period-request-json.js";
@@ -20,7 +20,7 @@ import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/ht
 import type { Scope } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
-import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./parts/board-page-assets.js";
+import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./parts/overlay-page-assets.js";
 import { STREAM_PATH } from "./parts/rest-paths.js";
 
 export const BOARD_PAGE_PATH = "/board";
@@ -65,7 +65,7 @@ const PAGE_HEADERS = {
 /** The request parameters the page passes on to the stream. */
 const STREAM_PARAMETERS = ["key", "startTimestamp", "endTimestamp", "numUsers", "rankBy"] as const;
 
-export interface BoardPageOptions {
+export interface OverlayPageOptions {
   readonly basePath: string;
   /** Admits the page's request as the stream's (the key from Authorization or `?key=`); throws to refuse. */
   /** `scope`: what the page shows needs (boards:read for a board, races:read for a race), as its stream does. */
@@ -79,10 +79,10 @@ export interface BoardPageOptions {
   }>;
 }
 
-export class BoardPage {
+export class OverlayPage {
   readonly path: string;
 
-  constructor(private readonly options: BoardPageOptions) {
+  constructor(private readonly options: OverlayPageOptions) {
     this.path = `${options.basePath}${BOARD_PAGE_PATH}`;
   }
 

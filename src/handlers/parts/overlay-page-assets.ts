@@ -1,5 +1,5 @@
 /**
- * The overlay page's style and script (src/handlers/board-page.ts serves them
+ * The overlay page's style and script (src/handlers/overlay-page.ts serves them
  * inline, allowed by their hashes in the page's Content-Security-Policy).
  *
  * The script reads its settings from the page's JSON block, follows the SSE

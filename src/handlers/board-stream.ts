@@ -44,7 +44,7 @@ const sseFrames = (weighted: boolean): Frames => ({
 const SSE_FRAMES = sseFrames(false);
 const SSE_FRAMES_WEIGHTED = sseFrames(true);
 
-export interface BoardEventsOptions {
+export interface BoardStreamOptions {
   readonly basePath: string;
   readonly admission: Admission;
   readonly live: LiveBoards;
@@ -54,10 +54,10 @@ export interface BoardEventsOptions {
   readonly logger?: Logger;
 }
 
-export class BoardEvents {
+export class BoardStream {
   readonly path: string;
 
-  constructor(private readonly options: BoardEventsOptions) {
+  constructor(private readonly options: BoardStreamOptions) {
     this.path = `${options.basePath}${STREAM_PATH}`;
   }
 
