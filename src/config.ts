@@ -52,7 +52,7 @@ export interface Config {
   readonly publishableRatePoints: number;
   /** Proxies whose X-Forwarded-For / Forwarded is believed (addresses, CIDRs); empty: the TCP peer is the client. */
   readonly trustedProxies: readonly string[];
-  /** Size of the MySQL connection pool; 2–4 measured best on 2 cores. */
+  /** Size of the MySQL read pool (the write pool gets half); see DATABASE_POOL_SIZE in docs/operations.md. */
   readonly databasePoolSize: number;
   /** Server-side limit for one read query (MariaDB max_statement_time / MySQL max_execution_time). */
   readonly queryTimeoutMs: number;

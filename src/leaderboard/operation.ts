@@ -38,8 +38,8 @@ export interface TopWagersAnswer extends Standings {
  * operation's `invalid_argument` at once. `decodingViolations` are the fields the skin's decoder could
  * not read (wrong type); they are reported with the rules' violations, one per field.
  *
- * Kept as `T | Promise<T>`, though the RPC skin simply awaits it: a REST cache hit then skips one await, which
- * measured about 0.2 µs a call (docs/benchmarks.md, "Issue 28").
+ * Kept as `T | Promise<T>`, though the RPC skin simply awaits it: a REST cache hit then skips one await. What
+ * that await costs is measured in docs/benchmarks.md, "Issue 28: what the layering changed on the hot paths".
  */
 export function answerPeriodRequest(
   leaderboard: Leaderboard,

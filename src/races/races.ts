@@ -85,8 +85,9 @@ export interface RacesOptions {
   /** Current Unix time in seconds. */
   readonly now?: () => number;
   /**
-   * Races handled per clock tick, and how many at once (default 1: the freeze is background work that
-   * yields to the boards; 1,000 races freeze in about 12 s with board reads' p99 1.5x, docs/benchmarks.md).
+   * Races handled per clock tick, and how many at once. The default is 1: the freeze is background work
+   * that leaves the database to the boards. How long 1,000 races take to freeze at each setting, and what it
+   * does to board reads, is in docs/benchmarks.md, "Races: 1,000 races ending in the same second".
    */
   readonly tickBatch?: number;
   readonly tickConcurrency?: number;

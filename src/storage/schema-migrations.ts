@@ -381,8 +381,9 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: WEIGHTED_SUM_MIGRATION,
     name: "the weighted total stored beside the plain one, backfilled in batches",
-    // Ranking by the virtual `weighted_total` cost 1.2-1.3x the plain board: each row read computes
-    // total - weight_discount (a DECIMAL subtraction, in the WHERE and again in the sort key).
+    // Ranking by the virtual `weighted_total` was slower than the plain board, because each row read computes
+    // total - weight_discount (a DECIMAL subtraction, in the WHERE and again in the sort key); docs/benchmarks.md,
+    // "Ranked by the plain and by the weighted total (issue 22)", has the figures.
     // `weighted_sum` holds the same value stored, so both boards read one stored column per row.
     // Added NULL by a metadata-only ALTER (no row rewritten, no lock held for long), then kept exact
     // for writers of any version (a default expression and a BEFORE UPDATE trigger, see
