@@ -12,12 +12,20 @@ export interface BoardChange {
   /** First and last placement time (Unix seconds) of the changed wagers. */
   readonly firstAt: number;
   readonly lastAt: number;
+  /** Internal keys of the users whose wagers changed, when the change lists them. */
+  readonly userIds?: readonly number[] | undefined;
   /** The platform's user id of a profile change. */
   readonly userExternalId: string | undefined;
 }
 
+interface Span {
+  readonly first: number;
+  readonly last: number;
+  readonly users: readonly number[] | undefined;
+}
+
 export class ChangeSet {
-  private readonly spans = new Map<number, { first: number; last: number }[]>();
+  private readonly spans = new Map<number, Span[]>();
   /** Users whose profile changed. */
   readonly users = new Set<string>();
 
@@ -25,9 +33,10 @@ export class ChangeSet {
     for (const change of changes) {
       if (change.userExternalId !== undefined) this.users.add(change.userExternalId);
       if (change.affiliateId === undefined) continue;
+      const span = { first: change.firstAt, last: change.lastAt, users: change.userIds };
       const list = this.spans.get(change.affiliateId);
-      if (list === undefined) this.spans.set(change.affiliateId, [{ first: change.firstAt, last: change.lastAt }]);
-      else list.push({ first: change.firstAt, last: change.lastAt });
+      if (list === undefined) this.spans.set(change.affiliateId, [span]);
+      else list.push(span);
     }
   }
 
@@ -43,6 +52,21 @@ export class ChangeSet {
   /** Whether wagers of this affiliate placed within [start, end] changed. */
   touchesPeriod(affiliateId: number, start: number, end: number): boolean {
     return this.spans.get(affiliateId)?.some((span) => start <= span.last && end >= span.first) ?? false;
+  }
+
+  /**
+   * The users (internal keys) whose wagers of this affiliate within [start, end] changed: into `into`,
+   * returning true; false when a change of that period does not list its users (all may have changed).
+   * A listed user may have changed only outside the period (spans are per affiliate): reading such a
+   * user again is harmless.
+   */
+  changedUsers(affiliateId: number, start: number, end: number, into: Set<number>): boolean {
+    for (const span of this.spans.get(affiliateId) ?? []) {
+      if (start > span.last || end < span.first) continue;
+      if (span.users === undefined) return false;
+      for (const user of span.users) into.add(user);
+    }
+    return true;
   }
 
   /** Whether an answer listing these users shows a changed profile. */

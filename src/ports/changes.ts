@@ -6,6 +6,11 @@ export interface DataChange {
   readonly affiliateId: number | undefined;
   readonly firstAt: number;
   readonly lastAt: number;
+  /**
+   * Internal keys of the users whose wagers of this affiliate changed, when the row lists them
+   * (rows written before they were listed, and very large batches, do not: undefined).
+   */
+  readonly userIds?: readonly number[];
   /** The platform's user id of a profile change. */
   readonly userExternalId: string | undefined;
   /** The id of an API key that changed (absent on the other changes). */

@@ -6,7 +6,7 @@
  * change touches.
  *
  * A row says either "wagers of affiliates A, B, … placed in these spans of
- * time changed", "the profile of user U changed" (a new username or avatar,
+ * time changed" (with the users whose wagers changed), "the profile of user U changed" (a new username or avatar,
  * a move), which alters every answer that lists U, or "API key K changed"
  * (created, revoked, rotated, a new limit), which the in-memory key sets reload.
  */
@@ -16,37 +16,65 @@ import type { DataChange } from "../ports/changes.js";
 export type { DataChange };
 
 /**
- * One change row for the given wagers (internal affiliate key and time): every affiliate with the
- * span of times it changed, as text in one row. One small row per transaction keeps the feed cheap
- * for ingest (a batch of 1000 wagers may touch a hundred affiliates), and a VALUES insert lets
- * InnoDB allocate the id without holding the table's AUTO-INC lock for a whole statement.
+ * One change row for the given wagers (internal affiliate key, time and user key): every affiliate
+ * with the span of times it changed and the users whose wagers changed, as text in one row. One
+ * small row per transaction keeps the feed cheap for ingest (a batch of 1000 wagers may touch a
+ * hundred affiliates), and a VALUES insert lets InnoDB allocate the id without holding the table's
+ * AUTO-INC lock for a whole statement.
+ *
+ * A piece is "affiliate,first,last" followed by ",user" for each changed user (internal keys, in
+ * ascending order), so a reader that knows only the first three fields (the version before users
+ * were listed, during a rolling deploy) reads the span as before; a piece without users (written by
+ * that version, by the bulk loader, or an affiliate with more than MAX_LISTED_USERS users in the
+ * batch) tells readers the users are not known, and boards that hold it are computed in full.
  */
 export async function noteWagerTimes(
   connection: PoolConnection,
-  wagers: Iterable<{ readonly affiliateId: number; readonly placedAt: number }>,
+  wagers: Iterable<{ readonly affiliateId: number; readonly placedAt: number; readonly userId?: number }>,
 ) {
-  const spans = new Map<number, [number, number]>();
-  for (const { affiliateId, placedAt } of wagers) {
-    const span = spans.get(affiliateId);
-    if (span === undefined) spans.set(affiliateId, [placedAt, placedAt]);
-    else {
-      if (placedAt < span[0]) span[0] = placedAt;
-      if (placedAt > span[1]) span[1] = placedAt;
-    }
-  }
-  if (spans.size === 0) return;
-  const text = [...spans].map(([affiliateId, [first, last]]) => `${affiliateId},${first},${last}`).join(";");
+  const text = wagerSpansText(wagers);
+  if (text === "") return;
   await connection.query("INSERT INTO data_changes (wager_spans, created_at) VALUES (?, UNIX_TIMESTAMP())", [text]);
 }
 
-/** The spans of a `wager_spans` text; malformed pieces are skipped. */
-export function parseWagerSpans(text: string): { affiliateId: number; firstAt: number; lastAt: number }[] {
-  const spans: { affiliateId: number; firstAt: number; lastAt: number }[] = [];
-  for (const piece of text.split(";")) {
-    const [affiliate, first, last] = piece.split(",").map(Number);
-    if (Number.isInteger(affiliate) && Number.isInteger(first) && Number.isInteger(last)) {
-      spans.push({ affiliateId: affiliate as number, firstAt: first as number, lastAt: last as number });
+/** More changed users of one affiliate in one row than this are not listed (the affiliate's boards recompute). */
+export const MAX_LISTED_USERS = 5000;
+
+/** The `wager_spans` text of a batch of changed wagers ("" when there are none). */
+export function wagerSpansText(
+  wagers: Iterable<{ readonly affiliateId: number; readonly placedAt: number; readonly userId?: number }>,
+): string {
+  const spans = new Map<number, { first: number; last: number; users: Set<number> | undefined }>();
+  for (const { affiliateId, placedAt, userId } of wagers) {
+    let span = spans.get(affiliateId);
+    if (span === undefined) {
+      span = { first: placedAt, last: placedAt, users: new Set() };
+      spans.set(affiliateId, span);
     }
+    if (placedAt < span.first) span.first = placedAt;
+    if (placedAt > span.last) span.last = placedAt;
+    if (userId === undefined) span.users = undefined;
+    else span.users?.add(userId);
+  }
+  return [...spans]
+    .map(([affiliateId, { first, last, users }]) => {
+      const listed = users === undefined || users.size > MAX_LISTED_USERS ? [] : [...users].sort((a, b) => a - b);
+      return [affiliateId, first, last, ...listed].join(",");
+    })
+    .join(";");
+}
+
+/** The spans of a `wager_spans` text, with their users when listed; malformed pieces are skipped. */
+export function parseWagerSpans(
+  text: string,
+): { affiliateId: number; firstAt: number; lastAt: number; userIds?: number[] }[] {
+  const spans: { affiliateId: number; firstAt: number; lastAt: number; userIds?: number[] }[] = [];
+  for (const piece of text.split(";")) {
+    const [affiliate, first, last, ...users] = piece.split(",").map(Number);
+    if (!Number.isInteger(affiliate) || !Number.isInteger(first) || !Number.isInteger(last)) continue;
+    const span = { affiliateId: affiliate as number, firstAt: first as number, lastAt: last as number };
+    // Users are listed only whole: one malformed key and the piece counts as not listing them.
+    spans.push(users.length > 0 && users.every(Number.isInteger) ? { ...span, userIds: users } : span);
   }
   return spans;
 }

@@ -88,6 +88,10 @@ async function takeOut(pool: Pool, connection: PoolConnection, rows: readonly Ro
   await connection.query(`DELETE w FROM wagers w JOIN ${VOID_STAGE} s ON s.id = w.id`);
   await noteWagerTimes(
     connection,
-    rows.map((r) => ({ affiliateId: Number(r.affiliate_id), placedAt: Number(r.placed_at) })),
+    rows.map((r) => ({
+      affiliateId: Number(r.affiliate_id),
+      placedAt: Number(r.placed_at),
+      userId: Number(r.user_id),
+    })),
   );
 }

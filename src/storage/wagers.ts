@@ -124,10 +124,10 @@ async function countFresh(
     await addToRollups(connection);
     await noteWagerTimes(
       connection,
-      counted.map((w) => ({
-        affiliateId: (users.get(w.userId) as InternalUser).affiliateId,
-        placedAt: w.placedAt,
-      })),
+      counted.map((w) => {
+        const user = users.get(w.userId) as InternalUser;
+        return { affiliateId: user.affiliateId, placedAt: w.placedAt, userId: user.id };
+      }),
     );
   }
   return fresh.length - voids.resent;
