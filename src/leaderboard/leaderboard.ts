@@ -11,6 +11,7 @@ import { DAY } from "../values/calendar.js";
 import { canonicalDecimal } from "../values/decimal.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import { StoreFailure } from "./domain-errors.js";
+import { HeldBoards } from "./held-boards.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
 import { type CachedValue, ResultCache } from "./result-cache.js";
 
@@ -63,6 +64,22 @@ export interface LeaderboardOptions {
    * from the live board's own computation instead of a second query.
    */
   readonly isWatched?: (period: FleetPeriod) => boolean;
+  /**
+   * Boards kept current from the change feed (held-boards.ts): on when the store can read changed
+   * users (`standings.keyed`), answers are cached and a change feed drives them (`freshness`), unless false.
+   */
+  readonly incremental?: false | IncrementalOptions;
+}
+
+export interface IncrementalOptions {
+  /** Rows held below the shown ones. Default 50. */
+  readonly margin?: number;
+  /** A held board is computed in full again at least this often. Default 60 s. */
+  readonly checkEverySeconds?: number;
+  /** Boards held at most (least recently used let go). Default 2000. */
+  readonly maxBoards?: number;
+  /** Told when a check's full computation differs from the held rows (a change the feed missed). */
+  readonly onMismatch?: (key: string, detail: string) => void;
 }
 
 /**
@@ -87,9 +104,13 @@ export class Leaderboard {
   private readonly now: () => number;
   private readonly cache: ResultCache<readonly RankedUser[]>;
 
+  /** Boards kept current from the change feed; undefined when off (see LeaderboardOptions.incremental). */
+  private readonly held: HeldBoards | undefined;
+
   constructor(private readonly options: LeaderboardOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
     this.cache = new ResultCache(options.maxCachedPeriods ?? 10_000, () => this.now() * 1000);
+    this.held = heldBoardsFor(options, () => this.now() * 1000);
   }
 
   /** Requests answered from the database because the change feed was behind. */
@@ -119,8 +140,29 @@ export class Leaderboard {
     return entry === undefined ? undefined : this.standingsOf(entry, query);
   }
 
-  /** Answers computed here (from the database) and answers taken from the period's leader in a fleet. */
-  readonly computations = { full: 0, remote: 0 };
+  /** Answers computed here in full outside the held boards, and answers taken from the period's leader in a fleet. */
+  private readonly counted = { full: 0, remote: 0 };
+
+  /**
+   * Answers computed here (from the database) by kind, and answers taken from the period's leader in a fleet:
+   * full (the period's whole aggregation), incremental (only the changed users read and merged into a held
+   * board; present when held boards are on), remote.
+   */
+  get computations(): Readonly<{ full: number; remote: number; incremental?: number }> {
+    if (this.held === undefined) return { ...this.counted };
+    const { full, incremental } = this.held.computations;
+    return { full: this.counted.full + full, remote: this.counted.remote, incremental };
+  }
+
+  /**
+   * The held boards: how many, loads answered with nothing to read (unchanged), and periodic checks that
+   * found a held board different from its full computation (mismatches: a change the feed did not deliver).
+   */
+  get heldStats(): { boards: number; unchanged: number; mismatches: number } | undefined {
+    if (this.held === undefined) return undefined;
+    const { unchanged, mismatches } = this.held.computations;
+    return { boards: this.held.size, unchanged, mismatches };
+  }
 
   /**
    * The period's top `query.numUsers`, from the cache when it holds a fresh answer; else computed once however
@@ -162,6 +204,7 @@ export class Leaderboard {
   applyChanges(changes: Iterable<BoardChange> | ChangeSet): void {
     const changed = changes instanceof ChangeSet ? changes : new ChangeSet(changes);
     if (changed.empty) return;
+    this.held?.applyChanges(changed);
     this.cache.drop((key, value) => {
       const [affiliate = "", start = "", end = ""] = key.split(":");
       if (changed.touchesPeriod(Number(affiliate), Number(start), Number(end))) return true;
@@ -182,15 +225,27 @@ export class Leaderboard {
     if (!here && this.options.fleet !== undefined) {
       const remote = await this.options.fleet.fromLeader(periodOf(affiliateId, query));
       if (remote !== undefined) {
-        this.computations.remote += 1;
+        this.counted.remote += 1;
         return remote;
       }
     }
+    const held = this.held !== undefined && query.end >= this.now() - SETTLED_AFTER_SECONDS ? this.held : undefined;
+    if (held !== undefined) return this.loadHeld(held, cacheKeyOf(affiliateId, query), affiliateId, query);
     return this.load(affiliateId, query, MAX_NUM_USERS);
   }
 
+  /** A board whose period has not settled: from the held boards (computed in full or incrementally). */
+  private async loadHeld(held: HeldBoards, key: string, affiliateId: number, query: PeriodQuery) {
+    const board = { key, affiliateId, start: query.start, end: query.end, rankBy: query.rankBy ?? "wagered" };
+    try {
+      return (await held.rows(board)).map((row, index) => this.rankedUser(row, index));
+    } catch (error) {
+      throw new StoreFailure(error);
+    }
+  }
+
   private async load(affiliateId: number, query: PeriodQuery, limit: number): Promise<RankedUser[]> {
-    this.computations.full += 1;
+    this.counted.full += 1;
     let rows: RankedRow[];
     try {
       rows = await this.options.standings.topUsers(
@@ -203,15 +258,40 @@ export class Leaderboard {
     } catch (error) {
       throw new StoreFailure(error);
     }
-    return rows.map((row, index) => ({
+    return rows.map((row, index) => this.rankedUser(row, index));
+  }
+
+  private rankedUser(row: RankedRow, index: number): RankedUser {
+    return {
       rank: index + 1,
       userId: row.userExternalId,
       username: row.username,
       avatar: row.avatarUrl === null || row.avatarUrl === "" ? this.options.defaultAvatarUrl : row.avatarUrl,
       totalWagered: canonicalDecimal(row.total),
       weightedWagered: canonicalDecimal(row.weightedTotal),
-    }));
+    };
   }
+}
+
+/** Rows held below the shown ones, by default: changes may push that many shown users down before a full computation. */
+const DEFAULT_MARGIN = 50;
+
+function heldBoardsFor(options: LeaderboardOptions, nowMs: () => number): HeldBoards | undefined {
+  const keyed = options.standings.keyed;
+  const settings = options.incremental ?? {};
+  if (settings === false || keyed === undefined || options.freshness === undefined || options.cacheTtlMs <= 0) {
+    return undefined;
+  }
+  return new HeldBoards({
+    store: keyed,
+    shown: MAX_NUM_USERS,
+    margin: settings.margin ?? DEFAULT_MARGIN,
+    checkEveryMs: (settings.checkEverySeconds ?? 60) * 1000,
+    maxBoards: settings.maxBoards ?? 2000,
+    maxPendingUsers: 10_000,
+    nowMs,
+    ...(settings.onMismatch === undefined ? {} : { onMismatch: settings.onMismatch }),
+  });
 }
 
 function periodOf(affiliateId: number, query: PeriodQuery): FleetPeriod {

@@ -4,7 +4,7 @@
  * backfill) is recorded, and from the virtual `weighted_total` before (./weighted-backfill.ts).
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import type { RankedRow } from "../ports/standings.js";
+import type { KeyedRow, RankedRow } from "../ports/standings.js";
 import type { BucketRange, Source } from "../values/bucket-range.js";
 import { bucketCeil, nextBucketStart } from "../values/calendar.js";
 import type { RankBy } from "../values/weights.js";
@@ -133,8 +133,10 @@ function chosenPiece(
   };
 }
 
-function toRows(rows: RowDataPacket[]): RankedRow[] {
+/** The board's rows with each user's internal key (`u.id AS user_key` in every board query). */
+function toRows(rows: RowDataPacket[]): KeyedRow[] {
   return rows.map((row) => ({
+    userKey: Number(row.user_key),
     userExternalId: String(row.external_id),
     username: String(row.username),
     avatarUrl: row.avatar_url === null ? null : String(row.avatar_url),
@@ -167,6 +169,19 @@ export async function topUsersFromBuckets(
   rankBy: RankBy = "wagered",
   weighted: WeightedColumn = "weighted_total",
 ): Promise<RankedRow[]> {
+  const rows = await keyedTopUsersFromBuckets(pool, affiliateId, ranges, limit, rankBy, weighted);
+  return rows.map(({ userKey: _key, ...row }) => row);
+}
+
+/** topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold). */
+export async function keyedTopUsersFromBuckets(
+  pool: Pool | PoolConnection,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  limit: number,
+  rankBy: RankBy = "wagered",
+  weighted: WeightedColumn = "weighted_total",
+): Promise<KeyedRow[]> {
   if (ranges.length === 0) return [];
   const source = SOURCES[weighted];
   const ranking = rankingStatement(source, affiliateId, ranges, rankBy);
@@ -191,7 +206,7 @@ export async function topUsersFromBuckets(
   const users = chosen.map((row) => Number(row.user_id));
   const parts = ranges.map((r) => chosenPiece(source, r, affiliateId, users));
   const [rows] = await pool.query<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+    `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
        FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
                FROM (${parts.map((p) => p.sql).join(" UNION ALL ")}) x GROUP BY user_id HAVING total > 0) t
        JOIN users u ON u.id = t.user_id
@@ -214,7 +229,7 @@ async function topUsersSummingBoth(
   ranges: readonly BucketRange[],
   limit: number,
   rankBy: RankBy,
-): Promise<RankedRow[]> {
+): Promise<KeyedRow[]> {
   const rank = RANK_COLUMN[rankBy];
   const union = ranges.map((r) => `${bothValues(source, r)} AND ${inPeriod(source[r.source])}`).join(" UNION ALL ");
   const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
@@ -222,7 +237,7 @@ async function topUsersSummingBoth(
   // period. A user whose wagers all had weight 0 did wager: listed, with a weighted total of 0.
   const aggregate = `SELECT user_id, SUM(v) AS total, SUM(w) AS weighted FROM (${union}) x GROUP BY user_id HAVING total > 0`;
   const [rows] = await pool.execute<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+    `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
        FROM (${aggregate} ORDER BY ${rank} DESC LIMIT ?) t
        JOIN users u ON u.id = t.user_id
       ${order(rankBy)}`,
@@ -230,11 +245,11 @@ async function topUsersSummingBoth(
   );
   const leading = toRows(rows);
   if (leading.length <= limit) return leading;
-  const value = (row: RankedRow | undefined) => (rankBy === "weighted" ? row?.weightedTotal : row?.total);
+  const value = (row: KeyedRow | undefined) => (rankBy === "weighted" ? row?.weightedTotal : row?.total);
   const cut = value(leading[limit]) ?? "0";
   if (value(leading[limit - 1]) !== cut) return leading.slice(0, limit);
   const [tied] = await pool.execute<RowDataPacket[]>(
-    `SELECT u.external_id, u.username, u.avatar_url, t.total, t.weighted
+    `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
        FROM (${aggregate} AND ${rank} >= CAST(? AS DECIMAL(65,12))) t
        JOIN users u ON u.id = t.user_id
       ${order(rankBy)}
@@ -242,4 +257,29 @@ async function topUsersSummingBoth(
     [...params, cut, String(limit)],
   );
   return toRows(tied);
+}
+
+/**
+ * Both totals and the profile of the listed users (internal keys) over the period's pieces, in no order:
+ * each rollup piece names its buckets and users, so MariaDB reads one primary key per (bucket, user)
+ * instead of the affiliate's rows. A user without rows in the period is absent; one whose pieces
+ * cancel has total 0.
+ */
+export async function totalsOfListedUsers(
+  pool: Pool | PoolConnection,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  users: readonly number[],
+  weighted: WeightedColumn = "weighted_total",
+): Promise<KeyedRow[]> {
+  if (ranges.length === 0 || users.length === 0) return [];
+  const parts = ranges.map((r) => chosenPiece(SOURCES[weighted], r, affiliateId, users));
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
+       FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
+               FROM (${parts.map((p) => p.sql).join(" UNION ALL ")}) x GROUP BY user_id) t
+       JOIN users u ON u.id = t.user_id`,
+    parts.flatMap((p) => p.params),
+  );
+  return toRows(rows);
 }

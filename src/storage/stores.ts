@@ -23,6 +23,7 @@ import {
   setApiKeyRateLimit,
 } from "./api-keys.js";
 import { changeIdsBetween, latestChangeId, pruneChanges, readChanges } from "./data-changes.js";
+import { boardInOneSnapshot, totalsOfUsers } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
 import { bucketRanges } from "./period-buckets.js";
@@ -55,6 +56,12 @@ export function mariadbStandings(pool: Pool): StandingsStore {
   return {
     topUsers: async (affiliateId, start, end, limit, rankBy) =>
       topUsersFromBuckets(pool, affiliateId, bucketRanges(start, end), limit, rankBy, await weighted()),
+    keyed: {
+      boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
+        boardInOneSnapshot(pool, affiliateId, bucketRanges(start, end), limit, rankBy, await weighted()),
+      totalsOf: async (affiliateId, start, end, userKeys) =>
+        totalsOfUsers(pool, affiliateId, bucketRanges(start, end), userKeys, await weighted()),
+    },
   };
 }
 

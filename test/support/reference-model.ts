@@ -13,7 +13,7 @@ import type { ApiKeyStore, KeyStore, NewStoredKey, StoredKeyWithHash } from "../
 import type { ChangeStore, DataChange } from "../../src/ports/changes.js";
 import type { IngestStore, RecordOutcome, UserProfile, VoidOutcome, WagerRecord } from "../../src/ports/ingest.js";
 import type { SchemaVersions } from "../../src/ports/schema.js";
-import type { RankedRow, StandingsStore } from "../../src/ports/standings.js";
+import type { KeyedRow, RankedRow, StandingsStore } from "../../src/ports/standings.js";
 import { scopesOfKind } from "../../src/values/scopes.js";
 import type { RankBy } from "../../src/values/weights.js";
 
@@ -206,49 +206,51 @@ export class ReferenceModel {
   }
 
   private noteWagers(wagers: readonly Wager[]): void {
-    const spans = new Map<number, [number, number]>();
+    const spans = new Map<number, [number, number, Set<number>]>();
     for (const w of wagers) {
       const span = spans.get(w.affiliate);
-      spans.set(
-        w.affiliate,
-        span === undefined ? [w.placedAt, w.placedAt] : [Math.min(span[0], w.placedAt), Math.max(span[1], w.placedAt)],
-      );
+      if (span === undefined) spans.set(w.affiliate, [w.placedAt, w.placedAt, new Set([w.userKey])]);
+      else
+        spans.set(w.affiliate, [Math.min(span[0], w.placedAt), Math.max(span[1], w.placedAt), span[2].add(w.userKey)]);
     }
     if (spans.size === 0) return;
     this.lastChangeId += 1;
     const id = this.lastChangeId;
-    for (const [affiliateId, [firstAt, lastAt]] of spans) {
-      this.changes.push({ id, affiliateId, firstAt, lastAt, userExternalId: undefined });
+    for (const [affiliateId, [firstAt, lastAt, users]] of spans) {
+      const userIds = [...users].sort((a, b) => a - b);
+      this.changes.push({ id, affiliateId, firstAt, lastAt, userIds, userExternalId: undefined });
     }
   }
 
   // ---- StandingsStore ----
 
-  readonly standings: StandingsStore = {
-    topUsers: async (affiliateId: number, start: number, end: number, limit: number, rankBy: RankBy) => {
-      const sums = new Map<number, { plain: bigint; weighted: bigint }>();
-      for (const w of this.wagers.values()) {
-        if (w.affiliate !== affiliateId || w.placedAt < start || w.placedAt > end) continue;
-        const sum = sums.get(w.userKey) ?? { plain: 0n, weighted: 0n };
-        sum.plain += w.units;
-        sum.weighted += w.units * BigInt(w.weightBps);
-        sums.set(w.userKey, sum);
-      }
-      const byKey = new Map([...this.users].map(([externalId, user]) => [user.key, { externalId, user }]));
-      const rows = [...sums]
-        .filter(([, sum]) => sum.plain > 0n)
-        .map(([userKey, sum]) => {
-          const { externalId, user } = byKey.get(userKey) as { externalId: string; user: User };
-          return { externalId, user, rank: rankBy === "weighted" ? sum.weighted * 10_000n : sum.plain, sum };
-        })
-        .sort(
-          (a, b) =>
-            (a.rank > b.rank ? -1 : a.rank < b.rank ? 1 : 0) ||
-            byCodePoint(a.user.username, b.user.username) ||
-            byCodePoint(a.externalId, b.externalId),
-        );
-      return rows.slice(0, limit).map(
-        (row): RankedRow => ({
+  /** Every user with wagers of the affiliate in [start, end] (or only `only`), with both naive sums, in board order. */
+  private board(affiliateId: number, start: number, end: number, rankBy: RankBy, only?: ReadonlySet<number>) {
+    const sums = new Map<number, { plain: bigint; weighted: bigint }>();
+    for (const w of this.wagers.values()) {
+      if (w.affiliate !== affiliateId || w.placedAt < start || w.placedAt > end) continue;
+      if (only !== undefined && !only.has(w.userKey)) continue;
+      const sum = sums.get(w.userKey) ?? { plain: 0n, weighted: 0n };
+      sum.plain += w.units;
+      sum.weighted += w.units * BigInt(w.weightBps);
+      sums.set(w.userKey, sum);
+    }
+    const byKey = new Map([...this.users].map(([externalId, user]) => [user.key, { externalId, user }]));
+    return [...sums]
+      .filter(([, sum]) => sum.plain > 0n)
+      .map(([userKey, sum]) => {
+        const { externalId, user } = byKey.get(userKey) as { externalId: string; user: User };
+        return { externalId, user, rank: rankBy === "weighted" ? sum.weighted * 10_000n : sum.plain, sum };
+      })
+      .sort(
+        (a, b) =>
+          (a.rank > b.rank ? -1 : a.rank < b.rank ? 1 : 0) ||
+          byCodePoint(a.user.username, b.user.username) ||
+          byCodePoint(a.externalId, b.externalId),
+      )
+      .map(
+        (row): KeyedRow => ({
+          userKey: row.user.key,
           userExternalId: row.externalId,
           username: row.user.username,
           avatarUrl: row.user.avatar === "" ? null : row.user.avatar,
@@ -256,6 +258,26 @@ export class ReferenceModel {
           weightedTotal: unitsText(row.sum.weighted, 12),
         }),
       );
+  }
+
+  /** Boards read through `keyed` (held boards kept current from the change feed), for tests that count them. */
+  readonly keyedReads = { boards: 0, totals: 0, usersRead: 0 };
+
+  readonly standings: StandingsStore = {
+    topUsers: async (affiliateId: number, start: number, end: number, limit: number, rankBy: RankBy) =>
+      this.board(affiliateId, start, end, rankBy)
+        .slice(0, limit)
+        .map(({ userKey: _key, ...row }): RankedRow => row),
+    keyed: {
+      boardWithKeys: async (affiliateId, start, end, limit, rankBy) => {
+        this.keyedReads.boards += 1;
+        return this.board(affiliateId, start, end, rankBy).slice(0, limit);
+      },
+      totalsOf: async (affiliateId, start, end, userKeys) => {
+        this.keyedReads.totals += 1;
+        this.keyedReads.usersRead += userKeys.length;
+        return this.board(affiliateId, start, end, "wagered", new Set(userKeys));
+      },
     },
   };
 

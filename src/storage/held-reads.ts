@@ -1,0 +1,58 @@
+/**
+ * The reads of a board held in memory and kept current from the change feed
+ * (src/leaderboard/held-boards.ts): the whole board with internal user keys, read from one
+ * snapshot, and the totals of just the users a change named, read by primary key per bucket.
+ */
+import type { Pool, PoolConnection } from "mysql2/promise";
+import type { KeyedRow } from "../ports/standings.js";
+import type { BucketRange } from "../values/bucket-range.js";
+import type { RankBy } from "../values/weights.js";
+import { keyedTopUsersFromBuckets, totalsOfListedUsers, type WeightedColumn } from "./leaderboard-queries.js";
+
+/** Users read per statement (the statement's text grows with them). */
+const USERS_PER_READ = 1000;
+
+/** Both totals and the profile of the given users over the period (see totalsOfListedUsers), in batches. */
+export async function totalsOfUsers(
+  pool: Pool | PoolConnection,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  userKeys: readonly number[],
+  weighted: WeightedColumn,
+): Promise<KeyedRow[]> {
+  const rows: KeyedRow[] = [];
+  for (let at = 0; at < userKeys.length; at += USERS_PER_READ) {
+    const users = userKeys.slice(at, at + USERS_PER_READ);
+    rows.push(...(await totalsOfListedUsers(pool, affiliateId, ranges, users, weighted)));
+  }
+  return rows;
+}
+
+/**
+ * The board with internal keys, its statements inside one read-only transaction with a consistent
+ * snapshot (REPEATABLE READ): the board query ranks in one statement and reads the chosen users'
+ * totals in a second, and a write between the two would otherwise leave out a user that now ranks
+ * above a listed one. The connection comes from the pool's own side (on a replica set, the primary).
+ */
+export async function boardInOneSnapshot(
+  pool: Pool,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  limit: number,
+  rankBy: RankBy,
+  weighted: WeightedColumn,
+): Promise<KeyedRow[]> {
+  const connection = await pool.getConnection();
+  try {
+    await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    await connection.query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+    const rows = await keyedTopUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, weighted);
+    await connection.query("COMMIT");
+    connection.release();
+    return rows;
+  } catch (error) {
+    // A connection left inside a transaction (or broken) never goes back to the pool.
+    connection.destroy();
+    throw error;
+  }
+}
