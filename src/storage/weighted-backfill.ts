@@ -22,6 +22,7 @@
  * transaction: a crash loses at most the batch in flight, and the next `migrate` resumes there.
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { classifyDatabaseError } from "./database-errors.js";
 import type { WeightedColumn } from "./leaderboard-queries.js";
 import { ROLLUPS, type RollupTable } from "./rollups.js";
 import type { MigrationContext } from "./schema-steps.js";
@@ -239,6 +240,21 @@ async function runBatch(
   }
 }
 
+/** Attempts of one batch that loses a deadlock or a lock wait to ingest before the backfill gives up. */
+const BATCH_ATTEMPTS = 10;
+
+/** runBatch, again after a deadlock or lock wait timeout (the batch is rolled back whole, so it is simply redone). */
+async function runBatchRetrying(...args: Parameters<typeof runBatch>): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runBatch(...args);
+    } catch (error) {
+      if (attempt >= BATCH_ATTEMPTS || classifyDatabaseError(error) !== "retry") throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+    }
+  }
+}
+
 /** Backfills one table from its checkpoint to its end, reporting progress every few seconds. */
 async function backfillTable(context: MigrationContext, table: RollupTable, options: BackfillOptions): Promise<void> {
   const { connection } = context;
@@ -255,7 +271,7 @@ async function backfillTable(context: MigrationContext, table: RollupTable, opti
   for (let batch = 1; ; batch++) {
     await options.beforeBatch?.(table, batch);
     const to = await batchEnd(connection, table, checkpoint.after, batchRows);
-    const set = await runBatch(connection, table, name, checkpoint.after, to);
+    const set = await runBatchRetrying(connection, table, name, checkpoint.after, to);
     scanned += to === null ? 0 : batchRows;
     checkpoint = { after: to, rowsDone: checkpoint.rowsDone + set, done: to === null };
     if (to === null) break;

@@ -329,4 +329,35 @@ describe("migration 12 on a database written by version 11", () => {
     );
     expect(Number(triggers[0]?.n)).toBe(4);
   });
+
+  it("redoes a batch that waited too long for a row ingest holds, and finishes", async () => {
+    const connection = await database.db.write.getConnection();
+    const holder = await database.db.write.getConnection();
+    const context = { connection, progress: () => undefined };
+    try {
+      // Three rows made NULL again (the trigger would set them on this UPDATE: dropped for it).
+      await connection.query("DROP TRIGGER wager_monthly_weighted_sum");
+      await connection.query(
+        "UPDATE wager_monthly SET weighted_sum = NULL ORDER BY affiliate_id, bucket, user_id LIMIT 3",
+      );
+      await weightedSumTrigger("wager_monthly")(context);
+      await connection.query("DELETE FROM schema_backfill_progress WHERE name = 'weighted_sum:wager_monthly'");
+      await holder.query("START TRANSACTION");
+      await holder.query("SELECT * FROM wager_monthly ORDER BY affiliate_id, bucket, user_id LIMIT 1 FOR UPDATE");
+      await connection.query("SET SESSION innodb_lock_wait_timeout = 1");
+      const started = Date.now();
+      const backfill = backfillWeightedSums()(context);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await holder.query("COMMIT");
+      await backfill;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => undefined);
+      await connection.query("SET SESSION innodb_lock_wait_timeout = DEFAULT");
+      holder.release();
+      connection.release();
+    }
+    expect(await storedAgainstRaw()).toMatchObject({ nulls: 0, wrong: 0 });
+    expect((await verifyRollups(database.db.read)).mismatchCount).toBe(0);
+  });
 });
