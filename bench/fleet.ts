@@ -118,6 +118,8 @@ interface Computations {
   readonly full: number;
   readonly incremental: number;
   readonly remote: number;
+  /** Asks of a leader that fell back to computing here (no answer in time, or an answer from behind). */
+  readonly fallbacks: number;
 }
 
 /** An instance's live-board recomputes and board computations by kind, from its /metrics. */
@@ -130,13 +132,20 @@ async function boardCounts(internalUrl: string): Promise<{ recomputes: number; c
   const kind = (k: string) => value(`topwagers_board_computations_total{kind="${k}"}`);
   return {
     recomputes: value("topwagers_board_recomputes_total"),
-    computations: { full: kind("full"), incremental: kind("incremental"), remote: kind("remote") },
+    computations: {
+      full: kind("full"),
+      incremental: kind("incremental"),
+      remote: kind("remote"),
+      fallbacks:
+        value('topwagers_fleet_fallbacks_total{reason="no_answer"}') +
+        value('topwagers_fleet_fallbacks_total{reason="behind"}'),
+    },
   };
 }
 
 function sumComputations(all: readonly Computations[]): Computations {
   const sum = (k: keyof Computations) => all.reduce((n, c) => n + c[k], 0);
-  return { full: sum("full"), incremental: sum("incremental"), remote: sum("remote") };
+  return { full: sum("full"), incremental: sum("incremental"), remote: sum("remote"), fallbacks: sum("fallbacks") };
 }
 
 interface Board {
@@ -459,6 +468,7 @@ async function runOnce(
           full: (b.computations.full - a.computations.full) / seconds,
           incremental: (b.computations.incremental - a.computations.incremental) / seconds,
           remote: (b.computations.remote - a.computations.remote) / seconds,
+          fallbacks: (b.computations.fallbacks - a.computations.fallbacks) / seconds,
         },
       };
     };
@@ -808,7 +818,7 @@ export async function runFleetBench(args: string[]): Promise<void> {
             "whole mariadbd CPU s/s idle → load",
             "whole Com_select/s idle → load",
             "recomputes/s idle → load",
-            "computations/s under load: full / incremental / remote",
+            "computations/s under load: full / incremental / remote (fallbacks)",
             "push p50 / p99 / max ms",
             "deliveries",
             "POST p50 / p99 ms (errors)",
@@ -829,9 +839,11 @@ export async function runFleetBench(args: string[]): Promise<void> {
             `${fmt(r.idle.dbCpu)} → ${fmt(r.load.dbCpu)}`,
             `${fmt(r.idle.selects, 0)} → ${fmt(r.load.selects, 0)}`,
             `${fmt(r.idle.recomputes, 1)} → ${fmt(r.load.recomputes, 1)}`,
-            [r.load.computations.full, r.load.computations.incremental, r.load.computations.remote]
+            `${[r.load.computations.full, r.load.computations.incremental, r.load.computations.remote]
               .map((n) => (Number.isNaN(n) ? "–" : fmt(n, 1)))
-              .join(" / "),
+              .join(
+                " / ",
+              )} (${Number.isNaN(r.load.computations.fallbacks) ? "–" : fmt(r.load.computations.fallbacks, 1)})`,
             `${ms(r.latencies, 50)} / ${ms(r.latencies, 99)} / ${fmt(r.latencies.at(-1) ?? Number.NaN, 0)}`,
             `${r.latencies.length} of ${r.expected}`,
             `${ms(r.postLatencies, 50)} / ${ms(r.postLatencies, 99)} (${r.postErrors})`,

@@ -356,7 +356,7 @@ function readingsOf(
       invalidations: leaderboard.invalidations,
       lagSeconds: changeFeed.lagMs() / 1000,
     }),
-    pools: { read: database.read, write: database.write },
+    pools: { read: database.read, write: database.write, leaderboard: database.leaderboard },
     apiKeys: () => keys.counts(),
     keyCatchUp: () => keyCatchUp.stats,
     live: () => ({ streams: live.streams(), boards: live.boards }),
@@ -367,8 +367,13 @@ function readingsOf(
 }
 
 function fleetReadings(fleet: FleetStandings) {
-  const { handovers, fallbacks } = fleet.stats;
-  return { members: fleet.memberCount, led: fleet.led(), handovers, fallbacks };
+  const { handovers, fallbacks, behind } = fleet.stats;
+  return {
+    members: fleet.memberCount,
+    led: fleet.led(),
+    handovers,
+    fallbacks: { no_answer: fallbacks - behind, behind },
+  };
 }
 
 /** Key, rate limit (per key, and per address for failed authentications) and CORS of every public call. */

@@ -107,3 +107,31 @@ export class SingleFlight<V> {
     for (const key of this.running.keys()) if (forget(key)) this.running.delete(key);
   }
 }
+
+/**
+ * Single flight with an age limit: a caller joins the load of its key only if that load started at most `maxAgeMs`
+ * ago, else starts a new one (which later callers join). For answers that must not be older than a bound and are
+ * never stored.
+ */
+export class RecentFlights<V> {
+  private readonly running = new Map<string, { readonly promise: Promise<V>; readonly startedAt: number }>();
+
+  constructor(
+    private readonly maxAgeMs: number,
+    private readonly nowMs: () => number = Date.now,
+  ) {}
+
+  run(key: string, load: () => Promise<V>): Promise<V> {
+    const now = this.nowMs();
+    const running = this.running.get(key);
+    if (running !== undefined && now - running.startedAt <= this.maxAgeMs) return running.promise;
+    const promise = load();
+    const flight = { promise, startedAt: now };
+    this.running.set(key, flight);
+    const settled = () => {
+      if (this.running.get(key) === flight) this.running.delete(key);
+    };
+    promise.then(settled, settled);
+    return promise;
+  }
+}

@@ -4,7 +4,8 @@
  * instance or ten. The leader is chosen by rendezvous hashing over the instances alive (every instance agrees without
  * talking, and an instance that stops hands over only its own boards). A request carries the asker's change feed
  * position, and the leader answers only once it has applied at least as much, so an answer never predates a change
- * the asker has seen; an asker that gets no answer in time, or one that is behind, computes the board itself.
+ * the asker has seen; an asker whose leader is gone, or answers from behind, or not within 5 s, computes the board
+ * itself.
  * Without a fleet every instance computes alone, as before. See docs/architecture.md, "A fleet of instances".
  */
 import { hash } from "node:crypto";
@@ -19,12 +20,17 @@ export interface FeedPosition {
   awaitsAtOrBelow(id: number): boolean;
   /** Resolves once a poll that started after the call has completed. */
   caughtUp(): Promise<void>;
+  /** Whether the feed is current (cached answers may be served). */
+  isCurrent(): boolean;
 }
 
 export interface FleetStandingsOptions {
   readonly transport: FleetTransport;
   readonly feed: FeedPosition;
-  /** How long an asker waits for the leader before computing itself. Default 2 s. */
+  /**
+   * How long an asker waits for a leader that is alive before computing itself. Default 5 s: a busy leader is
+   * better waited for than doubled; one that stops is out of the members within 1.25 s, and its asks end then.
+   */
   readonly timeoutMs?: number;
   /** The periods live boards show here (counted in `led` and in hand-overs). */
   readonly watched?: { periods(): readonly FleetPeriod[] };
@@ -62,7 +68,7 @@ export class FleetStandings {
    * Answers taken from leaders, asks that fell back to computing here, requests served for others, and periods
    * this instance took over when the members changed.
    */
-  readonly stats = { remote: 0, fallbacks: 0, served: 0, handovers: 0 };
+  readonly stats = { remote: 0, fallbacks: 0, behind: 0, served: 0, handovers: 0 };
   /** Period key → when it was last served for another instance (ms). */
   private readonly served = new Map<string, { period: FleetPeriod; at: number }>();
   private readonly nowMs: () => number;
@@ -71,7 +77,7 @@ export class FleetStandings {
   private compute: ((period: FleetPeriod) => Promise<readonly RankedUser[]>) | undefined;
 
   constructor(private readonly options: FleetStandingsOptions) {
-    this.timeoutMs = options.timeoutMs ?? 2_000;
+    this.timeoutMs = options.timeoutMs ?? 5_000;
     this.nowMs = options.nowMs ?? Date.now;
     this.members = options.transport.members();
     options.transport.serve((request) => this.answer(request));
@@ -140,19 +146,21 @@ export class FleetStandings {
   /**
    * The board from its leader, when another instance leads it and answers in time with every change this one has
    * seen; undefined when this instance must compute it (it leads, or the leader did not answer, or was behind).
+   * `fresh`: this instance's feed is behind, so the leader answers only if its own feed is current.
    */
-  async fromLeader(period: FleetPeriod): Promise<readonly RankedUser[] | undefined> {
+  async fromLeader(period: FleetPeriod, fresh = false): Promise<readonly RankedUser[] | undefined> {
     const leader = this.leaderOf(period);
     if (leader === this.options.transport.self) return undefined;
     const minBasis = this.options.feed.position();
     let answer: FleetAnswer | undefined;
     try {
-      answer = await this.options.transport.ask(leader, { period, minBasis }, this.timeoutMs);
+      answer = await this.options.transport.ask(leader, { period, minBasis, fresh }, this.timeoutMs);
     } catch {
       answer = undefined;
     }
     if (answer === undefined || answer.basis < minBasis) {
       this.stats.fallbacks += 1;
+      if (answer !== undefined) this.stats.behind += 1;
       return undefined;
     }
     this.stats.remote += 1;
@@ -161,7 +169,8 @@ export class FleetStandings {
 
   /**
    * Serves another instance: first applies every change the asker had seen (one more read of the feed when this
-   * instance is behind it, or still awaits an id at or below it), then answers with its own top 100 as of then.
+   * instance is behind it, or still awaits an id at or below it), then answers with its own top 100 as of then. An
+   * asker whose feed is behind is answered only while this instance's feed is current.
    */
   private async answer(request: FleetRequest): Promise<FleetAnswer> {
     const { compute } = this;
@@ -171,6 +180,8 @@ export class FleetStandings {
     this.served.set(periodKey(request.period), { period: request.period, at: this.nowMs() });
     const { feed } = this.options;
     if (feed.position() < request.minBasis || feed.awaitsAtOrBelow(request.minBasis)) await feed.caughtUp();
+    if (request.fresh && !feed.isCurrent()) await feed.caughtUp();
+    if (request.fresh && !feed.isCurrent()) throw new Error("this instance's change feed is behind too");
     const basis = feed.position();
     const ranked = await compute(request.period);
     return { basis, entries: ranked.map(entryOf) };

@@ -5,6 +5,7 @@
  * ranking (plain or weighted total).
  */
 
+import { RecentFlights } from "../cache/expiring-cache.js";
 import type { FleetPeriod } from "../ports/fleet.js";
 import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { DAY } from "../values/calendar.js";
@@ -57,7 +58,7 @@ export interface LeaderboardOptions {
    * A fleet (leaderboard/fleet-standings.ts): a period another instance leads is asked of it before it is
    * computed here. Absent, every answer is computed here.
    */
-  readonly fleet?: { fromLeader(period: FleetPeriod): Promise<readonly RankedUser[] | undefined> };
+  readonly fleet?: { fromLeader(period: FleetPeriod, fresh: boolean): Promise<readonly RankedUser[] | undefined> };
   /**
    * Whether a live board shows this period here: its cached answer is then kept as long as a settled period's,
    * since the change feed drops it at every change that touches it, and a POST for a watched board is answered
@@ -100,9 +101,17 @@ function cacheKeyOf(affiliateId: number, query: PeriodQuery): string {
  */
 const MAX_CLIENT_AGE_SECONDS = 1;
 
+/** While the change feed is behind, an ask joins a computation of its period started at most this long ago. */
+const BYPASS_JOIN_MS = 250;
+
 export class Leaderboard {
   private readonly now: () => number;
   private readonly cache: ResultCache<readonly RankedUser[]>;
+  /**
+   * Computations made while the change feed is behind, shared by the asks of one period that come while one runs
+   * (each joiner gets an answer at most BYPASS_JOIN_MS older than its ask): never stored.
+   */
+  private readonly bypassing = new RecentFlights<readonly RankedUser[]>(BYPASS_JOIN_MS);
 
   /** Boards kept current from the change feed; undefined when off (see LeaderboardOptions.incremental). */
   private readonly held: HeldBoards | undefined;
@@ -176,12 +185,13 @@ export class Leaderboard {
     if (this.options.cacheTtlMs <= 0) {
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
     }
-    if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) {
-      // The change feed is behind (database trouble): answer from the database, store nothing.
-      this.bypassed += 1;
-      return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
-    }
     const key = cacheKeyOf(affiliateId, query);
+    if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) {
+      // The change feed is behind (database trouble, or an instance too busy to read it): store nothing.
+      this.bypassed += 1;
+      const ranked = await this.bypassing.run(key, () => this.loadShared(affiliateId, query, here, true));
+      return { ranked: ranked.slice(0, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
+    }
     const ttlMs = this.ttlFor(affiliateId, query);
     const entry = await this.cache.get(
       key,
@@ -220,10 +230,18 @@ export class Leaderboard {
     return settled || watched ? this.options.cacheTtlMs * SETTLED_TTL_FACTOR : this.options.cacheTtlMs;
   }
 
-  /** The top 100 from the period's leader in a fleet, else computed here. */
-  private async loadShared(affiliateId: number, query: PeriodQuery, here: boolean): Promise<readonly RankedUser[]> {
+  /**
+   * The top 100 from the period's leader in a fleet, else computed here. `fresh`: this instance's change feed is
+   * behind, so only a leader whose own feed is current may answer.
+   */
+  private async loadShared(
+    affiliateId: number,
+    query: PeriodQuery,
+    here: boolean,
+    fresh = false,
+  ): Promise<readonly RankedUser[]> {
     if (!here && this.options.fleet !== undefined) {
-      const remote = await this.options.fleet.fromLeader(periodOf(affiliateId, query));
+      const remote = await this.options.fleet.fromLeader(periodOf(affiliateId, query), fresh);
       if (remote !== undefined) {
         this.counted.remote += 1;
         return remote;

@@ -36,7 +36,7 @@ export interface MetricsSources {
    */
   computations?: () => Readonly<Record<"full" | "incremental" | "remote", number>>;
   /** The fleet (REDIS_URL): instances alive, periods this instance leads, periods it took over; absent alone. */
-  fleet?: () => { members: number; led: number; handovers: number; fallbacks: number };
+  fleet?: () => { members: number; led: number; handovers: number; fallbacks: { no_answer: number; behind: number } };
   changeFeed?: () => {
     /** Good polls, failed polls, change rows read, cached answers dropped: running totals since start. */
     polls: number;
@@ -399,8 +399,10 @@ function readFleet(registry: Registry, fleet: NonNullable<MetricsSources["fleet"
   scrapedTotal(
     registry,
     "topwagers_fleet_fallbacks_total",
-    "Boards computed here because their leader did not answer in time, was gone, or was behind.",
+    "Boards computed here because their leader did not answer (gone, failed, or not in time: no_answer) or " +
+      "answered from behind this instance's change feed (behind).",
     () => fleet().fallbacks,
+    "reason",
   );
 }
 
@@ -460,7 +462,7 @@ function readResultCache(registry: Registry, cacheStats: NonNullable<MetricsSour
 function readPools(registry: Registry, pools: Readonly<Record<string, Pool>>): void {
   new Gauge({
     name: "topwagers_db_pool_connections",
-    help: "MySQL pool connections by pool (read, write) and state (open, idle, waiting requests).",
+    help: "MySQL pool connections by pool (read, write, leaderboard) and state (open, idle, waiting requests).",
     labelNames: ["pool", "state"],
     registers: [registry],
     collect() {

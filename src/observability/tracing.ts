@@ -65,7 +65,9 @@ export async function createTracing(options: {
   return {
     wrapHandler: (handler, routeOf) => serverSpans(otel, handler, routeOf),
     traceDatabase(database) {
-      for (const pool of new Set([database.read, database.write])) wrapStatements(pool, statementSpans(otel, database));
+      for (const pool of new Set([database.read, database.write, database.leaderboard])) {
+        wrapStatements(pool, statementSpans(otel, database));
+      }
     },
     async shutdown() {
       await provider.shutdown();

@@ -17,6 +17,8 @@ export interface FleetPeriod {
 export interface FleetRequest {
   readonly period: FleetPeriod;
   readonly minBasis: number;
+  /** The asker's change feed is behind: only a leader whose own feed is current may answer. */
+  readonly fresh: boolean;
 }
 
 /** One entry as it travels: the same fields as a RankedUser. */

@@ -9,7 +9,7 @@
  *
  * Requests and answers: each instance listens on a channel of its own; a request names the channel to answer on.
  * PUBLISH says how many listeners got a message, so a request to an instance that is gone fails at once instead of
- * waiting for the timeout. The keys and channels are scoped by the fleet's name (FLEET_NAME; by default the
+ * waiting for the timeout, and requests to an instance that drops out of the list fail when it does. The keys and channels are scoped by the fleet's name (FLEET_NAME; by default the
  * database's host, port and name), so two deployments sharing one Redis never answer each other's boards.
  */
 import { randomUUID } from "node:crypto";
@@ -32,12 +32,20 @@ redis.call('PEXPIRE', KEYS[1], 60000)
 return redis.call('ZRANGE', KEYS[1], 0, -1)`;
 
 interface Pending {
+  readonly member: string;
   readonly resolve: (answer: FleetAnswer | undefined) => void;
   readonly timer: NodeJS.Timeout;
 }
 
 type Message =
-  | { readonly t: "ask"; readonly id: string; readonly from: string; readonly p: unknown; readonly m: number }
+  | {
+      readonly t: "ask";
+      readonly id: string;
+      readonly from: string;
+      readonly p: unknown;
+      readonly m: number;
+      readonly f?: boolean;
+    }
   | { readonly t: "answer"; readonly id: string; readonly b: number; readonly e: FleetEntry[] }
   | { readonly t: "fail"; readonly id: string };
 
@@ -100,11 +108,12 @@ class RedisFleet implements FleetTransport {
   ask(member: string, request: FleetRequest, timeoutMs: number): Promise<FleetAnswer | undefined> {
     const id = randomUUID();
     const { affiliateId, start, end, rankBy } = request.period;
-    const message = { t: "ask", id, from: this.self, p: [affiliateId, start, end, rankBy], m: request.minBasis };
+    const p = [affiliateId, start, end, rankBy];
+    const message = { t: "ask", id, from: this.self, p, m: request.minBasis, f: request.fresh };
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.settle(id, undefined), timeoutMs);
       timer.unref();
-      this.pending.set(id, { resolve, timer });
+      this.pending.set(id, { member, resolve, timer });
       this.commands.publish(this.channelOf(member), JSON.stringify(message)).then(
         (listeners) => {
           if (listeners === 0) this.settle(id, undefined); // that instance is gone
@@ -144,6 +153,8 @@ class RedisFleet implements FleetTransport {
     const sorted = [...new Set([...members, this.self])].sort();
     if (sorted.length === this.alive.length && sorted.every((m, i) => m === this.alive[i])) return;
     this.alive = sorted;
+    // Asks of an instance no longer alive get no answer: the askers compute at once instead of waiting.
+    for (const [id, pending] of this.pending) if (!sorted.includes(pending.member)) this.settle(id, undefined);
     for (const listener of this.listeners) listener();
   }
 
@@ -164,7 +175,7 @@ class RedisFleet implements FleetTransport {
     let reply: object;
     try {
       if (period === undefined || this.serving === undefined) throw new Error("cannot serve this request");
-      const answer = await this.serving({ period, minBasis: Number(message.m) });
+      const answer = await this.serving({ period, minBasis: Number(message.m), fresh: message.f === true });
       reply = { t: "answer", id: message.id, b: answer.basis, e: answer.entries };
     } catch {
       reply = { t: "fail", id: message.id };

@@ -40,7 +40,7 @@ export interface Database {
   readonly read: Pool;
   /** Writes, migrations and maintenance; no statement timeout. */
   readonly write: Pool;
-  /** Leaderboard queries: a caught-up read replica, or `read` when there are none. */
+  /** Leaderboard queries: a caught-up read replica, or a pool of their own on the primary when there are none. */
   readonly leaderboard: Pool;
   readonly name: string;
   readonly flavour: "mariadb" | "mysql";
@@ -145,30 +145,39 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return {
     read: replicas?.primaryFirstPool() ?? primaryRead,
     write,
-    leaderboard: replicas?.pool() ?? primaryRead,
+    leaderboard: replicas?.pool() ?? routedPool(pools.boards, nodes),
     name: base.database,
     flavour,
     currentNode: () => nodes.current,
     probeNodes: () => nodes.probeNow(),
     async close() {
       await nodes.close();
-      await Promise.allSettled([...pools.reads, ...pools.writes, ...pools.replicas].map((pool) => pool.end()));
+      const all = [...pools.reads, ...pools.boards, ...pools.writes, ...pools.replicas];
+      await Promise.allSettled(all.map((pool) => pool.end()));
     },
   };
 }
 
-/** Per node a write pool and a read pool (the write pool half the size, at least 2), and a pool per replica. */
+/**
+ * Per node a write pool (half the pool size, at least 2) and a read pool, and a pool per replica. Without replicas,
+ * board computations get a pool of their own per node, and the read pool keeps two connections for the short reads
+ * (keys, the change feed, readiness), so these never wait behind boards.
+ */
 interface Pools {
   readonly writes: Pool[];
   readonly reads: Pool[];
+  readonly boards: Pool[];
   readonly replicas: Pool[];
 }
 
 function createPools(options: DatabaseOptions, nodeOptions: readonly PoolOptions[], probeTimeoutMs: number): Pools {
   const writeSize = Math.max(2, Math.ceil(options.poolSize / 2));
+  const ownBoards = (options.readUrls ?? []).length === 0;
+  const readSize = ownBoards ? Math.min(2, options.poolSize) : options.poolSize;
   return {
     writes: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: writeSize })),
-    reads: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize })),
+    reads: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: readSize })),
+    boards: ownBoards ? nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize })) : [],
     replicas: (options.readUrls ?? []).map((url) =>
       mysql.createPool({
         ...connectionOptions(url, options.tlsCa, probeTimeoutMs),
@@ -198,10 +207,10 @@ async function flavourOf(writes: readonly Pool[]): Promise<Database["flavour"]> 
  * or a diagnostic query reads UTC like the rest of the service.
  */
 function prepareSessions(pools: Pools, flavour: Database["flavour"], queryTimeoutMs: number | undefined): void {
-  for (const pool of [...pools.reads, ...pools.writes, ...pools.replicas])
+  for (const pool of [...pools.reads, ...pools.boards, ...pools.writes, ...pools.replicas])
     pool.pool.on("connection", (connection) => connection.query("SET time_zone = '+00:00'"));
   if (queryTimeoutMs === undefined) return;
-  for (const pool of [...pools.reads, ...pools.replicas])
+  for (const pool of [...pools.reads, ...pools.boards, ...pools.replicas])
     pool.pool.on("connection", (connection) => {
       // MariaDB counts in seconds (max_statement_time); MySQL in milliseconds (max_execution_time, SELECT only).
       if (flavour === "mariadb") connection.query("SET SESSION max_statement_time = ?", [queryTimeoutMs / 1000]);

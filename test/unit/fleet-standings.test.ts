@@ -50,6 +50,8 @@ class Feed {
     public onPoll: () => void = () => undefined,
   ) {}
   polls = 0;
+  current = true;
+  isCurrent = () => this.current;
   position = () => this.at;
   awaitsAtOrBelow = (id: number) => this.awaited.some((gap) => gap <= id);
   caughtUp = async () => {
@@ -133,8 +135,8 @@ describe("asking the leader", () => {
     expect(await b.fleet.fromLeader(period)).toEqual(BOARD);
     expect(a.computed).toEqual([period]);
     expect(a.feed.polls).toBe(0);
-    expect(b.fleet.stats).toEqual({ remote: 1, fallbacks: 0, served: 0, handovers: 0 });
-    expect(a.fleet.stats).toEqual({ remote: 0, fallbacks: 0, served: 1, handovers: 0 });
+    expect(b.fleet.stats).toEqual({ remote: 1, fallbacks: 0, behind: 0, served: 0, handovers: 0 });
+    expect(a.fleet.stats).toEqual({ remote: 0, fallbacks: 0, behind: 0, served: 1, handovers: 0 });
     // The leader itself never asks: it computes.
     expect(await a.fleet.fromLeader(period)).toBeUndefined();
     expect(hub.asks).toBe(1);
@@ -183,6 +185,28 @@ describe("asking the leader", () => {
     await expect(b.fleet.fromLeader(period)).resolves.toBeUndefined();
     expect(b.fleet.stats.fallbacks).toBe(3);
     expect(b.fleet.stats.remote).toBe(0);
+  });
+
+  it("answers an asker whose feed is behind only while the leader's own feed is current", async () => {
+    const hub = new Hub();
+    const a = instance(hub, "a", new Feed(50));
+    const b = instance(hub, "b", new Feed(44));
+    const period = periodLedBy("a", ["a", "b"]);
+    expect(await b.fleet.fromLeader(period, true)).toEqual(BOARD);
+    expect(a.feed.polls).toBe(0);
+    a.feed.current = false;
+    expect(await b.fleet.fromLeader(period, true)).toBeUndefined();
+    expect(a.feed.polls).toBe(1);
+    a.feed.onPoll = () => {
+      a.feed.current = true;
+    };
+    expect(await b.fleet.fromLeader(period, true)).toEqual(BOARD);
+    expect(a.feed.polls).toBe(2);
+    // An asker whose feed is current does not care.
+    a.feed.current = false;
+    a.feed.onPoll = () => undefined;
+    expect(await b.fleet.fromLeader(period)).toEqual(BOARD);
+    expect(b.fleet.stats).toMatchObject({ remote: 3, fallbacks: 1, behind: 0 });
   });
 
   it("counts the watched periods an instance takes over when the leader leaves", async () => {
