@@ -177,7 +177,9 @@ function createPools(options: DatabaseOptions, nodeOptions: readonly PoolOptions
   return {
     writes: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: writeSize })),
     reads: nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: readSize })),
-    boards: ownBoards ? nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize })) : [],
+    boards: ownBoards
+      ? nodeOptions.map((node) => mysql.createPool({ ...node, connectionLimit: options.poolSize }))
+      : [],
     replicas: (options.readUrls ?? []).map((url) =>
       mysql.createPool({
         ...connectionOptions(url, options.tlsCa, probeTimeoutMs),
