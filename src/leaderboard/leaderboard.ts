@@ -209,7 +209,8 @@ export class Leaderboard {
 
   /**
    * Drops the cached answers that committed changes touch: an affiliate's periods overlapping
-   * the changed wagers' times, and every answer that lists a user whose profile changed.
+   * the changed wagers' times, and every answer that lists a user whose profile changed or is cut
+   * at MAX_NUM_USERS rows (a renamed user tied with the cut may enter it).
    */
   applyChanges(changes: Iterable<BoardChange> | ChangeSet): void {
     const changed = changes instanceof ChangeSet ? changes : new ChangeSet(changes);
@@ -219,8 +220,9 @@ export class Leaderboard {
       const [affiliate = "", start = "", end = ""] = key.split(":");
       if (changed.touchesPeriod(Number(affiliate), Number(start), Number(end))) return true;
       if (changed.users.size === 0) return false;
-      // A running load may list a renamed user: it must not be stored.
-      return value === undefined || changed.touchesUsers(value);
+      // A running load may list a renamed user: it must not be stored. A board cut at MAX_NUM_USERS rows may
+      // gain a renamed user it does not list (a new name can move a user tied with the cut above it).
+      return value === undefined || value.length >= MAX_NUM_USERS || changed.touchesUsers(value);
     });
   }
 

@@ -285,4 +285,32 @@ describe("Leaderboard with held boards", () => {
     expect(leaderboard.computations).toEqual({ full: 2, remote: 0, incremental: 1 });
     expect(leaderboard.heldStats).toEqual({ boards: 1, unchanged: 0, mismatches: 0 });
   });
+
+  it("drops a cached board cut at 100 rows when a user it does not list is renamed (a tie at the cut)", async () => {
+    const model = new ReferenceModel({ now: () => NOW });
+    const leaderboard = new Leaderboard({
+      standings: model.standings,
+      defaultAvatarUrl: "https://cdn.example.test/d.png",
+      cacheTtlMs: 600_000,
+      now: () => NOW,
+      freshness: { isCurrent: () => true },
+    });
+    const ids = Array.from({ length: 101 }, (_, i) => `u${i}`);
+    await model.ingest.upsertUsers(
+      ids.map((id, i) => ({ id, affiliateId: "aff", username: `n${String(i).padStart(3, "0")}`, avatar: "" })),
+    );
+    await model.ingest.recordWagers(ids.map((id, i) => ({ id: `w${i}`, userId: id, amount: "1", placedAt: NOW - 5 })));
+    const query = { start: START, end: END, numUsers: 100 };
+    const before = await leaderboard.topWagersForPeriod(1, query);
+    expect(before.ranked.map((u) => u.userId)).not.toContain("u100");
+    const latest = await model.changeRows.latestChangeId();
+    await model.ingest.upsertUsers([{ id: "u100", affiliateId: "aff", username: "a", avatar: "" }]);
+    leaderboard.applyChanges((await model.changeRows.readChanges(latest, [], 100)).changes);
+    const after = await leaderboard.topWagersForPeriod(1, query);
+    expect(after.ranked.slice(0, 2).map((u) => [u.rank, u.userId, u.username])).toEqual([
+      [1, "u100", "a"],
+      [2, "u0", "n000"],
+    ]);
+    expect(after.ranked.map((u) => u.userId)).not.toContain("u99");
+  });
 });
