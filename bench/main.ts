@@ -6,6 +6,7 @@
  */
 import { FLEET_USAGE, runFleetBench } from "./fleet.js";
 import { runHttpBench } from "./http.js";
+import { runIncrementalBench } from "./incremental.js";
 import { runIngestBench } from "./ingest.js";
 import { runInstructionProfile } from "./instruction-profile.js";
 import { runKeysBench } from "./keys.js";
@@ -79,6 +80,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
       "webhooks [--events 10000] [--endpoints 100] [--instances 2] [--rate 1000] [--poll-ms 200] [--batch 10] [--preload] [--kill]   deliveries/s and commit→received to a local receiver; --kill SIGKILLs an instance mid-run (0 lost)",
   },
   fleet: { run: runFleetBench, usage: FLEET_USAGE },
+  incremental: {
+    run: runIncrementalBench,
+    usage:
+      "incremental [--database-url URL] [--batches 10,100,1000] [--changes 20] [--rank-by wagered|weighted]   a big affiliate's month board per change: full vs incremental statements and load time",
+  },
   http: {
     run: runHttpBench,
     usage: "http [--seconds 10] [--connections 64]   REST warm-cache req/s vs a node:http baseline; Connect and gRPC",
