@@ -123,6 +123,16 @@ function documentedRun(): { setUp: string; commands: { command: string; comment:
   return { setUp: setUp?.command ?? "", commands: rest };
 }
 
+/** docs/operations.md's `podman kube play` walkthrough: its block, as one bash script. */
+function documentedKubeWalk(): string {
+  const doc = readFileSync("docs/operations.md", "utf8");
+  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((m) => m[1] as string)
+    .find((b) => b.includes("podman kube play"));
+  if (block === undefined) throw new Error("docs/operations.md has no block with `podman kube play`");
+  return block;
+}
+
 /** The `msg` of every JSON log line the container wrote (stdout and stderr), in order. */
 async function logMessages(container: string): Promise<string[]> {
   const logs = await podman("logs", container);
@@ -428,5 +438,48 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       await podman("kube", "down", path.join(work, "play.yaml")).catch(() => undefined);
       await expect(podman("pod", "exists", pod)).rejects.toThrow();
     }, 30_000);
+  });
+
+  describe("docs/operations.md's podman kube play walkthrough", () => {
+    const walk = `topwagers-walk-${suffix}`;
+    let work: string | undefined;
+
+    afterAll(async () => {
+      await podman("pod", "rm", "--force", "--time", "0", `${walk}-pod-0`).catch(() => undefined);
+      await podman("secret", "rm", walk).catch(() => undefined);
+      if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    }, 60_000);
+
+    it("runs as written: the pod gets ready, serves /metrics, and kube down removes it", async () => {
+      work = mkdtempSync(path.join(tmpdir(), "topwagers-walk-"));
+      const walkPorts = { public: await freePort(), internal: await freePort(), metrics: await freePort() };
+      // As written, with this test's image, database, names, file and free ports. The ports and names are in
+      // the manifest, so the documented sed gets four more expressions that change them.
+      const ours = [
+        `-e 's/name: topwagers$/name: ${walk}/'`,
+        `-e 's/name: topwagers, key/name: ${walk}, key/'`,
+        `-e 's/value: "8080"/value: "${walkPorts.public}"/'`,
+        `-e 's/value: "9090"/value: "${walkPorts.internal}"/'`,
+        `-e 's/value: "9100"/value: "${walkPorts.metrics}"/'`,
+      ].join(" ");
+      const script = documentedKubeWalk()
+        .replaceAll("localhost/topwagers:latest", tag)
+        .replaceAll("mysql://topwagers:secret@127.0.0.1:3306/topwagers", database.url)
+        .replaceAll("podman secret create topwagers -", `podman secret create ${walk} -`)
+        .replaceAll("podman secret rm topwagers", `podman secret rm ${walk}`)
+        .replaceAll("/tmp/topwagers-podman.yaml", path.join(work, "topwagers-podman.yaml"))
+        .replaceAll("8080", String(walkPorts.public))
+        .replaceAll("9100", String(walkPorts.metrics))
+        .replace(/^sed /m, `sed ${ours} `);
+      const { stdout } = await run("bash", ["-c", `set -e\n${script}`], {
+        env: process.env,
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      // /readyz's answer (curl adds no newline), then the metrics port's status.
+      expect(stdout).toContain(`{"status":"ready","schemaVersion":${LATEST_SCHEMA_VERSION}}200\n`);
+      expect(stdout).toContain("Pods removed:");
+      await expect(podman("pod", "exists", `${walk}-pod-0`)).rejects.toThrow();
+      await expect(podman("secret", "inspect", walk)).rejects.toThrow();
+    }, 120_000);
   });
 });
