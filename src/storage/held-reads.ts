@@ -7,6 +7,7 @@ import type { Pool, PoolConnection } from "mysql2/promise";
 import type { KeyedRow } from "../ports/standings.js";
 import type { BucketRange } from "../values/bucket-range.js";
 import type { RankBy } from "../values/weights.js";
+import { classifyDatabaseError } from "./database-errors.js";
 import { keyedTopUsersFromBuckets, totalsOfListedUsers, type WeightedColumn } from "./leaderboard-queries.js";
 
 /** Users read per statement (the statement's text grows with them). */
@@ -32,7 +33,8 @@ export async function totalsOfUsers(
  * The board with internal keys, its statements inside one read-only transaction with a consistent
  * snapshot (REPEATABLE READ): the board query ranks in one statement and reads the chosen users'
  * totals in a second, and a write between the two would otherwise leave out a user that now ranks
- * above a listed one. The connection comes from the pool's own side (on a replica set, the primary).
+ * above a listed one. The connection comes from the pool's own side (on a replica set, the primary; with the
+ * primary unreachable, the statements go to the replicas without a transaction).
  */
 export async function boardInOneSnapshot(
   pool: Pool,
@@ -42,7 +44,15 @@ export async function boardInOneSnapshot(
   rankBy: RankBy,
   weighted: WeightedColumn,
 ): Promise<KeyedRow[]> {
-  const connection = await pool.getConnection();
+  let connection: PoolConnection;
+  try {
+    connection = await pool.getConnection();
+  } catch (error) {
+    if (classifyDatabaseError(error) !== "node_down") throw error;
+    // No primary to take a connection from (replicas answer the pool's statements): nothing can commit, so the
+    // two statements read the same data without a transaction.
+    return keyedTopUsersFromBuckets(pool, affiliateId, ranges, limit, rankBy, weighted);
+  }
   try {
     await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     await connection.query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
