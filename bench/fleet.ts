@@ -120,6 +120,8 @@ interface Computations {
   readonly remote: number;
   /** Asks of a leader that fell back to computing here (no answer in time, or an answer from behind). */
   readonly fallbacks: number;
+  /** Reads of the change feed (each instance's polls, and the extra ones a leader makes to serve an ask). */
+  readonly feedPolls: number;
 }
 
 /** An instance's live-board recomputes and board computations by kind, from its /metrics. */
@@ -139,13 +141,20 @@ async function boardCounts(internalUrl: string): Promise<{ recomputes: number; c
       fallbacks:
         value('topwagers_fleet_fallbacks_total{reason="no_answer"}') +
         value('topwagers_fleet_fallbacks_total{reason="behind"}'),
+      feedPolls: value('topwagers_change_feed_polls_total{result="ok"}'),
     },
   };
 }
 
 function sumComputations(all: readonly Computations[]): Computations {
   const sum = (k: keyof Computations) => all.reduce((n, c) => n + c[k], 0);
-  return { full: sum("full"), incremental: sum("incremental"), remote: sum("remote"), fallbacks: sum("fallbacks") };
+  return {
+    full: sum("full"),
+    incremental: sum("incremental"),
+    remote: sum("remote"),
+    fallbacks: sum("fallbacks"),
+    feedPolls: sum("feedPolls"),
+  };
 }
 
 interface Board {
@@ -469,6 +478,7 @@ async function runOnce(
           incremental: (b.computations.incremental - a.computations.incremental) / seconds,
           remote: (b.computations.remote - a.computations.remote) / seconds,
           fallbacks: (b.computations.fallbacks - a.computations.fallbacks) / seconds,
+          feedPolls: (b.computations.feedPolls - a.computations.feedPolls) / seconds,
         },
       };
     };
@@ -819,6 +829,7 @@ export async function runFleetBench(args: string[]): Promise<void> {
             "whole Com_select/s idle → load",
             "recomputes/s idle → load",
             "computations/s under load: full / incremental / remote (fallbacks)",
+            "feed reads/s idle → load",
             "push p50 / p99 / max ms",
             "deliveries",
             "POST p50 / p99 ms (errors)",
