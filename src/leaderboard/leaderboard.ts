@@ -234,7 +234,7 @@ export class Leaderboard {
 
   /**
    * The top 100 from the period's leader in a fleet, else computed here. `fresh`: this instance's change feed is
-   * behind, so only a leader whose own feed is current may answer.
+   * behind, so only a leader whose own feed is current may answer, and a held board is not used here.
    */
   private async loadShared(
     affiliateId: number,
@@ -249,7 +249,9 @@ export class Leaderboard {
         return remote;
       }
     }
-    const held = this.held !== undefined && query.end >= this.now() - SETTLED_AFTER_SECONDS ? this.held : undefined;
+    // A held board is only as current as the change feed: while the feed is behind, the board is computed in full.
+    const unsettled = query.end >= this.now() - SETTLED_AFTER_SECONDS;
+    const held = this.held !== undefined && unsettled && !fresh ? this.held : undefined;
     if (held !== undefined) return this.loadHeld(held, cacheKeyOf(affiliateId, query), affiliateId, query);
     return this.load(affiliateId, query, MAX_NUM_USERS);
   }

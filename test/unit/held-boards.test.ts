@@ -286,6 +286,36 @@ describe("Leaderboard with held boards", () => {
     expect(leaderboard.heldStats).toEqual({ boards: 1, unchanged: 0, mismatches: 0 });
   });
 
+  it("computes in full, not from the held board, while the change feed is behind (changes not read yet)", async () => {
+    const model = new ReferenceModel({ now: () => NOW });
+    let current = true;
+    const leaderboard = new Leaderboard({
+      standings: model.standings,
+      defaultAvatarUrl: "https://cdn.example.test/d.png",
+      cacheTtlMs: 60_000,
+      now: () => NOW,
+      freshness: { isCurrent: () => current },
+    });
+    await users(model, [
+      ["u1", "ann"],
+      ["u2", "ben"],
+    ]);
+    await model.ingest.recordWagers([{ id: "w1", userId: "u1", amount: "1", placedAt: NOW - 5 }]);
+    const query = { start: START, end: END, numUsers: 10 };
+    await leaderboard.topWagersForPeriod(1, query);
+    // A wager the feed has not delivered: the held board cannot know it; a full computation does.
+    await model.ingest.recordWagers([{ id: "w2", userId: "u2", amount: "2", placedAt: NOW - 5 }]);
+    current = false;
+    const behind = await leaderboard.topWagersForPeriod(1, query);
+    expect(behind.ranked.map((u) => [u.rank, u.userId, u.totalWagered])).toEqual([
+      [1, "u2", "2"],
+      [2, "u1", "1"],
+    ]);
+    expect(behind.maxAgeSeconds).toBe(0);
+    // The first load (the held board's own full computation) and the one made while behind.
+    expect(leaderboard.computations).toEqual({ full: 2, remote: 0, incremental: 0 });
+  });
+
   it("drops a cached board cut at 100 rows when a user it does not list is renamed (a tie at the cut)", async () => {
     const model = new ReferenceModel({ now: () => NOW });
     const leaderboard = new Leaderboard({
