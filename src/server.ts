@@ -15,11 +15,12 @@ import { createLogger, type Logger } from "./logger.js";
 import type { Metrics } from "./observability/metrics.js";
 import { startTracing, type Tracing } from "./observability/tracing.js";
 import type { Races } from "./races/races.js";
-import { createChangeWakeups } from "./redis/change-wakeups.js";
+import { type ChangeWakeups, createChangeWakeups } from "./redis/change-wakeups.js";
 import { createRedisFleet } from "./redis/fleet.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
 import { migrate } from "./storage/migration-runner.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
+import type { WebhookAdmin } from "./webhooks/endpoint-admin.js";
 
 /** How long the start waits for the API keys before listening anyway. */
 const KEY_LOAD_WAIT_MS = 3_000;
@@ -55,20 +56,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
   await keysOrListenAnyway(app, logger);
   webhooks.startDelivery(app.metrics);
-  const internalApp = createInternalApp(config, database, {
-    logger,
-    metrics: app.metrics,
-    readiness: app.readiness,
-    keys: app.keys,
-    races: app.races,
-    raceWatch: app.raceWatch,
-    webhooks: webhooks.admin,
-    serveMetrics: config.metrics === undefined,
-    onCommitted() {
-      app.changesCommitted();
-      wakeups?.announce();
-    },
-  });
+  const internalApp = internalAppOf(config, database, app, webhooks.admin, wakeups, logger);
   const listening = await listenAll(config, app, internalApp, tracing, logger);
   logListening(config, listening, internalApp.ingestEnabled, redis !== undefined, tracing !== undefined, logger);
   // Starts, ends and freezes happen once however many instances run this (storage/races.ts); a freeze
@@ -93,6 +81,34 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       logger.flush();
     },
   };
+}
+
+/**
+ * The internal listener's app, sharing the public app's metrics, readiness, keys, races and webhooks; a commit
+ * there is read from the change feed at once here, and announced to the other instances through Redis.
+ */
+function internalAppOf(
+  config: Config,
+  database: Database,
+  app: PublicApp,
+  webhooks: WebhookAdmin,
+  wakeups: ChangeWakeups | undefined,
+  logger: Logger,
+): InternalApp {
+  return createInternalApp(config, database, {
+    logger,
+    metrics: app.metrics,
+    readiness: app.readiness,
+    keys: app.keys,
+    races: app.races,
+    raceWatch: app.raceWatch,
+    webhooks,
+    serveMetrics: config.metrics === undefined,
+    onCommitted() {
+      app.changesCommitted();
+      wakeups?.announce();
+    },
+  });
 }
 
 /**
