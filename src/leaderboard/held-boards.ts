@@ -5,8 +5,7 @@
  * whose wagers changed, and the next load reads only those users' totals (primary-key reads on the
  * rollups) and merges them. A full computation runs on the first load, when the feed cannot name the
  * users (an older writer, a bulk load, too many), when the held rows no longer cover the shown ones,
- * when a user the list does not hold changed profile while the list is not the whole board, after a
- * failed full load, and every `checkEveryMs` as a check (a difference from the held rows is counted
+ * after a failed full load, and every `checkEveryMs` as a check (a difference from the held rows is counted
  * and reported: it would mean a change the feed did not deliver).
  *
  * Loads may overlap (the result cache lets go of a load its key's change overtook): a load commits
@@ -48,6 +47,8 @@ interface BoardState extends BoardKey {
   list: HeldList | undefined;
   /** Users (internal keys) changed since the list was read. */
   readonly pending: Set<number>;
+  /** Users not held (platform ids) whose profile changed since: read too, once their keys are known. */
+  readonly renamed: Set<string>;
   needsFull: boolean;
   fullAtMs: number;
   /** Commits so far: a load commits only if none happened since it began. */
@@ -65,9 +66,14 @@ export interface Computations {
   mismatches: number;
 }
 
+/** Platform ids whose internal key is remembered at most (the oldest looked up are forgotten first). */
+const MAX_KEYS_REMEMBERED = 10_000;
+
 export class HeldBoards {
   /** Least recently used first. */
   private readonly boards = new Map<string, BoardState>();
+  /** Platform id → the lookup of its internal key (renamed users not held). */
+  private readonly keys = new Map<string, Promise<ReadonlyMap<string, number>>>();
   private readonly byAffiliate = new Map<number, Set<BoardState>>();
   readonly computations: Computations = { full: 0, incremental: 0, unchanged: 0, mismatches: 0 };
 
@@ -85,7 +91,7 @@ export class HeldBoards {
       const list = state.list;
       if (list === undefined || state.needsFull) return await this.full(state, false);
       if (this.options.nowMs() - state.fullAtMs >= this.options.checkEveryMs) return await this.full(state, true);
-      if (state.pending.size === 0) {
+      if (state.pending.size === 0 && state.renamed.size === 0) {
         this.computations.unchanged += 1;
         return this.shownOf(list);
       }
@@ -118,6 +124,7 @@ export class HeldBoards {
     const version = state.version;
     const before = check && state.pending.size === 0 ? state.list : undefined;
     state.pending.clear();
+    state.renamed.clear();
     state.needsFull = false;
     let rows: KeyedRow[];
     try {
@@ -136,13 +143,18 @@ export class HeldBoards {
 
   private async incremental(state: BoardState, base: HeldList): Promise<readonly KeyedRow[]> {
     const version = state.version;
-    const asked = [...state.pending];
+    const changed = [...state.pending];
+    const renamed = [...state.renamed];
     state.pending.clear();
+    state.renamed.clear();
+    let asked = changed;
     let fresh: KeyedRow[];
     try {
+      if (renamed.length > 0) asked = [...new Set([...changed, ...(await this.keysOf(renamed))])];
       fresh = await this.options.store.totalsOf(state.affiliateId, state.start, state.end, asked);
     } catch (error) {
-      for (const user of asked) state.pending.add(user);
+      for (const user of changed) state.pending.add(user);
+      for (const user of renamed) state.renamed.add(user);
       throw error;
     }
     this.computations.incremental += 1;
@@ -165,24 +177,43 @@ export class HeldBoards {
 
   /**
    * Users (platform ids) whose username or avatar changed: a held one is read again (a new name
-   * moves it among equal totals); one not held could now rank at or before the bound only if its
-   * total equals the bound's, which only a full computation can tell, unless the list is the whole board.
+   * moves it among equal totals); one not held could now rank at or before the bound if its total
+   * equals the bound's, so it is read too (by its key, looked up once), unless the list is the whole board.
    */
   private profilesChanged(state: BoardState, users: ReadonlySet<string>): void {
     const list = state.list;
     if (list === undefined) return;
-    let held = 0;
+    const held = new Set<string>();
     for (const entry of list.entries) {
       if (!users.has(entry.row.userExternalId)) continue;
       state.pending.add(entry.row.userKey);
-      held += 1;
+      held.add(entry.row.userExternalId);
     }
-    if (held < users.size && list.bound !== undefined) this.markFull(state);
+    if (list.bound === undefined || held.size === users.size) return;
+    for (const user of users) if (!held.has(user)) state.renamed.add(user);
+    if (state.renamed.size > this.options.maxPendingUsers) this.markFull(state);
+  }
+
+  /** Internal keys of these users (a user's key never changes): each looked up once, shared by every board. */
+  private async keysOf(users: readonly string[]): Promise<number[]> {
+    const missing = users.filter((user) => !this.keys.has(user));
+    if (missing.length > 0) {
+      const lookup = this.options.store.userKeys(missing);
+      // A failed lookup is not remembered: the next load asks again.
+      lookup.catch(() => {
+        for (const user of missing) if (this.keys.get(user) === lookup) this.keys.delete(user);
+      });
+      for (const user of missing) this.keys.set(user, lookup);
+      while (this.keys.size > MAX_KEYS_REMEMBERED) this.keys.delete(this.keys.keys().next().value as string);
+    }
+    const found = await Promise.all(users.map(async (user) => (await this.keys.get(user))?.get(user)));
+    return found.filter((key): key is number => key !== undefined);
   }
 
   private markFull(state: BoardState): void {
     state.needsFull = true;
     state.pending.clear();
+    state.renamed.clear();
   }
 
   private compare(state: BoardState, before: HeldList, after: HeldList): void {
@@ -211,6 +242,7 @@ export class HeldBoards {
       ...board,
       list: undefined,
       pending: new Set(),
+      renamed: new Set(),
       needsFull: true,
       fullAtMs: 0,
       version: 0,

@@ -31,6 +31,8 @@ export interface KeyedStandings {
    * the wagers recorded for the affiliate; a user with no such wagers may be absent or have total 0.
    */
   totalsOf(affiliateId: number, start: number, end: number, userKeys: readonly number[]): Promise<KeyedRow[]>;
+  /** Internal keys of these users by platform id (an unknown id is absent). */
+  userKeys(externalIds: readonly string[]): Promise<ReadonlyMap<string, number>>;
 }
 
 export interface StandingsStore {

@@ -3,7 +3,7 @@
  * (src/leaderboard/held-boards.ts): the whole board with internal user keys, read from one
  * snapshot, and the totals of just the users a change named, read by primary key per bucket.
  */
-import type { Pool, PoolConnection } from "mysql2/promise";
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { KeyedRow } from "../ports/standings.js";
 import type { BucketRange } from "../values/bucket-range.js";
 import type { RankBy } from "../values/weights.js";
@@ -65,4 +65,19 @@ export async function boardInOneSnapshot(
     connection.destroy();
     throw error;
   }
+}
+
+/** Internal keys of users by platform id (the unique index on external_id), in batches. */
+export async function userKeysOf(
+  pool: Pool | PoolConnection,
+  externalIds: readonly string[],
+): Promise<Map<string, number>> {
+  const keys = new Map<string, number>();
+  for (let at = 0; at < externalIds.length; at += USERS_PER_READ) {
+    const [rows] = await pool.query<RowDataPacket[]>("SELECT id, external_id FROM users WHERE external_id IN (?)", [
+      externalIds.slice(at, at + USERS_PER_READ),
+    ]);
+    for (const row of rows) keys.set(String(row.external_id), Number(row.id));
+  }
+  return keys;
 }

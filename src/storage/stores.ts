@@ -23,7 +23,7 @@ import {
   setApiKeyRateLimit,
 } from "./api-keys.js";
 import { changeIdsBetween, latestChangeId, pruneChanges, readChanges } from "./data-changes.js";
-import { boardInOneSnapshot, totalsOfUsers } from "./held-reads.js";
+import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
 import { bucketRanges } from "./period-buckets.js";
@@ -59,6 +59,7 @@ export function mariadbStandings(pool: Pool): StandingsStore {
     keyed: {
       boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
         boardInOneSnapshot(pool, affiliateId, bucketRanges(start, end), limit, rankBy, await weighted()),
+      userKeys: (externalIds) => userKeysOf(pool, externalIds),
       totalsOf: async (affiliateId, start, end, userKeys) =>
         totalsOfUsers(pool, affiliateId, bucketRanges(start, end), userKeys, await weighted()),
     },

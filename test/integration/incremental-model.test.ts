@@ -188,7 +188,7 @@ const record = fc
   )
   .map((wagers) => new Record(wagers));
 const voids = fc.array(fc.nat(WAGERS - 1), { minLength: 1, maxLength: 4 }).map((ws) => new Void(ws));
-const commands = [upsert, record, record, record, voids, voids];
+const commands = [upsert, upsert, record, record, record, voids, voids];
 
 let database: TestDatabase;
 let run = 0;

@@ -261,7 +261,7 @@ export class ReferenceModel {
   }
 
   /** Boards read through `keyed` (held boards kept current from the change feed), for tests that count them. */
-  readonly keyedReads = { boards: 0, totals: 0, usersRead: 0 };
+  readonly keyedReads = { boards: 0, totals: 0, usersRead: 0, keys: 0 };
 
   readonly standings: StandingsStore = {
     topUsers: async (affiliateId: number, start: number, end: number, limit: number, rankBy: RankBy) =>
@@ -272,6 +272,15 @@ export class ReferenceModel {
       boardWithKeys: async (affiliateId, start, end, limit, rankBy) => {
         this.keyedReads.boards += 1;
         return this.board(affiliateId, start, end, rankBy).slice(0, limit);
+      },
+      userKeys: async (externalIds) => {
+        this.keyedReads.keys += 1;
+        return new Map(
+          externalIds.flatMap((id) => {
+            const user = this.users.get(id);
+            return user === undefined ? [] : [[id, user.key] as const];
+          }),
+        );
       },
       totalsOf: async (affiliateId, start, end, userKeys) => {
         this.keyedReads.totals += 1;
