@@ -402,8 +402,8 @@ interface Skins {
   readonly races: RaceRest;
   readonly raceEvents: RaceEvents;
   readonly watch: WatchRpc;
-  readonly events: BoardStream;
-  readonly page: OverlayPage;
+  readonly boardStream: BoardStream;
+  readonly overlay: OverlayPage;
   readonly preflight: CorsPreflight;
   readonly docs: DocsPage;
 }
@@ -426,9 +426,9 @@ function buildSkins(
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
     raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),
     watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
-    events: new BoardStream({ basePath, admission, live, clientAddress, observe, logger }),
+    boardStream: new BoardStream({ basePath, admission, live, clientAddress, observe, logger }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
-    page: new OverlayPage({
+    overlay: new OverlayPage({
       basePath,
       // The page's own request is admitted as its stream's, with the scope of what it shows.
       admit: async (req, urlKey, scope) => {
@@ -474,7 +474,8 @@ interface Route {
   readonly handle: (req: NodeRequest, res: NodeResponse, path: string) => unknown;
   /**
    * The one method taken on this exact path before the table is read, on the raw URL (no normalisation, no scan):
-   * the REST operation's POST, the port's hottest request (about 1 % of its instructions, docs/benchmarks.md).
+   * the REST operation's POST, the port's hottest request (what the table scan costs it: docs/benchmarks.md,
+   * "Issue 28: what the layering changed on the hot paths").
    */
   readonly first?: string;
   /** Answers a POST on an HTTP/2 stream itself, without Node's (req, res) objects (docs/benchmarks.md). */
@@ -505,7 +506,7 @@ const OPTIONS = ["OPTIONS"] as const;
  * service, add one line to `connectServices` instead.
  */
 function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
-  const { rest, races, raceEvents, watch, events, page, preflight, docs } = skins;
+  const { rest, races, raceEvents, watch, boardStream, overlay, preflight, docs } = skins;
   const restHandle = (req: NodeRequest, res: NodeResponse) => rest.handle(nodeExchange(req, res));
   const restStream: Route["stream"] = (stream, headers, address) =>
     rest.handle(streamExchange(stream, headers, address));
@@ -524,7 +525,7 @@ function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
   };
   const table: Route[] = [
     { path: rest.path, methods: OPTIONS, handle: preflightHandle, traced: true },
-    { path: events.path, methods: OPTIONS, handle: preflightHandle, traced: true },
+    { path: boardStream.path, methods: OPTIONS, handle: preflightHandle, traced: true },
     { ...racePaths, methods: OPTIONS, handle: preflightHandle },
     { ...raceStreamPaths, methods: OPTIONS, handle: preflightHandle },
     { path: rest.path, first: "POST", handle: restHandle, stream: restStream, traced: true },
@@ -537,8 +538,8 @@ function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
       handle: (req, res) => watch.handle(req, res),
       traced: false,
     },
-    { path: events.path, handle: (req, res) => events.handle(req, res), traced: true },
-    { path: page.path, handle: (req, res) => page.handle(req, res), traced: true },
+    { path: boardStream.path, handle: (req, res) => boardStream.handle(req, res), traced: true },
+    { path: overlay.path, handle: (req, res) => overlay.handle(req, res), traced: true },
     { path: "/healthz", methods: GET, handle: (_req, res) => writeJson(res, 200, { status: "ok" }), traced: true },
     { path: "/readyz", methods: GET, handle: (_req, res) => readyz(readiness, res), traced: true },
     {
@@ -554,7 +555,8 @@ function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
 
 /**
  * A route with every field, in one order, so that the dispatcher reads objects of one shape: routes of mixed
- * shapes cost about three times as much per request to look up (docs/benchmarks.md, "Issue 28").
+ * shapes cost more per request to look up (measured in docs/benchmarks.md, "Issue 28: what the layering changed
+ * on the hot paths").
  */
 function withEveryField(route: Route): Route {
   const { path, serves, methods, takes, first, handle, stream, traced } = route;
