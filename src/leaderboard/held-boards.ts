@@ -10,7 +10,8 @@
  *
  * Loads may overlap (the result cache lets go of a load its key's change overtook): a load commits
  * what it computed only if no other load committed since it began; otherwise the users it read are
- * named again (reading absolute totals again is harmless; losing a changed user is not).
+ * named again (reading absolute totals again is harmless; losing a changed user is not) and a merge
+ * merges them into the list the other load kept, so that its answer lacks no change either.
  */
 import type { KeyedRow, KeyedStandings } from "../ports/standings.js";
 import { sameDecimal } from "../values/decimal.js";
@@ -66,6 +67,9 @@ export interface Computations {
   mismatches: number;
 }
 
+/** Merges of one load, when other loads keep committing first (the last one answers without being kept). */
+const MERGE_ATTEMPTS = 3;
+
 /** Platform ids whose internal key is remembered at most (the oldest looked up are forgotten first). */
 const MAX_KEYS_REMEMBERED = 10_000;
 
@@ -88,18 +92,23 @@ export class HeldBoards {
     const state = this.stateOf(board);
     state.loads += 1;
     try {
-      const list = state.list;
-      if (list === undefined || state.needsFull) return await this.full(state, false);
-      if (this.options.nowMs() - state.fullAtMs >= this.options.checkEveryMs) return await this.full(state, true);
-      if (state.pending.size === 0 && state.renamed.size === 0) {
-        this.computations.unchanged += 1;
-        return this.shownOf(list);
-      }
-      return await this.incremental(state, list);
+      return await this.current(state, MERGE_ATTEMPTS);
     } finally {
       state.loads -= 1;
       if (state.loads === 0) state.profilesDuringLoads.clear();
     }
+  }
+
+  /** The shown rows now: in full, unchanged, or merged (again, up to `attempts` times, when another load committed first). */
+  private async current(state: BoardState, attempts: number): Promise<readonly KeyedRow[]> {
+    const list = state.list;
+    if (list === undefined || state.needsFull) return this.full(state, false);
+    if (this.options.nowMs() - state.fullAtMs >= this.options.checkEveryMs) return this.full(state, true);
+    if (state.pending.size === 0 && state.renamed.size === 0) {
+      this.computations.unchanged += 1;
+      return this.shownOf(list);
+    }
+    return this.incremental(state, list, attempts);
   }
 
   /** Notes what committed changes did to the held boards (called with every batch the change feed reads). */
@@ -141,7 +150,7 @@ export class HeldBoards {
     return this.shownOf(list);
   }
 
-  private async incremental(state: BoardState, base: HeldList): Promise<readonly KeyedRow[]> {
+  private async incremental(state: BoardState, base: HeldList, attempts: number): Promise<readonly KeyedRow[]> {
     const version = state.version;
     const changed = [...state.pending];
     const renamed = [...state.renamed];
@@ -161,8 +170,10 @@ export class HeldBoards {
     const merged = mergeChanged(base, asked, fresh, state.rankBy, this.options.shown + this.options.margin);
     // Fewer rows known exactly than are shown: only a full computation can tell the rest.
     if (merged.bound !== undefined && merged.entries.length < this.options.shown) return this.full(state, false);
-    if (!this.commit(state, version, merged)) for (const user of asked) state.pending.add(user);
-    return this.shownOf(merged);
+    if (this.commit(state, version, merged)) return this.shownOf(merged);
+    // Another load committed first: its list may hold changes this one's base lacks, so merge into it instead.
+    for (const user of asked) state.pending.add(user);
+    return attempts > 1 ? this.current(state, attempts - 1) : this.shownOf(merged);
   }
 
   /** Keeps `list` if no other load committed since this one began; false when it was not kept. */

@@ -232,6 +232,41 @@ describe("HeldBoards on the reference model", () => {
     expect(await s.rows()).toEqual(["ann=6", "ben=2"]);
   });
 
+  it("merges again into what an overlapping load kept, so that neither answer lacks the other's change", async () => {
+    const s = setup();
+    await users(s.model, [
+      ["u1", "ann"],
+      ["u2", "ben"],
+    ]);
+    await s.wager("u1", "1");
+    await s.wager("u2", "1");
+    expect(await s.rows()).toEqual(["ann=1", "ben=1"]);
+    // Hold every totals read until released, so two loads of the board overlap.
+    const keyed = s.model.standings.keyed as NonNullable<typeof s.model.standings.keyed>;
+    const totalsOf = keyed.totalsOf;
+    const gates: (() => void)[] = [];
+    keyed.totalsOf = async (...args) => {
+      const rows = await totalsOf(...args);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return rows;
+    };
+    await s.wager("u2", "2"); // ben 3
+    const first = s.rows(); // reads ben (read now, answered when released)
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await s.wager("u1", "5"); // ann 6
+    const second = s.rows(); // reads ann
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gates.splice(1, 1)[0]?.(); // the second commits first
+    expect(await second).toEqual(["ann=6", "ben=1"]);
+    gates.splice(0, 1)[0]?.(); // the first's commit is refused: ben is merged into the kept list
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gates.splice(0)[0]?.();
+    expect(await first).toEqual(["ann=6", "ben=3"]);
+    keyed.totalsOf = totalsOf;
+    expect(await s.rows()).toEqual(["ann=6", "ben=3"]);
+    expect(s.held.computations).toMatchObject({ full: 1, incremental: 3, unchanged: 1 });
+  });
+
   it("checks in full every checkEveryMs and counts a difference from the held rows", async () => {
     let nowMs = NOW * 1000;
     const model = new ReferenceModel({ now: () => NOW });
