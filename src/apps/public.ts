@@ -216,7 +216,7 @@ function buildDomain(
     freshWithinMs: config.changeFeedMaxLagMs,
   });
   const watched = new WatchedPeriods();
-  const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options);
+  const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger);
   const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, now);
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
@@ -256,6 +256,7 @@ function buildLeaderboard(
   changeFeed: ChangeFeed,
   watched: WatchedPeriods,
   options: Pick<PublicAppOptions, "now" | "fleet">,
+  logger: Logger,
 ): Pick<PublicDomain, "leaderboard" | "fleet"> {
   const { now } = options;
   const shared = options.fleet !== undefined && config.cacheTtlMs > 0;
@@ -272,6 +273,9 @@ function buildLeaderboard(
     ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
     ...(fleet === undefined ? {} : { fleet }),
     isWatched: (period) => watched.has(period),
+    incremental: {
+      onMismatch: (key, detail) => logger.warn({ board: key, detail }, "held board differed from its full computation"),
+    },
   });
   fleet?.serveWith(async (period) => {
     const query = { start: period.start, end: period.end, numUsers: MAX_NUM_USERS, rankBy: period.rankBy };

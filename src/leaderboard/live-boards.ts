@@ -137,8 +137,11 @@ export class LiveBoards {
     const changed = changes instanceof ChangeSet ? changes : new ChangeSet(changes);
     if (changed.empty || this.boardsById.size === 0) return;
     for (const board of this.boardsById.values()) {
-      const { affiliateId, start, end } = board.board;
-      if (changed.touchesPeriod(affiliateId, start, end) || changed.touchesUsers(board.snapshot?.ranked ?? [])) {
+      const { affiliateId, start, end, numUsers } = board.board;
+      const shown = board.snapshot?.ranked ?? [];
+      // A board cut at its length may gain a renamed user it does not list (a new name moves a user tied at the cut).
+      const renamedAtCut = changed.users.size > 0 && shown.length >= numUsers;
+      if (changed.touchesPeriod(affiliateId, start, end) || renamedAtCut || changed.touchesUsers(shown)) {
         this.recompute(board);
       }
     }

@@ -202,6 +202,30 @@ describe("LiveBoards", () => {
     expect(viewer.boards().map((r) => r.ranked[0]?.username)).toEqual(["u1", "u1", "renamed"]);
   });
 
+  it("recomputes a board cut at its length when a user it does not list is renamed (a tie at the cut may move)", async () => {
+    const viewer = new TestViewer();
+    // BOARD shows 3 users: full at 3, so an unlisted user tied with the third may enter it under a new name.
+    await openWith(viewer, [user("u1", "10", 1), user("u2", "8", 2), user("u3", "8", 2)]);
+    hub.applyChanges([profileChange("u4")]);
+    expect(loads.waiting).toBe(1);
+    await loads.answer([user("u1", "10", 1), user("u4", "8", 2, "aaa"), user("u2", "8", 2)]);
+    expect(
+      viewer
+        .boards()
+        .at(-1)
+        ?.ranked.map((u) => u.userId),
+    ).toEqual(["u1", "u4", "u2"]);
+    // A board shorter than its length lists every user with wagers: an unlisted user's new name changes nothing.
+    const short = new TestViewer();
+    const opening = hub.open({ ...BOARD, numUsers: 5 }, { keyId: "k", address: "a" }, short, undefined);
+    await flush();
+    await loads.answer([user("u1", "10")]);
+    await opening;
+    hub.applyChanges([profileChange("u9")]);
+    expect(loads.calls.slice(-1).map((c) => c.board.numUsers)).toEqual([3]);
+    expect(loads.waiting).toBe(1);
+  });
+
   it("resumes silently when the viewer already shows the current version", async () => {
     const first = new TestViewer();
     await openWith(first, [user("u1", "10")]);
