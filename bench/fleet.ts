@@ -855,6 +855,7 @@ export async function runFleetBench(args: string[]): Promise<void> {
               .join(
                 " / ",
               )} (${Number.isNaN(r.load.computations.fallbacks) ? "–" : fmt(r.load.computations.fallbacks, 1)})`,
+            `${fmt(r.idle.computations.feedPolls, 1)} → ${fmt(r.load.computations.feedPolls, 1)}`,
             `${ms(r.latencies, 50)} / ${ms(r.latencies, 99)} / ${fmt(r.latencies.at(-1) ?? Number.NaN, 0)}`,
             `${r.latencies.length} of ${r.expected}`,
             `${ms(r.postLatencies, 50)} / ${ms(r.postLatencies, 99)} (${r.postErrors})`,
