@@ -107,7 +107,9 @@ export class ReplicaReads {
     const first = this.next++ % count;
     for (let step = 0; step < count; step++) {
       const index = (first + step) % count;
-      if ((this.downUntil[index] ?? 0) > this.now()) continue;
+      // With the primary unreachable there is no position to wait for, so a replica skipped for lagging behind it
+      // is as good as any: every replica is tried (one that is down fails fast and is skipped again).
+      if (position !== undefined && (this.downUntil[index] ?? 0) > this.now()) continue;
       let connection: PoolConnection | undefined;
       try {
         connection = await (replicas[index] as Pool).getConnection();
