@@ -69,7 +69,7 @@ class RedisFleet implements FleetTransport {
 
   constructor(
     redisUrl: string,
-    name: string,
+    private readonly name: string,
     private readonly logger: Logger,
   ) {
     const options = {
@@ -153,6 +153,9 @@ class RedisFleet implements FleetTransport {
     const sorted = [...new Set([...members, this.self])].sort();
     if (sorted.length === this.alive.length && sorted.every((m, i) => m === this.alive[i])) return;
     this.alive = sorted;
+    // One line per change of the fleet (an instance started, stopped, or stopped answering): what an operator
+    // looks for when boards move between instances.
+    this.logger.info({ fleet: this.name, members: sorted.length }, "fleet members changed");
     // Asks of an instance no longer alive get no answer: the askers compute at once instead of waiting.
     for (const [id, pending] of this.pending) if (!sorted.includes(pending.member)) this.settle(id, undefined);
     for (const listener of this.listeners) listener();

@@ -152,6 +152,9 @@ describe("three instances with Redis", () => {
     // Every instance knows the other two (heartbeats every 250 ms).
     for (const instance of instances) {
       await expect.poll(() => metric(instance, "topwagers_fleet_members"), { timeout: 5_000 }).toBe(3);
+      // The operator's line: one per change of the members, naming the fleet (by default a hash of the database).
+      const line = await instance.server.waitForLog((l) => l.msg === "fleet members changed" && l.members === 3);
+      expect(line.fleet).toMatch(/^[0-9a-f]{16}$/);
     }
     const viewers = instances.map((instance) => watch(instance));
     for (const viewer of viewers) await showing(viewer, "ann", 100);
