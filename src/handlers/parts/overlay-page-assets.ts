@@ -49,6 +49,7 @@ h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em}
 .race .total{font-weight:500;color:var(--muted);font-size:.85em}
 .prize{font-weight:800;text-align:right;color:var(--gold);font-variant-numeric:tabular-nums}
 .race[data-state=final] .period{color:var(--gold);font-weight:700}
+@media (max-width:30em){.race .row{grid-template-columns:2em 1.8em minmax(0,1fr) minmax(6em,auto)}.race .total{display:none}}
 `.trim();
 
 export const OVERLAY_SCRIPT = `
