@@ -30,7 +30,7 @@ echo "==> stage the build context in .image/"
 stage=$root/.image
 mkdir -p "$stage/app/dist" "$stage/app/docs" "$stage/deps"
 rm -rf "$stage/app/dist/src" "$stage/app/dist/gen"
-cp -R dist/src dist/gen "$stage/app/dist/"
+cp -R dist/src dist/gen "$stage/app/dist/" # dist/src/build-info.json included: the commit
 chmod 0755 "$stage/app/dist/src/cli/main.js" # run by its shebang, as npm's bin link runs it
 cp docs/openapi.yaml "$stage/app/docs/"
 # The `topwagers` command on PATH inside the image (its entrypoint), as `npm install` would link it.
@@ -69,5 +69,8 @@ if ! podman image exists "$base"; then
 fi
 
 echo "==> podman build $tag (base $base)"
-podman build --network=host --build-arg "BASE=$base" -t "$tag" -f Containerfile "$stage"
+version=$(node -p 'require("./package.json").version')
+revision=$(node -p 'require("./dist/src/build-info.json").commit')
+podman build --network=host --build-arg "BASE=$base" --build-arg "VERSION=$version" --build-arg "REVISION=$revision" \
+  -t "$tag" -f Containerfile "$stage"
 echo "built $tag: $(podman image inspect --format '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}')"

@@ -1,8 +1,9 @@
 /**
- * The package's own package.json (version, engines), read once: for `--version`, the build_info
- * metric, the trace resource and the Node version check at start. Found by walking up from this
- * module, so it works from dist/src/ (a build, the installed package, the image) and from src/
- * (tests).
+ * The package's own package.json (version, engines), read once: for `--version`, /readyz, the
+ * build_info metric, the trace resource and the Node version check at start. Found by walking up
+ * from this module, so it works from dist/src/ (a build, the installed package, the image) and from
+ * src/ (tests). The commit comes from dist/src/build-info.json, which `npm run build` writes
+ * (scripts/build-info.mjs); without a build it is "unknown".
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -11,6 +12,8 @@ import semver from "semver";
 
 export interface PackageInfo {
   readonly version: string;
+  /** The commit the build was made from (12 hex digits, "-dirty" when tracked files differed), or "unknown". */
+  readonly commit: string;
   /** package.json `engines.node`, e.g. "^22.19.0 || ^24.0.0 || >=26.0.0". */
   readonly nodeRange: string;
 }
@@ -28,12 +31,29 @@ export function packageInfo(): PackageInfo {
         engines?: { node?: unknown };
       };
       if (json.name === "topwagers") {
-        cached = { version: String(json.version), nodeRange: String(json.engines?.node ?? "*") };
+        cached = {
+          version: String(json.version),
+          commit: buildCommit(dir),
+          nodeRange: String(json.engines?.node ?? "*"),
+        };
         return cached;
       }
     }
     if (dirname(dir) === dir) throw new Error("the topwagers package.json was not found above the program");
   }
+}
+
+/** What `--version` prints: the version and the commit, e.g. "0.2.0 (commit 3f2a9c0d1b4e)". */
+export function versionLine(): string {
+  const { version, commit } = packageInfo();
+  return `${version} (commit ${commit})`;
+}
+
+function buildCommit(packageRoot: string): string {
+  const file = join(packageRoot, "dist", "src", "build-info.json");
+  if (!existsSync(file)) return "unknown";
+  const json = JSON.parse(readFileSync(file, "utf8")) as { commit?: unknown };
+  return typeof json.commit === "string" && json.commit !== "" ? json.commit : "unknown";
 }
 
 /**

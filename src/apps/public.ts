@@ -52,6 +52,7 @@ import { databaseAvailability } from "../observability/database-availability.js"
 import { Metrics, type MetricsSources } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
 import type { Tracing } from "../observability/tracing.js";
+import { packageInfo } from "../package-info.js";
 import type { DataChange } from "../ports/changes.js";
 import type { FleetTransport } from "../ports/fleet.js";
 import { RaceWatch } from "../races/race-watch.js";
@@ -634,8 +635,12 @@ function tracedRoute(routes: readonly Route[]): (path: string) => string | undef
   };
 }
 
+/** The readiness answer, with the release that gives it (so a mixed fleet's instances can be told apart). */
 function readyz(readiness: Readiness, res: NodeResponse): Promise<void> {
-  return readiness.check().then((body) => writeJson(res, body.status === "ready" ? 200 : 503, body));
+  const { version, commit } = packageInfo();
+  return readiness
+    .check()
+    .then((body) => writeJson(res, body.status === "ready" ? 200 : 503, { ...body, version, commit }));
 }
 
 /** A path that neither the table nor connect-es knows: 404 in the REST envelope. */

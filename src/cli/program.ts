@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "../config.js";
-import { packageInfo } from "../package-info.js";
+import { versionLine } from "../package-info.js";
 import type { Database } from "../storage/database.js";
 import { migrate, migrationStatus } from "../storage/migration-runner.js";
 import { LATEST_SCHEMA_VERSION } from "../storage/schema-migrations.js";
@@ -107,7 +107,7 @@ export async function runCli(argv: string[]): Promise<void> {
     case "--version":
     case "-V":
     case "version":
-      process.stdout.write(`${packageInfo().version}\n`);
+      process.stdout.write(`${versionLine()}\n`);
       return;
     case undefined:
       process.stdout.write(`${programUsage()}\n`);

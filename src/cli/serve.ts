@@ -8,7 +8,7 @@
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config.js";
 import { closeLogs, createLogger, type Logger } from "../logger.js";
-import { nodeVersionWarning, packageInfo } from "../package-info.js";
+import { nodeVersionWarning, packageInfo, versionLine } from "../package-info.js";
 import { type Running, serve } from "../server.js";
 import { UsageError } from "./common.js";
 import { releaseStopSignals } from "./stop-signals.js";
@@ -27,7 +27,7 @@ export async function serveCommand(args: string[]): Promise<void> {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   if (version) {
-    process.stdout.write(`${packageInfo().version}\n`);
+    process.stdout.write(`${versionLine()}\n`);
     return;
   }
   let config: Config;

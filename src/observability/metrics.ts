@@ -227,10 +227,10 @@ function registryWithCalls(series: ReadonlyMap<string, ReadonlyMap<Protocol, Cal
   collectDefaultMetrics({ register: registry, prefix: "topwagers_" });
   new Gauge({
     name: "topwagers_build_info",
-    help: "Always 1; the labels say which build runs: the package version and the Node version.",
-    labelNames: ["version", "node_version"],
+    help: "Always 1; the labels say which build runs: the package version, its commit and the Node version.",
+    labelNames: ["version", "commit", "node_version"],
     registers: [registry],
-  }).set({ version: packageInfo().version, node_version: process.versions.node }, 1);
+  }).set({ version: packageInfo().version, commit: packageInfo().commit, node_version: process.versions.node }, 1);
   registerCalls(registry, series);
   return registry;
 }

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, closed, collectOutput, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { freePort, startServerProcess, statusThenStop } from "../support/processes.js";
+import { VERSION_LINE } from "../support/release.js";
 
-const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 const root = process.cwd();
 let work: string;
 /** The checkout as a release behind a `current` symlink, in a folder whose path has spaces. */
@@ -53,7 +53,7 @@ describe("starts however it is installed", () => {
       [path.join(linkedCheckout, "dist", "src", "cli", "main.js"), "--version"],
       { PATH: process.env.PATH ?? "" },
     );
-    expect(result).toEqual({ code: 0, signal: null, stdout: `${VERSION}\n`, stderr: "" });
+    expect(result).toEqual({ code: 0, signal: null, stdout: VERSION_LINE, stderr: "" });
   });
 
   it("the CLI runs as an npm bin link (node_modules/.bin/topwagers -> the package's bin file, run by its shebang)", async () => {
@@ -69,7 +69,7 @@ describe("starts however it is installed", () => {
     // The project's Node first on PATH, as `npm run` / `npx` arrange.
     const env = { PATH: `${binDir}:${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` };
     const result = await run(path.join(binDir, "topwagers"), ["--version"], env);
-    expect(result).toEqual({ code: 0, signal: null, stdout: `${VERSION}\n`, stderr: "" });
+    expect(result).toEqual({ code: 0, signal: null, stdout: VERSION_LINE, stderr: "" });
     const help = await run("topwagers", ["keys", "list", "--help"], env);
     expect(help.code).toBe(0);
     expect(help.stdout.startsWith("usage: topwagers keys list [--json]\n")).toBe(true);
@@ -116,8 +116,8 @@ describe("--help on every command prints its usage and exits 0 without touching 
     expect(result.stderr).toMatch(/^error: [^\n]*ECONNREFUSED[^\n]*\n$/);
   });
 
-  it("--version prints the package's version", async () => {
-    expect(await runCli(["--version"], url)).toEqual({ code: 0, signal: null, stdout: `${VERSION}\n`, stderr: "" });
+  it("--version prints the package's version and the commit it was built from", async () => {
+    expect(await runCli(["--version"], url)).toEqual({ code: 0, signal: null, stdout: VERSION_LINE, stderr: "" });
   });
 });
 

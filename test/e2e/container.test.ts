@@ -26,6 +26,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { freePort, sleep } from "../support/processes.js";
+import { RELEASE, VERSION_LINE } from "../support/release.js";
 import { restTop } from "../support/rest.js";
 
 /** The parts of a manifest this test reads or changes. */
@@ -92,7 +93,6 @@ const DAY_BOARD = {
     errors: null,
   },
 };
-const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 
 function podman(...args: string[]) {
   return run("podman", args, { env, maxBuffer: 16 * 1024 * 1024 });
@@ -208,9 +208,10 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       const logs = await podman("logs", name).catch(() => ({ stdout: "", stderr: "" }));
       throw new Error(`the container did not become ready (${error}):\n${logs.stdout}${logs.stderr}`);
     });
-    // The readiness answer the document shows, and the schema this build migrates to.
-    expect(JSON.parse(answer.stdout)).toEqual(JSON.parse(ready?.comment ?? ""));
-    expect(JSON.parse(answer.stdout)).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION });
+    // The readiness answer the document shows (its commit an example), and the schema and release of this build.
+    const shown = JSON.parse(answer.stdout) as { commit: string };
+    expect({ ...shown, commit: "3f2a9c0d1b4e" }).toEqual(JSON.parse(ready?.comment ?? ""));
+    expect(shown).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION, ...RELEASE });
   }, 240_000);
 
   afterAll(async () => {
@@ -234,8 +235,17 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     const { stdout } = await podman("run", "--rm", "--network=host", tag, "--help");
     expect(stdout.startsWith("usage: topwagers <command> [options]\n\n  topwagers serve\n")).toBe(true);
     const version = await podman("run", "--rm", tag, "--version");
-    expect(version.stdout).toBe(`${VERSION}\n`);
+    expect(version.stdout).toBe(VERSION_LINE);
   }, 60_000);
+
+  it("its labels name the release: org.opencontainers.image.version and .revision", async () => {
+    const { stdout } = await podman("image", "inspect", "--format", "{{json .Labels}}", tag);
+    expect(JSON.parse(stdout)).toMatchObject({
+      "org.opencontainers.image.title": "topwagers",
+      "org.opencontainers.image.version": RELEASE.version,
+      "org.opencontainers.image.revision": RELEASE.commit,
+    });
+  });
 
   it("runs CLI commands: keys list", async () => {
     const { stdout } = await podman(
@@ -408,7 +418,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         if (response?.status === 200 || Date.now() > deadline) break;
         await sleep(200);
       }
-      expect(body).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION });
+      expect(body).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION, ...RELEASE });
       const { stdout } = await podman("pod", "ps", "--filter", `name=^${pod}$`, "--format", "{{.Name}} {{.Status}}");
       expect(stdout.trim()).toBe(`${pod} Running`);
     }, 40_000);
@@ -476,7 +486,9 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         maxBuffer: 16 * 1024 * 1024,
       });
       // /readyz's answer (curl adds no newline), then the metrics port's status.
-      expect(stdout).toContain(`{"status":"ready","schemaVersion":${LATEST_SCHEMA_VERSION}}200\n`);
+      expect(stdout).toContain(
+        `{"status":"ready","schemaVersion":${LATEST_SCHEMA_VERSION},"version":"${RELEASE.version}","commit":"${RELEASE.commit}"}200\n`,
+      );
       expect(stdout).toContain("Pods removed:");
       await expect(podman("pod", "exists", `${walk}-pod-0`)).rejects.toThrow();
       await expect(podman("secret", "inspect", walk)).rejects.toThrow();

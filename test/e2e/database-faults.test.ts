@@ -26,6 +26,7 @@ import {
   startMariaDb,
   startServerProcess,
 } from "../support/processes.js";
+import { RELEASE } from "../support/release.js";
 import { restTop } from "../support/rest.js";
 
 const available = mariaDbAvailable();
@@ -142,7 +143,10 @@ function between(from: number, to: number, protocol?: Protocol): Sample[] {
 /** The answer every protocol gives while the database is away. */
 function expectUnavailable(s: Sample) {
   if (s.protocol === "readyz") {
-    expect({ result: s.result, body: s.body }).toEqual({ result: 503, body: { status: "database_unavailable" } });
+    expect({ result: s.result, body: s.body }).toEqual({
+      result: 503,
+      body: { status: "database_unavailable", ...RELEASE },
+    });
   } else if (s.protocol === "rest") {
     expect({ result: s.result, body: s.body, retryAfter: s.retryAfter }).toEqual({
       result: 503,

@@ -26,6 +26,7 @@ import {
   removeRoot,
 } from "../support/mariadb-topology.js";
 import { ingestClientOn, internalPortOf, type ServerProcess, startServerProcess } from "../support/processes.js";
+import { RELEASE } from "../support/release.js";
 
 const openssl = promisify(execFile);
 const TOKEN = "tls-ingest-token-0123456789abcdef";
@@ -134,7 +135,7 @@ describe("TLS to the database and a DML-only runtime user", () => {
     });
     expect(await ready(server.baseUrl)).toEqual([
       503,
-      { status: "migrations_pending", schemaVersion: 0, expected: LATEST_SCHEMA_VERSION },
+      { status: "migrations_pending", schemaVersion: 0, expected: LATEST_SCHEMA_VERSION, ...RELEASE },
     ]);
   });
 
@@ -144,7 +145,7 @@ describe("TLS to the database and a DML-only runtime user", () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ database: DB, schemaVersion: LATEST_SCHEMA_VERSION });
     expect(await readySoon(server?.baseUrl ?? "")).toEqual([
       200,
-      { status: "ready", schemaVersion: LATEST_SCHEMA_VERSION },
+      { status: "ready", schemaVersion: LATEST_SCHEMA_VERSION, ...RELEASE },
     ]);
   });
 

@@ -21,6 +21,7 @@ import {
   startMariaDb,
   startServerProcess,
 } from "../support/processes.js";
+import { RELEASE } from "../support/release.js";
 
 const run = promisify(execFile);
 const available = mariaDbAvailable();
@@ -104,7 +105,7 @@ describe.skipIf(!available)("gRPC health follows readiness on both listeners", (
   it("turns NOT_SERVING on both when the database stops, and SERVING when it is back", async () => {
     await mariadb?.stop();
     await within(5_000, async () => (await both()).every((s) => s === "NOT_SERVING"));
-    expect(await readyz()).toEqual({ status: 503, body: { status: "database_unavailable" } });
+    expect(await readyz()).toEqual({ status: 503, body: { status: "database_unavailable", ...RELEASE } });
     await mariadb?.start();
     await within(10_000, async () => (await both()).every((s) => s === "SERVING"));
     expect((await readyz()).status).toBe(200);
@@ -120,7 +121,7 @@ describe.skipIf(!available)("gRPC health follows readiness on both listeners", (
       await connection.query("DELETE FROM schema_migrations WHERE version = ?", [latest.version]);
       expect(await readyz()).toEqual({
         status: 503,
-        body: { status: "migrations_pending", schemaVersion: latest.version - 1, expected: latest.version },
+        body: { status: "migrations_pending", schemaVersion: latest.version - 1, expected: latest.version, ...RELEASE },
       });
       expect(await both()).toEqual(["NOT_SERVING", "NOT_SERVING", "NOT_SERVING", "NOT_SERVING"]);
       await connection.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [

@@ -8,8 +8,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase } from "../support/database.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
-
-const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
+import { RELEASE } from "../support/release.js";
 
 const database = useTestDatabase("metrics_families");
 let server: ServerProcess;
@@ -94,9 +93,11 @@ describe("the families on /metrics are the documented ones", () => {
     expect(exported.get("topwagers_change_feed_lag_seconds")).toBe("gauge");
   });
 
-  it("topwagers_build_info{version,node_version} 1", async () => {
+  it("topwagers_build_info{version,commit,node_version} 1", async () => {
     const text = await scrape();
-    expect(text).toContain(`\ntopwagers_build_info{version="${VERSION}",node_version="${process.versions.node}"} 1\n`);
+    expect(text).toContain(
+      `\ntopwagers_build_info{version="${RELEASE.version}",commit="${RELEASE.commit}",node_version="${process.versions.node}"} 1\n`,
+    );
   });
 
   it("the change feed counts its polls as a counter that only goes up", async () => {

@@ -16,6 +16,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { startServerProcess } from "../support/processes.js";
+import { VERSION_LINE } from "../support/release.js";
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
@@ -107,8 +108,8 @@ describe("installed from the tarball into an empty folder", () => {
     expect(stderr.split("\n").filter((line) => line !== "" && !line.startsWith("npm warn"))).toEqual([]);
   }, 30_000);
 
-  it("npx topwagers --version prints the package's version", async () => {
-    expect((await npx(["--version"])).stdout).toBe(`${pkg.version}\n`);
+  it("npx topwagers --version prints the package's version and the commit it was built from", async () => {
+    expect((await npx(["--version"])).stdout).toBe(VERSION_LINE);
   }, 30_000);
 
   it("topwagers serve migrates a fresh database and serves /readyz, /docs and /openapi.json", async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_ENTRY, type CliResult, closed, collectOutput } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { freePort, SERVER_ENTRY, sleep, startServerProcess, statusThenStop } from "../support/processes.js";
+import { VERSION_LINE } from "../support/release.js";
 
 const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { version: string; engines: { node: string } };
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -63,7 +64,7 @@ describe("every entry point answers --help and --version without listening", () 
     expect(await runNode(SERVER_ENTRY, ["--version"], env())).toEqual({
       code: 0,
       signal: null,
-      stdout: `${pkg.version}\n`,
+      stdout: VERSION_LINE,
       stderr: "",
     });
   });

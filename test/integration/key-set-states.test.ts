@@ -16,6 +16,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
+import { RELEASE } from "../support/release.js";
 import { OPERATION } from "../support/rest.js";
 
 let database: TestDatabase;
@@ -91,7 +92,7 @@ afterAll(async () => {
 describe("before the keys are loaded", () => {
   it("is not ready, and answers a good key 503 (not 401) until the load completes", async () => {
     const readyz = await fetch(`${base}/readyz`);
-    expect([readyz.status, await readyz.json()]).toEqual([503, { status: "loading_keys" }]);
+    expect([readyz.status, await readyz.json()]).toEqual([503, { status: "loading_keys", ...RELEASE }]);
     expect(await post(key.secret)).toEqual({
       status: 503,
       retryAfter: "1",

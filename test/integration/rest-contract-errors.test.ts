@@ -12,6 +12,7 @@ import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../support/database.js";
 import { listenOnFreePort } from "../support/listen.js";
+import { RELEASE } from "../support/release.js";
 import { errorBody } from "../support/rest.js";
 import {
   call,
@@ -283,7 +284,7 @@ describe("503: database unreachable", () => {
     expect(unseen.status).toBe(401);
     const ready = await call("/readyz", { method: "GET", baseUrl });
     expect(ready.status).toBe(503);
-    expect(ready.json).toEqual({ status: "database_unavailable" });
+    expect(ready.json).toEqual({ status: "database_unavailable", ...RELEASE });
     expect((await call("/healthz", { method: "GET", baseUrl })).json).toEqual({ status: "ok" });
 
     await relay.open();

@@ -7,6 +7,7 @@
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
+import { RELEASE } from "../support/release.js";
 import { errorBody, invalid } from "../support/rest.js";
 import {
   call,
@@ -209,7 +210,9 @@ describe("health", () => {
   it("answers GET /readyz with 200 once the database is reachable and migrated", async () => {
     const reply = await call("/readyz", { method: "GET" });
     expect(reply.status).toBe(200);
-    expect(reply.json).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION });
-    expect(reply.text).toBe(`{"status":"ready","schemaVersion":${LATEST_SCHEMA_VERSION}}`);
+    expect(reply.json).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION, ...RELEASE });
+    expect(reply.text).toBe(
+      `{"status":"ready","schemaVersion":${LATEST_SCHEMA_VERSION},"version":"${RELEASE.version}","commit":"${RELEASE.commit}"}`,
+    );
   });
 });
