@@ -9,6 +9,7 @@ import { normalScopes, type Scope, scopesOfKind } from "../values/scopes.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { noteKeyChanges } from "./data-changes.js";
+import { numberOrNull } from "./row-values.js";
 import { inTransaction } from "./transactions.js";
 
 export type { NewStoredKey, StoredApiKey, StoredKeyWithHash };
@@ -53,7 +54,7 @@ function toStoredKey(row: RowDataPacket): StoredApiKey {
     label: String(row.label),
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-    expiresAt: row.expires_at === null || row.expires_at === undefined ? null : Number(row.expires_at),
+    expiresAt: numberOrNull(row.expires_at),
     rateLimit:
       row.rate_limit_points === null || row.rate_limit_window_s === null
         ? null

@@ -34,6 +34,7 @@ import type {
 } from "../ports/webhooks.js";
 import { isWebhookEventType, type WebhookEventType, webhookBody } from "../values/webhook-events.js";
 import { ensureAffiliate } from "./affiliates.js";
+import { numberOrNull, textOrNull } from "./row-values.js";
 import { inTransaction } from "./transactions.js";
 import { insertEvent } from "./webhook-outbox.js";
 import type { WebhookSecretBox } from "./webhook-secrets.js";
@@ -58,9 +59,6 @@ const SELECT_DELIVERY = `SELECT d.id, d.endpoint_id, e.message_id, e.type, d.sta
   FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-const numberOrNull = (value: unknown) => (value === null || value === undefined ? null : Number(value));
-const textOrNull = (value: unknown) =>
-  value === null || value === undefined ? null : Buffer.isBuffer(value) ? value.toString("utf8") : String(value);
 
 function eventTypes(text: unknown): WebhookEventType[] {
   const parsed: unknown = JSON.parse(String(text));
