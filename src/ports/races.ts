@@ -16,11 +16,12 @@ export interface RaceDefinition {
   readonly startTimestamp: number;
   readonly endTimestamp: number;
   readonly rankBy: RankBy;
-  /** Prize of rank 1, 2, …: decimal strings as given. */
+  /** Prize of rank 1, 2, …: decimal strings as given (their scale is the prize table's scale). */
   readonly prizes: readonly string[];
   readonly currency: string;
   /** Decimal string as given. */
   readonly minWagered: string;
+  /** Without repeats, in the order first sent. */
   readonly excludedUserIds: readonly string[];
   readonly reviewSeconds: number;
   readonly shown: number;

@@ -6,6 +6,7 @@
  * out and, when sent, must be that value. An empty string counts as absent for the fields with a default
  * (currency, minWagered, timeZone), as proto3 leaves an unset string empty.
  */
+import type { RaceDefinition as StoredRaceDefinition } from "../ports/races.js";
 import { EARLIEST_PERIOD_START, MAX_PLAUSIBLE_UNIX_SECONDS } from "../values/calendar.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
@@ -46,23 +47,13 @@ export interface RaceDefinitionFields {
   readonly timeZone?: string | undefined;
 }
 
-/** A valid definition, defaults filled in. `start` and `end` are the first race's inclusive period. */
-export interface RaceDefinition {
-  readonly slug: string;
-  readonly title: string;
+/**
+ * A valid definition, defaults filled in: the stored definition (ports/races.ts) with its period named as these
+ * rules name it, `start` and `end` (the first race's inclusive period).
+ */
+export interface RaceDefinition extends Omit<StoredRaceDefinition, "startTimestamp" | "endTimestamp"> {
   readonly start: number;
   readonly end: number;
-  readonly rankBy: RankBy;
-  /** As sent (their scale is the prize table's scale). */
-  readonly prizes: readonly string[];
-  readonly currency: string;
-  readonly minWagered: string;
-  /** Without repeats, in the order first sent. */
-  readonly excludedUserIds: readonly string[];
-  readonly reviewSeconds: number;
-  readonly shown: number;
-  readonly repeat: Repeat;
-  readonly timeZone: string;
 }
 
 export type RaceValidation =
