@@ -135,6 +135,17 @@ function chosenPiece(
   };
 }
 
+/**
+ * Both totals and the profile of each user the chosen pieces list (`having`: the sums a user must have to be
+ * kept, "" for every user), in no order: the last step of a board, and the read of listed users' totals.
+ */
+function listedUsersTotals(parts: readonly { sql: string }[], having: string): string {
+  return `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
+       FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
+               FROM (${parts.map((p) => p.sql).join(" UNION ALL ")}) x GROUP BY user_id${having}) t
+       JOIN users u ON u.id = t.user_id`;
+}
+
 /** The board's rows with each user's internal key (`u.id AS user_key` in every board query). */
 function toRows(rows: RowDataPacket[]): KeyedRow[] {
   return rows.map((row) => ({
@@ -163,15 +174,8 @@ function toRows(rows: RowDataPacket[]): KeyedRow[] {
  * change a chosen user's totals (shown as read by the second) but not who was chosen; the change
  * feed then drops the cached answer and the next read takes the new order.
  */
-export async function topUsersFromBuckets(
-  pool: Pool | PoolConnection,
-  affiliateId: number,
-  ranges: readonly BucketRange[],
-  limit: number,
-  rankBy: RankBy = "wagered",
-  weighted: WeightedColumn = "weighted_total",
-): Promise<RankedRow[]> {
-  const rows = await keyedTopUsersFromBuckets(pool, affiliateId, ranges, limit, rankBy, weighted);
+export async function topUsersFromBuckets(...board: Parameters<typeof keyedTopUsersFromBuckets>): Promise<RankedRow[]> {
+  const rows = await keyedTopUsersFromBuckets(...board);
   return rows.map(({ userKey: _key, ...row }) => row);
 }
 
@@ -208,10 +212,7 @@ export async function keyedTopUsersFromBuckets(
   const users = chosen.map((row) => Number(row.user_id));
   const parts = ranges.map((r) => chosenPiece(source, r, affiliateId, users));
   const [rows] = await pool.query<RowDataPacket[]>(
-    `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
-       FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
-               FROM (${parts.map((p) => p.sql).join(" UNION ALL ")}) x GROUP BY user_id HAVING total > 0) t
-       JOIN users u ON u.id = t.user_id
+    `${listedUsersTotals(parts, " HAVING total > 0")}
       ${order(rankBy)}
       LIMIT ?`,
     [...parts.flatMap((p) => p.params), limit],
@@ -277,10 +278,7 @@ export async function totalsOfListedUsers(
   if (ranges.length === 0 || users.length === 0) return [];
   const parts = ranges.map((r) => chosenPiece(SOURCES[weighted], r, affiliateId, users));
   const [rows] = await pool.query<RowDataPacket[]>(
-    `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
-       FROM (SELECT user_id, SUM(v) AS total, SUM(w) AS weighted
-               FROM (${parts.map((p) => p.sql).join(" UNION ALL ")}) x GROUP BY user_id) t
-       JOIN users u ON u.id = t.user_id`,
+    listedUsersTotals(parts, ""),
     parts.flatMap((p) => p.params),
   );
   return toRows(rows);
