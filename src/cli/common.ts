@@ -3,6 +3,7 @@
  * works on. Kept apart from main.ts so command modules do not import the entry
  * point (and main.ts can import them without a cycle).
  */
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { type Config, loadConfig } from "../config.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migration-runner.js";
@@ -12,6 +13,21 @@ export class UsageError extends Error {}
 
 /** The command line is fine but the data says no (an unknown key id, …): exit 1, one line. */
 export class DataError extends Error {}
+
+/**
+ * A command family's options (`options`, as parseArgs takes them) and positionals; a misspelt or incomplete
+ * option is a usage error (exit 2).
+ */
+export function parseCommandOptions<const T extends ParseArgsOptionsConfig>(
+  args: string[],
+  options: T,
+): ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: T }>> {
+  try {
+    return parseArgs({ args, allowPositionals: true, options });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
 
 export interface DatabaseUse {
   /** The settings; default: read from the environment. */

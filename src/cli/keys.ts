@@ -4,13 +4,13 @@
  * events as the ApiKeyService; the change row it writes reaches every running
  * server within a second, and a new key works on every server from its first call.
  */
-import { parseArgs } from "node:util";
 import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
 import type { StoredApiKey } from "../ports/api-keys.js";
 import { mariadbApiKeys } from "../storage/stores.js";
 import { isRestricted } from "../values/scopes.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
-import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
+import { alignColumns } from "./columns.js";
+import { DataError, isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } from "./common.js";
 import { RUN } from "./usage.js";
 
 /** "100/60s" → { points: 100, windowSeconds: 60 } */
@@ -24,26 +24,18 @@ export function parseRateLimit(text: string): { points: number; windowSeconds: n
 
 /** The options of the keys commands; a misspelt or incomplete option is a usage error (exit 2). */
 function parseKeysOptions(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        affiliate: { type: "string" },
-        label: { type: "string" },
-        "rate-limit": { type: "string" },
-        "expires-in": { type: "string" },
-        publishable: { type: "boolean", default: false },
-        origin: { type: "string", multiple: true },
-        overlap: { type: "string" },
-        "rank-by": { type: "string" },
-        scope: { type: "string", multiple: true },
-        json: { type: "boolean", default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  return parseCommandOptions(args, {
+    affiliate: { type: "string" },
+    label: { type: "string" },
+    "rate-limit": { type: "string" },
+    "expires-in": { type: "string" },
+    publishable: { type: "boolean", default: false },
+    origin: { type: "string", multiple: true },
+    overlap: { type: "string" },
+    "rank-by": { type: "string" },
+    scope: { type: "string", multiple: true },
+    json: { type: "boolean", default: false },
+  });
 }
 
 /** A key change refused by the rules (exit 2) or by the data (no such key: exit 1), else its outcome. */
@@ -184,22 +176,6 @@ function scopesCell(scopes: readonly string[]): string {
 function statusOf(key: StoredApiKey, now: number): string {
   if (key.revokedAt !== null) return "revoked";
   return key.expiresAt !== null && key.expiresAt <= now ? "expired" : "active";
-}
-
-/** Rows of text as columns as wide as their widest cell, two spaces apart; the last column unpadded. */
-export function alignColumns(rows: readonly (readonly string[])[]): string {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => [...(row[column] ?? "")].length))) ?? [];
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) =>
-          column === row.length - 1 ? cell : cell + " ".repeat((widths[column] ?? 0) - [...cell].length),
-        )
-        .join("  ")
-        .trimEnd(),
-    )
-    .map((line) => `${line}\n`)
-    .join("");
 }
 
 async function list(json: boolean): Promise<void> {

@@ -4,7 +4,6 @@
  * servers (RACE_CLOCK_MS): a race made here starts, ends and is frozen by them.
  */
 
-import { parseArgs } from "node:util";
 import { DateTime } from "luxon";
 import { parseDuration } from "../auth/key-admin.js";
 import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
@@ -18,8 +17,8 @@ import type { Database } from "../storage/database.js";
 import { causalStandings, mariadbRaces, mariadbStandings } from "../storage/stores.js";
 import type { Violation } from "../values/violation.js";
 import { isRankBy } from "../values/weights.js";
-import { DataError, isoSeconds, UsageError, withDatabase } from "./common.js";
-import { alignColumns } from "./keys.js";
+import { alignColumns } from "./columns.js";
+import { DataError, isoSeconds, parseCommandOptions, UsageError, withDatabase } from "./common.js";
 import { RUN } from "./usage.js";
 
 /** The options of the races commands that take a value. */
@@ -63,32 +62,24 @@ export function joinNegativeValues(args: readonly string[]): string[] {
 
 /** The options of the races commands; a misspelt or incomplete option is a usage error (exit 2). */
 function parseRacesOptions(args: string[]) {
-  try {
-    return parseArgs({
-      args: joinNegativeValues(args),
-      allowPositionals: true,
-      options: {
-        affiliate: { type: "string" },
-        slug: { type: "string" },
-        title: { type: "string" },
-        start: { type: "string" },
-        end: { type: "string" },
-        prize: { type: "string", multiple: true },
-        currency: { type: "string" },
-        "min-wagered": { type: "string" },
-        exclude: { type: "string", multiple: true },
-        review: { type: "string" },
-        shown: { type: "string" },
-        repeat: { type: "string" },
-        "time-zone": { type: "string" },
-        "rank-by": { type: "string" },
-        state: { type: "string", multiple: true },
-        json: { type: "boolean", default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  return parseCommandOptions(joinNegativeValues(args), {
+    affiliate: { type: "string" },
+    slug: { type: "string" },
+    title: { type: "string" },
+    start: { type: "string" },
+    end: { type: "string" },
+    prize: { type: "string", multiple: true },
+    currency: { type: "string" },
+    "min-wagered": { type: "string" },
+    exclude: { type: "string", multiple: true },
+    review: { type: "string" },
+    shown: { type: "string" },
+    repeat: { type: "string" },
+    "time-zone": { type: "string" },
+    "rank-by": { type: "string" },
+    state: { type: "string", multiple: true },
+    json: { type: "boolean", default: false },
+  });
 }
 
 type Values = ReturnType<typeof parseRacesOptions>["values"];

@@ -3,33 +3,24 @@
  * through the same rules as WebhookService (src/webhooks/endpoint-admin.ts), with the operator's
  * WEBHOOK_* settings (the SSRF guard, the secrets' key). The running servers send what this queues.
  */
-import { parseArgs } from "node:util";
 import { webhookAdmin } from "../apps/webhook-delivery.js";
 import { loadConfig } from "../config.js";
 import type { StoredWebhookDelivery, StoredWebhookEndpoint } from "../ports/webhooks.js";
 import type { WebhookAdmin, WebhookRefused } from "../webhooks/endpoint-admin.js";
-import { DataError, isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
-import { alignColumns } from "./keys.js";
+import { alignColumns } from "./columns.js";
+import { DataError, isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } from "./common.js";
 
 /** The options of the webhooks commands; a misspelt or incomplete option is a usage error (exit 2). */
 function parseWebhooksOptions(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        affiliate: { type: "string" },
-        url: { type: "string" },
-        event: { type: "string", multiple: true },
-        description: { type: "string" },
-        "page-size": { type: "string" },
-        "page-token": { type: "string" },
-        json: { type: "boolean", default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  return parseCommandOptions(args, {
+    affiliate: { type: "string" },
+    url: { type: "string" },
+    event: { type: "string", multiple: true },
+    description: { type: "string" },
+    "page-size": { type: "string" },
+    "page-token": { type: "string" },
+    json: { type: "boolean", default: false },
+  });
 }
 
 /** The option that sets each field, for messages. */

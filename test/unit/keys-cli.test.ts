@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { originProblems } from "../../src/auth/key-admin.js";
-import { alignColumns } from "../../src/cli/keys.js";
+import { alignColumns } from "../../src/cli/columns.js";
 import { usageFor } from "../../src/cli/usage.js";
 
 describe("keys list columns", () => {
