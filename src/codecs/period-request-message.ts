@@ -12,14 +12,9 @@ export type PeriodRequestMessage = Pick<GetTopAffiliateWagersByPeriodRequest, ke
 
 export function requestFields(request: PeriodRequestMessage): { values: PeriodRequestFields; violations: Violation[] } {
   const violations: Violation[] = [];
-  const rankBy = rankByOf(request.rankBy, violations);
+  const { startTimestamp, endTimestamp, numUsers } = request;
   return {
-    values: {
-      startTimestamp: request.startTimestamp,
-      endTimestamp: request.endTimestamp,
-      numUsers: request.numUsers,
-      rankBy,
-    },
+    values: { startTimestamp, endTimestamp, numUsers, rankBy: rankByOf(request.rankBy, violations) },
     violations,
   };
 }

@@ -22,43 +22,29 @@ import type { RaceDefinitionFields, RacePatch } from "../races/race-rules.js";
 import type { RaceState as State } from "../races/race-state.js";
 import type { RaceView } from "../races/races.js";
 import type { Violation } from "../values/violation.js";
+import { enumNames } from "./enum-names.js";
 import { rankByMessage, rankByOf } from "./rank-by.js";
 
-const REPEAT_BY_MESSAGE: ReadonlyMap<RaceRepeat, Repeat> = new Map([
-  [RaceRepeat.NONE, "none"],
-  [RaceRepeat.DAILY, "daily"],
-  [RaceRepeat.WEEKLY, "weekly"],
-  [RaceRepeat.MONTHLY, "monthly"],
-]);
-
-const MESSAGE_BY_REPEAT: Readonly<Record<Repeat, RaceRepeat>> = {
+const REPEATS = enumNames<Repeat, RaceRepeat>({
   none: RaceRepeat.NONE,
   daily: RaceRepeat.DAILY,
   weekly: RaceRepeat.WEEKLY,
   monthly: RaceRepeat.MONTHLY,
-};
+});
 
-const STATE_BY_MESSAGE: ReadonlyMap<RaceState, State> = new Map([
-  [RaceState.SCHEDULED, "scheduled"],
-  [RaceState.LIVE, "live"],
-  [RaceState.REVIEWING, "reviewing"],
-  [RaceState.FINAL, "final"],
-  [RaceState.CANCELLED, "cancelled"],
-]);
-
-const MESSAGE_BY_STATE: Readonly<Record<State, RaceState>> = {
+const STATES = enumNames<State, RaceState>({
   scheduled: RaceState.SCHEDULED,
   live: RaceState.LIVE,
   reviewing: RaceState.REVIEWING,
   final: RaceState.FINAL,
   cancelled: RaceState.CANCELLED,
-};
+});
 
 /** A ListRaces state filter's names; RACE_STATE_UNSPECIFIED or an unknown number is a violation. */
 export function raceStatesOf(states: readonly RaceState[], violations: Violation[]): State[] {
   const names: State[] = [];
   states.forEach((state, i) => {
-    const name = STATE_BY_MESSAGE.get(state);
+    const name = STATES.nameOf(state);
     if (name !== undefined) names.push(name);
     else {
       violations.push({
@@ -72,7 +58,7 @@ export function raceStatesOf(states: readonly RaceState[], violations: Violation
 
 function repeatOf(repeat: RaceRepeat, violations: Violation[]): Repeat | undefined {
   if (repeat === RaceRepeat.UNSPECIFIED) return undefined;
-  const name = REPEAT_BY_MESSAGE.get(repeat);
+  const name = REPEATS.nameOf(repeat);
   if (name === undefined) {
     violations.push({
       field: "repeat",
@@ -158,10 +144,10 @@ export function raceMessage(view: RaceView, hideExcluded = false): Race {
       excludedUserIds: hideExcluded ? [] : [...race.excludedUserIds],
       reviewSeconds: race.reviewSeconds,
       shown: race.shown,
-      repeat: MESSAGE_BY_REPEAT[race.repeat],
+      repeat: REPEATS.valueOf(race.repeat),
       timeZone: race.timeZone,
     }),
-    state: MESSAGE_BY_STATE[view.state],
+    state: STATES.valueOf(view.state),
     startsAt: BigInt(race.startTimestamp),
     endsAt: BigInt(race.endTimestamp),
     finalAt: BigInt(view.finalAt),
