@@ -6,20 +6,14 @@
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
+import type { AttemptAnswer } from "../webhooks/delivery-worker.js";
 import { checkWebhookTarget, type WebhookTarget } from "./address-guard.js";
 
 /** The first bytes of an answer that are kept (migration 11: VARBINARY(1024)). */
 export const KEPT_RESPONSE_BYTES = 1024;
 
-export type SendResult =
-  | {
-      readonly kind: "answered";
-      readonly status: number;
-      readonly retryAfter: string | undefined;
-      /** The first bytes of the body as text. */
-      readonly response: string;
-    }
-  | { readonly kind: "timeout" | "network"; readonly error: string };
+/** What one attempt came to, as the delivery worker takes it (`response`: the first bytes of the body as text). */
+export type SendResult = AttemptAnswer;
 
 export interface WebhookSender {
   send(target: WebhookTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendResult>;
