@@ -10,23 +10,14 @@ import type { FleetPeriod } from "../ports/fleet.js";
 import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { DAY } from "../values/calendar.js";
 import { canonicalDecimal } from "../values/decimal.js";
+import type { RankedUser } from "../values/ranked-user.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import { StoreFailure } from "./domain-errors.js";
 import { HeldBoards } from "./held-boards.js";
 import { MAX_NUM_USERS, type PeriodQuery } from "./period-request.js";
 import { type CachedValue, ResultCache } from "./result-cache.js";
 
-export interface RankedUser {
-  readonly rank: number;
-  readonly userId: string;
-  readonly username: string;
-  /** Absolute URL; the configured default when the user has none. */
-  readonly avatar: string;
-  /** Exact canonical decimal string, e.g. "15000.5". */
-  readonly totalWagered: string;
-  /** The weighted total (race rules), exact canonical decimal, up to 12 fraction digits. */
-  readonly weightedWagered: string;
-}
+export type { RankedUser };
 
 export interface Standings {
   readonly ranked: readonly RankedUser[];

@@ -19,6 +19,7 @@ import type {
 } from "../ports/races.js";
 import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { canonicalDecimal } from "../values/decimal.js";
+import type { RankedUser } from "../values/ranked-user.js";
 import type { Violation } from "../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
@@ -35,15 +36,7 @@ import { finalAt, freezeDueAt, type RaceState, raceStateAt } from "./race-state.
 import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
 
 /** A placed user as every skin shows it. */
-export interface RaceStanding {
-  readonly rank: number;
-  readonly userId: string;
-  readonly username: string;
-  /** Absolute URL (the default avatar when the user has none). */
-  readonly avatar: string;
-  /** Exact canonical decimals. */
-  readonly totalWagered: string;
-  readonly weightedWagered: string;
+export interface RaceStanding extends RankedUser {
   /** At the prize table's scale. */
   readonly prize: string;
 }
