@@ -27,3 +27,12 @@ export function fromDatabase(error: unknown, message = UNAVAILABLE_MESSAGE): Con
   if (!isTransientDatabaseError(error)) return internal(error);
   return new ServiceError("DATABASE_UNAVAILABLE", message, { retryAfterSeconds: 1, cause: error });
 }
+
+/** Runs a call of the database (or of a domain object on it); a failure comes out as fromDatabase makes it. */
+export async function databaseCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw fromDatabase(error);
+  }
+}

@@ -18,7 +18,7 @@ import {
 import type { KeyAdmin, Refused } from "../auth/key-admin.js";
 import { rankByMessage, rankByOf } from "../codecs/rank-by.js";
 import { invalidArgument, ServiceError } from "../errors/catalogue.js";
-import { fromDatabase } from "../errors/database.js";
+import { databaseCall } from "../errors/database.js";
 import type { StoredApiKey } from "../ports/api-keys.js";
 import { isRestricted } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
@@ -29,7 +29,7 @@ export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService
       const violations: Violation[] = [];
       const defaultRankBy = rankByOf(request.defaultRankBy, violations, "defaultRankBy");
       if (violations.length > 0) throw invalidArgument(violations);
-      const result = await guard(() =>
+      const result = await databaseCall(() =>
         admin.create({
           affiliateId: request.affiliateId,
           label: request.label,
@@ -49,18 +49,18 @@ export function apiKeyService(admin: KeyAdmin): ServiceImpl<typeof ApiKeyService
     },
 
     async listApiKeys(request) {
-      const keys = await guard(() => admin.list(request.affiliateId));
+      const keys = await databaseCall(() => admin.list(request.affiliateId));
       return create(ListApiKeysResponseSchema, { apiKeys: keys.map(message) });
     },
 
     async revokeApiKey(request) {
-      const result = await guard(() => admin.revoke(request.id));
+      const result = await databaseCall(() => admin.revoke(request.id));
       if (result.kind !== "revoked") throw refusal(result);
       return create(RevokeApiKeyResponseSchema, { apiKey: message(result.key) });
     },
 
     async rotateApiKey(request) {
-      const result = await guard(() => admin.rotate(request.id, request.overlapSeconds));
+      const result = await databaseCall(() => admin.rotate(request.id, request.overlapSeconds));
       if (result.kind !== "issued") throw refusal(result);
       return create(RotateApiKeyResponseSchema, { apiKey: message(result.key), secret: result.secret });
     },
@@ -96,12 +96,4 @@ function refusal(refused: Refused): ServiceError {
   return new ServiceError("KEY_NOT_FOUND", `no API key has the id ${JSON.stringify(refused.id)} (field id)`, {
     violations: [{ field: "id", message: `no API key has the id ${JSON.stringify(refused.id)}` }],
   });
-}
-
-async function guard<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    throw fromDatabase(error);
-  }
 }

@@ -27,7 +27,7 @@ import {
 } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { requireScope } from "../auth/scopes.js";
 import { invalidArgument, ServiceError, unauthenticated } from "../errors/catalogue.js";
-import { fromDatabase } from "../errors/database.js";
+import { databaseCall } from "../errors/database.js";
 import type { StoredWebhookDelivery, StoredWebhookEndpoint } from "../ports/webhooks.js";
 import type { WebhookAdmin, WebhookRefused } from "../webhooks/endpoint-admin.js";
 import { callerKey } from "./parts/caller-key.js";
@@ -50,7 +50,7 @@ export function keyOwner(admin: WebhookAdmin): OwnerOf {
     const caller = context.values.get(callerKey);
     if (caller === undefined) throw unauthenticated();
     requireScope(caller, "webhooks:write");
-    return guard(() => admin.ownerOfKey(caller.affiliateId));
+    return databaseCall(() => admin.ownerOfKey(caller.affiliateId));
   };
 }
 
@@ -67,7 +67,7 @@ function endpointMethods(admin: WebhookAdmin, ownerOf: OwnerOf): EndpointMethods
   return {
     async createWebhookEndpoint(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() =>
+      const result = await databaseCall(() =>
         admin.create({
           affiliateId: owner ?? request.affiliateId,
           url: request.url,
@@ -84,13 +84,13 @@ function endpointMethods(admin: WebhookAdmin, ownerOf: OwnerOf): EndpointMethods
 
     async listWebhookEndpoints(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const endpoints = await guard(() => admin.list(owner));
+      const endpoints = await databaseCall(() => admin.list(owner));
       return create(ListWebhookEndpointsResponseSchema, { endpoints: endpoints.map(endpointMessage) });
     },
 
     async updateWebhookEndpoint(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() =>
+      const result = await databaseCall(() =>
         admin.update(owner, request.id, {
           ...(request.url === undefined ? {} : { url: request.url }),
           ...(request.description === undefined ? {} : { description: request.description }),
@@ -104,14 +104,14 @@ function endpointMethods(admin: WebhookAdmin, ownerOf: OwnerOf): EndpointMethods
 
     async deleteWebhookEndpoint(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() => admin.delete(owner, request.id));
+      const result = await databaseCall(() => admin.delete(owner, request.id));
       if (result.kind !== "deleted") throw refusal(result);
       return create(DeleteWebhookEndpointResponseSchema, {});
     },
 
     async rotateWebhookSecret(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() => admin.rotate(owner, request.id, request.overlapSeconds));
+      const result = await databaseCall(() => admin.rotate(owner, request.id, request.overlapSeconds));
       if (result.kind !== "rotated") throw refusal(result);
       return create(RotateWebhookSecretResponseSchema, {
         endpoint: endpointMessage(result.endpoint),
@@ -126,14 +126,14 @@ function deliveryMethods(admin: WebhookAdmin, ownerOf: OwnerOf): DeliveryMethods
   return {
     async sendTestEvent(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() => admin.sendTest(owner, request.id));
+      const result = await databaseCall(() => admin.sendTest(owner, request.id));
       if ("kind" in result) throw refusal(result);
       return create(SendTestEventResponseSchema, { delivery: deliveryMessage(result) });
     },
 
     async listWebhookDeliveries(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() =>
+      const result = await databaseCall(() =>
         admin.deliveries(owner, request.endpointId, request.pageSize, request.pageToken),
       );
       if ("kind" in result) throw refusal(result);
@@ -145,7 +145,7 @@ function deliveryMethods(admin: WebhookAdmin, ownerOf: OwnerOf): DeliveryMethods
 
     async redeliverWebhook(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await guard(() => admin.redeliver(owner, request.deliveryId));
+      const result = await databaseCall(() => admin.redeliver(owner, request.deliveryId));
       if ("kind" in result) throw refusal(result);
       return create(RedeliverWebhookResponseSchema, { delivery: deliveryMessage(result) });
     },
@@ -211,12 +211,4 @@ function refusal(refused: WebhookRefused): ServiceError {
   const field = refused.what === "endpoint" ? "id" : "deliveryId";
   const message = `no webhook ${refused.what} has the id ${JSON.stringify(refused.id)}`;
   return new ServiceError("WEBHOOK_NOT_FOUND", `${message} (field ${field})`, { violations: [{ field, message }] });
-}
-
-async function guard<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    throw fromDatabase(error);
-  }
 }
