@@ -5,7 +5,7 @@
  * JSON name, or an unknown id); the skins turn them into errors.
  */
 
-import type { ApiKeyStore, StoredApiKey } from "../ports/api-keys.js";
+import type { ApiKeyStore, NewStoredKey, StoredApiKey } from "../ports/api-keys.js";
 import { DAY, HOUR } from "../values/calendar.js";
 import { idProblems } from "../values/platform-id.js";
 import { normalScopes, scopeProblems, scopesOfKind } from "../values/scopes.js";
@@ -71,21 +71,11 @@ export interface KeyAdminOptions {
   readonly afterChange?: (keyIds: readonly string[]) => Promise<void>;
 }
 
-export interface NewKey {
+/** A key to create, as asked: the stored key's options (ports/api-keys.ts) before they are checked. */
+export interface NewKey extends Pick<NewStoredKey, "expiresAt" | "publishable" | "allowedOrigins" | "defaultRankBy"> {
   readonly affiliateId: string;
   readonly label?: string;
   readonly rateLimit?: { readonly points: number; readonly windowSeconds: number } | null;
-  /** Unix seconds; must lie in the future. */
-  readonly expiresAt?: number | null;
-  /**
-   * A browser-safe key (tw_pub_…), readable by pages on `allowedOrigins` (CORS); with none, by no
-   * other site's page: an overlay-only key (the overlay is served by this service, so needs no CORS).
-   */
-  readonly publishable?: boolean;
-  /** Exact origins such as https://board.example.com; only for a publishable key. */
-  readonly allowedOrigins?: readonly string[];
-  /** How the key's boards rank when a request does not say (weighted boards for a site that cannot ask). */
-  readonly defaultRankBy?: RankBy | null;
   /**
    * What the key may do (values/scopes.ts SCOPES); none named: every scope its kind may have. A
    * publishable key may have only read scopes.

@@ -33,9 +33,16 @@ export interface NewStoredKey {
   readonly affiliateExternalId: string;
   readonly label: string;
   readonly rateLimit: { points: number; windowSeconds: number } | null;
+  /** Unix seconds; must lie in the future. */
   readonly expiresAt?: number | null;
+  /**
+   * A browser-safe key (tw_pub_…), readable by pages on `allowedOrigins` (CORS); with none, by no
+   * other site's page: an overlay-only key (the overlay is served by this service, so needs no CORS).
+   */
   readonly publishable?: boolean;
+  /** Exact origins such as https://board.example.com; only for a publishable key. */
   readonly allowedOrigins?: readonly string[];
+  /** How the key's boards rank when a request does not say (weighted boards for a site that cannot ask). */
   readonly defaultRankBy?: RankBy | null;
   /** What the key may do; absent: every scope its kind may have (values/scopes.ts scopesOfKind). */
   readonly scopes?: readonly Scope[];
