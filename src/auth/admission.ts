@@ -93,6 +93,23 @@ export class Admission {
   }
 
   /**
+   * admitRequest for a GET a page opens without setting headers (an EventSource, an <img>, the overlay): the
+   * key from Authorization, or a publishable one as `?key=` (`urlKey`, null when absent).
+   */
+  admitWithUrlKey(
+    headers: { readonly authorization?: string | undefined; readonly origin?: string | undefined },
+    urlKey: string | null | undefined,
+    clientAddress: string,
+  ): Promise<Admitted> {
+    return this.admitRequest({
+      authorization: headers.authorization,
+      urlKey: urlKey ?? undefined,
+      clientAddress,
+      origin: headers.origin,
+    });
+  }
+
+  /**
    * Admits the call or throws a ServiceError: `unauthenticated` (401; a secret key in the URL has a
    * message of its own), `resource_exhausted` (429 with Retry-After: the key's rate limit, or this
    * address's bad keys), `unavailable` (503: the keys are not loaded yet, or the key changed and

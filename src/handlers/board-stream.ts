@@ -78,12 +78,7 @@ export class BoardStream {
       address = this.options.clientAddress(req);
       const params = queryParams(req.url ?? "");
       // EventSource cannot set headers: a publishable key may come as ?key= (a secret one is refused there).
-      const admitted = await this.options.admission.admitRequest({
-        authorization: req.headers.authorization,
-        urlKey: params.get("key") ?? undefined,
-        clientAddress: address,
-        origin: req.headers.origin,
-      });
+      const admitted = await this.options.admission.admitWithUrlKey(req.headers, params.get("key"), address);
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
       requireScope(admitted.caller, "boards:read");

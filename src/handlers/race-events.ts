@@ -94,12 +94,7 @@ export class RaceEvents {
     call.address = address;
     const url = req.url ?? "";
     const params = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
-    const admitted = await this.options.admission.admitRequest({
-      authorization: req.headers.authorization,
-      urlKey: params.get("key") ?? undefined,
-      clientAddress: address,
-      origin: req.headers.origin,
-    });
+    const admitted = await this.options.admission.admitWithUrlKey(req.headers, params.get("key"), address);
     call.keyId = admitted.caller.keyId;
     call.rateHeaders = admitted.headers;
     requireRaceScope(admitted.caller, "races:read");

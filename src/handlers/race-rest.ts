@@ -74,12 +74,11 @@ export class RaceRest {
       }
       const params = queryParams(rawUrl);
       // A page cannot always set headers (an <img>, EventSource): a publishable key may come as ?key=.
-      const admitted = await this.options.admission.admitRequest({
-        authorization: exchange.headers.authorization,
-        urlKey: params.get("key") ?? undefined,
-        clientAddress: exchange.clientAddress,
-        origin: exchange.headers.origin,
-      });
+      const admitted = await this.options.admission.admitWithUrlKey(
+        exchange.headers,
+        params.get("key"),
+        exchange.clientAddress,
+      );
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
       requireRaceScope(admitted.caller, "races:read");
