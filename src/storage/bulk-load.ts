@@ -19,6 +19,7 @@ import { Readable } from "node:stream";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { noteWagerTimes } from "./data-changes.js";
 import {
+  addIntoRollup,
   ROLLUP_SUMS_OF_ROLLUP,
   ROLLUP_SUMS_OF_WAGERS,
   ROLLUP_VALUE_COLUMNS,
@@ -107,14 +108,8 @@ export async function loadWagerChunk(pool: Pool, chunk: WagerChunk, method: Load
        SELECT affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS} FROM ${CHUNK_HOURLY}
         ORDER BY affiliate_id, bucket, user_id ${upsertAdding(hourly.table)}`,
     );
-    for (const { table, bucketOf } of coarser) {
-      await connection.query(
-        `INSERT INTO ${table} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
-         SELECT affiliate_id, ${bucketOf("bucket")} AS b, user_id, ${ROLLUP_SUMS_OF_ROLLUP}
-           FROM ${CHUNK_HOURLY}
-          GROUP BY affiliate_id, b, user_id
-          ORDER BY affiliate_id, b, user_id ${upsertAdding(table)}`,
-      );
+    for (const rollup of coarser) {
+      await connection.query(addIntoRollup(rollup, CHUNK_HOURLY, "bucket", ROLLUP_SUMS_OF_ROLLUP));
     }
     const [spans] = await connection.query<RowDataPacket[]>(
       `SELECT affiliate_id, MIN(bucket) AS first, MAX(bucket) + 3599 AS last FROM ${CHUNK_HOURLY} GROUP BY affiliate_id`,

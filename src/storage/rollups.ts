@@ -78,6 +78,20 @@ export function upsertAdding(table: RollupTable): string {
   );
 }
 
+/**
+ * Adds the rows of `source` (a table or stage of wagers, or of a finer rollup: `from` names its time column and
+ * `sums` its ROLLUP_SUMS_OF_WAGERS or ROLLUP_SUMS_OF_ROLLUP) into `rollup`, summed per (affiliate, bucket, user)
+ * and touching the rollup's keys in primary key order.
+ */
+export function addIntoRollup(rollup: Rollup, source: string, from: "placed_at" | "bucket", sums: string): string {
+  return `INSERT INTO ${rollup.table} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
+       SELECT affiliate_id, ${rollup.bucketOf(from)} AS b, user_id, ${sums}
+         FROM ${source}
+        GROUP BY affiliate_id, b, user_id
+        ORDER BY affiliate_id, b, user_id
+       ${upsertAdding(rollup.table)}`;
+}
+
 /** Finest first: each level can be grouped from the one before it. */
 export const ROLLUPS: readonly Rollup[] = GRANULARITIES.map((level) => ({
   table: rollupTable(level),

@@ -11,7 +11,7 @@ import { FULL_WEIGHT_BPS } from "../values/weights.js";
 import { noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { byCodePoint } from "./lock-order.js";
-import { ROLLUP_SUMS_OF_WAGERS, ROLLUP_VALUE_COLUMNS, ROLLUPS, upsertAdding } from "./rollups.js";
+import { addIntoRollup, ROLLUP_SUMS_OF_WAGERS, ROLLUPS } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
   inTransaction,
@@ -233,15 +233,8 @@ async function stage(
 
 /** Adds the staged (just inserted) wagers to every rollup, touching keys in primary key order. */
 async function addToRollups(connection: PoolConnection): Promise<void> {
-  for (const { table, bucketOf } of ROLLUPS) {
-    await connection.query(
-      `INSERT INTO ${table} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
-       SELECT affiliate_id, ${bucketOf("placed_at")} AS b, user_id, ${ROLLUP_SUMS_OF_WAGERS}
-         FROM ${STAGE}
-        GROUP BY affiliate_id, b, user_id
-        ORDER BY affiliate_id, b, user_id
-       ${upsertAdding(table)}`,
-    );
+  for (const rollup of ROLLUPS) {
+    await connection.query(addIntoRollup(rollup, STAGE, "placed_at", ROLLUP_SUMS_OF_WAGERS));
   }
 }
 
