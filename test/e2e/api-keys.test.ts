@@ -17,6 +17,7 @@ import { promisify } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { cliOutcome } from "../support/cli.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, keysFollowed, wager } from "../support/fixtures.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -35,28 +36,7 @@ const UNAUTHENTICATED_BODY = {
 
 let server: TestServer;
 
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-async function cli(...args: string[]): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
-      env: { ...process.env, DATABASE_URL: server.database.url },
-      timeout: 20_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (reason) {
-    const failure = reason as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: typeof failure.code === "number" ? failure.code : -1,
-      stdout: failure.stdout ?? "",
-      stderr: failure.stderr ?? "",
-    };
-  }
-}
+const cli = (...args: string[]) => cliOutcome(args, server.database.url);
 
 interface CreatedKey {
   readonly id: string;

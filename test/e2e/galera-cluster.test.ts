@@ -17,19 +17,16 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { boardStandings } from "../../src/leaderboard/board-standings.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { Races, type RaceView } from "../../src/races/races.js";
+import type { Races, RaceView } from "../../src/races/races.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
-import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import { mariadbIngest } from "../../src/storage/stores.js";
 import { runCli } from "../support/cli.js";
+import { affiliateKey } from "../support/fixtures.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
 import { freePort, ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
+import { instanceRaces, ok, subscribeToRaceEvents } from "../support/races.js";
 
 const TOKEN = "galera-ingest-token-0123456789abcdef";
 const DB = "tw_galera";
@@ -225,43 +222,11 @@ describe("three-node Galera cluster", () => {
         ).flat(),
       );
       expect(recorded).toEqual({ kind: "recorded", recorded: ROUNDS * RACE_USERS, duplicates: 0 });
-      const [affiliateRows] = await first.write.query<RowDataPacket[]>(
-        "SELECT id FROM affiliates WHERE external_id = ?",
-        ["aff-race"],
-      );
-      const affiliateId = Number(affiliateRows[0]?.id);
+      const affiliateId = await affiliateKey(first.write, "aff-race");
       // Subscribed to race events (written on node 2): every freeze writes its race.finalized event in the outbox.
-      await new MariadbWebhookStore(second.write, new WebhookSecretBox(undefined)).insertEndpoint({
-        id: "ep_galera_races",
-        affiliateExternalId: "aff-race",
-        url: "https://hooks.example.com/races",
-        description: "",
-        eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
-        secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
-      });
+      await subscribeToRaceEvents(second.write, "ep_galera_races", "aff-race");
       let now = BASE - 100;
-      const instances = dbs.map(
-        (db) =>
-          new Races({
-            store: mariadbRaces(db.write),
-            standings: boardStandings(
-              new Leaderboard({
-                standings: mariadbStandings(db.leaderboard),
-                defaultAvatarUrl: "",
-                cacheTtlMs: 0,
-                now: () => now,
-              }),
-              mariadbStandings(db.leaderboard),
-            ),
-            freezeStandings: causalStandings(db.write, db.flavour),
-            defaultAvatarUrl: "",
-            now: () => now,
-          }),
-      );
-      const ok = (outcome: { kind: string; value?: RaceView }): RaceView => {
-        if (outcome.kind !== "ok" || outcome.value === undefined) throw new Error(JSON.stringify(outcome));
-        return outcome.value;
-      };
+      const instances = dbs.map((db) => instanceRaces(db, { now: () => now, boards: db.leaderboard }));
       // Certification failures and brute-force aborts on the nodes: the collisions the retries absorbed.
       const conflicts = async () => {
         let total = 0;

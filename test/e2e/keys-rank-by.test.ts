@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, keysFollowed } from "../support/fixtures.js";
+import { restTop } from "../support/rest.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const PERIOD = { startTimestamp: JAN_1_2025, endTimestamp: JAN_1_2025 + 31 * 86_400 - 1, numUsers: 10 };
@@ -27,12 +28,8 @@ function body(order: readonly ("ada" | "bea")[], weighted: boolean): string {
 }
 
 async function top(key: string): Promise<[number, string]> {
-  const response = await fetch(`${server.baseUrl}/top-affiliate-wagers-by-period`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(PERIOD),
-  });
-  return [response.status, await response.text()];
+  const reply = await restTop(server.baseUrl, key, PERIOD);
+  return [reply.status, reply.text];
 }
 
 const cli = (...args: string[]) => runCli(args, server.database.url);

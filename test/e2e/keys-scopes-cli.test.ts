@@ -1,22 +1,11 @@
-/**
- * Restricted keys made by the keys CLI (a separate process, as `npm run cli` runs it) and used at
- * once on an already running server whose change feed polls only every 60 s: the key works on its
- * very next call (auth/key-catch-up.ts), with its scopes (403 naming the one it lacks); a
- * publishable key never gets a write scope and an unknown scope is a usage error; `keys list`
- * shows the scopes of restricted keys; `keys rotate` keeps them and its new key works at once too.
- *
- * Needs a build (`npm test` builds first).
- */
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { cliOutcome } from "../support/cli.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { addBoard } from "../support/fixtures.js";
+import { restTop } from "../support/rest.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-const run = promisify(execFile);
-const CLI = "dist/src/cli/main.js";
 const PERIOD = { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 };
 const MISSING_BOARDS = {
   data: null,
@@ -25,30 +14,11 @@ const MISSING_BOARDS = {
 
 let server: TestServer;
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
-      env: { ...process.env, DATABASE_URL: server.database.url },
-      timeout: 20_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (reason) {
-    const failure = reason as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: typeof failure.code === "number" ? failure.code : -1,
-      stdout: failure.stdout ?? "",
-      stderr: failure.stderr ?? "",
-    };
-  }
-}
+const cli = (...args: string[]) => cliOutcome(args, server.database.url);
 
 async function top(key: string): Promise<[number, unknown]> {
-  const response = await fetch(`${server.baseUrl}/top-affiliate-wagers-by-period`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(PERIOD),
-  });
-  return [response.status, await response.json()];
+  const reply = await restTop(server.baseUrl, key, PERIOD);
+  return [reply.status, reply.json];
 }
 
 beforeAll(async () => {

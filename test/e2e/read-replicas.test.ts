@@ -14,14 +14,12 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { boardStandings } from "../../src/leaderboard/board-standings.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { Races, type RaceView } from "../../src/races/races.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
-import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { mariadbIngest } from "../../src/storage/stores.js";
 import { runCli } from "../support/cli.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
 import { ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
+import { instanceRaces, ok, raceTable } from "../support/races.js";
 
 const exec = promisify(execFile);
 const TOKEN = "replica-ingest-token-0123456789abcdef";
@@ -219,27 +217,7 @@ describe("primary + replica with MASTER_DELAY=2", () => {
       dbs.push(db);
       return db;
     };
-    const racesOn = (db: Database) =>
-      new Races({
-        store: mariadbRaces(db.write),
-        standings: boardStandings(
-          new Leaderboard({
-            standings: mariadbStandings(db.leaderboard),
-            defaultAvatarUrl: "",
-            cacheTtlMs: 0,
-            now: () => now,
-          }),
-          mariadbStandings(db.leaderboard),
-        ),
-        freezeStandings: causalStandings(db.write, db.flavour),
-        defaultAvatarUrl: "",
-        now: () => now,
-      });
-    const ok = (outcome: { kind: string; value?: RaceView }): RaceView => {
-      if (outcome.kind !== "ok" || outcome.value === undefined) throw new Error(JSON.stringify(outcome));
-      return outcome.value;
-    };
-    const table = (view: RaceView) => view.entries.map((e) => [e.rank, e.username, e.totalWagered, e.prize]);
+    const racesOn = (db: Database) => instanceRaces(db, { now: () => now, boards: db.leaderboard });
     let stopped = false;
     try {
       // The app's rules: the primary plus the replica for leaderboard reads, waiting at most 500 ms for it.
@@ -288,25 +266,25 @@ describe("primary + replica with MASTER_DELAY=2", () => {
         [1, "carol", "45.5", "10.00"],
         [2, "dave", "20", "5.00"],
       ];
-      expect(table(ok(await races.get(affiliateId, race.race.id)))).toEqual(before);
+      expect(raceTable(ok(await races.get(affiliateId, race.race.id)))).toEqual(before);
       // During review a void is committed on the primary; the stopped replica never sees it.
       expect(await ingestStore.voidWagers(["rrw-3"])).toMatchObject({ voided: 1 });
       const after = [
         [1, "carol", "30.5", "10.00"],
         [2, "dave", "20", "5.00"],
       ];
-      expect(table(ok(await racesOn(replicaOnly).get(affiliateId, race.race.id)))).toEqual(before);
+      expect(raceTable(ok(await racesOn(replicaOnly).get(affiliateId, race.race.id)))).toEqual(before);
       // A live read through the app waits for the replica, skips it (it never catches up) and answers from the
       // primary: the void is there too.
       const skipsBefore = skipped.filter((event) => event === "read replica skipped").length;
       const live = ok(await races.get(affiliateId, race.race.id));
-      expect([live.state, table(live)]).toEqual(["reviewing", after]);
+      expect([live.state, raceTable(live)]).toEqual(["reviewing", after]);
       expect(skipped.filter((event) => event === "read replica skipped").length).toBeGreaterThan(skipsBefore);
       // The freeze reads the primary: the void is in the frozen result.
       now = END + REVIEW + 1;
       expect((await races.tick()).frozen).toBe(1);
       const frozen = ok(await races.get(affiliateId, race.race.id));
-      expect([frozen.state, frozen.race.frozenAt, table(frozen)]).toEqual(["final", END + REVIEW + 1, after]);
+      expect([frozen.state, frozen.race.frozenAt, raceTable(frozen)]).toEqual(["final", END + REVIEW + 1, after]);
       const rows = await queryOne(
         primary,
         `SELECT GROUP_CONCAT(rr.username, ':', rr.total ORDER BY rr.position) AS result

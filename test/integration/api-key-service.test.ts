@@ -20,6 +20,7 @@ import { refusal } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { listenOnFreePort } from "../support/listen.js";
+import { restTop } from "../support/rest.js";
 
 const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
 const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999, numUsers: 10 };
@@ -33,13 +34,7 @@ function admin(token: string | null = ADMIN_TOKEN, protocol: "connect" | "grpc" 
 }
 
 async function rest(key: string, publicUrl = servers.publicUrl): Promise<number> {
-  const response = await fetch(`${publicUrl}/top-affiliate-wagers-by-period`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(JAN),
-  });
-  await response.arrayBuffer();
-  return response.status;
+  return (await restTop(publicUrl, key, JAN)).status;
 }
 
 async function grpcCode(key: string): Promise<Code | 0> {

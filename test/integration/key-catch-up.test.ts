@@ -26,6 +26,7 @@ import type { Scope } from "../../src/values/scopes.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addBoard } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
+import { restTop } from "../support/rest.js";
 
 const JAN = { startTimestamp: 1735689600, endTimestamp: 1738367999, numUsers: 10 };
 
@@ -71,13 +72,7 @@ async function issueElsewhere(
 }
 
 async function rest(key: string): Promise<number> {
-  const response = await fetch(`${baseUrl}/top-affiliate-wagers-by-period`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(JAN),
-  });
-  await response.arrayBuffer();
-  return response.status;
+  return (await restTop(baseUrl, key, JAN)).status;
 }
 
 /** Statements sent since `from` (an index into `statements`), by what they read. */

@@ -14,6 +14,7 @@ import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { addBoard } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { connectEsWatch } from "../support/live.js";
+import { restTop } from "../support/rest.js";
 
 const ADMIN_TOKEN = "test-admin-token-scopes-0123456789";
 /** January 2025. */
@@ -38,13 +39,9 @@ function admin() {
   return servers.adminClient(ADMIN_TOKEN);
 }
 
-async function restTop(key: string): Promise<[number, string]> {
-  const response = await fetch(`${servers.publicUrl}/top-affiliate-wagers-by-period`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(JAN),
-  });
-  return [response.status, await response.text()];
+async function restBoard(key: string): Promise<[number, string]> {
+  const reply = await restTop(servers.publicUrl, key, JAN);
+  return [reply.status, reply.text];
 }
 
 async function get(path: string, key?: string): Promise<[number, string]> {
@@ -93,7 +90,7 @@ describe("a key without boards:read", () => {
   });
 
   it("is refused 403 / permission_denied naming the scope over REST", async () => {
-    expect(await restTop(secret)).toEqual([
+    expect(await restBoard(secret)).toEqual([
       403,
       `{"data":null,"errors":[{"code":"permission_denied","message":"${LACKS_BOARDS}"}]}`,
     ]);
@@ -147,7 +144,7 @@ describe("a key with boards:read", () => {
         scopes: ["boards:read"],
       })
     ).secret;
-    expect(await restTop(secret)).toEqual([
+    expect(await restBoard(secret)).toEqual([
       200,
       '{"data":[{"username":"scoped one","avatar":"' +
         `${servers.config.defaultAvatarUrl}","totalWagered":12.5}],"errors":null}`,
@@ -214,8 +211,8 @@ describe("issuing scoped keys", () => {
     expect(rotated.apiKey?.scopes).toEqual(["boards:read", "races:write"]);
     const racesOnly = await admin().createApiKey({ affiliateId: "aff-s", scopes: ["races:read"] });
     const rotatedRacesOnly = await admin().rotateApiKey({ id: racesOnly.apiKey?.id ?? "", overlapSeconds: 0 });
-    expect((await restTop(rotatedRacesOnly.secret))[0]).toBe(403);
-    expect((await restTop(rotated.secret))[0]).toBe(200);
+    expect((await restBoard(rotatedRacesOnly.secret))[0]).toBe(403);
+    expect((await restBoard(rotated.secret))[0]).toBe(200);
   });
 
   it("refuses a write scope for a publishable key, and an unknown scope, naming the field", async () => {

@@ -7,17 +7,13 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
-import { boardStandings } from "../../src/leaderboard/board-standings.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { Races } from "../../src/races/races.js";
+import type { Races } from "../../src/races/races.js";
 import { openDatabase } from "../../src/storage/database.js";
-import { causalStandings, mariadbIngest, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import { causalStandings, mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers } from "../support/fixtures.js";
-import { ok, raceTable, recomputedDigest } from "../support/races.js";
+import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
+import { instanceRaces, ok, raceTable, recomputedDigest, subscribeToRaceEvents } from "../support/races.js";
 
 const database = useTestDatabase("race_lifecycle");
 const AVATAR = "https://cdn.example.com/default.png";
@@ -28,22 +24,7 @@ let affiliateId = 0;
 
 /** One instance's Races (each its own leaderboard, as separate processes would have). */
 function instance(): Races {
-  const db = database.db;
-  return new Races({
-    store: mariadbRaces(db.write),
-    standings: boardStandings(
-      new Leaderboard({
-        standings: mariadbStandings(db.read),
-        defaultAvatarUrl: AVATAR,
-        cacheTtlMs: 0,
-        now: () => now,
-      }),
-      mariadbStandings(db.read),
-    ),
-    freezeStandings: causalStandings(db.write, db.flavour),
-    defaultAvatarUrl: AVATAR,
-    now: () => now,
-  });
+  return instanceRaces(database.db, { now: () => now, avatar: AVATAR });
 }
 
 beforeAll(async () => {
@@ -64,17 +45,8 @@ beforeAll(async () => {
     // Outside the period: never counts.
     { id: "w7", userId: "u5", amount: "500", placedAt: END + 1 },
   ]);
-  const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", ["race-aff"]);
-  affiliateId = Number(rows[0]?.id);
-  // An endpoint subscribed to every race event: each state change writes its event in the outbox.
-  await new MariadbWebhookStore(db.write, new WebhookSecretBox(undefined)).insertEndpoint({
-    id: "ep_race_lifecycle",
-    affiliateExternalId: "race-aff",
-    url: "https://hooks.example.com/races",
-    description: "",
-    eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
-    secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
-  });
+  affiliateId = await affiliateKey(db.read, "race-aff");
+  await subscribeToRaceEvents(db.write, "ep_race_lifecycle", "race-aff");
 });
 
 /** The outbox's events of one race, in order: [type, state in the data, the data's digest]. */

@@ -11,12 +11,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { Races } from "../../src/races/races.js";
 import { DUE_RACES_SQL } from "../../src/storage/races.js";
 import { mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers } from "../support/fixtures.js";
-import { ok, raceTable, recomputedDigest } from "../support/races.js";
+import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
+import { ok, raceTable, recomputedDigest, subscribeToRaceEvents } from "../support/races.js";
 
 const database = useTestDatabase("race_review");
 const AVATAR = "https://cdn.example.com/default.png";
@@ -79,18 +77,8 @@ beforeAll(async () => {
     { id: "w4", userId: "u4", amount: "100", placedAt: NOV_1 + 40 },
     { id: "w5", userId: "u5", amount: "50", placedAt: NOV_1 + 50 },
   ]);
-  const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", [
-    "review-aff",
-  ]);
-  affiliateId = Number(rows[0]?.id);
-  await new MariadbWebhookStore(db.write, new WebhookSecretBox(undefined)).insertEndpoint({
-    id: "ep_race_review",
-    affiliateExternalId: "review-aff",
-    url: "https://hooks.example.com/races",
-    description: "",
-    eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
-    secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
-  });
+  affiliateId = await affiliateKey(db.read, "review-aff");
+  await subscribeToRaceEvents(db.write, "ep_race_review", "review-aff");
 });
 
 describe("a race showing fewer places than it pays", () => {

@@ -6,21 +6,18 @@
  * not subscribed gets nothing.
  */
 import { randomBytes } from "node:crypto";
-import type { RowDataPacket } from "mysql2/promise";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { boardStandings } from "../../src/leaderboard/board-standings.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
 import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
-import { Races } from "../../src/races/races.js";
-import { mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import type { Races } from "../../src/races/races.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
-import { addUsers, addWagers } from "../support/fixtures.js";
+import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
+import { instanceRaces } from "../support/races.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_race_events");
@@ -33,22 +30,7 @@ let store: MariadbWebhookStore;
 const transport = createWebhookTransport({ allowPrivate: true, userAgent: "test" });
 
 function instance(): Races {
-  const db = database.db;
-  return new Races({
-    store: mariadbRaces(db.write),
-    standings: boardStandings(
-      new Leaderboard({
-        standings: mariadbStandings(db.read),
-        defaultAvatarUrl: "https://a.example/x.png",
-        cacheTtlMs: 0,
-        now: () => now,
-      }),
-      mariadbStandings(db.read),
-    ),
-    freezeStandings: mariadbStandings(db.write),
-    defaultAvatarUrl: "https://a.example/x.png",
-    now: () => now,
-  });
+  return instanceRaces(database.db, { now: () => now, avatar: "https://a.example/x.png", freeze: "primary" });
 }
 
 function worker(): DeliveryWorker {
@@ -66,10 +48,7 @@ beforeAll(async () => {
     { id: "w1", userId: "u1", amount: "300", placedAt: NOV_1 + 10 },
     { id: "w2", userId: "u2", amount: "200.5", placedAt: NOV_1 + 20 },
   ]);
-  const [rows] = await database.db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", [
-    "race-aff",
-  ]);
-  affiliateId = Number(rows[0]?.id);
+  affiliateId = await affiliateKey(database.db.read, "race-aff");
 });
 
 afterAll(async () => {

@@ -63,6 +63,15 @@ export function runCli(args: readonly string[], databaseUrl: string, env: Record
   return startCli(args, databaseUrl, env).done;
 }
 
+/** A CLI run as a shell shows it: the exit code (-1 when a signal ended it), stdout and stderr. */
+export async function cliOutcome(
+  args: readonly string[],
+  databaseUrl: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { code, stdout, stderr } = await runCli(args, databaseUrl);
+  return { code: code ?? -1, stdout, stderr };
+}
+
 /**
  * Lets a watching child print `pattern` once, runs `change` (e.g. a wager), waits for the second
  * print, then stops it with SIGINT (also when waiting fails). Resolves with its exit code once its

@@ -1,4 +1,5 @@
 /** Test data written through the storage modules, and API keys made as the CLI makes them. */
+import type { Pool, RowDataPacket } from "mysql2/promise";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { insertApiKey } from "../../src/storage/api-keys.js";
 import type { Database } from "../../src/storage/database.js";
@@ -24,6 +25,13 @@ export async function keysFollowed(): Promise<void> {
       Promise.race([app.caughtUp(), new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref())]),
     ),
   );
+}
+
+/** The internal id of an affiliate (created with its first user) by its external id. */
+export async function affiliateKey(pool: Pool, externalId: string): Promise<number> {
+  const [rows] = await pool.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = ?", [externalId]);
+  if (rows[0] === undefined) throw new Error(`no affiliate ${externalId}`);
+  return Number(rows[0].id);
 }
 
 export async function createKey(

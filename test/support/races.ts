@@ -1,9 +1,61 @@
 /**
- * What the race tests share: an outcome's value, a view's entries as a table, and the digest rebuilt from an
- * answer alone by the recipe docs/api.md documents (a wagered race), independently of src/races/digest.ts.
+ * What the race tests share: Races on a test database as an instance runs them, an endpoint subscribed to
+ * every race event, an outcome's value, a view's entries as a table, and the digest rebuilt from an answer
+ * alone by the recipe docs/api.md documents (a wagered race), independently of src/races/digest.ts.
  */
 import { createHash } from "node:crypto";
-import type { RaceView } from "../../src/races/races.js";
+import type { Pool } from "mysql2/promise";
+import { boardStandings } from "../../src/leaderboard/board-standings.js";
+import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { Races, type RaceView } from "../../src/races/races.js";
+import type { Database } from "../../src/storage/database.js";
+import { causalStandings, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+
+export interface InstanceRaces {
+  /** The instance's clock (Unix seconds), which the test moves. */
+  readonly now: () => number;
+  /** Where its boards are read: `db.read` unless given (`db.leaderboard` where replicas serve boards). */
+  readonly boards?: Pool;
+  /** The default avatar; "" unless given. */
+  readonly avatar?: string;
+  /** The freeze's reads: causal on the primary, as serve builds them, unless "primary" (the write pool as it is). */
+  readonly freeze?: "causal" | "primary";
+}
+
+/** One instance's Races on `db`: its own leaderboard without a cache over the boards' pool, as a process has. */
+export function instanceRaces(db: Database, options: InstanceRaces): Races {
+  const boards = options.boards ?? db.read;
+  const avatar = options.avatar ?? "";
+  return new Races({
+    store: mariadbRaces(db.write),
+    standings: boardStandings(
+      new Leaderboard({
+        standings: mariadbStandings(boards),
+        defaultAvatarUrl: avatar,
+        cacheTtlMs: 0,
+        now: options.now,
+      }),
+      mariadbStandings(boards),
+    ),
+    freezeStandings: options.freeze === "primary" ? mariadbStandings(db.write) : causalStandings(db.write, db.flavour),
+    defaultAvatarUrl: avatar,
+    now: options.now,
+  });
+}
+
+/** An endpoint of the affiliate subscribed to every race event: each state change writes its event in the outbox. */
+export async function subscribeToRaceEvents(write: Pool, id: string, affiliateExternalId: string): Promise<void> {
+  await new MariadbWebhookStore(write, new WebhookSecretBox(undefined)).insertEndpoint({
+    id,
+    affiliateExternalId,
+    url: "https://hooks.example.com/races",
+    description: "",
+    eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
+    secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
+  });
+}
 
 /** The value of an ok outcome; anything else fails the test with the outcome. */
 export function ok<T>(outcome: { kind: string; value?: T }): T {
