@@ -23,7 +23,7 @@ describe("CHANGELOG.md", () => {
   });
 
   it("lists releases newest first, each once", () => {
-    const released = [...changelog.matchAll(/^## \[(\d+)\.(\d+)\.(\d+)\]/gm)].map((m) => [
+    const released = [...changelog.matchAll(/^## \[(\d+)\.(\d+)\.(\d+)\]/gm)].map((m): [number, number, number] => [
       Number(m[1]),
       Number(m[2]),
       Number(m[3]),
