@@ -357,14 +357,8 @@ describe("the delivery rules", () => {
 
   it("refuses 127.0.0.1, 169.254.169.254 and plain http without WEBHOOK_ALLOW_PRIVATE_URLS, and never connects", async () => {
     const cases = [
-      [
-        `https://127.0.0.1:${receiver.port}/hook`,
-        "refused: the host 127.0.0.1 resolves to 127.0.0.1, a loopback address",
-      ],
-      [
-        "https://169.254.169.254/latest/meta-data/",
-        "refused: the host 169.254.169.254 resolves to 169.254.169.254, a link-local (cloud metadata) address",
-      ],
+      [`https://127.0.0.1:${receiver.port}/hook`, "refused: the host 127.0.0.1 is not a public address"],
+      ["https://169.254.169.254/latest/meta-data/", "refused: the host 169.254.169.254 is not a public address"],
       [`${receiver.url}/hook`, "refused: the URL must be an https URL"],
     ] as const;
     const before = sinceNow();

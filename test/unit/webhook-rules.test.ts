@@ -69,7 +69,7 @@ describe("the address guard", () => {
         "10.1.2.3",
         "192.168.0.1",
         "::1",
-        "::ffff:127.0.0.1",
+        "::ffff:7f00:1",
         "fd00:ec2::254",
         "100.100.100.200",
         "0.0.0.0",
@@ -81,13 +81,91 @@ describe("the address guard", () => {
       "private",
       "private",
       "loopback",
-      "loopback",
+      "IPv4-mapped",
       "uniqueLocal",
       "carrierGradeNat",
       "unspecified",
       "link-local (cloud metadata)",
     ]);
     expect([addressProblem("93.184.215.14"), addressProblem("2606:4700::1")]).toEqual([undefined, undefined]);
+  });
+
+  // One case per IPv6 range: only global unicast (2000::/3) passes, minus the ranges inside it that
+  // are no public host. Each address is written as a URL host normalises it (::127.0.0.1 → ::7f00:1).
+  it.each([
+    ["::7f00:1", "IPv4-compatible (::/96, here 127.0.0.1)", "IPv4-compatible"],
+    ["::a00:5", "IPv4-compatible (::/96, here 10.0.0.5)", "IPv4-compatible"],
+    ["::ffff:7f00:1", "IPv4-mapped (::ffff:0:0/96)", "IPv4-mapped"],
+    ["::ffff:5db8:d70e", "IPv4-mapped, even of a public IPv4 address", "IPv4-mapped"],
+    ["::", "unspecified (::/128)", "unspecified"],
+    ["::1", "loopback (::1/128)", "loopback"],
+    ["64:ff9b::a00:5", "NAT64 (64:ff9b::/96)", "rfc6052"],
+    ["64:ff9b:1::1", "local-use NAT64 (64:ff9b:1::/48)", "rfc6052"],
+    ["100::1", "discard-only (100::/64)", "discard"],
+    ["fc00::1", "unique local (fc00::/7)", "uniqueLocal"],
+    ["fd00:ec2::254", "unique local (fd00::/8, the EC2 metadata service)", "uniqueLocal"],
+    ["fe80::1", "link-local (fe80::/10)", "link-local (cloud metadata)"],
+    ["fec0::1", "site-local (fec0::/10)", "deprecatedSiteLocal"],
+    ["ff02::1", "multicast (ff00::/8)", "multicast"],
+    ["4000::1", "unassigned outside 2000::/3", "reserved"],
+    ["5f00::1", "SRv6 SIDs (5f00::/16)", "segmentRouting"],
+    [
+      "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+      "Teredo (2001::/32)",
+      "IETF protocol assignment (Teredo, benchmarking, ORCHID)",
+    ],
+    ["2001:2::1", "benchmarking (2001:2::/48)", "IETF protocol assignment (Teredo, benchmarking, ORCHID)"],
+    ["2001:20::1", "ORCHIDv2 (2001:20::/28)", "IETF protocol assignment (Teredo, benchmarking, ORCHID)"],
+    ["2001:1ff:ffff::1", "the end of 2001::/23", "IETF protocol assignment (Teredo, benchmarking, ORCHID)"],
+    ["2001:db8::1", "documentation (2001:db8::/32)", "documentation"],
+    ["3fff::1", "documentation (3fff::/20)", "documentation"],
+    ["3fff:fff:ffff::1", "the end of 3fff::/20", "documentation"],
+    ["2002:7f00:1::1", "6to4 (2002::/16, here of 127.0.0.1)", "6to4"],
+  ])("refuses the IPv6 address %s: %s", (address, _range, kind) => {
+    expect(addressProblem(address)).toBe(kind);
+  });
+
+  it.each([
+    ["2606:4700::1", "global unicast"],
+    ["2001:200::1", "just after 2001::/23"],
+    ["2001:db9::1", "just after 2001:db8::/32"],
+    ["2003::1", "just after 2002::/16"],
+    ["3fff:1000::1", "just after 3fff::/20"],
+    ["2000::1", "the start of 2000::/3"],
+    ["3ffe:ffff::1", "before 3fff::/20"],
+  ])("accepts the global unicast IPv6 address %s (%s)", (address) => {
+    expect(addressProblem(address)).toBeUndefined();
+  });
+
+  it("refuses an IPv4-compatible URL host such as https://[::127.0.0.1]/ whatever it embeds", async () => {
+    const nothing = async () => [];
+    for (const url of ["https://[::127.0.0.1]/", "https://[::10.0.0.5]/hook", "https://[::93.184.215.14]/"]) {
+      const host = new URL(url).hostname.slice(1, -1);
+      expect(await checkWebhookTarget(url, false, nothing)).toEqual({
+        ok: false,
+        reason: `the host ${host} is not a public address`,
+      });
+    }
+  });
+
+  it("says only that a name is not a public address: not what it resolved to, nor whether it exists", async () => {
+    const notFound = async () => {
+      throw Object.assign(new Error("no"), { code: "ENOTFOUND" });
+    };
+    const answers = {
+      private: resolveTo("10.0.0.5"),
+      loopback: resolveTo("127.0.0.1"),
+      "public and private": resolveTo("93.184.215.14", "10.0.0.5"),
+      "IPv4-compatible": resolveTo("::7f00:1"),
+      none: resolveTo(),
+      "not found": notFound,
+    };
+    for (const resolver of Object.values(answers)) {
+      expect(await checkWebhookTarget("https://db.internal/hook", false, resolver)).toEqual({
+        ok: false,
+        reason: "the host db.internal is not a public address",
+      });
+    }
   });
 
   it("refuses by URL and by every resolved address, unless private URLs are allowed", async () => {
@@ -103,11 +181,11 @@ describe("the address guard", () => {
     });
     expect(await check("https://example.com/hook", false, resolveTo("93.184.215.14", "10.0.0.5"))).toEqual({
       ok: false,
-      reason: "the host example.com resolves to 10.0.0.5, a private address",
+      reason: "the host example.com is not a public address",
     });
     expect(await check("https://[::1]:8443/hook", false)).toEqual({
       ok: false,
-      reason: "the host ::1 resolves to ::1, a loopback address",
+      reason: "the host ::1 is not a public address",
     });
     const fine = await check("https://example.com/hook", false);
     expect(fine.ok && [fine.target.address, fine.target.family, fine.target.url.href]).toEqual([
@@ -120,7 +198,14 @@ describe("the address guard", () => {
     const missing = await checkWebhookTarget("https://nowhere.invalid/", false, async () => {
       throw Object.assign(new Error("no"), { code: "ENOTFOUND" });
     });
-    expect(missing).toEqual({ ok: false, reason: "the host nowhere.invalid does not resolve (ENOTFOUND)" });
+    expect(missing).toEqual({ ok: false, reason: "the host nowhere.invalid is not a public address" });
+    const missingInDevelopment = await checkWebhookTarget("https://nowhere.invalid/", true, async () => {
+      throw Object.assign(new Error("no"), { code: "ENOTFOUND" });
+    });
+    expect(missingInDevelopment).toEqual({
+      ok: false,
+      reason: "the host nowhere.invalid does not resolve (ENOTFOUND)",
+    });
   });
 });
 
