@@ -16,6 +16,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { sendsBearer } from "../support/calls.js";
 import { runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createKey } from "../support/fixtures.js";
@@ -57,12 +58,7 @@ function ingestClient(instance: Instance) {
     createGrpcTransport({
       baseUrl: instance.internalUrl,
       sessionManager,
-      interceptors: [
-        (next) => async (request) => {
-          request.header.set("authorization", `Bearer ${TOKEN}`);
-          return next(request);
-        },
-      ],
+      interceptors: [sendsBearer(TOKEN)],
     }),
   );
 }

@@ -16,12 +16,13 @@ import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, overlayRows, rowsWhenShown } from "../support/browser.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { OpenApiChecker } from "../support/openapi.js";
+import { until } from "../support/polling.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
 
 const SCREENSHOT = fileURLToPath(new URL("../../test-artifacts/overlay.png", import.meta.url));
@@ -66,34 +67,12 @@ async function open(path: string, viewport = { width: 960, height: 540 }, obs = 
   return { page, response, requests, violations, warnings };
 }
 
-const rows = (page: Page) =>
-  page.$$eval(".row", (list) =>
-    list.map((row) => [
-      row.querySelector(".rank")?.textContent,
-      row.querySelector(".name")?.textContent,
-      row.querySelector(".total")?.textContent,
-    ]),
-  );
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!ok(value)) {
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    value = await read();
-  }
-  return value;
-}
+const rows = (page: Page) => overlayRows(page);
 
 /** A page of this width and height, once it shows `count` rows. */
 async function openWithRows(path: string, width: number, height: number, count: number, obs = false) {
   const opened = await open(path, { width, height }, obs);
-  await until(
-    `${count} rows`,
-    () => rows(opened.page),
-    (r) => r.length === count,
-  );
+  await rowsWhenShown(opened.page, count);
   return opened;
 }
 
@@ -161,13 +140,7 @@ describe("the overlay page", () => {
     const { page, requests, violations } = await open(`/board?key=${key}&${PERIOD}&numUsers=5&mask=true&theme=dark`);
     // Set in the page now, still there later only if the page was never reloaded.
     await page.evaluate("window.marker = 1");
-    expect(
-      await until(
-        "three rows",
-        () => rows(page),
-        (r) => r.length === 3,
-      ),
-    ).toEqual([
+    expect(await rowsWhenShown(page, 3)).toEqual([
       ["1", '<i***">', "1,234,567.00"],
       ["2", "bl***07", "44,559.46"],
       ["3", "no***14", "19,330.52"],
@@ -553,13 +526,7 @@ describe("the race overlay on the server", () => {
     });
     expect(created.status).toBe(200);
     const { page, violations } = await open(`/board?key=${viewer}&race=sprint&theme=dark`, { width: 800, height: 480 });
-    expect(
-      await until(
-        "the race's rows",
-        () => rows(page),
-        (r) => r.length === 3,
-      ),
-    ).toEqual([
+    expect(await rowsWhenShown(page, 3)).toEqual([
       ["1", "ace_1443", "1,500.50"],
       ["2", "luna_2000", "900.00"],
       ["3", "rex_1021", "12.34"],

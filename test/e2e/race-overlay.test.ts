@@ -19,8 +19,9 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/errors/catalogue.js";
 import { OverlayPage } from "../../src/handlers/overlay-page.js";
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, overlayRows, rowsWhenShown } from "../support/browser.js";
 import { listenOnFreePort } from "../support/listen.js";
+import { until } from "../support/polling.js";
 
 const SCREENSHOT = fileURLToPath(new URL("../../test-artifacts/race-overlay.png", import.meta.url));
 const DOCS_SCREENSHOT = fileURLToPath(new URL("../../docs/overlay-race.png", import.meta.url));
@@ -152,26 +153,7 @@ afterAll(async () => {
   server?.close();
 });
 
-async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!ok(value)) {
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    value = await read();
-  }
-  return value;
-}
-
-const rows = (page: Page) =>
-  page.$$eval(".row", (list) =>
-    list.map((row) => [
-      row.querySelector(".rank")?.textContent,
-      row.querySelector(".name")?.textContent,
-      row.querySelector(".total")?.textContent,
-      row.querySelector(".prize")?.textContent,
-    ]),
-  );
+const rows = (page: Page) => overlayRows(page, true);
 
 async function open(path: string, viewport = { width: 800, height: 480 }) {
   const page = await browser.newPage({ viewport });
@@ -187,13 +169,7 @@ describe("the race overlay", () => {
   it("shows the title, shared ranks with their prizes, a countdown from the server's clock and the next race", async () => {
     publish(race("live", ENDS_AT + 1 - 86_405));
     const { page, violations } = await open("/board?key=tw_pub_x&race=monthly&mask=true");
-    expect(
-      await until(
-        "four rows",
-        () => rows(page),
-        (r) => r.length === 4,
-      ),
-    ).toEqual([
+    expect(await rowsWhenShown(page, 4, true)).toEqual([
       ["1", "bl***07", "91,234.50", "5,000.00 USD"],
       ["2", "no***14", "500.00", "2,500.00 USD"],
       ["2", "re***21", "500.00", "2,500.00 USD"],
@@ -225,11 +201,7 @@ describe("the race overlay", () => {
   it("flips to in review and then to final results with the digest, without a reload", async () => {
     publish(race("live", ENDS_AT - 10));
     const { page, violations } = await open("/board?key=tw_pub_x&race=monthly&theme=transparent");
-    await until(
-      "the race",
-      () => rows(page),
-      (r) => r.length === 4,
-    );
+    await rowsWhenShown(page, 4, true);
     await page.evaluate("window.marker = 1");
     expect(await page.textContent("#period")).toMatch(/^Ends in 00:00:(09|10|11)$/);
     expect(await page.textContent("#next")).toMatch(/^Next race starts in 00:00:(09|10|11)$/);
@@ -278,13 +250,7 @@ describe("the race overlay", () => {
     });
     publish(weighted);
     const { page } = await open("/board?key=tw_pub_x&race=monthly", { width: 390, height: 844 });
-    expect(
-      await until(
-        "the weighted row",
-        () => rows(page),
-        (r) => r.length === 1,
-      ),
-    ).toEqual([["1", "blaze_1007", "100.50", "5,000.00 USD"]]);
+    expect(await rowsWhenShown(page, 1, true)).toEqual([["1", "blaze_1007", "100.50", "5,000.00 USD"]]);
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     expect(await page.evaluate("document.documentElement.scrollHeight <= window.innerHeight")).toBe(true);
     await page.close();
@@ -298,11 +264,7 @@ describe("the race overlay", () => {
       { width: 1920, height: 1080 },
     ]) {
       const { page } = await open("/board?key=tw_pub_x&race=monthly", viewport);
-      await until(
-        "four rows",
-        () => rows(page),
-        (r) => r.length === 4,
-      );
+      await rowsWhenShown(page, 4, true);
       expect(await page.evaluate("document.documentElement.scrollHeight <= window.innerHeight")).toBe(true);
       sizes.push(
         Number.parseFloat(String(await page.evaluate("getComputedStyle(document.querySelector('.name')).fontSize"))),
@@ -353,11 +315,7 @@ describe("the overlay while the service answers 503", () => {
 describe("the race overlay without a race stream", () => {
   it("reads the race every 3 s instead, and keeps its rows while its version does not change", async () => {
     const { page, violations } = await open("/board?key=tw_pub_x&race=polled");
-    await until(
-      "the race's rows",
-      () => rows(page),
-      (r) => r.length === 4,
-    );
+    await rowsWhenShown(page, 4, true);
     expect(await page.textContent("#period")).toMatch(/^Ends in 00:59:5\d$|^Ends in 01:00:00$/);
     await page.evaluate("document.querySelector('.row').dataset.mark = 'first'");
     const before = polledReads;

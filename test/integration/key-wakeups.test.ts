@@ -5,8 +5,7 @@
  * second of instance A answering. Two in-process instances on one database,
  * real Redis (127.0.0.1:6379), real sockets.
  */
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { createInternalApp } from "../../src/apps/internal.js";
@@ -15,6 +14,7 @@ import { loadConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/logger.js";
 import { type ChangeWakeups, createChangeWakeups } from "../../src/redis/change-wakeups.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { bearerConnect } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JANUARY } from "../support/dates.js";
 import { listenOnFreePort } from "../support/listen.js";
@@ -100,14 +100,7 @@ afterAll(async () => {
 
 describe("key changes wake the other instances", () => {
   it("B accepts a key issued on A, and refuses it once revoked on A, each within 1 s although B polls every 30 s", async () => {
-    const authorize: Interceptor = (next) => async (request) => {
-      request.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
-      return next(request);
-    };
-    const admin = createClient(
-      ApiKeyService,
-      createConnectTransport({ baseUrl: internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
-    );
+    const admin = createClient(ApiKeyService, bearerConnect(internalUrl, ADMIN_TOKEN));
     const created = await admin.createApiKey({ affiliateId: "aff-wake" });
     const accepted = await msUntil(bUrl, created.secret, 200);
     expect(accepted).toBeLessThan(1_000);

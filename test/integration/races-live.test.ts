@@ -6,10 +6,10 @@
  * may watch from `?key=`; refusals are the REST envelope (401, 404), never an event stream.
  */
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RaceService, RaceState, type WatchRaceResponse } from "../../gen/topwagers/v1/races_pb.js";
+import { bearerConnect } from "../support/calls.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addBoard, addWagers, createKey } from "../support/fixtures.js";
 import { RawHttp1Stream } from "../support/live.js";
@@ -137,19 +137,7 @@ describe("the race SSE stream", () => {
 
 describe("WatchRace", () => {
   it("streams the race, and nothing on resume until it changes", async () => {
-    const client = createClient(
-      RaceService,
-      createConnectTransport({
-        baseUrl: server.baseUrl,
-        httpVersion: "1.1",
-        interceptors: [
-          (next) => (request) => {
-            request.header.set("authorization", `Bearer ${secret}`);
-            return next(request);
-          },
-        ],
-      }),
-    );
+    const client = createClient(RaceService, bearerConnect(server.baseUrl, secret));
     const abort = new AbortController();
     const received: WatchRaceResponse[] = [];
     for await (const message of client.watchRace({ idOrSlug: raceId }, { signal: abort.signal })) {

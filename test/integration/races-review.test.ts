@@ -4,14 +4,14 @@
  * fetch-based EventSource sending Authorization and Last-Event-ID) is answered for a publishable key's origin;
  * a publishable key (public, in a browser) never reads the excluded user ids (staff accounts) over RPC.
  */
-import { Code, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { refusal } from "../support/calls.js";
+import { bearerConnect, refusal, sendsBearer } from "../support/calls.js";
 import { addBoard, createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
@@ -21,16 +21,8 @@ const NOW = Math.floor(Date.now() / 1000);
 let servers: IngestServers;
 const sessions: Http2SessionManager[] = [];
 
-const authorize: Interceptor = (next) => async (request) => {
-  request.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
-  return next(request);
-};
-
 function adminJson() {
-  return createClient(
-    RaceService,
-    createConnectTransport({ baseUrl: servers.internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
-  );
+  return createClient(RaceService, bearerConnect(servers.internalUrl, ADMIN_TOKEN));
 }
 
 function adminGrpc() {
@@ -38,7 +30,7 @@ function adminGrpc() {
   sessions.push(sessionManager);
   return createClient(
     RaceService,
-    createGrpcTransport({ baseUrl: servers.internalUrl, interceptors: [authorize], sessionManager }),
+    createGrpcTransport({ baseUrl: servers.internalUrl, interceptors: [sendsBearer(ADMIN_TOKEN)], sessionManager }),
   );
 }
 
@@ -137,20 +129,7 @@ describe("a publishable key reading races over RPC", () => {
         allowedOrigins: ["https://hidden.example.com"],
       })
     ).secret;
-    const client = (key: string) =>
-      createClient(
-        RaceService,
-        createConnectTransport({
-          baseUrl: servers.publicUrl,
-          httpVersion: "1.1",
-          interceptors: [
-            (next) => async (request) => {
-              request.header.set("authorization", `Bearer ${key}`);
-              return next(request);
-            },
-          ],
-        }),
-      );
+    const client = (key: string) => createClient(RaceService, bearerConnect(servers.publicUrl, key));
     const created = await client(secret).createRace({
       rules: {
         slug: "hidden",
@@ -180,19 +159,7 @@ describe("a publishable key reading races over RPC", () => {
 describe("a race key's rate limit over RPC", () => {
   it("counts GetRace, ListRaces and WatchRace alike: past the key's points each is resource_exhausted", async () => {
     const key = (await createKey(servers.database.db, "rr-limited", { points: 3, windowSeconds: 60 })).secret;
-    const client = createClient(
-      RaceService,
-      createConnectTransport({
-        baseUrl: servers.publicUrl,
-        httpVersion: "1.1",
-        interceptors: [
-          (next) => async (request) => {
-            request.header.set("authorization", `Bearer ${key}`);
-            return next(request);
-          },
-        ],
-      }),
-    );
+    const client = createClient(RaceService, bearerConnect(servers.publicUrl, key));
     expect((await client.listRaces({})).races).toEqual([]);
     expect((await refusal(client.getRace({ idOrSlug: "none" }))).code).toBe(Code.NotFound);
     const watched = await refusal(

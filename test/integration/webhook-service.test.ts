@@ -4,7 +4,7 @@
  * MariaDB, with the delivery worker running as serve() runs it and a receiver on 127.0.0.1
  * (WEBHOOK_ALLOW_PRIVATE_URLS=true). Every delivery is verified with standardwebhooks.
  */
-import { type Client, Code, createClient, type Interceptor } from "@connectrpc/connect";
+import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +13,7 @@ import { WebhookDeliveryState, WebhookService } from "../../gen/topwagers/v1/web
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "../../src/apps/webhook-delivery.js";
 import { loadConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/logger.js";
-import { refusal } from "../support/calls.js";
+import { refusal, sendsBearer } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
@@ -26,11 +26,7 @@ const sessions: Http2SessionManager[] = [];
 
 function client(token: string, where: "internal" | "public" = "internal", protocol: "connect" | "grpc" = "connect") {
   const baseUrl = where === "internal" ? servers.internalUrl : servers.publicUrl;
-  const authorize: Interceptor = (next) => async (request) => {
-    request.header.set("authorization", `Bearer ${token}`);
-    return next(request);
-  };
-  const interceptors = [authorize];
+  const interceptors = [sendsBearer(token)];
   if (protocol === "grpc") {
     const sessionManager = new Http2SessionManager(baseUrl);
     sessions.push(sessionManager);

@@ -1,4 +1,10 @@
-/** Debian's Chromium for the browser tests (driven by playwright-core), started the same way by each. */
+/**
+ * Debian's Chromium for the browser tests (driven by playwright-core), started the same way by each, and what
+ * the overlay page shows in it.
+ */
+import type { Page } from "playwright-core";
+import { until } from "./polling.js";
+
 export const CHROMIUM = "/usr/bin/chromium";
 
 /** Headless, sandbox off (root in CI), and nothing that would reach the network by itself. */
@@ -12,3 +18,27 @@ export const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+
+/** The overlay's rows as the texts of their cells: rank, name, total and, with `withPrize` (a race), the prize. */
+export function overlayRows(page: Page, withPrize = false) {
+  return page.$$eval(
+    ".row",
+    (list, prize) =>
+      list.map((row) => [
+        row.querySelector(".rank")?.textContent,
+        row.querySelector(".name")?.textContent,
+        row.querySelector(".total")?.textContent,
+        ...(prize ? [row.querySelector(".prize")?.textContent] : []),
+      ]),
+    withPrize,
+  );
+}
+
+/** The overlay's rows once it shows `count` of them (failing after 5 s with what it showed). */
+export function rowsWhenShown(page: Page, count: number, withPrize = false) {
+  return until(
+    `${count} rows`,
+    () => overlayRows(page, withPrize),
+    (rows) => rows.length === count,
+  );
+}

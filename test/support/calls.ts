@@ -1,11 +1,25 @@
 /** Calls of the one operation over Connect (connect-es) and gRPC streams, returning what a test asserts on; REST is in ./rest.ts. */
 import type http2 from "node:http2";
 import { create } from "@bufbuild/protobuf";
-import { type Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { type Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import * as protoLoader from "@grpc/proto-loader";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { JANUARY } from "./dates.js";
 import { recordOf } from "./rest.js";
+
+/** An interceptor that sends `Authorization: Bearer <key>` with every call. */
+export function sendsBearer(key: string): Interceptor {
+  return (next) => async (request) => {
+    request.header.set("authorization", `Bearer ${key}`);
+    return next(request);
+  };
+}
+
+/** A Connect transport (HTTP/1.1) to `baseUrl` that sends `Authorization: Bearer <key>` with every call. */
+export function bearerConnect(baseUrl: string, key: string): Transport {
+  return createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [sendsBearer(key)] });
+}
 
 export const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
 

@@ -11,9 +11,9 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { bearerConnect } from "./calls.js";
 import { followKeys } from "./fixtures.js";
 
 /** The contract: a key change reaches every running server within 1 second. */
@@ -129,19 +129,7 @@ export async function internalPortOf(server: ServerProcess): Promise<number> {
 
 /** A WagerIngestService client over Connect (HTTP/1.1) on an internal port, sending `Bearer <token>`. */
 export function ingestClientOn(internalPort: number, token: string) {
-  return createClient(
-    WagerIngestService,
-    createConnectTransport({
-      baseUrl: `http://127.0.0.1:${internalPort}`,
-      httpVersion: "1.1",
-      interceptors: [
-        (next) => async (request) => {
-          request.header.set("authorization", `Bearer ${token}`);
-          return next(request);
-        },
-      ],
-    }),
-  );
+  return createClient(WagerIngestService, bearerConnect(`http://127.0.0.1:${internalPort}`, token));
 }
 
 /**

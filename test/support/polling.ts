@@ -1,0 +1,18 @@
+/** Waiting in a test for what another process or a page shows by itself. */
+
+/** Reads every 50 ms until `ok` holds; fails after `timeoutMs` with `what` and the last value read. */
+export async function until<T>(
+  what: string,
+  read: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 5_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!ok(value)) {
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await read();
+  }
+  return value;
+}
