@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_AFFILIATE, loadDemoData } from "../../src/cli/demo.js";
 import { NOV_16 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";
+import { raceServiceCall } from "../support/rest.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -286,15 +287,8 @@ describe("docs/api.md examples", () => {
 
 describe("docs/api.md races examples", () => {
   /** A RaceService call through Connect's JSON POST with the examples' key. */
-  async function raceCall(method: string, body: object): Promise<Record<string, unknown>> {
-    const response = await fetch(`${server.baseUrl}/topwagers.v1.RaceService/${method}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    const json = (await response.json()) as Record<string, unknown>;
-    if (response.status !== 200) throw new Error(`${method}: ${response.status} ${JSON.stringify(json)}`);
-    return json;
+  function raceCall(method: string, body: object): Promise<Record<string, unknown>> {
+    return raceServiceCall(server.baseUrl, key, method, body);
   }
 
   it("defining, reading, listing, changing and cancelling: each curl answers as the page shows", async () => {

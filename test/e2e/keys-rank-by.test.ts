@@ -4,17 +4,17 @@
  * (held by a running server within a poll), `keys list` showing it, and usage errors that change
  * nothing. The CLI runs as its own process against the server's database.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, keysFollowed } from "../support/fixtures.js";
 import { restTop } from "../support/rest.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { useTestServer } from "../support/server.js";
 
 const PERIOD = { startTimestamp: JAN_1_2025, endTimestamp: JAN_1_2025 + 31 * 86_400 - 1, numUsers: 10 };
 const AVATAR = (id: string) => `https://avatars.example.com/${id}.png`;
 
-let server: TestServer;
+const server = useTestServer("keys_rank_by");
 
 /** The REST body for these users, with or without the weighted total. */
 function body(order: readonly ("ada" | "bea")[], weighted: boolean): string {
@@ -35,7 +35,6 @@ async function top(key: string): Promise<[number, string]> {
 const cli = (...args: string[]) => runCli(args, server.database.url);
 
 beforeAll(async () => {
-  server = await startTestServer("keys_rank_by");
   await addUsers(server.database.db, [
     { id: "kr-ada", affiliateId: "aff-rank", username: "ada", avatar: AVATAR("kr-ada") },
     { id: "kr-bea", affiliateId: "aff-rank", username: "bea", avatar: AVATAR("kr-bea") },
@@ -45,10 +44,6 @@ beforeAll(async () => {
     { id: "kr-1", userId: "kr-ada", amount: "100", placedAt: JAN_1_2025 + 60, weightBps: 1000 },
     { id: "kr-2", userId: "kr-bea", amount: "50", placedAt: JAN_1_2025 + 120 },
   ]);
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
 });
 
 describe("keys --rank-by", () => {

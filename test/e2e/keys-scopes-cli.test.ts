@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
 import { cliOutcome } from "../support/cli.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { addBoard } from "../support/fixtures.js";
 import { restTop } from "../support/rest.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { useTestServer } from "../support/server.js";
 
 const PERIOD = { startTimestamp: JAN_1_2025, endTimestamp: FEB_1_2025 - 1, numUsers: 10 };
 const MISSING_BOARDS = {
@@ -12,7 +12,7 @@ const MISSING_BOARDS = {
   errors: [{ code: "permission_denied", message: "this API key lacks the scope boards:read" }],
 };
 
-let server: TestServer;
+const server = useTestServer("keys_scopes_cli", { CHANGE_FEED_POLL_MS: "60000", CHANGE_FEED_MAX_LAG_MS: "120000" });
 
 const cli = (...args: string[]) => cliOutcome(args, server.database.url);
 
@@ -22,12 +22,7 @@ async function top(key: string): Promise<[number, unknown]> {
 }
 
 beforeAll(async () => {
-  server = await startTestServer("keys_scopes_cli", { CHANGE_FEED_POLL_MS: "60000", CHANGE_FEED_MAX_LAG_MS: "120000" });
   await addBoard(server.database.db, "aff-e", [["e-1", "eve", "", ["42", JAN_1_2025 + 10]]]);
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
 });
 
 describe("keys create --scope", () => {

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { addBoard } from "../support/fixtures.js";
+import { prizeRows } from "../support/races.js";
 
 const database = useTestDatabase("races_cli");
 const NOW = Math.floor(Date.now() / 1000);
@@ -71,9 +72,7 @@ describe("topwagers races", () => {
       result: null,
     });
     // bea and cat share ranks 2 and 3: (25 + 15) / 2 = 20 each; dan is under the minimum, staff excluded.
-    expect(
-      (race.entries as { rank: number; username: string; prize: string }[]).map((e) => [e.rank, e.username, e.prize]),
-    ).toEqual([
+    expect(prizeRows(race.entries)).toEqual([
       [1, "ann", "60"],
       [2, "bea", "20"],
       [2, "cat", "20"],

@@ -22,6 +22,7 @@ import { mariadbChanges, mariadbIngest, mariadbStandings } from "../../src/stora
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import type { RankBy } from "../../src/values/weights.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import * as draw from "../support/model-draws.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
 const utc = (y: number, m: number, d: number, h = 0) => Date.UTC(y, m - 1, d, h) / 1000;
@@ -76,15 +77,10 @@ const tally = (what: string, n = 1) => seen.set(what, (seen.get(what) ?? 0) + n)
 type Command = fc.AsyncCommand<object, Pair>;
 
 class Upsert implements Command {
-  constructor(readonly users: readonly { user: number; affiliate: number; name: number; avatar: number }[]) {}
+  constructor(readonly users: readonly draw.DrawnUser[]) {}
   check = () => true;
   async run(_: object, pair: Pair) {
-    const profiles = this.users.map((u) => ({
-      id: `${pair.prefix}u${u.user}`,
-      affiliateId: `${pair.prefix}a${u.affiliate}`,
-      username: NAMES[u.name] as string,
-      avatar: AVATARS[u.avatar] as string,
-    }));
+    const profiles = draw.profilesOf(this.users, POOLS, pair.prefix);
     for (const side of pair.sides) await side.ingest.upsertUsers(profiles);
     await checkBoards(pair);
   }
@@ -92,24 +88,10 @@ class Upsert implements Command {
 }
 
 class Record implements Command {
-  constructor(
-    readonly wagers: readonly {
-      wager: number;
-      user: number;
-      amount: string;
-      placedAt: number;
-      weightBps?: number | undefined;
-    }[],
-  ) {}
+  constructor(readonly wagers: readonly draw.DrawnWager[]) {}
   check = () => true;
   async run(_: object, pair: Pair) {
-    const wagers = this.wagers.map((w) => ({
-      id: `${pair.prefix}w${w.wager}`,
-      userId: `${pair.prefix}u${w.user}`,
-      amount: w.amount,
-      placedAt: BigInt(w.placedAt),
-      ...(w.weightBps === undefined ? {} : { weightBps: w.weightBps }),
-    }));
+    const wagers = draw.wagersOf(this.wagers, pair.prefix);
     const outcomes = [];
     for (const side of pair.sides) outcomes.push(await side.ingest.recordWagers(wagers));
     expect(outcomes[0]).toEqual(outcomes[1]);
@@ -167,26 +149,18 @@ async function checkBoards(pair: Pair): Promise<void> {
   expect(answers[0]).toEqual(answers[1]);
 }
 
-const upsert = fc
-  .array(
-    fc.record({
-      user: fc.nat(USERS - 1),
-      affiliate: fc.nat(AFFILIATES - 1),
-      name: fc.nat(NAMES.length - 1),
-      avatar: fc.nat(AVATARS.length - 1),
-    }),
-    { minLength: 1, maxLength: 2 },
-  )
-  .map((users) => new Upsert(users));
-const record = fc
-  .array(
-    fc.record(
-      { wager: fc.nat(WAGERS - 1), user: fc.nat(USERS - 1), amount, placedAt: time, weightBps: weight },
-      { requiredKeys: ["wager", "user", "amount", "placedAt"] },
-    ),
-    { minLength: 1, maxLength: 12 },
-  )
-  .map((wagers) => new Record(wagers));
+const POOLS: draw.DrawPools = {
+  users: USERS,
+  affiliates: AFFILIATES,
+  wagers: WAGERS,
+  names: NAMES,
+  avatars: AVATARS,
+  amount,
+  time,
+  weight,
+};
+const upsert = draw.users(POOLS, 2).map((users) => new Upsert(users));
+const record = draw.wagers(POOLS, 12).map((wagers) => new Record(wagers));
 const voids = fc.array(fc.nat(WAGERS - 1), { minLength: 1, maxLength: 4 }).map((ws) => new Void(ws));
 const commands = [upsert, upsert, record, record, record, voids, voids];
 
@@ -276,13 +250,7 @@ async function pairOf(): Promise<Pair> {
     },
   );
   const pair: Pair = { prefix: `i${run}-`, sides: [modelSide, realSide] };
-  const everyone = Array.from({ length: USERS }, (_, i) => ({
-    user: i,
-    affiliate: i % AFFILIATES,
-    name: i % NAMES.length,
-    avatar: i % 2,
-  }));
-  await new Upsert(everyone).run({}, pair);
+  await new Upsert(draw.everyUser(POOLS, (i) => i % NAMES.length)).run({}, pair);
   return pair;
 }
 
@@ -291,12 +259,7 @@ const MAX_COMMANDS = 40;
 
 describe("boards held incrementally against full computations", () => {
   it(`equal a full computation after every step of ${NUM_RUNS} random sequences, on the model and on MariaDB`, async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "medium" }), async (cmds) => {
-        await fc.asyncModelRun(async () => ({ model: {}, real: await pairOf() }), cmds);
-      }),
-      { numRuns: NUM_RUNS },
-    );
+    await draw.runSequences(commands, MAX_COMMANDS, NUM_RUNS, pairOf);
     await closeSides();
     console.log(`incremental model: ${JSON.stringify(computations)}; ${JSON.stringify(Object.fromEntries(seen))}`);
     // Most loads were incremental, and boards had rows.

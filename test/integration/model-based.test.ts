@@ -20,6 +20,7 @@ import { placeFromBoard } from "../../src/races/races.js";
 import { mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import type { RankBy } from "../../src/values/weights.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import * as draw from "../support/model-draws.js";
 import { referencePlacement } from "../support/race-reference.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
@@ -100,6 +101,16 @@ const RESENT = 8;
 /** Names that tie, differ only in case, sort differently by code unit and code point, and are not ASCII. */
 const NAMES = ["amy", "amy", "Amy", "bob", "émile", "\u{1F600}", "\uFF5Ezed", "z"];
 const AVATARS = ["", "https://img.example.test/a.png", "http://img.example.test/b.png"];
+const POOLS: draw.DrawPools = {
+  users: USERS,
+  affiliates: AFFILIATES,
+  wagers: WAGERS,
+  names: NAMES,
+  avatars: AVATARS,
+  amount,
+  time,
+  weight,
+};
 
 interface Side {
   readonly ingest: WagerIngest;
@@ -115,25 +126,15 @@ interface Pair {
   readonly real: Side;
 }
 
-const ids = (pair: Pair) => ({
-  user: (i: number) => `${pair.prefix}u${i}`,
-  affiliate: (i: number) => `${pair.prefix}a${i}`,
-  wager: (i: number) => `${pair.prefix}w${i}`,
-});
+const ids = (pair: Pair) => draw.sequenceIds(pair.prefix);
 
 type Command = fc.AsyncCommand<object, Pair>;
 
 class UpsertUsers implements Command {
-  constructor(readonly users: readonly { user: number; affiliate: number; name: number; avatar: number }[]) {}
+  constructor(readonly users: readonly draw.DrawnUser[]) {}
   check = () => true;
   async run(_: object, pair: Pair) {
-    const id = ids(pair);
-    const profiles = this.users.map((u) => ({
-      id: id.user(u.user),
-      affiliateId: id.affiliate(u.affiliate),
-      username: NAMES[u.name] as string,
-      avatar: AVATARS[u.avatar] as string,
-    }));
+    const profiles = draw.profilesOf(this.users, POOLS, pair.prefix);
     const [real, model] = await Promise.all([
       pair.real.ingest.upsertUsers(profiles),
       pair.model.ingest.upsertUsers(profiles),
@@ -144,25 +145,10 @@ class UpsertUsers implements Command {
 }
 
 class RecordWagers implements Command {
-  constructor(
-    readonly wagers: readonly {
-      wager: number;
-      user: number;
-      amount: string;
-      placedAt: number;
-      weightBps?: number | undefined;
-    }[],
-  ) {}
+  constructor(readonly wagers: readonly draw.DrawnWager[]) {}
   check = () => true;
   async run(_: object, pair: Pair) {
-    const id = ids(pair);
-    const wagers = this.wagers.map((w) => ({
-      id: id.wager(w.wager),
-      userId: id.user(w.user),
-      amount: w.amount,
-      placedAt: BigInt(w.placedAt),
-      ...(w.weightBps === undefined ? {} : { weightBps: w.weightBps }),
-    }));
+    const wagers = draw.wagersOf(this.wagers, pair.prefix);
     const real = await pair.real.ingest.recordWagers(wagers);
     const model = await pair.model.ingest.recordWagers(wagers);
     expect(real).toEqual(model);
@@ -261,28 +247,10 @@ class RacePlacement implements Command {
 }
 
 /** Renames and moves between affiliates (every user of a sequence is known from its start). */
-const upsertUsers = fc
-  .array(
-    fc.record({
-      user: fc.nat(USERS - 1),
-      affiliate: fc.nat(AFFILIATES - 1),
-      name: fc.nat(NAMES.length - 1),
-      avatar: fc.nat(AVATARS.length - 1),
-    }),
-    { minLength: 1, maxLength: 3 },
-  )
-  .map((users) => new UpsertUsers(users));
+const upsertUsers = draw.users(POOLS, 3).map((users) => new UpsertUsers(users));
 
 /** New wagers, conflicts (an id again with other content, weight included) and repeats inside a batch. */
-const recordWagers = fc
-  .array(
-    fc.record(
-      { wager: fc.nat(WAGERS - 1), user: fc.nat(USERS - 1), amount, placedAt: time, weightBps: weight },
-      { requiredKeys: ["wager", "user", "amount", "placedAt"] },
-    ),
-    { minLength: 1, maxLength: 5 },
-  )
-  .map((wagers) => new RecordWagers(wagers));
+const recordWagers = draw.wagers(POOLS, 5).map((wagers) => new RecordWagers(wagers));
 
 /**
  * One fixed content per wager id (user, time), sent again and again: the same amount written two
@@ -385,13 +353,7 @@ async function pairOf(): Promise<Pair> {
     },
   };
   // Every sequence starts with all its users known (later upserts rename and move them).
-  const everyone = Array.from({ length: USERS }, (_, i) => ({
-    user: i,
-    affiliate: i % AFFILIATES,
-    name: i,
-    avatar: i % 2,
-  }));
-  await new UpsertUsers(everyone).run({}, pair);
+  await new UpsertUsers(draw.everyUser(POOLS, (i) => i)).run({}, pair);
   return pair;
 }
 
@@ -401,14 +363,7 @@ const MAX_COMMANDS = 30;
 
 describe("the MariaDB adapters against the reference model", () => {
   it(`answer every call identically over ${NUM_RUNS} random sequences`, async () => {
-    let commandsRun = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "medium" }), async (cmds) => {
-        await fc.asyncModelRun(async () => ({ model: {}, real: await pairOf() }), cmds);
-        commandsRun += [...cmds].length;
-      }),
-      { numRuns: NUM_RUNS },
-    );
+    const commandsRun = await draw.runSequences(commands, MAX_COMMANDS, NUM_RUNS, pairOf);
     console.log(
       `model-based: ${NUM_RUNS} sequences, ${commandsRun} commands; outcomes ${JSON.stringify(Object.fromEntries([...seen].sort()))}`,
     );

@@ -27,7 +27,7 @@ import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_de
 import { RaceRepeat, RaceService, RaceState } from "../../gen/topwagers/v1/races_pb.js";
 import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { refusal } from "../support/calls.js";
+import { entryCells, refusal } from "../support/calls.js";
 import { addBoard, createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
@@ -162,17 +162,7 @@ describe.each(PROTOCOLS)("%s on the public port", (protocol) => {
     for (const idOrSlug of [id, "weekly-cup"]) {
       const got = await client.getRace({ idOrSlug });
       expect(got.race?.id).toBe(id);
-      expect(
-        got.entries.map((e) => [
-          e.rank,
-          e.userId,
-          e.username,
-          e.avatar,
-          e.totalWageredDecimal,
-          e.weightedWageredDecimal,
-          e.prize,
-        ]),
-      ).toEqual([
+      expect(got.entries.map((e) => [...entryCells(e), e.prize])).toEqual([
         [1, "u-alice", "alice", "https://img.example/alice.png", "500", "500", "500.00"],
         [2, "u-bob", "bob", DEFAULT_AVATAR_URL, "300.75", "300.75", "300.00"],
       ]);

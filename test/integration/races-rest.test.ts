@@ -14,7 +14,8 @@ import { DEFAULT_AVATAR_URL } from "../../src/config.js";
 import { addBoard, addUsers, addWagers, createKey } from "../support/fixtures.js";
 import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 import { OpenApiChecker } from "../support/openapi.js";
-import { type RestReply, restCall } from "../support/rest.js";
+import { prizeRows } from "../support/races.js";
+import { type RestReply, raceServiceCall, restCall } from "../support/rest.js";
 
 const BASE = "/api";
 const ORIGIN = "https://board.example.com";
@@ -29,15 +30,8 @@ const servers = useIngestServers("races_rest", {
 });
 
 /** A RaceService call as curl makes it: Connect's JSON POST with the secret key. */
-async function connectCall(key: string, method: string, body: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${servers.publicUrl}/topwagers.v1.RaceService/${method}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const json = (await response.json()) as Record<string, unknown>;
-  if (response.status !== 200) throw new Error(`${method}: ${response.status} ${JSON.stringify(json)}`);
-  return json;
+function connectCall(key: string, method: string, body: object): Promise<Record<string, unknown>> {
+  return raceServiceCall(servers.publicUrl, key, method, body);
 }
 
 async function createRace(key: string, rules: object): Promise<string> {
@@ -196,9 +190,7 @@ describe("GET /races/{slug-or-id}", () => {
     const body = data(await get("/races/ties", { key }));
     // bea, cat and dan occupy ranks 2 to 4: (30 + 20 + 10) / 3 = 20 each, nothing left over; eve is under the
     // minimum and the streamer excluded.
-    expect(
-      (body.entries as { rank: number; username: string; prize: string }[]).map((e) => [e.rank, e.username, e.prize]),
-    ).toEqual([
+    expect(prizeRows(body.entries)).toEqual([
       [1, "ann", "50"],
       [2, "bea", "20"],
       [2, "cat", "20"],
@@ -216,9 +208,7 @@ describe("GET /races/{slug-or-id}", () => {
       excludedUserIds: ["t-6"],
     });
     const uneven = data(await get("/races/ties-uneven", { key }));
-    expect(
-      (uneven.entries as { rank: number; username: string; prize: string }[]).map((e) => [e.rank, e.username, e.prize]),
-    ).toEqual([
+    expect(prizeRows(uneven.entries)).toEqual([
       [1, "ann", "100.00"],
       [2, "bea", "26.66"],
       [2, "cat", "26.66"],

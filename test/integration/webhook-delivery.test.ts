@@ -78,6 +78,16 @@ async function rows(sql: string, params: unknown[] = []): Promise<RowDataPacket[
 
 const sinceNow = () => receiver.received.length;
 
+/** The receiver got exactly one webhook since `before`: the test event with `data`, signed with `secret`. */
+function expectOneTestEvent(before: number, messageId: string, secret: string, data: object): void {
+  const got = receiver.received.slice(before);
+  expect(got.map((r) => r.headers["webhook-id"])).toEqual([messageId]);
+  expect(new Webhook(secret).verify(got[0]?.body ?? "", got[0]?.headers ?? {})).toEqual({
+    type: "webhook.test",
+    timestamp: "2026-11-01T00:00:00.000Z",
+    data,
+  });
+}
 describe("delivering", () => {
   it("sends a signed webhook.test that standardwebhooks verifies, once, and records it delivered", async () => {
     const { endpoint: ep, secret } = await endpoint();
@@ -259,13 +269,7 @@ describe("a fleet of workers", () => {
     expect(await survivor.runOnce()).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 350));
     expect(await survivor.runOnce()).toBe(1);
-    const got = receiver.received.slice(before);
-    expect(got.map((r) => r.headers["webhook-id"])).toEqual([delivery.messageId]);
-    expect(new Webhook(secret).verify(got[0]?.body ?? "", got[0]?.headers ?? {})).toEqual({
-      type: "webhook.test",
-      timestamp: "2026-11-01T00:00:00.000Z",
-      data: { orphan: true },
-    });
+    expectOneTestEvent(before, delivery.messageId, secret, { orphan: true });
     const stale = await store.recordAttempt(claimed as NonNullable<typeof claimed>, {
       attempt: { attempt: 1, startedAtMs: Date.now(), durationMs: 1, status: 500, error: null, response: null },
       state: "pending",
@@ -425,13 +429,7 @@ describe("the delivery rules", () => {
     const again = await store.redeliver(delivery.id, Date.now());
     expect([again?.state, again?.attempts]).toEqual(["pending", 1]);
     await worker().runOnce();
-    const got = receiver.received.slice(before);
-    expect(got.map((r) => r.headers["webhook-id"])).toEqual([delivery.messageId]);
-    expect(new Webhook(secret).verify(got[0]?.body ?? "", got[0]?.headers ?? {})).toEqual({
-      type: "webhook.test",
-      timestamp: "2026-11-01T00:00:00.000Z",
-      data: { again: true },
-    });
+    expectOneTestEvent(before, delivery.messageId, secret, { again: true });
     const stored = await store.findDelivery(delivery.id);
     expect([stored?.state, stored?.attempts, stored?.attemptLog.map((a) => a.status)]).toEqual([
       "delivered",

@@ -12,6 +12,7 @@ import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
 import type { Races } from "../../src/races/races.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import type { WebhookEventType } from "../../src/values/webhook-events.js";
 import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
@@ -31,6 +32,18 @@ const transport = createWebhookTransport({ allowPrivate: true, userAgent: "test"
 
 function instance(): Races {
   return instanceRaces(database.db, { now: () => now, avatar: "https://a.example/x.png", freeze: "primary" });
+}
+
+/** An endpoint of `affiliate` on the receiver at /<id without "ep_">, subscribed to `eventTypes`. */
+function receiverEndpoint(id: string, affiliate: string, eventTypes: WebhookEventType[], secret = newWebhookSecret()) {
+  return store.insertEndpoint({
+    id,
+    affiliateExternalId: affiliate,
+    url: `${receiver.url}/${id.replace(/^ep_/, "")}`,
+    description: "",
+    eventTypes,
+    secret,
+  });
 }
 
 function worker(): DeliveryWorker {
@@ -59,31 +72,15 @@ afterAll(async () => {
 describe("race events as webhooks", () => {
   it("started, ended and finalized (once, with two instances freezing), then a cancellation, each delivered once and verified", async () => {
     const secret = newWebhookSecret();
-    const endpoint = await store.insertEndpoint({
-      id: "ep_races",
-      affiliateExternalId: "race-aff",
-      url: `${receiver.url}/races`,
-      description: "",
-      eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
+    const endpoint = await receiverEndpoint(
+      "ep_races",
+      "race-aff",
+      ["race.started", "race.ended", "race.finalized", "race.cancelled"],
       secret,
-    });
+    );
     // Not subscribed to races, and another affiliate's: neither gets anything.
-    await store.insertEndpoint({
-      id: "ep_tests",
-      affiliateExternalId: "race-aff",
-      url: `${receiver.url}/tests`,
-      description: "",
-      eventTypes: ["webhook.test"],
-      secret: newWebhookSecret(),
-    });
-    await store.insertEndpoint({
-      id: "ep_other",
-      affiliateExternalId: "other-aff",
-      url: `${receiver.url}/other`,
-      description: "",
-      eventTypes: ["race.finalized"],
-      secret: newWebhookSecret(),
-    });
+    await receiverEndpoint("ep_tests", "race-aff", ["webhook.test"]);
+    await receiverEndpoint("ep_other", "other-aff", ["race.finalized"]);
     const [a, b] = [instance(), instance()];
     const created = await a.create(affiliateId, {
       slug: "november",

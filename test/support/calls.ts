@@ -21,6 +21,18 @@ export function bearerConnect(baseUrl: string, key: string): Transport {
   return createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [sendsBearer(key)] });
 }
 
+/** A ranked entry message (TopWagerEntry, RaceEntry) as [rank, user id, username, avatar, total, weighted total]. */
+export function entryCells(e: {
+  rank: number;
+  userId: string;
+  username: string;
+  avatar: string;
+  totalWageredDecimal: string;
+  weightedWageredDecimal: string;
+}): (string | number)[] {
+  return [e.rank, e.userId, e.username, e.avatar, e.totalWageredDecimal, e.weightedWageredDecimal];
+}
+
 export const PROCEDURE = "/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod";
 
 export interface RpcReply {

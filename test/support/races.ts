@@ -63,6 +63,11 @@ export function ok<T>(outcome: { kind: string; value?: T }): T {
   return outcome.value as T;
 }
 
+/** A race's JSON entries (REST, the CLI's --json) as [rank, username, prize]. */
+export function prizeRows(entries: unknown): [number, string, string][] {
+  return (entries as { rank: number; username: string; prize: string }[]).map((e) => [e.rank, e.username, e.prize]);
+}
+
 /** The entries as [rank, username, total, prize]. */
 export function raceTable(view: RaceView): [number, string, string, string][] {
   return view.entries.map((e) => [e.rank, e.username, e.totalWagered, e.prize]);

@@ -224,3 +224,20 @@ export function jsonParseMessage(text: string): string {
   }
   throw new Error(`${JSON.stringify(text)} is valid JSON`);
 }
+
+/** A RaceService call as curl makes it: Connect's JSON POST with `key`; anything but 200 fails the test. */
+export async function raceServiceCall(
+  baseUrl: string,
+  key: string,
+  method: string,
+  body: object,
+): Promise<Record<string, unknown>> {
+  const response = await fetch(`${baseUrl}/topwagers.v1.RaceService/${method}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const json = (await response.json()) as Record<string, unknown>;
+  if (response.status !== 200) throw new Error(`${method}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}

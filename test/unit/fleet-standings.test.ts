@@ -225,6 +225,24 @@ describe("asking the leader", () => {
   });
 });
 
+/** A database with no wagers that counts the board queries it answers, and a leaderboard's options on it (10 s cache). */
+function emptyDatabase() {
+  const database = {
+    queries: 0,
+    options: {
+      standings: {
+        topUsers: async () => {
+          database.queries += 1;
+          return [];
+        },
+      },
+      defaultAvatarUrl: "https://cdn.example.test/default.png",
+      cacheTtlMs: 10_000,
+    },
+  };
+  return database;
+}
+
 describe("the leaderboard in a fleet", () => {
   it("keeps the leader's answer in its cache: a POST for the period then computes nothing", async () => {
     const hub = new Hub();
@@ -232,16 +250,9 @@ describe("the leaderboard in a fleet", () => {
     const bFeed = new Feed(10);
     const b = instance(hub, "b", bFeed);
     const period = periodLedBy("a", ["a", "b"]);
-    let queries = 0;
+    const database = emptyDatabase();
     const leaderboard = new Leaderboard({
-      standings: {
-        topUsers: async () => {
-          queries += 1;
-          return [];
-        },
-      },
-      defaultAvatarUrl: "https://cdn.example.test/default.png",
-      cacheTtlMs: 10_000,
+      ...database.options,
       now: () => 1_500,
       fleet: b.fleet,
       isWatched: () => true,
@@ -251,7 +262,7 @@ describe("the leaderboard in a fleet", () => {
     expect(first.ranked).toEqual(BOARD.slice(0, 2));
     const again = await leaderboard.topWagersForPeriod(period.affiliateId, { ...query, numUsers: 3 });
     expect(again.ranked).toEqual(BOARD);
-    expect(queries).toBe(0);
+    expect(database.queries).toBe(0);
     expect(leaderboard.computations).toEqual({ full: 0, remote: 1 });
     expect(a.computed).toHaveLength(1);
     // A leader that cannot answer: computed here, from the database.
@@ -260,7 +271,7 @@ describe("the leaderboard in a fleet", () => {
       { affiliateId: period.affiliateId, firstAt: 1_200, lastAt: 1_200, userExternalId: undefined },
     ]);
     await leaderboard.topWagersForPeriod(period.affiliateId, query);
-    expect(queries).toBe(1);
+    expect(database.queries).toBe(1);
     expect(leaderboard.computations).toEqual({ full: 1, remote: 1 });
   });
 });
@@ -268,31 +279,24 @@ describe("the leaderboard in a fleet", () => {
 describe("a watched period's cached answer", () => {
   it("is kept past CACHE_TTL_MS while watched (a change drops it), and an unwatched one is not", async () => {
     let clock = 1_500;
-    let queries = 0;
+    const database = emptyDatabase();
     const watchedPeriods = new Set<number>([1]);
     const leaderboard = new Leaderboard({
-      standings: {
-        topUsers: async () => {
-          queries += 1;
-          return [];
-        },
-      },
-      defaultAvatarUrl: "https://cdn.example.test/default.png",
-      cacheTtlMs: 10_000,
+      ...database.options,
       now: () => clock,
       isWatched: (period) => watchedPeriods.has(period.affiliateId),
     });
     const query = { start: 1_000, end: 2_000, numUsers: 10 };
     await leaderboard.topWagersForPeriod(1, query);
     await leaderboard.topWagersForPeriod(2, query);
-    expect(queries).toBe(2);
+    expect(database.queries).toBe(2);
     clock += 11; // past the 10 s TTL
     await leaderboard.topWagersForPeriod(1, query);
-    expect(queries).toBe(2);
+    expect(database.queries).toBe(2);
     await leaderboard.topWagersForPeriod(2, query);
-    expect(queries).toBe(3);
+    expect(database.queries).toBe(3);
     leaderboard.applyChanges([{ affiliateId: 1, firstAt: 1_200, lastAt: 1_200, userExternalId: undefined }]);
     await leaderboard.topWagersForPeriod(1, query);
-    expect(queries).toBe(4);
+    expect(database.queries).toBe(4);
   });
 });

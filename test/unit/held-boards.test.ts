@@ -295,21 +295,31 @@ describe("HeldBoards on the reference model", () => {
   });
 });
 
+/** A leaderboard on the model with held boards, its change feed current unless `isCurrent` says otherwise. */
+function heldLeaderboard(model: ReferenceModel, cacheTtlMs: number, isCurrent = () => true): Leaderboard {
+  return new Leaderboard({
+    standings: model.standings,
+    defaultAvatarUrl: "https://cdn.example.test/d.png",
+    cacheTtlMs,
+    now: () => NOW,
+    freshness: { isCurrent },
+  });
+}
+
+/** Two users of affiliate "aff" and one wager of 1 by u1, five seconds ago. */
+async function annAndBen(model: ReferenceModel): Promise<void> {
+  await users(model, [
+    ["u1", "ann"],
+    ["u2", "ben"],
+  ]);
+  await model.ingest.recordWagers([{ id: "w1", userId: "u1", amount: "1", placedAt: NOW - 5 }]);
+}
+
 describe("Leaderboard with held boards", () => {
   it("answers from held boards for periods not settled, and counts computations by kind", async () => {
     const model = new ReferenceModel({ now: () => NOW });
-    const leaderboard = new Leaderboard({
-      standings: model.standings,
-      defaultAvatarUrl: "https://cdn.example.test/d.png",
-      cacheTtlMs: 60_000,
-      now: () => NOW,
-      freshness: { isCurrent: () => true },
-    });
-    await users(model, [
-      ["u1", "ann"],
-      ["u2", "ben"],
-    ]);
-    await model.ingest.recordWagers([{ id: "w1", userId: "u1", amount: "1", placedAt: NOW - 5 }]);
+    const leaderboard = heldLeaderboard(model, 60_000);
+    await annAndBen(model);
     const query = { start: START, end: END, numUsers: 10 };
     expect((await leaderboard.topWagersForPeriod(1, query)).ranked.map((u) => u.userId)).toEqual(["u1"]);
     const before = (await model.changeRows.latestChangeId()) as number;
@@ -330,18 +340,8 @@ describe("Leaderboard with held boards", () => {
   it("computes in full, not from the held board, while the change feed is behind (changes not read yet)", async () => {
     const model = new ReferenceModel({ now: () => NOW });
     let current = true;
-    const leaderboard = new Leaderboard({
-      standings: model.standings,
-      defaultAvatarUrl: "https://cdn.example.test/d.png",
-      cacheTtlMs: 60_000,
-      now: () => NOW,
-      freshness: { isCurrent: () => current },
-    });
-    await users(model, [
-      ["u1", "ann"],
-      ["u2", "ben"],
-    ]);
-    await model.ingest.recordWagers([{ id: "w1", userId: "u1", amount: "1", placedAt: NOW - 5 }]);
+    const leaderboard = heldLeaderboard(model, 60_000, () => current);
+    await annAndBen(model);
     const query = { start: START, end: END, numUsers: 10 };
     await leaderboard.topWagersForPeriod(1, query);
     // A wager the feed has not delivered: the held board cannot know it; a full computation does.
@@ -359,13 +359,7 @@ describe("Leaderboard with held boards", () => {
 
   it("drops a cached board cut at 100 rows when a user it does not list is renamed (a tie at the cut)", async () => {
     const model = new ReferenceModel({ now: () => NOW });
-    const leaderboard = new Leaderboard({
-      standings: model.standings,
-      defaultAvatarUrl: "https://cdn.example.test/d.png",
-      cacheTtlMs: 600_000,
-      now: () => NOW,
-      freshness: { isCurrent: () => true },
-    });
+    const leaderboard = heldLeaderboard(model, 600_000);
     const ids = Array.from({ length: 101 }, (_, i) => `u${i}`);
     await model.ingest.upsertUsers(
       ids.map((id, i) => ({ id, affiliateId: "aff", username: `n${String(i).padStart(3, "0")}`, avatar: "" })),

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
+import { entryCells } from "../support/calls.js";
 import { FEB_1_2026 as FEB_1, JAN_1_2026 as JAN_1 } from "../support/dates.js";
 import { ReferenceModel } from "../support/reference-model.js";
 import {
@@ -54,16 +55,7 @@ describe("TopWagersService on the reference model", () => {
 
   it("answers the caller's affiliate for the period, both bounds inclusive, with exact totals", async () => {
     const response = await januaryTop(publicTransport, key);
-    expect(
-      response.data.map((e) => [
-        e.rank,
-        e.userId,
-        e.username,
-        e.avatar,
-        e.totalWageredDecimal,
-        e.weightedWageredDecimal,
-      ]),
-    ).toEqual([
+    expect(response.data.map(entryCells)).toEqual([
       // 15000.5 × 1 / 10000 = 1.50005
       [1, "m-2", "bob", DEFAULT_AVATAR, "15000.5", "1.50005"],
       [2, "m-1", "alice", "https://img.example.test/alice.png", "3.50000001", "3.50000001"],
