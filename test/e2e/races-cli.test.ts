@@ -6,7 +6,7 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.js";
+import { argv, runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { addBoard } from "../support/fixtures.js";
 import { prizeRows } from "../support/races.js";
@@ -227,23 +227,8 @@ describe("topwagers races", () => {
 
   it("takes --prize -5 as the amount -5, refused by the rules naming --prize (exit 2)", async () => {
     const negative = await races(
-      "create",
-      "--affiliate",
-      "cli-negative",
-      "--slug",
-      "neg",
-      "--title",
-      "Negative",
-      "--start",
-      String(START),
-      "--end",
-      String(END),
-      "--prize",
-      "100",
-      "--prize",
-      "-5",
-      "--min-wagered",
-      "-1",
+      ...argv(`create --affiliate cli-negative --slug neg --title Negative --start ${START} --end ${END}`),
+      ...argv("--prize 100 --prize -5 --min-wagered -1"),
     );
     expect(negative.code).toBe(2);
     expect(negative.stderr.split("\n").slice(0, 2)).toEqual([

@@ -8,7 +8,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.js";
+import { argv, runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { type ServerProcess, startServerProcess } from "../support/processes.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
@@ -71,18 +71,8 @@ afterAll(async () => {
 describe("topwagers webhooks, delivered by the servers", () => {
   it("create, list, test, deliveries and redeliver; two servers running, each event sent once", async () => {
     const created = await webhooks(
-      "create",
-      "--affiliate",
-      "cli-aff",
-      "--url",
-      `${receiver.url}/cli`,
-      "--event",
-      "race.finalized",
-      "--event",
-      "webhook.test",
-      "--description",
-      "payouts",
-      "--json",
+      ...argv(`create --affiliate cli-aff --url ${receiver.url}/cli`),
+      ...argv("--event race.finalized --event webhook.test --description payouts --json"),
     );
     expect([created.code, created.stderr]).toEqual([0, ""]);
     const endpoint = JSON.parse(created.stdout);

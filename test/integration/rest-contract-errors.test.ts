@@ -14,23 +14,9 @@ import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../suppo
 import { listenOnFreePort } from "../support/listen.js";
 import { RELEASE } from "../support/release.js";
 import { errorBody } from "../support/rest.js";
-import {
-  call,
-  img,
-  keys,
-  MAX_BODY,
-  NOT_FOUND_MESSAGE,
-  nodeRequest,
-  OCTOBER,
-  OCTOBER_RANKING,
-  OP,
-  oneWagerBoard,
-  rawExchange,
-  TOO_LARGE_MESSAGE,
-  useRestContractServer,
-} from "../support/rest-contract.js";
+import * as contract from "../support/rest-contract.js";
 
-useRestContractServer();
+contract.useRestContractServer();
 
 describe("404 and 405: path and method, checked first", () => {
   it.each([
@@ -40,10 +26,10 @@ describe("404 and 405: path and method, checked first", () => {
     ["/api/top-affiliate-wagers-by-period"],
     ["/TOP-AFFILIATE-WAGERS-BY-PERIOD"],
   ])("answers POST %s with 404 pointing to the operation's path", async (path) => {
-    for (const key of [keys.rank, null]) {
-      const reply = await call(path, { key, body: { ...OCTOBER, numUsers: 3 } });
+    for (const key of [contract.keys.rank, null]) {
+      const reply = await contract.call(path, { key, body: { ...contract.OCTOBER, numUsers: 3 } });
       expect(reply.status).toBe(404);
-      expect(reply.json).toEqual(errorBody({ code: "not_found", message: NOT_FOUND_MESSAGE }));
+      expect(reply.json).toEqual(errorBody({ code: "not_found", message: contract.NOT_FOUND_MESSAGE }));
       expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
       expect(reply.headers["www-authenticate"]).toBeUndefined();
       expect(reply.headers.allow).toBeUndefined();
@@ -51,22 +37,22 @@ describe("404 and 405: path and method, checked first", () => {
   });
 
   it("answers GET on an unknown path with 404", async () => {
-    const reply = await call("/nothing-here", { method: "GET" });
+    const reply = await contract.call("/nothing-here", { method: "GET" });
     expect(reply.status).toBe(404);
-    expect(reply.json).toEqual(errorBody({ code: "not_found", message: NOT_FOUND_MESSAGE }));
+    expect(reply.json).toEqual(errorBody({ code: "not_found", message: contract.NOT_FOUND_MESSAGE }));
   });
 
   it.each([["GET"], ["PUT"], ["DELETE"], ["PATCH"]])(
     "answers %s on the operation's path with 405 and Allow: POST, before the key is checked",
     async (method) => {
-      for (const key of [keys.rank, null]) {
-        const reply = await call(OP, {
+      for (const key of [contract.keys.rank, null]) {
+        const reply = await contract.call(contract.OP, {
           method,
           key,
-          ...(method === "GET" ? {} : { body: { ...OCTOBER, numUsers: 3 } }),
+          ...(method === "GET" ? {} : { body: { ...contract.OCTOBER, numUsers: 3 } }),
         });
         expect(reply.status).toBe(405);
-        expect(reply.json).toEqual(errorBody({ code: "method_not_allowed", message: `use POST for ${OP}` }));
+        expect(reply.json).toEqual(errorBody({ code: "method_not_allowed", message: `use POST for ${contract.OP}` }));
         expect(reply.headers.allow).toBe("POST");
         expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
         expect(reply.headers["www-authenticate"]).toBeUndefined();
@@ -75,14 +61,14 @@ describe("404 and 405: path and method, checked first", () => {
   );
 
   it("answers HEAD on the operation's path with 405 and Allow: POST", async () => {
-    const reply = await call(OP, { method: "HEAD" });
+    const reply = await contract.call(contract.OP, { method: "HEAD" });
     expect(reply.status).toBe(405);
     expect(reply.headers.allow).toBe("POST");
     expect(reply.text).toBe("");
   });
 
   it("tolerates a trailing slash and repeated slashes on 405 too", async () => {
-    const reply = await nodeRequest({ method: "GET", path: `//${OP.slice(1)}//` });
+    const reply = await contract.nodeRequest({ method: "GET", path: `//${contract.OP.slice(1)}//` });
     expect(reply.status).toBe(405);
     expect(reply.headers.allow).toBe("POST");
   });
@@ -91,24 +77,24 @@ describe("404 and 405: path and method, checked first", () => {
 describe("413: body over 64 KiB", () => {
   /** A valid request padded with spaces to exactly `size` bytes. */
   function paddedBody(size: number): string {
-    const json = JSON.stringify({ ...OCTOBER, numUsers: 3 });
+    const json = JSON.stringify({ ...contract.OCTOBER, numUsers: 3 });
     return `${json.slice(0, -1)}${" ".repeat(size - json.length)}}`;
   }
-  const TOO_LARGE = errorBody({ code: "payload_too_large", message: TOO_LARGE_MESSAGE });
-  const jsonHeaders = () => ({ authorization: `Bearer ${keys.rank}`, "content-type": "application/json" });
+  const TOO_LARGE = errorBody({ code: "payload_too_large", message: contract.TOO_LARGE_MESSAGE });
+  const jsonHeaders = () => ({ authorization: `Bearer ${contract.keys.rank}`, "content-type": "application/json" });
   /** Sends the body (as one piece or in chunks) and reads the answer's status and JSON. */
   const send = async (body: { body: string } | { chunks: Buffer[] }) => {
-    const reply = await nodeRequest({ path: OP, headers: jsonHeaders(), ...body });
+    const reply = await contract.nodeRequest({ path: contract.OP, headers: jsonHeaders(), ...body });
     return { ...reply, json: JSON.parse(reply.body.toString("utf8")) as unknown };
   };
-  const TOP_3 = { data: OCTOBER_RANKING.slice(0, 3), errors: null };
+  const TOP_3 = { data: contract.OCTOBER_RANKING.slice(0, 3), errors: null };
 
   it("accepts a body of exactly 64 KiB and refuses one byte more (Content-Length)", async () => {
-    expect(paddedBody(MAX_BODY)).toHaveLength(MAX_BODY);
-    const ok = await send({ body: paddedBody(MAX_BODY) });
+    expect(paddedBody(contract.MAX_BODY)).toHaveLength(contract.MAX_BODY);
+    const ok = await send({ body: paddedBody(contract.MAX_BODY) });
     expect([ok.status, ok.json]).toEqual([200, TOP_3]);
 
-    const refused = await send({ body: paddedBody(MAX_BODY + 1) });
+    const refused = await send({ body: paddedBody(contract.MAX_BODY + 1) });
     expect([refused.status, refused.json]).toEqual([413, TOO_LARGE]);
     expect(refused.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(refused.headers["ratelimit-policy"]).toBe('"default";q=100000;w=60');
@@ -121,10 +107,10 @@ describe("413: body over 64 KiB", () => {
       for (let i = 0; i < bytes.length; i += 10_000) chunks.push(bytes.subarray(i, i + 10_000));
       return chunks;
     };
-    const ok = await send({ chunks: chunked(MAX_BODY) });
+    const ok = await send({ chunks: chunked(contract.MAX_BODY) });
     expect([ok.status, ok.json]).toEqual([200, TOP_3]);
 
-    const refused = await send({ chunks: chunked(MAX_BODY + 1) });
+    const refused = await send({ chunks: chunked(contract.MAX_BODY + 1) });
     expect([refused.status, refused.json]).toEqual([413, TOO_LARGE]);
     expect(refused.headers.connection).toBe("close");
   });
@@ -132,8 +118,8 @@ describe("413: body over 64 KiB", () => {
   it("refuses a chunked upload as soon as it passes 64 KiB, without waiting for its end", async () => {
     const piece = Buffer.from(`{"numUsers": 3${" ".repeat(16_384)}`, "utf8");
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const refused = await nodeRequest({
-        path: OP,
+      const refused = await contract.nodeRequest({
+        path: contract.OP,
         headers: jsonHeaders(),
         chunks: [piece, piece, piece, piece, piece],
         unfinished: true,
@@ -144,8 +130,8 @@ describe("413: body over 64 KiB", () => {
   });
 
   it("refuses on a declared Content-Length over 64 KiB without waiting for the body", async () => {
-    const reply = await rawExchange(
-      `POST ${OP} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${keys.rank}\r\n` +
+    const reply = await contract.rawExchange(
+      `POST ${contract.OP} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${contract.keys.rank}\r\n` +
         "Content-Type: application/json\r\nContent-Length: 1000000000\r\nConnection: close\r\n\r\n{}",
     );
     expect(reply.status).toBe(413);
@@ -154,7 +140,7 @@ describe("413: body over 64 KiB", () => {
 });
 
 describe("415: Content-Type not JSON", () => {
-  const body = JSON.stringify({ ...OCTOBER, numUsers: 3 });
+  const body = JSON.stringify({ ...contract.OCTOBER, numUsers: 3 });
 
   it.each([
     ["text/plain", "Content-Type text/plain is not supported. Send application/json"],
@@ -164,14 +150,22 @@ describe("415: Content-Type not JSON", () => {
     ],
     ["text/json", "Content-Type text/json is not supported. Send application/json"],
   ])("refuses %s", async (contentType, message) => {
-    const reply = await call(OP, { key: keys.rank, body, headers: { "content-type": contentType } });
+    const reply = await contract.call(contract.OP, {
+      key: contract.keys.rank,
+      body,
+      headers: { "content-type": contentType },
+    });
     expect(reply.status).toBe(415);
     expect(reply.json).toEqual(errorBody({ code: "unsupported_media_type", message }));
     expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
   });
 
   it("refuses a body without Content-Type", async () => {
-    const reply = await nodeRequest({ path: OP, headers: { authorization: `Bearer ${keys.rank}` }, body });
+    const reply = await contract.nodeRequest({
+      path: contract.OP,
+      headers: { authorization: `Bearer ${contract.keys.rank}` },
+      body,
+    });
     expect(reply.status).toBe(415);
     expect(JSON.parse(reply.body.toString("utf8"))).toEqual(
       errorBody({ code: "unsupported_media_type", message: "Content-Type is required. Send application/json" }),
@@ -181,9 +175,13 @@ describe("415: Content-Type not JSON", () => {
   it.each([["application/json; charset=utf-8"], ["application/json;charset=UTF-8;v=1"], ["Application/JSON"]])(
     "accepts %s",
     async (contentType) => {
-      const reply = await call(OP, { key: keys.rank, body, headers: { "content-type": contentType } });
+      const reply = await contract.call(contract.OP, {
+        key: contract.keys.rank,
+        body,
+        headers: { "content-type": contentType },
+      });
       expect(reply.status).toBe(200);
-      expect(reply.json).toEqual({ data: OCTOBER_RANKING.slice(0, 3), errors: null });
+      expect(reply.json).toEqual({ data: contract.OCTOBER_RANKING.slice(0, 3), errors: null });
     },
   );
 });
@@ -237,16 +235,16 @@ describe("503: database unreachable", () => {
   let publicServer: OnePortServer;
   let baseUrl: string;
   let key: string;
-  const body = { ...OCTOBER, numUsers: 10 };
+  const body = { ...contract.OCTOBER, numUsers: 10 };
   const UNAVAILABLE = errorBody({
     code: "unavailable",
     message: "the leaderboard database is unavailable right now. Retry shortly",
   });
-  const served = { data: [{ username: "steady", avatar: img("steady"), totalWagered: 7 }], errors: null };
+  const served = { data: [{ username: "steady", avatar: contract.img("steady"), totalWagered: 7 }], errors: null };
 
   beforeAll(async () => {
     direct = await createTestDatabase("rest_contract_503");
-    key = await oneWagerBoard(direct.db, "aff-steady", "st", "steady", "7");
+    key = await contract.oneWagerBoard(direct.db, "aff-steady", "st", "steady", "7");
     await relay.open();
     const url = new URL(direct.url);
     url.hostname = "127.0.0.1";
@@ -267,28 +265,28 @@ describe("503: database unreachable", () => {
   });
 
   it("answers 503 unavailable with Retry-After, never 500, and 200 again once the database is back", async () => {
-    const before = await call(OP, { key, body, baseUrl });
+    const before = await contract.call(contract.OP, { key, body, baseUrl });
     expect(before.status).toBe(200);
     expect(before.json).toEqual(served);
-    expect((await call("/readyz", { method: "GET", baseUrl })).status).toBe(200);
+    expect((await contract.call("/readyz", { method: "GET", baseUrl })).status).toBe(200);
 
     await relay.cut();
     // The key is held in memory: the leaderboard query is what fails.
-    const known = await call(OP, { key, body, baseUrl });
+    const known = await contract.call(contract.OP, { key, body, baseUrl });
     expect(known.status).toBe(503);
     expect(known.json).toEqual(UNAVAILABLE);
     expect(known.headers["retry-after"]).toBe("1");
     expect(known.headers["content-type"]).toBe("application/json; charset=utf-8");
     // Every usable key is in memory, so an unknown one is still told apart: 401, as without the outage.
-    const unseen = await call(OP, { key: `tw_${"Q".repeat(32)}`, body, baseUrl });
+    const unseen = await contract.call(contract.OP, { key: `tw_${"Q".repeat(32)}`, body, baseUrl });
     expect(unseen.status).toBe(401);
-    const ready = await call("/readyz", { method: "GET", baseUrl });
+    const ready = await contract.call("/readyz", { method: "GET", baseUrl });
     expect(ready.status).toBe(503);
     expect(ready.json).toEqual({ status: "database_unavailable", ...RELEASE });
-    expect((await call("/healthz", { method: "GET", baseUrl })).json).toEqual({ status: "ok" });
+    expect((await contract.call("/healthz", { method: "GET", baseUrl })).json).toEqual({ status: "ok" });
 
     await relay.open();
-    const after = await call(OP, { key, body, baseUrl });
+    const after = await contract.call(contract.OP, { key, body, baseUrl });
     expect(after.status).toBe(200);
     expect(after.json).toEqual(served);
   });

@@ -7,26 +7,15 @@
 import { describe, expect, it } from "vitest";
 import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
 import { type ErrorItem, errorBody, invalid, jsonParseMessage } from "../support/rest.js";
-import {
-  EARLIEST_START,
-  EMPTY_BODY_MESSAGE,
-  END_BEFORE_START_MESSAGE,
-  entries,
-  keys,
-  NOT_AN_OBJECT_MESSAGE,
-  OCTOBER,
-  OCTOBER_RANKING,
-  top,
-  useRestContractServer,
-} from "../support/rest-contract.js";
+import * as contract from "../support/rest-contract.js";
 
-useRestContractServer();
+contract.useRestContractServer();
 
 // ---- validation ------------------------------------------------------------
 
 describe("400: validation, every problem reported with its field", () => {
-  const valid = { ...OCTOBER, numUsers: 3 };
-  const TOP_3 = { data: OCTOBER_RANKING.slice(0, 3), errors: null };
+  const valid = { ...contract.OCTOBER, numUsers: 3 };
+  const TOP_3 = { data: contract.OCTOBER_RANKING.slice(0, 3), errors: null };
   const whole = (field: string, got: string) => invalid(`${field} must be a whole number, got ${got}`, field);
   const required = (field: string) => invalid(`${field} is required`, field);
 
@@ -34,7 +23,7 @@ describe("400: validation, every problem reported with its field", () => {
     ["{} reports all three fields", {}, [required("startTimestamp"), required("endTimestamp"), required("numUsers")]],
     ["missing startTimestamp", { endTimestamp: NOV_1 - 1, numUsers: 3 }, [required("startTimestamp")]],
     ["missing endTimestamp", { startTimestamp: OCT_1, numUsers: 3 }, [required("endTimestamp")]],
-    ["missing numUsers (missing is not 0)", { ...OCTOBER }, [required("numUsers")]],
+    ["missing numUsers (missing is not 0)", { ...contract.OCTOBER }, [required("numUsers")]],
     [
       "a fractional startTimestamp",
       { ...valid, startTimestamp: 1733115600.5 },
@@ -51,7 +40,7 @@ describe("400: validation, every problem reported with its field", () => {
     ["a decimal string", { ...valid, numUsers: "2.5" }, [whole("numUsers", '"2.5"')]],
     [
       "startTimestamp one second before 1733115600",
-      { ...valid, startTimestamp: EARLIEST_START - 1 },
+      { ...valid, startTimestamp: contract.EARLIEST_START - 1 },
       [invalid("startTimestamp must be 1733115600 (2 December 2024) or later", "startTimestamp")],
     ],
     [
@@ -83,14 +72,14 @@ describe("400: validation, every problem reported with its field", () => {
     [
       "endTimestamp one second before startTimestamp",
       { startTimestamp: OCT_16, endTimestamp: OCT_16 - 1, numUsers: 3 },
-      [invalid(END_BEFORE_START_MESSAGE, "endTimestamp")],
+      [invalid(contract.END_BEFORE_START_MESSAGE, "endTimestamp")],
     ],
     [
       "three problems at once",
       { startTimestamp: 1, endTimestamp: 0, numUsers: 0 },
       [
         invalid("startTimestamp must be 1733115600 (2 December 2024) or later", "startTimestamp"),
-        invalid(END_BEFORE_START_MESSAGE, "endTimestamp"),
+        invalid(contract.END_BEFORE_START_MESSAGE, "endTimestamp"),
         invalid("numUsers must be between 1 and 100", "numUsers"),
       ],
     ],
@@ -106,7 +95,7 @@ describe("400: validation, every problem reported with its field", () => {
   ];
 
   it.each(cases)("rejects %s", async (_name, body, items) => {
-    const reply = await top(keys.rank, body);
+    const reply = await contract.top(contract.keys.rank, body);
     expect(reply.status).toBe(400);
     expect(reply.json).toEqual(errorBody(...items));
     expect(reply.headers["content-type"]).toBe("application/json; charset=utf-8");
@@ -114,7 +103,7 @@ describe("400: validation, every problem reported with its field", () => {
   });
 
   it("accepts numeric strings as proto JSON does", async () => {
-    const reply = await top(keys.rank, {
+    const reply = await contract.top(contract.keys.rank, {
       startTimestamp: String(OCT_1),
       endTimestamp: String(NOV_1 - 1),
       numUsers: "3",
@@ -125,18 +114,31 @@ describe("400: validation, every problem reported with its field", () => {
 
   it("accepts the bounds themselves: start 1733115600, numUsers 1 and 100", async () => {
     expect(
-      (await top(keys.rank, { startTimestamp: EARLIEST_START, endTimestamp: NOV_1 - 1, numUsers: 3 })).json,
+      (
+        await contract.top(contract.keys.rank, {
+          startTimestamp: contract.EARLIEST_START,
+          endTimestamp: NOV_1 - 1,
+          numUsers: 3,
+        })
+      ).json,
     ).toEqual({
       // Since 2 December 2024 the whale also has its 10000 of 30 September.
-      data: [{ ...OCTOBER_RANKING[1], totalWagered: 10500 }, OCTOBER_RANKING[0], OCTOBER_RANKING[2]],
+      data: [{ ...contract.OCTOBER_RANKING[1], totalWagered: 10500 }, contract.OCTOBER_RANKING[0], contract.OCTOBER_RANKING[2]],
       errors: null,
     });
-    expect(await entries(keys.rank, { ...OCTOBER, numUsers: 1 })).toEqual(OCTOBER_RANKING.slice(0, 1));
-    expect(await entries(keys.rank, { ...OCTOBER, numUsers: 100 })).toEqual(OCTOBER_RANKING);
+    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 1 })).toEqual(
+      contract.OCTOBER_RANKING.slice(0, 1),
+    );
+    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 100 })).toEqual(contract.OCTOBER_RANKING);
   });
 
   it("ignores unknown extra fields", async () => {
-    const reply = await top(keys.rank, { ...valid, affiliateId: "aff-a", numusers: 0, extra: { nested: [1, 2] } });
+    const reply = await contract.top(contract.keys.rank, {
+      ...valid,
+      affiliateId: "aff-a",
+      numusers: 0,
+      extra: { nested: [1, 2] },
+    });
     expect(reply.status).toBe(200);
     expect(reply.json).toEqual(TOP_3);
   });
@@ -152,17 +154,17 @@ describe("400: validation, every problem reported with its field", () => {
       '{"numUsers": 3,}',
       `request body is not valid JSON (${jsonParseMessage('{"numUsers": 3,}')})`,
     ],
-    ["an empty body", "", EMPTY_BODY_MESSAGE],
-    ["a body of whitespace", " \r\n\t ", EMPTY_BODY_MESSAGE],
-    ["a top-level array", "[1790812800, 1793491199, 3]", NOT_AN_OBJECT_MESSAGE],
-    ["a top-level number", "42", NOT_AN_OBJECT_MESSAGE],
-    ["a top-level string", '"startTimestamp"', NOT_AN_OBJECT_MESSAGE],
-    ["top-level null", "null", NOT_AN_OBJECT_MESSAGE],
-    ["top-level true", "true", NOT_AN_OBJECT_MESSAGE],
+    ["an empty body", "", contract.EMPTY_BODY_MESSAGE],
+    ["a body of whitespace", " \r\n\t ", contract.EMPTY_BODY_MESSAGE],
+    ["a contract.top-level array", "[1790812800, 1793491199, 3]", contract.NOT_AN_OBJECT_MESSAGE],
+    ["a contract.top-level number", "42", contract.NOT_AN_OBJECT_MESSAGE],
+    ["a contract.top-level string", '"startTimestamp"', contract.NOT_AN_OBJECT_MESSAGE],
+    ["contract.top-level null", "null", contract.NOT_AN_OBJECT_MESSAGE],
+    ["contract.top-level true", "true", contract.NOT_AN_OBJECT_MESSAGE],
   ];
 
   it.each(bodies)("answers %s with 400 in the envelope, naming no field", async (_name, body, message) => {
-    const reply = await top(keys.rank, body);
+    const reply = await contract.top(contract.keys.rank, body);
     expect(reply.status).toBe(400);
     expect(reply.json).toEqual(errorBody(invalid(message)));
   });

@@ -59,6 +59,11 @@ export async function untilPrinted(output: Output, pattern: RegExp, count: numbe
   }
 }
 
+/** A command line's words, as a shell splits one without quotes: `argv("keys list --json")`. */
+export function argv(line: string): string[] {
+  return line.split(" ");
+}
+
 export function runCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}) {
   return startCli(args, databaseUrl, env).done;
 }
