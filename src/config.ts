@@ -67,6 +67,11 @@ export interface Config {
   readonly tracesServiceName: string;
   /** Outgoing webhooks (docs/webhooks.md). */
   readonly webhooks: WebhookSettings;
+  /**
+   * The operator's name (ISSUER), e.g. "https://casino.example": every signature carries it as `iss`
+   * (docs/verify.md). Unset: "topwagers".
+   */
+  readonly issuer: string;
   /** How often the race clock runs (starts, ends, the freeze; src/races/races.ts tick), in ms. */
   readonly raceClockMs: number;
   /** Live-board streams: heartbeat interval and the limits of open streams. */
@@ -153,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     ...tracing,
     webhooks,
+    issuer: read.text("ISSUER", "topwagers").trim(),
     raceClockMs: read.integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
     streams: readStreamLimits(read),
   };

@@ -13,6 +13,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
+import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { Admission } from "../auth/admission.js";
@@ -34,6 +35,7 @@ import { RaceEvents } from "../handlers/race-events.js";
 import { RaceRest } from "../handlers/race-rest.js";
 import { keyAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { RestApi } from "../handlers/rest.js";
+import type { SigningKeysSkin } from "../handlers/signing-keys.js";
 import { WATCH_PATH, WatchRpc } from "../handlers/watch-rpc.js";
 import { keyOwner, webhookService } from "../handlers/webhook-service.js";
 import { boardStandings } from "../leaderboard/board-standings.js";
@@ -77,6 +79,7 @@ import {
   writeJson,
 } from "../transport/http.js";
 import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
+import { buildSigning, type Signing } from "./signing.js";
 import { webhookAdmin } from "./webhook-delivery.js";
 
 export interface PublicAppOptions {
@@ -137,6 +140,7 @@ export const PUBLIC_SERVICES = [
   TopWagersService.typeName,
   RaceService.typeName,
   WebhookService.typeName,
+  SigningKeyService.typeName,
   ...OPEN_SERVICES,
 ] as const;
 
@@ -152,7 +156,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
   const skins = buildSkins(config, domain, admission, calls, logger);
-  const routes = routingTable(skins, domain.readiness);
+  const routes = routingTable({ ...skins, jwks: domain.signing.skin }, domain.readiness);
   const connect = connectNodeAdapter({
     routes: connectServices(domain),
     fallback: (req, res) => notFound(req, res, skins.rest.path, logger),
@@ -190,6 +194,8 @@ interface PublicDomain {
   readonly raceWatch: RaceWatch;
   readonly webhooks: WebhookAdmin;
   readonly keysLoaded: Promise<void>;
+  /** The signer of final results and the published keys (apps/signing.ts). */
+  readonly signing: Signing;
 }
 
 /**
@@ -218,6 +224,7 @@ function buildDomain(
   });
   const watched = new WatchedPeriods();
   const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger);
+  const signing = buildSigning(config, database, logger);
   const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, now);
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
@@ -242,7 +249,7 @@ function buildDomain(
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
   return {
     ...{ keys, keyCatchUp, readiness, changeFeed, leaderboard, live, watched, fleet },
-    ...{ races, raceWatch, webhooks, keysLoaded },
+    ...{ races, raceWatch, webhooks, keysLoaded, signing },
   };
 }
 
@@ -394,6 +401,8 @@ function buildAdmission(config: Config, domain: PublicDomain, options: PublicApp
 /** Every service that is not open needs an affiliate key, counted against its rate limit. */
 function gate(admission: Admission, calls: CallObservation) {
   return requestGate(async (context, facts) => {
+    // The published signing keys are for everyone, as the JWKS is.
+    if (context.service.typeName === SigningKeyService.typeName) return;
     const admitted = await admission.admitBearer(context.requestHeader.get("authorization"), facts.clientAddress);
     facts.keyId = admitted.caller.keyId;
     context.values.set(callerKey, admitted.caller);
@@ -461,6 +470,7 @@ function connectServices(domain: PublicDomain): (router: ConnectRouter) => void 
     router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
     router.service(RaceService, raceRpc(domain.races, keyAffiliate, { watch: domain.raceWatch, slots: domain.live }));
     router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));
+    domain.signing.skin.register(router);
     registerHealth(router, PUBLIC_SERVICES, domain.readiness);
     registerReflection(router, PUBLIC_SERVICES);
   };
@@ -510,7 +520,7 @@ const OPTIONS = ["OPTIONS"] as const;
  * page calls with a publishable key adds its OPTIONS entry (CORS preflight) above it. To serve a new Connect
  * service, add one line to `connectServices` instead.
  */
-function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
+function routingTable(skins: Skins & { readonly jwks: SigningKeysSkin }, readiness: Readiness): readonly Route[] {
   const { rest, races, raceEvents, watch, boardStream, overlay, preflight, docs } = skins;
   const restHandle = (req: NodeRequest, res: NodeResponse) => rest.handle(nodeExchange(req, res));
   const restStream: Route["stream"] = (stream, headers, address) =>
@@ -547,6 +557,7 @@ function routingTable(skins: Skins, readiness: Readiness): readonly Route[] {
     { path: overlay.path, handle: (req, res) => overlay.handle(req, res), traced: true },
     { path: "/healthz", methods: GET, handle: (_req, res) => writeJson(res, 200, { status: "ok" }), traced: true },
     { path: "/readyz", methods: GET, handle: (_req, res) => readyz(readiness, res), traced: true },
+    { path: skins.jwks.path, methods: GET, handle: (req, res) => skins.jwks.handle(req, res), traced: true },
     {
       path: "/docs",
       serves: (path) => docs.matches(path, "GET"),

@@ -15,10 +15,13 @@ import type { SeedPlan } from "../ingest/seed-data.js";
 import { WagerIngest } from "../ingest/wager-ingest.js";
 import { Races } from "../races/races.js";
 import { serve } from "../server.js";
+import { ensureActiveKey } from "../signing/keys.js";
 import { ensureAffiliate, usersOfAffiliate } from "../storage/affiliates.js";
 import type { Database } from "../storage/database.js";
 import { openDatabase } from "../storage/database.js";
+import { mariadbSigningKeys } from "../storage/signing-keys.js";
 import { causalStandings, mariadbApiKeys, mariadbIngest, mariadbRaces, mariadbStandings } from "../storage/stores.js";
+import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 import { halfMonthOf, monthStart, nextMonthStart } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 import { type SeedReport, seedDatabase } from "./seed.js";
@@ -60,6 +63,9 @@ export async function runDemo(args: string[]): Promise<void> {
       await loadDemoDataOnce(db);
       const issued = await issueDemoKeys(db);
       await ensureDemoRace(db, config.defaultAvatarUrl);
+      // Final results are signed (docs/verify.md): the demo has an active key without any setting.
+      const box = new WebhookSecretBox(config.webhooks.secretKey);
+      await ensureActiveKey(mariadbSigningKeys(db.write, box), Math.floor(Date.now() / 1000));
       return issued;
     },
     { config, create: true, migrate: true },

@@ -16,6 +16,7 @@ import { runDemo } from "./demo.js";
 import { keysCommand } from "./keys.js";
 import { racesCommand } from "./races.js";
 import { serveCommand } from "./serve.js";
+import { signingKeysCommand } from "./signing-keys.js";
 import { exitOnHeldStopSignal } from "./stop-signals.js";
 import { programUsage, usageFor, wantsHelp } from "./usage.js";
 import { webhooksCommand } from "./webhooks.js";
@@ -89,6 +90,7 @@ const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
   ["keys", keysCommand],
   ["races", racesCommand],
   ["webhooks", webhooksCommand],
+  ["signing-keys", signingKeysCommand],
   ["import", importCommand],
   ["seed", seedCommand],
   ["verify", verifyCommand],

@@ -155,6 +155,25 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     synopsis: "<deliveryId> [--json]",
     summary: "send one delivery again with the same webhook-id (one more attempt); a running server sends it",
   },
+  "signing-keys make": {
+    synopsis: "[--activate] [--json]",
+    summary: "make an Ed25519 key that signs final race results; it is published at once (JWKS), signs once active",
+    details:
+      "  --activate  make it the active key now (the key active before is retired and stays published)\n" +
+      "  The private key is sealed with WEBHOOK_SECRET_KEY at rest and never printed (docs/verify.md).",
+  },
+  "signing-keys list": {
+    synopsis: "[--json]",
+    summary: "list the signing keys (kid, new, active or retired, when); never a private key",
+  },
+  "signing-keys activate": {
+    synopsis: "<kid>",
+    summary: "make a key the one every server signs with (within a few seconds); the one before is retired",
+  },
+  "signing-keys retire": {
+    synopsis: "<kid>",
+    summary: "retire a key that is not active: it never signs, and stays published so its signatures verify",
+  },
   import: {
     synopsis: "<file> [--format jsonl|csv] [--json]",
     summary: "import users, wagers and voids from JSON Lines or CSV, through ingest (see README)",

@@ -20,6 +20,7 @@ import {
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { file_topwagers_v1_races } from "../../gen/topwagers/v1/races_pb.js";
+import { file_topwagers_v1_signing } from "../../gen/topwagers/v1/signing_pb.js";
 import { file_topwagers_v1_top_wagers } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { file_topwagers_v1_webhooks } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { ServiceError } from "../errors/catalogue.js";
@@ -99,6 +100,7 @@ export const PUBLIC_FILES: readonly DescFile[] = [
   file_topwagers_v1_top_wagers,
   file_topwagers_v1_races,
   file_topwagers_v1_webhooks,
+  file_topwagers_v1_signing,
 ];
 
 interface Catalogue {

@@ -397,6 +397,37 @@ export const MIGRATIONS: readonly Migration[] = [
       backfillWeightedSums(),
     ],
   },
+  {
+    version: 13,
+    name: "signing keys, and the signed final results chained per affiliate",
+    // docs/verify.md. Ed25519 keys: `public_x` is the public key (RFC 8037 `x`, base64url), `private_sealed`
+    // the private half as ./signing-keys.ts seals it (the webhook secrets' AES-256-GCM box). `active` is 1 on
+    // the one key every instance signs with and NULL on the others (unique: at most one active).
+    statements: [
+      `CREATE TABLE signing_keys (
+        kid VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+        public_x VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        private_sealed VARBINARY(512) NOT NULL,
+        active TINYINT UNSIGNED NULL,
+        created_at INT UNSIGNED NOT NULL,
+        activated_at INT UNSIGNED NULL,
+        retired_at INT UNSIGNED NULL,
+        UNIQUE KEY ux_signing_keys_active (active)
+      ) ENGINE=InnoDB`,
+      // A final result as signed at the freeze (the compact JWS, answered byte for byte forever). `sequence`
+      // counts an affiliate's signed results from 1; each names the previous one's SHA-256 (the chain), and
+      // the unique key stops two freezes from both following the same result.
+      `CREATE TABLE race_signed_results (
+        race_id INT UNSIGNED NOT NULL PRIMARY KEY,
+        affiliate_id INT UNSIGNED NOT NULL,
+        sequence INT UNSIGNED NOT NULL,
+        kid VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        sha256 CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        jws MEDIUMBLOB NOT NULL,
+        UNIQUE KEY ux_race_signed_results_chain (affiliate_id, sequence)
+      ) ENGINE=InnoDB`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -11,6 +11,7 @@ export const SERVICES = [
   "topwagers.v1.TopWagersService",
   "topwagers.v1.RaceService",
   "topwagers.v1.WebhookService",
+  "topwagers.v1.SigningKeyService",
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",

@@ -1,0 +1,66 @@
+/**
+ * The signing keys' skin, open to every caller (no key): `GET /.well-known/jwks.json` on the public port
+ * (a JWK Set, RFC 7517, cacheable by anyone for JWKS_MAX_AGE_SECONDS) and SigningKeyService.GetSigningKeys
+ * over Connect, gRPC and gRPC-Web. docs/verify.md says how to check a signature with them.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { GetSigningKeysResponseSchema, SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
+import { ServiceError } from "../errors/catalogue.js";
+import type { Logger } from "../logger.js";
+import { jwkSet } from "../signing/keys.js";
+import type { PublishedKeys } from "../signing/published-keys.js";
+import { type NodeRequest, type NodeResponse, writeJson, writeWhole } from "../transport/http.js";
+
+export const JWKS_PATH = "/.well-known/jwks.json";
+/** How long a client or cache may keep the JWK Set: make a key, wait this long, then activate it. */
+export const JWKS_MAX_AGE_SECONDS = 300;
+
+export class SigningKeysSkin {
+  readonly path = JWKS_PATH;
+
+  constructor(
+    private readonly published: PublishedKeys,
+    private readonly logger: Logger,
+  ) {}
+
+  async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    let body: string;
+    try {
+      body = JSON.stringify(jwkSet(await this.published.keys()));
+    } catch (error) {
+      this.logger.warn({ err: error }, "the signing keys could not be read for the JWKS");
+      writeJson(res, 503, {
+        data: null,
+        errors: [{ code: "unavailable", message: "the signing keys could not be read; try again" }],
+      });
+      return;
+    }
+    const headers = {
+      "content-type": "application/jwk-set+json",
+      "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}`,
+      "access-control-allow-origin": "*",
+      "content-length": String(Buffer.byteLength(body)),
+    };
+    writeWhole(res, 200, headers, req.method === "HEAD" ? "" : body);
+  }
+
+  register(router: ConnectRouter): void {
+    const published = this.published;
+    router.service(SigningKeyService, {
+      async getSigningKeys() {
+        const keys = await published.keys().catch(() => {
+          throw new ServiceError("DATABASE_UNAVAILABLE", "the signing keys could not be read; try again");
+        });
+        return create(GetSigningKeysResponseSchema, {
+          issuer: published.issuer,
+          keys: jwkSet(keys).keys.map((jwk, index) => ({
+            ...jwk,
+            state: keys[index]?.state ?? "",
+            createdAt: BigInt(keys[index]?.createdAt ?? 0),
+          })),
+        });
+      },
+    });
+  }
+}

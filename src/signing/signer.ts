@@ -1,0 +1,91 @@
+/**
+ * The operator's signature (docs/verify.md): a JSON object, with the issuer added as `iss`, is
+ * canonicalized per RFC 8785 (the `canonicalize` package) and signed as a compact JWS (RFC 7515) with
+ * EdDSA / Ed25519 (RFC 8037) by the deployment's active key, its `kid` in the protected header.
+ *
+ * Every instance signs with the key the database says is active. The active key is read again at most
+ * every `refreshMs` (default 2 s), so a key activated by the CLI or another instance is used everywhere
+ * within that time, without a restart; the keys it replaced stay published (./jwks.ts). The private key
+ * lives only in this object's memory (a KeyObject): it is never logged, answered or counted.
+ */
+import { createPrivateKey, type KeyObject } from "node:crypto";
+import canonicalize from "canonicalize";
+import { CompactSign } from "jose";
+import type { ActiveSigningKey, PayloadSigner, SignedPayload, SigningKeyStore } from "../ports/signing.js";
+
+export interface SignerOptions {
+  /** Names the operator in every signature (`iss`), e.g. "https://casino.example" (ISSUER). */
+  readonly issuer: string;
+  /** How long the active key read from the store is used before it is read again. */
+  readonly refreshMs?: number;
+  readonly now?: () => number;
+}
+
+interface HeldKey {
+  readonly kid: string;
+  readonly key: KeyObject;
+}
+
+export class Signer implements PayloadSigner {
+  private held: { readonly key: HeldKey | undefined; readonly until: number } | undefined;
+  private reading: Promise<HeldKey | undefined> | undefined;
+  private count = 0;
+
+  constructor(
+    private readonly store: Pick<SigningKeyStore, "active">,
+    private readonly options: SignerOptions,
+  ) {}
+
+  get issuer(): string {
+    return this.options.issuer;
+  }
+
+  /** Signatures made by this instance since it started. */
+  get signatures(): number {
+    return this.count;
+  }
+
+  async sign(payload: Readonly<Record<string, unknown>>): Promise<SignedPayload | undefined> {
+    const held = await this.activeKey();
+    if (held === undefined) return undefined;
+    const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
+      .setProtectedHeader({ alg: "EdDSA", kid: held.kid })
+      .sign(held.key);
+    this.count += 1;
+    return { jws, kid: held.kid };
+  }
+
+  /** Forgets the held key: the next signature reads the active key again (after an activation here). */
+  forget(): void {
+    this.held = undefined;
+  }
+
+  private async activeKey(): Promise<HeldKey | undefined> {
+    const now = (this.options.now ?? Date.now)();
+    if (this.held !== undefined && now < this.held.until) return this.held.key;
+    this.reading ??= this.store
+      .active()
+      .then((active) => {
+        const key = active === undefined ? undefined : heldKey(active, this.held?.key);
+        this.held = { key, until: now + (this.options.refreshMs ?? 2_000) };
+        return key;
+      })
+      .finally(() => {
+        this.reading = undefined;
+      });
+    return this.reading;
+  }
+}
+
+/** The bytes a signature covers: the payload with `iss`, canonical per RFC 8785, as UTF-8. */
+export function signedBytes(payload: Readonly<Record<string, unknown>>, issuer: string): Uint8Array {
+  const text = canonicalize({ ...payload, iss: issuer });
+  if (text === undefined) throw new Error("a signed payload must be JSON");
+  return new TextEncoder().encode(text);
+}
+
+function heldKey(active: ActiveSigningKey, before: HeldKey | undefined): HeldKey {
+  if (before !== undefined && before.kid === active.kid) return before;
+  const key = createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", x: active.x, d: active.d }, format: "jwk" });
+  return { kid: active.kid, key };
+}
