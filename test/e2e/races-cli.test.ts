@@ -165,18 +165,7 @@ describe("topwagers races", () => {
     ]);
 
     const theirs = await races(
-      "create",
-      "--affiliate",
-      "cli-theirs",
-      "--slug",
-      "theirs",
-      "--title",
-      "Theirs",
-      "--start",
-      String(START),
-      "--end",
-      String(END),
-      "--json",
+      ...argv(`create --affiliate cli-theirs --slug theirs --title Theirs --start ${START} --end ${END} --json`),
     );
     const id = (JSON.parse(theirs.stdout) as { id: string }).id;
     const other = await races("cancel", id, "--affiliate", "cli-mine");
@@ -185,17 +174,7 @@ describe("topwagers races", () => {
       `error: affiliate cli-mine has no race ${id} (see: npm run cli -- races list --affiliate cli-mine)\n`,
     ]);
     const taken = await races(
-      "create",
-      "--affiliate",
-      "cli-theirs",
-      "--slug",
-      "theirs",
-      "--title",
-      "Again",
-      "--start",
-      String(START),
-      "--end",
-      String(END),
+      ...argv(`create --affiliate cli-theirs --slug theirs --title Again --start ${START} --end ${END}`),
     );
     expect([taken.code, taken.stderr]).toEqual([
       1,

@@ -45,12 +45,17 @@ const PERIODS: readonly (readonly [number, number])[] = [
   [utc(2026, 1, 20) + 37, NOW + 3600],
   [utc(2025, 12, 1), utc(2026, 4, 1) - 1],
 ];
-const USERS = 12;
-const AFFILIATES = 2;
-const WAGERS = 80;
-/** Duplicate names make the user id decide; non-ASCII ones test code point order. */
-const NAMES = ["amy", "amy", "Amy", "bob", "émile", "\u{1F600}", "\uFF5Ezed", "z", "b", "a"];
-const AVATARS = ["", "https://img.example.test/a.png"];
+const POOLS: draw.DrawPools = {
+  users: 12,
+  affiliates: 2,
+  wagers: 80,
+  /** Duplicate names make the user id decide; non-ASCII ones test code point order. */
+  names: ["amy", "amy", "Amy", "bob", "émile", "\u{1F600}", "\uFF5Ezed", "z", "b", "a"],
+  avatars: ["", "https://img.example.test/a.png"],
+  amount,
+  time,
+  weight,
+};
 /** Shown rows and margin of each held-board configuration. */
 const SHAPES = [
   { shown: 2, margin: 1 },
@@ -128,7 +133,7 @@ async function checkBoards(pair: Pair): Promise<void> {
   const answers: unknown[][] = [[], []];
   for (const [index, side] of pair.sides.entries()) {
     await side.feed.caughtUp();
-    for (let a = 0; a < AFFILIATES; a++) {
+    for (let a = 0; a < POOLS.affiliates; a++) {
       const affiliateId = await side.affiliateKey(`${pair.prefix}a${a}`);
       if (affiliateId === undefined) continue;
       for (const [start, end] of PERIODS) {
@@ -149,19 +154,9 @@ async function checkBoards(pair: Pair): Promise<void> {
   expect(answers[0]).toEqual(answers[1]);
 }
 
-const POOLS: draw.DrawPools = {
-  users: USERS,
-  affiliates: AFFILIATES,
-  wagers: WAGERS,
-  names: NAMES,
-  avatars: AVATARS,
-  amount,
-  time,
-  weight,
-};
 const upsert = draw.users(POOLS, 2).map((users) => new Upsert(users));
 const record = draw.wagers(POOLS, 12).map((wagers) => new Record(wagers));
-const voids = fc.array(fc.nat(WAGERS - 1), { minLength: 1, maxLength: 4 }).map((ws) => new Void(ws));
+const voids = fc.array(fc.nat(POOLS.wagers - 1), { minLength: 1, maxLength: 4 }).map((ws) => new Void(ws));
 const commands = [upsert, upsert, record, record, record, voids, voids];
 
 let database: TestDatabase;
@@ -250,7 +245,7 @@ async function pairOf(): Promise<Pair> {
     },
   );
   const pair: Pair = { prefix: `i${run}-`, sides: [modelSide, realSide] };
-  await new Upsert(draw.everyUser(POOLS, (i) => i % NAMES.length)).run({}, pair);
+  await new Upsert(draw.everyUser(POOLS, (i) => i % POOLS.names.length)).run({}, pair);
   return pair;
 }
 

@@ -93,24 +93,19 @@ const weight = fc.option(fc.oneof(fc.constantFrom(0, 1, 5000, 9999, 10_000), fc.
   nil: undefined,
 });
 
-const USERS = 6;
-const AFFILIATES = 3;
-/** Ids of randomly drawn wagers: 0 to WAGERS - 1; of the fixed re-sent ones: WAGERS to WAGERS + RESENT - 1. */
-const WAGERS = 30;
-const RESENT = 8;
-/** Names that tie, differ only in case, sort differently by code unit and code point, and are not ASCII. */
-const NAMES = ["amy", "amy", "Amy", "bob", "émile", "\u{1F600}", "\uFF5Ezed", "z"];
-const AVATARS = ["", "https://img.example.test/a.png", "http://img.example.test/b.png"];
 const POOLS: draw.DrawPools = {
-  users: USERS,
-  affiliates: AFFILIATES,
-  wagers: WAGERS,
-  names: NAMES,
-  avatars: AVATARS,
+  users: 6,
+  affiliates: 3,
+  /** Ids of randomly drawn wagers: 0 to wagers - 1; of the fixed re-sent ones: wagers to wagers + RESENT - 1. */
+  wagers: 30,
+  /** Names that tie, differ only in case, sort differently by code unit and code point, and are not ASCII. */
+  names: ["amy", "amy", "Amy", "bob", "émile", "\u{1F600}", "\uFF5Ezed", "z"],
+  avatars: ["", "https://img.example.test/a.png", "http://img.example.test/b.png"],
   amount,
   time,
   weight,
 };
+const RESENT = 8;
 
 interface Side {
   readonly ingest: WagerIngest;
@@ -259,7 +254,7 @@ const recordWagers = draw.wagers(POOLS, 5).map((wagers) => new RecordWagers(wage
 const resend = fc
   .array(
     fc.record({
-      wager: fc.integer({ min: WAGERS, max: WAGERS + RESENT - 1 }),
+      wager: fc.integer({ min: POOLS.wagers, max: POOLS.wagers + RESENT - 1 }),
       amount: fc.constantFrom("1.5", "1.50000000"),
       weightBps: fc.constantFrom(5000, 5000, 0, 10_000, undefined),
     }),
@@ -270,7 +265,7 @@ const resend = fc
       new RecordWagers(
         ws.map(({ wager, amount, weightBps }) => ({
           wager,
-          user: wager % USERS,
+          user: wager % POOLS.users,
           amount,
           placedAt: EDGES[wager % EDGES.length] as number,
           weightBps,
@@ -280,12 +275,12 @@ const resend = fc
 
 /** Voids of recorded wagers, of wagers not recorded yet, and again. */
 const voidWagers = fc
-  .array(fc.nat(WAGERS + RESENT - 1), { minLength: 1, maxLength: 3 })
+  .array(fc.nat(POOLS.wagers + RESENT - 1), { minLength: 1, maxLength: 3 })
   .map((ws) => new VoidWagers(ws));
 
 const query = fc
   .tuple(
-    fc.nat(AFFILIATES - 1),
+    fc.nat(POOLS.affiliates - 1),
     period,
     fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(100)),
     fc.constantFrom<RankBy | undefined>(undefined, "wagered", "weighted", "weighted"),
@@ -299,11 +294,11 @@ const prizeTable = fc.oneof(
 );
 const racePlacement = fc
   .tuple(
-    fc.nat(AFFILIATES - 1),
+    fc.nat(POOLS.affiliates - 1),
     period,
     prizeTable,
     fc.constantFrom("0", "0", "1", "1.5", "100"),
-    fc.array(fc.nat(USERS - 1), { maxLength: 3 }),
+    fc.array(fc.nat(POOLS.users - 1), { maxLength: 3 }),
     fc.integer({ min: 1, max: 5 }),
     fc.constantFrom<RankBy>("wagered", "weighted"),
   )

@@ -13,6 +13,8 @@ contract.useRestContractServer(() => clock);
 
 // ---- success ---------------------------------------------------------------
 
+/** A board of up to 10 users for the one second `at` (both bounds inclusive). */
+const oneSecond = (at: number) => ({ startTimestamp: at, endTimestamp: at, numUsers: 10 });
 describe("200: the envelope, ordering and totals", () => {
   it("answers 200 with data, errors null, exactly three fields per entry and the contract's headers", async () => {
     const reply = await contract.top(contract.keys.rank, { ...contract.OCTOBER, numUsers: 3 });
@@ -34,7 +36,9 @@ describe("200: the envelope, ordering and totals", () => {
     // "zebra" < "éclair", user id "rank-B" < "rank-a") and from JavaScript's default UTF-16
     // sort (U+E000 < U+1F600 although the surrogate pair of U+1F600 sorts first in UTF-16).
     // "small" has 99.99999999, which sorts above 100 as text.
-    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 100 })).toEqual(contract.OCTOBER_RANKING);
+    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 100 })).toEqual(
+      contract.OCTOBER_RANKING,
+    );
     const usernames = contract.OCTOBER_RANKING.slice(2, 10).map((e) => e.username);
     expect([...usernames].sort()).not.toEqual(usernames); // the test would catch a UTF-16 sort
     expect([...usernames].sort((a, b) => a.localeCompare(b))).not.toEqual(usernames);
@@ -59,11 +63,15 @@ describe("200: the envelope, ordering and totals", () => {
     expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 5 })).toEqual(
       contract.OCTOBER_RANKING.slice(0, 5),
     );
-    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 11 })).toEqual(contract.OCTOBER_RANKING);
+    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 11 })).toEqual(
+      contract.OCTOBER_RANKING,
+    );
   });
 
   it("returns a shorter list when fewer users wagered, and data [] when nobody did", async () => {
-    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 12 })).toEqual(contract.OCTOBER_RANKING);
+    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 12 })).toEqual(
+      contract.OCTOBER_RANKING,
+    );
     expect((await contract.top(contract.keys.empty, { ...contract.OCTOBER, numUsers: 10 })).text).toBe(
       '{"data":[],"errors":null}',
     );
@@ -93,13 +101,9 @@ describe("200: the envelope, ordering and totals", () => {
   });
 
   it("treats endTimestamp == startTimestamp as a one-second period", async () => {
-    expect(
-      await contract.entries(contract.keys.rank, {
-        startTimestamp: OCT_16 + 1,
-        endTimestamp: OCT_16 + 1,
-        numUsers: 10,
-      }),
-    ).toEqual([{ username: "big", avatar: contract.img("big"), totalWagered: 0.5 }]);
+    expect(await contract.entries(contract.keys.rank, oneSecond(OCT_16 + 1))).toEqual([
+      { username: "big", avatar: contract.img("big"), totalWagered: 0.5 },
+    ]);
     expect(
       await contract.entries(contract.keys.rank, { startTimestamp: OCT_1 + 1, endTimestamp: OCT_1 + 1, numUsers: 10 }),
     ).toEqual([]);
@@ -185,12 +189,8 @@ describe("200: the envelope, ordering and totals", () => {
   });
 
   it("gives users without an avatar the configured DEFAULT_AVATAR_URL", async () => {
-    expect(
-      await contract.entries(contract.keys.rank, {
-        startTimestamp: OCT_16 + 60,
-        endTimestamp: OCT_16 + 60,
-        numUsers: 10,
-      }),
-    ).toEqual([{ username: "zebra", avatar: contract.DEFAULT_AVATAR, totalWagered: 0.5 }]);
+    expect(await contract.entries(contract.keys.rank, oneSecond(OCT_16 + 60))).toEqual([
+      { username: "zebra", avatar: contract.DEFAULT_AVATAR, totalWagered: 0.5 },
+    ]);
   });
 });

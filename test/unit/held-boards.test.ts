@@ -104,6 +104,18 @@ function setup(shown = 2, margin = 1) {
   return { model, held, feed, wager, rows, board };
 }
 
+/** setup() with ann (u1) and ben (u2) known, ann's wager of 1 held: the board shows ann alone. */
+async function annHeldAlone() {
+  const s = setup();
+  await users(s.model, [
+    ["u1", "ann"],
+    ["u2", "ben"],
+  ]);
+  await s.wager("u1", "1");
+  expect(await s.rows()).toEqual(["ann=1"]);
+  return s;
+}
+
 async function users(model: ReferenceModel, list: readonly [string, string][]) {
   await model.ingest.upsertUsers(list.map(([id, username]) => ({ id, affiliateId: "aff", username, avatar: "" })));
 }
@@ -194,13 +206,7 @@ describe("HeldBoards on the reference model", () => {
   });
 
   it("keeps the changed users of a load that failed, and reads them on the next", async () => {
-    const s = setup();
-    await users(s.model, [
-      ["u1", "ann"],
-      ["u2", "ben"],
-    ]);
-    await s.wager("u1", "1");
-    expect(await s.rows()).toEqual(["ann=1"]);
+    const s = await annHeldAlone();
     await s.wager("u2", "2");
     const keyed = s.model.standings.keyed as NonNullable<typeof s.model.standings.keyed>;
     const totalsOf = keyed.totalsOf;
@@ -214,13 +220,7 @@ describe("HeldBoards on the reference model", () => {
   });
 
   it("does not keep a load that another load overtook, and reads its users again", async () => {
-    const s = setup();
-    await users(s.model, [
-      ["u1", "ann"],
-      ["u2", "ben"],
-    ]);
-    await s.wager("u1", "1");
-    expect(await s.rows()).toEqual(["ann=1"]);
+    const s = await annHeldAlone();
     await s.wager("u2", "2");
     const first = s.rows(); // reads ben
     await s.wager("u1", "5"); // ann changes while the first load runs
