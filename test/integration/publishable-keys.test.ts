@@ -13,12 +13,12 @@
  */
 import http from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { refusal } from "../support/calls.js";
 import { createKey, keysFollowed } from "../support/fixtures.js";
-import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 import { httpRequest } from "../support/rest.js";
 
 const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
@@ -33,7 +33,12 @@ const PREFLIGHT_HEADERS = {
   vary: "Origin",
 };
 
-let servers: IngestServers;
+const servers = useIngestServers("publishable_keys", {
+  INGEST_TOKEN: TEST_INGEST_TOKEN,
+  ADMIN_TOKEN,
+  TRUSTED_PROXIES: "127.0.0.1",
+  PUBLISHABLE_RATE_LIMIT_POINTS: "3",
+});
 let publishable: string;
 let publishableId: string;
 let secret: string;
@@ -74,12 +79,6 @@ function corsHeaders(reply: Reply): Record<string, string | undefined> {
 }
 
 beforeAll(async () => {
-  servers = await startIngestServers("publishable_keys", {
-    INGEST_TOKEN: TEST_INGEST_TOKEN,
-    ADMIN_TOKEN,
-    TRUSTED_PROXIES: "127.0.0.1",
-    PUBLISHABLE_RATE_LIMIT_POINTS: "3",
-  });
   const created = await admin().createApiKey({
     affiliateId: "aff-pub",
     label: "overlay",
@@ -89,10 +88,6 @@ beforeAll(async () => {
   publishable = created.secret;
   publishableId = created.apiKey?.id ?? "";
   secret = (await createKey(servers.database.db, "aff-pub")).secret;
-});
-
-afterAll(async () => {
-  await servers?.close();
 });
 
 describe("issuing publishable keys", () => {
