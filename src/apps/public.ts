@@ -242,8 +242,9 @@ function buildDomain(
     },
   });
   changeFeed.start();
-  // A revoked or expired key's open streams end at once, as its next call would be refused.
-  keys.onRemoved((keyId) => live.endKey(keyId));
+  // A revoked or expired key's open streams (boards' and races', every protocol) end at once, as its next call
+  // would be refused; so do those needing a scope the key lost.
+  keys.onChanged((keyId, scopes) => live.endKeyStreams(keyId, scopes));
   // The keys are loaded once the feed knows where it starts, so no change falls between the two.
   const keysLoaded = changeFeed.caughtUp().then(() => keys.start());
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);

@@ -5,7 +5,9 @@
  * read again), and read again whole every minute as a safety net (a change
  * made by a version that wrote no change row). A lookup never touches the
  * database, so unknown keys cost nothing but a SHA-256, and a revocation is
- * refused by every instance within a feed poll (200 ms; 1 s promised).
+ * refused by every instance within a feed poll (200 ms; 1 s promised). A key is
+ * dropped at its expiry too (a timer), and each drop or change of scopes is
+ * announced (`onChanged`) so the key's open streams end with it.
  *
  * Keys are found by the SHA-256 of the presented key (a Map keyed by the
  * digest as a 32-character string): what is compared is a digest, never the key itself, so a
@@ -54,6 +56,14 @@ export interface KeySetOptions {
   readonly unsettledAfterMs?: number;
 }
 
+/**
+ * Told that a key this instance held changed what it may do: `scopes` undefined when it is no longer usable
+ * (revoked, expired, gone), else its new scopes (only when they changed).
+ */
+export type KeyChangeListener = (keyId: string, scopes: readonly Scope[] | undefined) => void;
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class KeySet {
   private byHash = new Map<string, Entry>();
   private hashById = new Map<string, string>();
@@ -71,7 +81,10 @@ export class KeySet {
   private timer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private loadRetry: NodeJS.Timeout | undefined;
-  private readonly removedListeners: ((keyId: string) => void)[] = [];
+  private readonly changeListeners: KeyChangeListener[] = [];
+  /** Ends each held key at its expiry (the soonest one's timer), so the key's open streams end with it. */
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private expiryAtMs = Number.POSITIVE_INFINITY;
   private readonly nowMs: () => number;
   private lastErrorLogged = Number.NEGATIVE_INFINITY;
 
@@ -115,12 +128,13 @@ export class KeySet {
     this.changedDuringLoad = changed;
     try {
       const records = await this.store.usable(Math.floor(this.nowMs() / 1000));
-      const before = this.hashById;
+      const before = [...this.hashById.keys()].map((id) => this.entryOf(id) as Entry);
       this.byHash = new Map();
       this.hashById = new Map();
       this.origins = new Map();
       for (const record of records) this.put(record);
-      for (const id of before.keys()) if (!this.hashById.has(id)) this.notifyRemoved(id);
+      for (const old of before) this.notifyIfChanged(old, this.entryOf(old.keyId));
+      this.armExpiry();
       this.loadedOnce = true;
     } finally {
       this.changedDuringLoad = undefined;
@@ -154,6 +168,8 @@ export class KeySet {
 
   stop(): void {
     this.stopped = true;
+    if (this.expiryTimer !== undefined) clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
     if (this.timer !== undefined) clearInterval(this.timer);
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     if (this.loadRetry !== undefined) clearTimeout(this.loadRetry);
@@ -209,9 +225,16 @@ export class KeySet {
     return false;
   }
 
-  /** Called with the id of each key this instance stops holding (revoked, expired at a reload, or gone). */
+  /** Called with the id of each key this instance stops holding (revoked, expired, or gone). */
   onRemoved(listener: (keyId: string) => void): void {
-    this.removedListeners.push(listener);
+    this.changeListeners.push((keyId, scopes) => {
+      if (scopes === undefined) listener(keyId);
+    });
+  }
+
+  /** Called when a held key stops being usable (revoked, at its expiry, gone) or its scopes change. */
+  onChanged(listener: KeyChangeListener): void {
+    this.changeListeners.push(listener);
   }
 
   private reloadPending(): void {
@@ -228,12 +251,12 @@ export class KeySet {
             const held = this.remove(id);
             if (record !== undefined && record.revokedAt === null && (record.expiresAt ?? Infinity) > now) {
               this.put(record);
-            } else if (held) {
-              this.notifyRemoved(id);
             }
+            if (held !== undefined) this.notifyIfChanged(held, this.entryOf(id));
             // A key named again while this read ran stays pending for the next read.
             if (this.pending.get(id)?.mark === mark) this.pending.delete(id);
           }
+          this.armExpiry();
         },
         (error: unknown) => {
           this.logFailure(error);
@@ -280,10 +303,15 @@ export class KeySet {
     }
   }
 
-  /** Drops a key; returns whether it was held. */
-  private remove(id: string): boolean {
+  private entryOf(id: string): Entry | undefined {
     const hashText = this.hashById.get(id);
-    if (hashText === undefined) return false;
+    return hashText === undefined ? undefined : this.byHash.get(hashText);
+  }
+
+  /** Drops a key; returns what was held. */
+  private remove(id: string): Entry | undefined {
+    const hashText = this.hashById.get(id);
+    if (hashText === undefined) return undefined;
     const entry = this.byHash.get(hashText);
     this.byHash.delete(hashText);
     this.hashById.delete(id);
@@ -292,11 +320,43 @@ export class KeySet {
       ids?.delete(id);
       if (ids?.size === 0) this.origins.delete(origin);
     }
-    return true;
+    return entry;
   }
 
-  private notifyRemoved(id: string): void {
-    for (const listener of this.removedListeners) listener(id);
+  /** Tells the listeners what became of a held key: gone (`now` undefined), or usable with other scopes. */
+  private notifyIfChanged(held: Entry, now: Entry | undefined): void {
+    if (
+      now !== undefined &&
+      now.scopes.length === held.scopes.length &&
+      now.scopes.every((s, i) => held.scopes[i] === s)
+    )
+      return;
+    for (const listener of this.changeListeners) listener(held.keyId, now?.scopes);
+  }
+
+  /** (Re)arms the timer for the soonest expiry of a held key; at it, the expired keys are dropped and announced. */
+  private armExpiry(): void {
+    if (this.stopped) return;
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const entry of this.byHash.values()) soonest = Math.min(soonest, entry.expiresAtMs);
+    if (soonest === this.expiryAtMs) return;
+    if (this.expiryTimer !== undefined) clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+    this.expiryAtMs = soonest;
+    if (soonest === Number.POSITIVE_INFINITY) return;
+    const wait = Math.min(MAX_TIMER_MS, Math.max(0, soonest - this.nowMs()));
+    this.expiryTimer = setTimeout(() => {
+      this.expiryTimer = undefined;
+      this.expiryAtMs = Number.POSITIVE_INFINITY;
+      const now = this.nowMs();
+      for (const entry of [...this.byHash.values()]) {
+        if (entry.expiresAtMs > now) continue;
+        this.remove(entry.keyId);
+        this.notifyIfChanged(entry, undefined);
+      }
+      this.armExpiry();
+    }, wait);
+    this.expiryTimer.unref();
   }
 
   private logFailure(error: unknown): void {

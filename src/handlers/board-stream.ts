@@ -90,7 +90,7 @@ export class BoardStream {
       const subscription = await this.options.live
         .open(
           { affiliateId: admitted.caller.affiliateId, ...query },
-          { keyId: admitted.caller.keyId, address },
+          { keyId: admitted.caller.keyId, address, scope: "boards:read" },
           viewer,
           typeof lastEventId === "string" && lastEventId !== "" ? lastEventId : undefined,
         )

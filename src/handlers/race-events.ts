@@ -12,6 +12,8 @@
 import type { Admission } from "../auth/admission.js";
 import { raceJson } from "../codecs/race-json.js";
 import { HttpRefusal } from "../errors/catalogue.js";
+import type { HeldStream } from "../leaderboard/live-boards.js";
+import type { ViewerOwner } from "../leaderboard/stream-quota.js";
 import type { Logger } from "../logger.js";
 import type { ObserveCall } from "../observability/call-observation.js";
 import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
@@ -101,8 +103,18 @@ export class RaceEvents {
     const idOrSlug = decodeSegment(path.slice(this.prefix.length, -"/stream".length));
     const viewer = new RaceResponseViewer(res, () => beginEventStream(res, admitted.headers));
     const lastEventId = req.headers["last-event-id"];
-    const release = this.holdSlot(admitted.caller.keyId, address);
-    const subscription = await this.options.watch
+    let subscription: { close(): void } | undefined;
+    let revoked = false;
+    const owner = { keyId: admitted.caller.keyId, address, scope: "races:read" } as const;
+    const release = this.holdSlot(owner, {
+      protocol: "sse",
+      end: () => {
+        revoked = true;
+        subscription?.close();
+        viewer.end("revoked");
+      },
+    });
+    subscription = await this.options.watch
       .open(
         admitted.caller.affiliateId,
         idOrSlug,
@@ -114,19 +126,20 @@ export class RaceEvents {
         if (error instanceof RaceNotWatchable) answer(error.outcome, "", "slug");
         throw error;
       });
+    const opened = subscription;
     const close = () => {
-      subscription.close();
+      opened.close();
       release();
     };
     viewer.flush();
-    if (viewer.gone) close();
+    if (viewer.gone || revoked) close();
     else res.once("close", close);
   }
 
   /** A stream slot for the key and address, counted against the stream limits; returns its release. */
-  private holdSlot(keyId: string, address: string): () => void {
+  private holdSlot(owner: ViewerOwner, stream: HeldStream): () => void {
     try {
-      return this.options.slots.hold({ keyId, address });
+      return this.options.slots.hold(owner, stream);
     } catch (error) {
       throw liveError(error);
     }
@@ -176,7 +189,8 @@ class RaceResponseViewer implements RaceViewer {
     return this.stream.write(HEARTBEAT);
   }
 
-  end(reason: "slow" | "shutdown"): void {
+  /** `revoked`: the key may no longer read the race (see LiveBoards.endKeyStreams); the stream simply ends. */
+  end(reason: "slow" | "shutdown" | "revoked"): void {
     this.stream.end(reason);
   }
 }

@@ -28,7 +28,7 @@ import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race
 import type { Races, RaceView } from "../races/races.js";
 import type { Violation } from "../values/violation.js";
 import { callerKey } from "./parts/caller-key.js";
-import { liveError, type StreamSlots, shuttingDown } from "./parts/live-streams.js";
+import { liveError, revokedKey, type StreamSlots, shuttingDown } from "./parts/live-streams.js";
 import { answer, guard, type RaceAccess, requireRaceScope } from "./parts/race-answers.js";
 
 /**
@@ -173,7 +173,7 @@ function raceWatching(callerAffiliate: RaceCaller, streams: RaceStreams): Pick<R
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
       const queue = new WatchQueue(publicReader(context));
-      const release = slots === undefined ? () => {} : holdSlot(slots, context);
+      const release = slots === undefined ? () => {} : holdSlot(slots, context, queue);
       const subscription = await watch
         .open(affiliateId, request.idOrSlug, queue, request.resumeVersion)
         .catch((error: unknown) => {
@@ -195,11 +195,13 @@ function raceWatching(callerAffiliate: RaceCaller, streams: RaceStreams): Pick<R
  * A stream slot for the calling key and address, counted against the stream limits; returns its release.
  * A call without a caller holds none; one over a limit is refused with the live streams' error.
  */
-function holdSlot(slots: StreamSlots, context: HandlerContext): () => void {
+function holdSlot(slots: StreamSlots, context: HandlerContext, queue: WatchQueue): () => void {
   const caller = context.values.get(callerKey);
   if (caller === undefined) return () => {};
+  const address = callClientAddress(context.values) ?? "unknown";
+  const stream = { protocol: context.protocolName, end: () => queue.end("revoked") };
   try {
-    return slots.hold({ keyId: caller.keyId, address: callClientAddress(context.values) ?? "unknown" });
+    return slots.hold({ keyId: caller.keyId, address, scope: "races:read" }, stream);
   } catch (error) {
     throw liveError(error);
   }
@@ -235,13 +237,20 @@ class WatchQueue implements RaceViewer {
     return this.push(create(WatchRaceResponseSchema, { version, heartbeat: true }));
   }
 
-  end(reason: "slow" | "shutdown"): void {
+  /** `revoked`: the key may no longer read the race; the stream ends unauthenticated, as a new call would. */
+  end(reason: "slow" | "shutdown" | "revoked"): void {
     this.ended ??=
       reason === "shutdown"
         ? shuttingDown()
-        : new ServiceError("TOO_MANY_STREAMS", "this stream was not read fast enough. Reconnect with resume_version", {
-            retryAfterSeconds: 1,
-          });
+        : reason === "revoked"
+          ? revokedKey()
+          : new ServiceError(
+              "TOO_MANY_STREAMS",
+              "this stream was not read fast enough. Reconnect with resume_version",
+              {
+                retryAfterSeconds: 1,
+              },
+            );
     this.wake?.();
   }
 

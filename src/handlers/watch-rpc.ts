@@ -110,7 +110,7 @@ export class WatchRpc {
       const subscription = await this.options.live
         .open(
           { affiliateId: admitted.caller.affiliateId, ...query },
-          { keyId: admitted.caller.keyId, address },
+          { keyId: admitted.caller.keyId, address, scope: "boards:read" },
           viewer,
           request.resumeVersion,
         )

@@ -7,6 +7,7 @@
  * docs/architecture.md.
  */
 
+import type { Scope } from "../values/scopes.js";
 import { BoardSnapshot, boardVersion } from "./board-snapshot.js";
 import { type BoardChange, ChangeSet } from "./change-set.js";
 import type { RankedUser } from "./leaderboard.js";
@@ -51,12 +52,27 @@ export interface Subscription {
   close(): void;
 }
 
+/**
+ * A stream served elsewhere (a race's) that holds a slot here: counted with the boards' streams by protocol,
+ * and ended like them when its key is revoked, expires or loses the stream's scope.
+ */
+export interface HeldStream {
+  readonly protocol: string;
+  end(reason: "revoked"): void;
+}
+
+interface HeldSlot {
+  readonly owner: ViewerOwner;
+  readonly stream: HeldStream;
+}
+
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class LiveBoards {
   private readonly boardsById = new Map<string, LiveBoard>();
   private readonly quota: StreamQuota;
   private readonly byProtocol = new Map<string, number>();
+  private readonly held = new Set<HeldSlot>();
   private closed = false;
   private readonly nowMs: () => number;
   private readonly retryMs: number;
@@ -118,18 +134,16 @@ export class LiveBoards {
 
   /**
    * Holds one stream slot for a stream served elsewhere (a race stream), under the same limits per
-   * key, per client address and per instance as the boards' streams; returns its release (once).
-   * Throws StreamLimitError or LiveShutdownError.
+   * key, per client address and per instance as the boards' streams, and counts it by protocol; returns
+   * its release (once; nothing after `endKeyStreams` ended it). Throws StreamLimitError or LiveShutdownError.
    */
-  hold(owner: ViewerOwner): () => void {
+  hold(owner: ViewerOwner, stream: HeldStream): () => void {
     if (this.closed) throw new LiveShutdownError();
     this.reserve(owner);
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.quota.release(owner);
-    };
+    const slot: HeldSlot = { owner, stream };
+    this.held.add(slot);
+    increment(this.byProtocol, stream.protocol);
+    return () => this.letGo(slot, "client");
   }
 
   /** Committed changes: recompute each board they touch (see ChangeSet). */
@@ -159,19 +173,37 @@ export class LiveBoards {
         viewer.end("shutdown");
       }
     }
+    // Held streams are ended by their own hub (the race watch shuts down with the boards).
+    this.held.clear();
     this.quota.close();
     this.byProtocol.clear();
   }
 
-  /** Ends every stream opened with this key (it was revoked or expired): the viewers may not see more. */
-  endKey(keyId: string): void {
+  /**
+   * Ends every stream of every kind opened with this key (boards' and held ones) that may not go on: all of
+   * them when the key is gone (revoked, expired: `scopes` undefined), else those needing a scope it lost.
+   */
+  endKeyStreams(keyId: string, scopes?: readonly Scope[]): void {
+    const ended = (owner: ViewerOwner) => owner.keyId === keyId && !(scopes?.includes(owner.scope) ?? false);
     for (const board of [...this.boardsById.values()]) {
       for (const [viewer, owner] of [...board.viewers]) {
-        if (owner.keyId !== keyId) continue;
+        if (!ended(owner)) continue;
         this.detach(board, viewer, "revoked");
         viewer.end("revoked");
       }
     }
+    for (const slot of [...this.held]) {
+      if (ended(slot.owner) && this.letGo(slot, "revoked")) slot.stream.end("revoked");
+    }
+  }
+
+  /** Gives a held stream's slot back (once); false when it was already given back. */
+  private letGo(slot: HeldSlot, reason: DisconnectReason): boolean {
+    if (!this.held.delete(slot)) return false;
+    decrement(this.byProtocol, slot.stream.protocol);
+    this.quota.release(slot.owner);
+    this.options.observer?.disconnected(reason);
+    return true;
   }
 
   /** A slot of the quota, or the refusal counted as a disconnect by limit. */

@@ -3,11 +3,13 @@
  * their limits. A board's stream and a race's stream take a slot each (`reserve`) and give it back once
  * (`release`); a stream over a limit is refused with StreamLimitError before it opens.
  */
+import type { Scope } from "../values/scopes.js";
 
-/** Who opens a stream, for the limits. */
+/** Who opens a stream, for the limits, and the scope the stream needs (it ends when its key loses it). */
 export interface ViewerOwner {
   readonly keyId: string;
   readonly address: string;
+  readonly scope: Scope;
 }
 
 export interface StreamLimits {

@@ -6,7 +6,7 @@
  * a second answers "unsettled", a whole load shares a running one and reads
  * again the keys changed meanwhile, and removals are announced.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { type KeyRecord, KeySet, type KeyStore } from "../../src/auth/key-set.js";
 
@@ -178,5 +178,46 @@ describe("the key set", () => {
     for (const call of calls.slice(2)) call.release();
     await keys.settled();
     expect(keys.size).toBe(2);
+  });
+
+  it("announces a key dropped at its expiry, a revoked one, and a change of scopes, but not other changes", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const nowSeconds = Math.floor(Date.now() / 1000);
+      const expiring = make("key_e", { expiresAt: nowSeconds + 2 });
+      const b = make("key_b", { scopes: ["boards:read", "races:read"] });
+      const c = make("key_c");
+      const rows = new Map([expiring, b, c].map((m) => [m.record.id, m.record]));
+      const { store, calls } = handStore(rows);
+      const keys = new KeySet(store);
+      const changes: [string, readonly string[] | undefined][] = [];
+      const removed: string[] = [];
+      keys.onChanged((id, scopes) => changes.push([id, scopes]));
+      keys.onRemoved((id) => removed.push(id));
+      const loading = keys.load();
+      calls[0]?.release();
+      await loading;
+
+      rows.set("key_b", { ...b.record, rateLimit: { points: 1, windowSeconds: 1 } });
+      await Promise.all([keys.refresh(["key_b"]), Promise.resolve().then(() => calls[1]?.release())]);
+      expect(changes).toEqual([]);
+      rows.set("key_b", { ...b.record, scopes: ["boards:read"] });
+      await Promise.all([keys.refresh(["key_b"]), Promise.resolve().then(() => calls[2]?.release())]);
+      expect(changes).toEqual([["key_b", ["boards:read"]]]);
+      rows.set("key_c", { ...c.record, revokedAt: nowSeconds });
+      await Promise.all([keys.refresh(["key_c"]), Promise.resolve().then(() => calls[3]?.release())]);
+      expect(changes.slice(1)).toEqual([["key_c", undefined]]);
+
+      // No reload runs: the key is dropped by its own timer, within a second of its expiry.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(keys.lookup(expiring.secret).found).toBe(true);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(changes.slice(2)).toEqual([["key_e", undefined]]);
+      expect(removed).toEqual(["key_c", "key_e"]);
+      expect([keys.lookup(expiring.secret).found, keys.size, calls.length]).toEqual([false, 1, 4]);
+      keys.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

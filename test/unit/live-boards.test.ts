@@ -10,7 +10,7 @@ import type { BoardChange } from "../../src/leaderboard/change-set.js";
 import type { RankedUser } from "../../src/leaderboard/leaderboard.js";
 import type { BoardQuery, Viewer } from "../../src/leaderboard/live-board.js";
 import { LiveBoards, LiveShutdownError } from "../../src/leaderboard/live-boards.js";
-import { StreamLimitError } from "../../src/leaderboard/stream-quota.js";
+import { StreamLimitError, type ViewerOwner } from "../../src/leaderboard/stream-quota.js";
 
 const BOARD: BoardQuery = { affiliateId: 7, start: 1_000, end: 2_000, numUsers: 3 };
 const NOW_MS = 5_000_000;
@@ -97,7 +97,7 @@ async function openWith(
   viewer: TestViewer,
   first?: readonly RankedUser[],
   resume?: string,
-  owner = { keyId: "k", address: "a" },
+  owner: ViewerOwner = { keyId: "k", address: "a", scope: "boards:read" },
 ) {
   const opening = hub.open(BOARD, owner, viewer, resume);
   await flush();
@@ -152,8 +152,8 @@ describe("LiveBoards", () => {
   it("shares one entry and one load between the viewers of a board, and sends each the first board", async () => {
     const first = new TestViewer();
     const second = new TestViewer("grpc");
-    const a = hub.open(BOARD, { keyId: "k", address: "a" }, first, undefined);
-    const b = hub.open(BOARD, { keyId: "k", address: "b" }, second, undefined);
+    const a = hub.open(BOARD, { keyId: "k", address: "a", scope: "boards:read" }, first, undefined);
+    const b = hub.open(BOARD, { keyId: "k", address: "b", scope: "boards:read" }, second, undefined);
     await flush();
     expect(loads.calls.length).toBe(1);
     await loads.answer([user("u1", "10")]);
@@ -217,7 +217,12 @@ describe("LiveBoards", () => {
     ).toEqual(["u1", "u4", "u2"]);
     // A board shorter than its length lists every user with wagers: an unlisted user's new name changes nothing.
     const short = new TestViewer();
-    const opening = hub.open({ ...BOARD, numUsers: 5 }, { keyId: "k", address: "a" }, short, undefined);
+    const opening = hub.open(
+      { ...BOARD, numUsers: 5 },
+      { keyId: "k", address: "a", scope: "boards:read" },
+      short,
+      undefined,
+    );
     await flush();
     await loads.answer([user("u1", "10")]);
     await opening;
@@ -273,24 +278,34 @@ describe("LiveBoards", () => {
   it("refuses streams over the per-address, per-key and instance limits, and frees places on close", async () => {
     hub = makeHub({ perKey: 3, perAddress: 2, total: 4 });
     const subs = [
-      await openWith(new TestViewer(), [user("u1", "1")], undefined, { keyId: "k1", address: "a1" }),
-      await openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a1" }),
+      await openWith(new TestViewer(), [user("u1", "1")], undefined, {
+        keyId: "k1",
+        address: "a1",
+        scope: "boards:read",
+      }),
+      await openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a1", scope: "boards:read" }),
     ];
-    await expect(openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a1" })).rejects.toEqual(
-      new StreamLimitError("address", 2),
+    await expect(
+      openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a1", scope: "boards:read" }),
+    ).rejects.toEqual(new StreamLimitError("address", 2));
+    subs.push(
+      await openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a2", scope: "boards:read" }),
     );
-    subs.push(await openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a2" }));
-    await expect(openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a2" })).rejects.toEqual(
-      new StreamLimitError("key", 3),
+    await expect(
+      openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a2", scope: "boards:read" }),
+    ).rejects.toEqual(new StreamLimitError("key", 3));
+    subs.push(
+      await openWith(new TestViewer(), undefined, undefined, { keyId: "k2", address: "a3", scope: "boards:read" }),
     );
-    subs.push(await openWith(new TestViewer(), undefined, undefined, { keyId: "k2", address: "a3" }));
-    const full = await openWith(new TestViewer(), undefined, undefined, { keyId: "k2", address: "a3" }).catch(
-      (e: unknown) => e,
-    );
+    const full = await openWith(new TestViewer(), undefined, undefined, {
+      keyId: "k2",
+      address: "a3",
+      scope: "boards:read",
+    }).catch((e: unknown) => e);
     expect(full).toBeInstanceOf(StreamLimitError);
     expect((full as StreamLimitError).scope).toBe("instance");
     subs[0]?.close();
-    await openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a1" });
+    await openWith(new TestViewer(), undefined, undefined, { keyId: "k1", address: "a1", scope: "boards:read" });
     expect(events.filter((e) => e === "disconnected limit").length).toBe(3);
   });
 
@@ -311,7 +326,7 @@ describe("LiveBoards", () => {
   });
 
   it("fails the opens waiting for a first board that cannot be loaded, and loads again for the next open", async () => {
-    const opening = hub.open(BOARD, { keyId: "k", address: "a" }, new TestViewer(), undefined);
+    const opening = hub.open(BOARD, { keyId: "k", address: "a", scope: "boards:read" }, new TestViewer(), undefined);
     await flush();
     const outage = new Error("database down");
     await loads.fail(outage);
@@ -344,7 +359,7 @@ describe("LiveBoards", () => {
   it("computes a board whose period has not started again once it starts", async () => {
     const future = { ...BOARD, start: NOW_MS / 1000 + 60, end: NOW_MS / 1000 + 3_600 };
     const viewer = new TestViewer();
-    const opening = hub.open(future, { keyId: "k", address: "a" }, viewer, undefined);
+    const opening = hub.open(future, { keyId: "k", address: "a", scope: "boards:read" }, viewer, undefined);
     await flush();
     await loads.answer([]);
     await opening;
@@ -360,10 +375,10 @@ describe("LiveBoards", () => {
     const revoked = new TestViewer();
     const other = new TestViewer("grpc");
     const revokedToo = new TestViewer();
-    await openWith(revoked, [user("u1", "10")], undefined, { keyId: "k1", address: "a" });
-    await openWith(other, undefined, undefined, { keyId: "k2", address: "a" });
-    await openWith(revokedToo, undefined, undefined, { keyId: "k1", address: "b" });
-    hub.endKey("k1");
+    await openWith(revoked, [user("u1", "10")], undefined, { keyId: "k1", address: "a", scope: "boards:read" });
+    await openWith(other, undefined, undefined, { keyId: "k2", address: "a", scope: "boards:read" });
+    await openWith(revokedToo, undefined, undefined, { keyId: "k1", address: "b", scope: "boards:read" });
+    hub.endKeyStreams("k1");
     expect([revoked.ended, other.ended, revokedToo.ended]).toEqual(["revoked", undefined, "revoked"]);
     expect(hub.streams()).toEqual({ grpc: 1 });
     expect(events.filter((e) => e === "disconnected revoked").length).toBe(2);
@@ -371,6 +386,44 @@ describe("LiveBoards", () => {
     await loads.answer([user("u1", "11")]);
     expect(other.boards().length).toBe(2);
     expect(revoked.boards().length).toBe(1);
+  });
+
+  it("counts held streams (a race's) by protocol and ends them with the key's board streams", async () => {
+    const ended: string[] = [];
+    const held = (name: string, protocol: string) => ({
+      protocol,
+      end: (reason: string) => ended.push(`${name} ${reason}`),
+    });
+    const board = new TestViewer();
+    await openWith(board, [user("u1", "10")], undefined, { keyId: "k1", address: "a", scope: "boards:read" });
+    const raceSse = hub.hold({ keyId: "k1", address: "a", scope: "races:read" }, held("race sse", "sse"));
+    hub.hold({ keyId: "k1", address: "b", scope: "races:read" }, held("race grpc", "grpc"));
+    const otherKey = hub.hold({ keyId: "k2", address: "a", scope: "races:read" }, held("other key", "connect"));
+    expect(hub.streams()).toEqual({ sse: 2, grpc: 1, connect: 1 });
+    hub.endKeyStreams("k1");
+    expect([board.ended, ...ended]).toEqual(["revoked", "race sse revoked", "race grpc revoked"]);
+    expect(hub.streams()).toEqual({ connect: 1 });
+    expect(events.filter((e) => e === "disconnected revoked").length).toBe(3);
+    // A release after the revocation gives nothing back twice: k1's slots are free, k2's is still held.
+    raceSse();
+    expect(hub.streams()).toEqual({ connect: 1 });
+    otherKey();
+    otherKey();
+    expect(hub.streams()).toEqual({});
+    expect(events.filter((e) => e === "disconnected client").length).toBe(1);
+  });
+
+  it("ends only the streams whose scope the key lost when its scopes change", async () => {
+    const ended: string[] = [];
+    const board = new TestViewer();
+    await openWith(board, [user("u1", "10")], undefined, { keyId: "k1", address: "a", scope: "boards:read" });
+    hub.hold({ keyId: "k1", address: "a", scope: "races:read" }, { protocol: "sse", end: (r) => ended.push(r) });
+    hub.endKeyStreams("k1", ["boards:read", "races:read"]);
+    expect([board.ended, ended]).toEqual([undefined, []]);
+    hub.endKeyStreams("k1", ["boards:read"]);
+    expect([board.ended, ended]).toEqual([undefined, ["revoked"]]);
+    hub.endKeyStreams("k1", ["races:read"]);
+    expect([board.ended, hub.streams()]).toEqual(["revoked", {}]);
   });
 
   it("ends every stream at shutdown and refuses new ones", async () => {
@@ -382,9 +435,9 @@ describe("LiveBoards", () => {
     expect([a.ended, b.ended]).toEqual(["shutdown", "shutdown"]);
     expect(hub.boards).toBe(0);
     expect(hub.streams()).toEqual({});
-    await expect(hub.open(BOARD, { keyId: "k", address: "a" }, new TestViewer(), undefined)).rejects.toBeInstanceOf(
-      LiveShutdownError,
-    );
+    await expect(
+      hub.open(BOARD, { keyId: "k", address: "a", scope: "boards:read" }, new TestViewer(), undefined),
+    ).rejects.toBeInstanceOf(LiveShutdownError);
     expect(events.filter((e) => e === "disconnected shutdown").length).toBe(2);
   });
 });

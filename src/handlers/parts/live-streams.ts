@@ -6,8 +6,8 @@
 import { ServiceError } from "../../errors/catalogue.js";
 import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
 import type { EndReason, Viewer } from "../../leaderboard/live-board.js";
-import { LiveShutdownError } from "../../leaderboard/live-boards.js";
-import { StreamLimitError } from "../../leaderboard/stream-quota.js";
+import { type HeldStream, LiveShutdownError } from "../../leaderboard/live-boards.js";
+import { StreamLimitError, type ViewerOwner } from "../../leaderboard/stream-quota.js";
 import { cutResponse, type NodeResponse } from "../../transport/http.js";
 
 /**
@@ -52,9 +52,13 @@ export function shuttingDown(): ServiceError {
   return new ServiceError("SHUTTING_DOWN", SHUTTING_DOWN_MESSAGE, { retryAfterSeconds: 1 });
 }
 
-/** Stream slots under the instance's stream limits (the live boards' `hold`), for streams served elsewhere. */
+/**
+ * Stream slots under the instance's stream limits (the live boards' `hold`), for streams served elsewhere: each
+ * counted by protocol and ended (`end("revoked")`) with the key's other streams when the key may no longer
+ * read it.
+ */
 export interface StreamSlots {
-  hold(owner: { readonly keyId: string; readonly address: string }): () => void;
+  hold(owner: ViewerOwner, stream: HeldStream): () => void;
 }
 
 /** How one protocol frames a board and a heartbeat (each called once per snapshot, see BoardSnapshot.encoded). */
