@@ -123,13 +123,19 @@ describe("400: validation, every problem reported with its field", () => {
       ).json,
     ).toEqual({
       // Since 2 December 2024 the whale also has its 10000 of 30 September.
-      data: [{ ...contract.OCTOBER_RANKING[1], totalWagered: 10500 }, contract.OCTOBER_RANKING[0], contract.OCTOBER_RANKING[2]],
+      data: [
+        { ...contract.OCTOBER_RANKING[1], totalWagered: 10500 },
+        contract.OCTOBER_RANKING[0],
+        contract.OCTOBER_RANKING[2],
+      ],
       errors: null,
     });
     expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 1 })).toEqual(
       contract.OCTOBER_RANKING.slice(0, 1),
     );
-    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 100 })).toEqual(contract.OCTOBER_RANKING);
+    expect(await contract.entries(contract.keys.rank, { ...contract.OCTOBER, numUsers: 100 })).toEqual(
+      contract.OCTOBER_RANKING,
+    );
   });
 
   it("ignores unknown extra fields", async () => {
