@@ -179,17 +179,22 @@ async function ensureDemoRace(db: Database, defaultAvatarUrl: string): Promise<v
     defaultAvatarUrl,
   });
   const affiliateId = await ensureAffiliate(db.write, DEMO_AFFILIATE);
-  const created = await races.create(affiliateId, {
-    slug: DEMO_RACE_SLUG,
-    title: DEMO_RACE_TITLE,
-    startTimestamp: monthStart(now),
-    endTimestamp: nextMonthStart(now) - 1,
-    prizes: DEMO_RACE_PRIZES,
-    currency: "USD",
-    repeat: "monthly",
-    timeZone: "UTC",
-    reviewSeconds: 3_600,
-  });
+  const created = await races.create(
+    affiliateId,
+    {
+      slug: DEMO_RACE_SLUG,
+      title: DEMO_RACE_TITLE,
+      startTimestamp: monthStart(now),
+      endTimestamp: nextMonthStart(now) - 1,
+      prizes: DEMO_RACE_PRIZES,
+      currency: "USD",
+      repeat: "monthly",
+      timeZone: "UTC",
+      reviewSeconds: 3_600,
+    },
+    [],
+    { kind: "cli", id: "demo" },
+  );
   if (created.kind !== "ok" && created.kind !== "slug-taken") {
     throw new Error(`the demo race was refused: ${JSON.stringify(created)}`);
   }

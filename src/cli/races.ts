@@ -4,10 +4,12 @@
  * servers (RACE_CLOCK_MS): a race made here starts, ends and is frozen by them.
  */
 
+import { userInfo } from "node:os";
 import { DateTime } from "luxon";
 import { parseDuration } from "../auth/key-admin.js";
 import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
 import { loadConfig } from "../config.js";
+import type { RaceActor } from "../ports/race-history.js";
 import { NO_AFFILIATE } from "../ports/races.js";
 import type { RaceDefinitionFields } from "../races/race-rules.js";
 import { RACE_STATES, type RaceState } from "../races/race-state.js";
@@ -228,6 +230,17 @@ function withRaces<T>(
   );
 }
 
+/** Who a change made here is by, as the race's history records it: the CLI and the operating system user. */
+function cliActor(): RaceActor {
+  let user = "";
+  try {
+    user = userInfo().username;
+  } catch {
+    // No entry for this uid (a container's arbitrary user): the CLI without a name.
+  }
+  return { kind: "cli", id: user };
+}
+
 /** The prize table's sum with its currency, e.g. "10000.00 USD"; "-" without prizes. */
 function prizeTotal(view: RaceView): string {
   const { prizes, currency } = view.race;
@@ -262,7 +275,10 @@ function describeRace(view: RaceView): string {
 async function create(values: Values): Promise<void> {
   const affiliate = requireAffiliate(values, "create");
   const definition = definitionOf(values);
-  const view = outcomeValue(await withRaces(affiliate, (races, id) => races.create(id, definition), true), affiliate);
+  const view = outcomeValue(
+    await withRaces(affiliate, (races, id) => races.create(id, definition, [], cliActor()), true),
+    affiliate,
+  );
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
   process.stdout.write(`Created race ${view.race.id} for affiliate ${affiliate}.\n${describeRace(view)}`);
 }
@@ -338,7 +354,7 @@ async function show(idOrSlug: string | undefined, values: Values): Promise<void>
 async function cancel(id: string | undefined, values: Values): Promise<void> {
   if (id === undefined) throw new UsageError(`races cancel needs the race id (see: ${RUN} races list)`);
   const affiliate = requireAffiliate(values, "cancel");
-  const view = outcomeValue(await withRaces(affiliate, (races, key) => races.cancel(key, id)), affiliate);
+  const view = outcomeValue(await withRaces(affiliate, (races, key) => races.cancel(key, id, cliActor())), affiliate);
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
   process.stdout.write(
     `Cancelled race ${view.race.id} (${view.race.slug}) of affiliate ${affiliate}` +

@@ -7,6 +7,8 @@
  *   `pageToken` (the previous page's `nextPageToken`).
  * - `GET {BASE_PATH}/races/{slug-or-id}`: one race with its standings (a series' current race by
  *   its slug, or any race by its id): `{"data":{…the race…},"errors":null}` (race-json.ts).
+ * - `GET {BASE_PATH}/races/{slug-or-id}/history`: that race's history (codecs/race-history.ts), the
+ *   excluded users as counts (REST never names them).
  *
  * Admission is the live stream's: the key in `Authorization: Bearer`, or a publishable key in
  * `?key=` (a secret key there is refused); the key's rate limit counts each call; a publishable
@@ -15,6 +17,7 @@
  * none, 405, 429, 400 naming the query parameter, 503).
  */
 import type { Admission } from "../auth/admission.js";
+import { raceHistoryJson } from "../codecs/race-history.js";
 import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
 import { HttpRefusal, invalidArgument } from "../errors/catalogue.js";
 import type { Logger } from "../logger.js";
@@ -49,17 +52,26 @@ export class RaceRest {
     this.path = `${options.basePath}${RACES_PATH}`;
   }
 
-  /** The list's path, or one race's (`/races/<one segment>`); not the race's stream below it. */
+  /** The list's path, one race's (`/races/<one segment>`) or its history's; not the race's stream. */
   matches(path: string): boolean {
     if (path === this.path) return true;
-    if (!path.startsWith(`${this.path}/`)) return false;
-    const rest = path.slice(this.path.length + 1);
-    return rest !== "" && !rest.includes("/");
+    return this.raceOf(path) !== undefined;
   }
 
-  /** What a tracer and the logs call the path: the list's, or one race's with `{slug}`. */
+  /** What a tracer and the logs call the path: the list's, or one race's (or its history's) with `{slug}`. */
   route(path: string): string {
-    return path === this.path ? this.path : `${this.path}/{slug}`;
+    if (path === this.path) return this.path;
+    return this.raceOf(path)?.history === true ? `${this.path}/{slug}/history` : `${this.path}/{slug}`;
+  }
+
+  /** The race segment of one race's path, and whether the history is asked for; undefined for other paths. */
+  private raceOf(path: string): { segment: string; history: boolean } | undefined {
+    if (!path.startsWith(`${this.path}/`)) return undefined;
+    const rest = path.slice(this.path.length + 1);
+    const parts = rest.split("/");
+    const [segment = "", below] = parts;
+    if (segment === "" || parts.length > 2 || (below !== undefined && below !== "history")) return undefined;
+    return { segment, history: below !== undefined };
   }
 
   async handle(exchange: Exchange, rawUrl: string, path: string): Promise<void> {
@@ -83,9 +95,11 @@ export class RaceRest {
       rateHeaders = admitted.headers;
       requireRaceScope(admitted.caller, "races:read");
       const { affiliateId } = admitted.caller;
-      const text = one
-        ? await this.race(affiliateId, decodeSegment(path.slice(this.path.length + 1)))
-        : await this.list(affiliateId, params);
+      const asked = this.raceOf(path);
+      const text =
+        asked === undefined
+          ? await this.list(affiliateId, params)
+          : await this.race(affiliateId, decodeSegment(asked.segment), asked.history);
       const sending = send(exchange, 200, bodyOf(`{"data":${text},"errors":null}`), rateHeaders, {
         "cache-control": cacheControl(this.options.maxAgeSeconds),
       });
@@ -102,9 +116,11 @@ export class RaceRest {
     }
   }
 
-  private async race(affiliateId: number, idOrSlug: string): Promise<string> {
-    const view = answer(await guard(() => this.options.races.get(affiliateId, idOrSlug)), "", null);
-    return raceJson(view);
+  private async race(affiliateId: number, idOrSlug: string, history: boolean): Promise<string> {
+    const { races } = this.options;
+    const view = answer(await guard(() => races.get(affiliateId, idOrSlug)), "", null);
+    if (!history) return raceJson(view);
+    return raceHistoryJson(await guard(() => races.history(view.race, true)));
   }
 
   private async list(affiliateId: number, params: URLSearchParams): Promise<string> {

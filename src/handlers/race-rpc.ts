@@ -20,9 +20,11 @@ import {
   type WatchRaceResponse,
   WatchRaceResponseSchema,
 } from "../../gen/topwagers/v1/races_pb.js";
+import { raceHistoryMessage } from "../codecs/race-history.js";
 import { raceEntries, raceFieldsOf, raceMessage, racePatchOf, raceStatesOf } from "../codecs/race-message.js";
 import { invalidArgument, ServiceError, unauthenticated } from "../errors/catalogue.js";
 import { callClientAddress } from "../observability/call-observation.js";
+import { ADMIN_ACTOR, type RaceActor } from "../ports/race-history.js";
 import { NO_AFFILIATE } from "../ports/races.js";
 import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
 import type { Races, RaceView } from "../races/races.js";
@@ -106,7 +108,7 @@ function raceChanges(
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId, true);
       const { fields, violations } = raceFieldsOf(request.rules);
       // Fields are named under `rules` as the request has them ("rules.prizes[2]").
-      const view = answer(await guard(() => races.create(affiliateId, fields, violations)), "rules.");
+      const view = answer(await guard(() => races.create(affiliateId, fields, violations, actorOf(context))), "rules.");
       return create(CreateRaceResponseSchema, { race: raceMessage(view) });
     },
 
@@ -114,14 +116,16 @@ function raceChanges(
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
       requireId(request.id, "id");
       const { patch, violations } = racePatchOf(request);
-      const view = answer(await guard(() => races.update(affiliateId, request.id, patch, violations)));
+      const view = answer(
+        await guard(() => races.update(affiliateId, request.id, patch, violations, actorOf(context))),
+      );
       return create(UpdateRaceResponseSchema, { race: raceMessage(view) });
     },
 
     async cancelRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
       requireId(request.id, "id");
-      const view = answer(await guard(() => races.cancel(affiliateId, request.id)));
+      const view = answer(await guard(() => races.cancel(affiliateId, request.id, actorOf(context))));
       return create(CancelRaceResponseSchema, { race: raceMessage(view) });
     },
   };
@@ -134,10 +138,12 @@ function raceReads(races: Races, callerAffiliate: RaceCaller): Pick<RaceServiceI
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
       const view = answer(await guard(() => races.get(affiliateId, request.idOrSlug)), "", "idOrSlug");
+      const history = await guard(() => races.history(view.race, publicReader(context)));
       return create(GetRaceResponseSchema, {
         race: raceMessage(view, publicReader(context)),
         entries: raceEntries(view),
         unallocated: view.unallocated,
+        history: raceHistoryMessage(history),
       });
     },
 
@@ -290,6 +296,12 @@ class WatchQueue implements RaceViewer {
  */
 function publicReader(context: HandlerContext): boolean {
   return context.values.get(callerKey)?.kind === "publishable";
+}
+
+/** Who a change is by, as the race's history records it: the API key, or the internal listener's admin. */
+function actorOf(context: HandlerContext): RaceActor {
+  const caller = context.values.get(callerKey);
+  return caller === undefined ? ADMIN_ACTOR : { kind: "key", id: caller.keyId };
 }
 
 function requireId(id: string, field: "id" | "idOrSlug"): void {

@@ -5,6 +5,7 @@
  * event it causes. Implemented on MariaDB by storage/races.ts.
  */
 import type { RankBy } from "../values/weights.js";
+import type { NewRaceHistoryEntry, RaceActor, RaceHistoryStore } from "./race-history.js";
 
 export type RaceRepeat = "none" | "daily" | "weekly" | "monthly";
 
@@ -113,13 +114,18 @@ export interface RaceListQuery {
  */
 export const NO_AFFILIATE = 0;
 
-export interface RaceStore {
+/**
+ * Every change a store makes to a race appends its entry to the race's history in the same transaction
+ * (ports/race-history.ts): a creation, an update that changed something, a cancellation (of each race a
+ * series' stop cancels), a series' next race the clock creates, the freeze.
+ */
+export interface RaceStore extends RaceHistoryStore {
   /** Internal key of an affiliate by its platform id, created on first sight: only for creating a race. */
   affiliateKey(externalId: string): Promise<number>;
   /** Internal key of an affiliate by its platform id; undefined when there is none (never creates one). */
   findAffiliateKey(externalId: string): Promise<number | undefined>;
   /** "slug-taken" when another race of the affiliate (another series) has the slug. */
-  insert(race: NewRace): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
+  insert(race: NewRace, actor: RaceActor): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
   byId(id: string): Promise<StoredRace | undefined>;
   /** The race of the affiliate's series `slug` with this index. */
   seriesRace(affiliateId: number, slug: string, index: number): Promise<StoredRace | undefined>;
@@ -130,14 +136,22 @@ export interface RaceStore {
     now: number,
   ): Promise<{ readonly started: StoredRace | undefined; readonly upcoming: StoredRace | undefined }>;
   list(query: RaceListQuery): Promise<StoredRace[]>;
-  /** Replaces the definition (not the slug); the race as stored after. */
-  update(id: string, definition: RaceDefinition, at: number): Promise<StoredRace>;
+  /**
+   * Replaces the definition (not the slug); the race as stored after. `change` says what the history records
+   * from the race as it was under the transaction's lock (null: nothing changed, nothing is recorded).
+   */
+  update(
+    id: string,
+    definition: RaceDefinition,
+    at: number,
+    change: (before: StoredRace) => NewRaceHistoryEntry | null,
+  ): Promise<StoredRace>;
   /**
    * Cancels the race unless it is final or cancelled already; the race as stored after. A series race
    * cancelled before its end stops its series: the series' races not started yet are cancelled too, each
    * with its event.
    */
-  cancel(id: string, at: number, event: (race: StoredRace) => RaceEvent): Promise<StoredRace>;
+  cancel(id: string, at: number, event: (race: StoredRace) => RaceEvent, actor: RaceActor): Promise<StoredRace>;
   frozenEntries(id: string): Promise<FrozenEntry[]>;
   /** Races not final nor cancelled with a step due at `now` (a start or end to announce, a freeze). */
   due(now: number, limit: number): Promise<StoredRace[]>;
@@ -150,5 +164,11 @@ export interface RaceStore {
    * transaction with what is still owed when no instance announced its start or end in time (all
    * were down, or the end and the freeze fall in one second): those events, and a series' next race.
    */
-  freeze(id: string, result: FrozenResult, event: RaceEvent, owed: OwedSteps): Promise<boolean>;
+  freeze(
+    id: string,
+    result: FrozenResult,
+    event: RaceEvent,
+    owed: OwedSteps,
+    history: NewRaceHistoryEntry,
+  ): Promise<boolean>;
 }

@@ -8,6 +8,8 @@
  * board); the freeze reads the primary's totals directly (`freezeStandings`), never a cache or a
  * replica, so the frozen result is the data as committed at the freeze.
  */
+
+import { ADMIN_ACTOR, type RaceActor } from "../ports/race-history.js";
 import type {
   FrozenEntry,
   NewRace,
@@ -24,6 +26,7 @@ import type { Violation } from "../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
 import { firstLimit, type PlacedEntry, type Placement, type PlacementRules, placeRace } from "./prizes.js";
+import { definitionChanges, freezeHistory, historyOf, type RaceHistory } from "./race-history.js";
 import { isRaceId, randomRaceId } from "./race-id.js";
 import {
   type RaceDefinitionFields,
@@ -98,24 +101,31 @@ export class Races {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
   }
 
-  /** `decodingViolations`: fields the skin could not read, reported with the rules' violations. */
+  /**
+   * `decodingViolations`: fields the skin could not read, reported with the rules' violations. `actor`: who
+   * makes the change, as the race's history records it (so do update and cancel).
+   */
   async create(
     affiliateId: number,
     input: RaceDefinitionFields,
     decodingViolations: readonly Violation[] = [],
+    actor: RaceActor = ADMIN_ACTOR,
   ): Promise<RaceOutcome<RaceView>> {
     const checked = validateRaceDefinition(input, decodingViolations);
     if (!checked.ok) return { kind: "invalid", violations: checked.violations };
     const definition = stored(checked.value);
     const now = this.now();
-    const inserted = await this.options.store.insert({
-      ...definition,
-      id: randomRaceId(),
-      affiliateId,
-      seriesIndex: 0,
-      anchorStart: definition.startTimestamp,
-      createdAt: now,
-    });
+    const inserted = await this.options.store.insert(
+      {
+        ...definition,
+        id: randomRaceId(),
+        affiliateId,
+        seriesIndex: 0,
+        anchorStart: definition.startTimestamp,
+        createdAt: now,
+      },
+      actor,
+    );
     if (inserted.kind === "slug-taken") return { kind: "slug-taken", slug: definition.slug };
     return { kind: "ok", value: await this.viewOf(inserted.race, now) };
   }
@@ -125,6 +135,7 @@ export class Races {
     id: string,
     patch: RacePatch,
     decodingViolations: readonly Violation[] = [],
+    actor: RaceActor = ADMIN_ACTOR,
   ): Promise<RaceOutcome<RaceView>> {
     const race = await this.owned(affiliateId, id);
     if (race === undefined) return { kind: "not-found", id };
@@ -136,19 +147,28 @@ export class Races {
         ? { kind: "invalid", violations: checked.violations }
         : { kind: "precondition", message: checked.message };
     }
-    const changed = await this.options.store.update(id, stored(checked.value), now);
+    const definition = stored(checked.value);
+    const changed = await this.options.store.update(id, definition, now, (before) => {
+      const fields = definitionChanges(definitionOf(before), definition);
+      return fields.length === 0 ? null : { kind: "updated", actor, fields };
+    });
     return { kind: "ok", value: await this.viewOf(changed, now) };
   }
 
-  async cancel(affiliateId: number, id: string): Promise<RaceOutcome<RaceView>> {
+  async cancel(affiliateId: number, id: string, actor: RaceActor = ADMIN_ACTOR): Promise<RaceOutcome<RaceView>> {
     const race = await this.owned(affiliateId, id);
     if (race === undefined) return { kind: "not-found", id };
     if (race.frozenAt !== null) return { kind: "precondition", message: `race ${id} is final and cannot be cancelled` };
     const now = this.now();
-    const stored = await this.options.store.cancel(id, now, (cancelled) => ({
-      type: "race.cancelled",
-      data: eventData(cancelled, "cancelled", null),
-    }));
+    const stored = await this.options.store.cancel(
+      id,
+      now,
+      (cancelled) => ({
+        type: "race.cancelled",
+        data: eventData(cancelled, "cancelled", null),
+      }),
+      actor,
+    );
     return { kind: "ok", value: await this.viewOf(stored, now) };
   }
 
@@ -160,6 +180,11 @@ export class Races {
       : await this.current(affiliateId, idOrSlug, now);
     if (race === undefined) return { kind: "not-found", id: idOrSlug };
     return { kind: "ok", value: await this.viewOf(race, now) };
+  }
+
+  /** The race's history (races/race-history.ts); `hideUserIds`: for a reader that must not see user ids. */
+  history(race: StoredRace, hideUserIds: boolean): Promise<RaceHistory> {
+    return historyOf(this.options.store, race.id, hideUserIds);
   }
 
   async list(
@@ -273,7 +298,8 @@ export class Races {
   private async freeze(race: StoredRace, now: number, boards: StandingsStore): Promise<boolean> {
     // The result decides payouts: it holds every user a prize is paid to, even past `shown` (so the
     // digest covers every winner), besides the shown places.
-    const placement = await this.place(race, boards, Math.max(race.shown, race.prizes.length));
+    const counted = Math.max(race.shown, race.prizes.length);
+    const placement = await this.place(race, boards, counted);
     const entries: FrozenEntry[] = placement.entries.map((entry) => ({
       rank: entry.rank,
       userExternalId: entry.row.userExternalId,
@@ -290,11 +316,13 @@ export class Races {
       type: "race.finalized",
       data: eventData(frozen, "final", { entries, unallocated: placement.unallocated }),
     };
-    return this.options.store.freeze(race.id, result, event, {
+    const owed = {
       started: { type: "race.started", data: eventData(race, "live", null) },
       ended: { type: "race.ended", data: eventData(race, "reviewing", null) },
       next: this.nextOf(race),
-    });
+    } as const;
+    const history = await freezeHistory(this.options.store, race.id, placement.rows, placementRules(race, counted));
+    return this.options.store.freeze(race.id, result, event, owed, history);
   }
 
   private async owned(affiliateId: number, id: string): Promise<StoredRace | undefined> {
@@ -350,18 +378,20 @@ export class Races {
   }
 
   /** Places the race's board, from `direct` or else the cached boards; `shown`: places listed (the race's). */
-  private place(race: StoredRace, direct: StandingsStore | undefined, shown = race.shown): Promise<CompletePlacement> {
-    return placeFromBoard(direct ?? this.options.standings, race.affiliateId, race.startTimestamp, race.endTimestamp, {
-      prizes: race.prizes,
-      minWagered: race.minWagered,
-      excludedUserIds: race.excludedUserIds,
-      shown,
-      rankBy: race.rankBy,
-    });
+  private place(race: StoredRace, direct: StandingsStore | undefined, shown = race.shown): Promise<BoardPlacement> {
+    const board = direct ?? this.options.standings;
+    return placeFromBoard(board, race.affiliateId, race.startTimestamp, race.endTimestamp, placementRules(race, shown));
   }
 }
 
 type CompletePlacement = Extract<Placement, { kind: "complete" }>;
+/** A placement with the board rows it was placed on. */
+type BoardPlacement = CompletePlacement & { readonly rows: readonly RankedRow[] };
+
+function placementRules(race: StoredRace, shown: number): PlacementRules {
+  const { prizes, minWagered, excludedUserIds, rankBy } = race;
+  return { prizes, minWagered, excludedUserIds, shown, rankBy };
+}
 
 /**
  * Places a race on the board of the inclusive period [start, end]: asks the store for the rows
@@ -374,12 +404,12 @@ export async function placeFromBoard(
   start: number,
   end: number,
   rules: PlacementRules,
-): Promise<CompletePlacement> {
+): Promise<BoardPlacement> {
   let limit = firstLimit(rules);
   for (;;) {
     const rows = await store.topUsers(affiliateId, start, end, limit, rules.rankBy);
     const placement = placeRace(rows, limit, rules);
-    if (placement.kind === "complete") return placement;
+    if (placement.kind === "complete") return { ...placement, rows };
     if (limit >= MAX_PLACEMENT_ROWS) throw new Error(`a tie longer than ${MAX_PLACEMENT_ROWS} rows at the cut`);
     limit = Math.min(MAX_PLACEMENT_ROWS, Math.max(placement.limit, limit + 1));
   }

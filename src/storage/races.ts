@@ -10,6 +10,7 @@
  * UPDATE then matches nothing.
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { CLOCK_ACTOR, type NewRaceHistoryEntry, type RaceActor } from "../ports/race-history.js";
 import type {
   FrozenEntry,
   FrozenResult,
@@ -25,6 +26,7 @@ import { canonicalDecimal } from "../values/decimal.js";
 import type { RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { enqueueRaceEvent } from "./race-events.js";
+import { appendRaceHistory } from "./race-history.js";
 import { inTransaction } from "./transactions.js";
 
 const SELECT_RACE = `SELECT r.public_id, r.affiliate_id, a.external_id AS affiliate_external_id, r.slug,
@@ -144,13 +146,19 @@ export async function findAffiliateKey(pool: Pool, externalId: string): Promise<
 export async function insertNewRace(
   pool: Pool,
   race: NewRace,
+  actor: RaceActor,
 ): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }> {
-  try {
-    await insertRace(pool, race);
-  } catch (error) {
-    if ((error as { errno?: number }).errno === 1062) return { kind: "slug-taken" };
-    throw error;
-  }
+  const inserted = await inTransaction(pool, async (connection) => {
+    try {
+      await insertRace(connection, race);
+    } catch (error) {
+      if ((error as { errno?: number }).errno === 1062) return false;
+      throw error;
+    }
+    await appendRaceHistory(connection, race.id, race.createdAt, { kind: "created", actor, fields: [] });
+    return true;
+  });
+  if (!inserted) return { kind: "slug-taken" };
   const stored = await raceById(pool, race.id);
   if (stored === undefined) throw new Error(`race ${race.id} vanished after insert`);
   return { kind: "inserted", race: stored };
@@ -237,10 +245,18 @@ async function lockedRace(connection: PoolConnection, id: string): Promise<Store
   return rows[0] === undefined ? undefined : raceOf(rows[0]);
 }
 
-export async function updateRace(pool: Pool, id: string, definition: RaceDefinition, at: number): Promise<StoredRace> {
+export async function updateRace(
+  pool: Pool,
+  id: string,
+  definition: RaceDefinition,
+  at: number,
+  change: (before: StoredRace) => NewRaceHistoryEntry | null,
+): Promise<StoredRace> {
   return inTransaction(pool, async (connection) => {
     const current = await lockedRace(connection, id);
     if (current === undefined) throw new Error(`race ${id} not found`);
+    const entry = change(current);
+    if (entry !== null) await appendRaceHistory(connection, id, at, entry);
     const next = nextStepAt({ ...current, ...definition });
     // A changed period (start, repeat or time zone) anchors the series anew on this race, whatever its index:
     // its next race follows its own end (races/races.ts counts from the anchor). An unchanged one keeps it.
@@ -274,6 +290,7 @@ export async function cancelRace(
   id: string,
   at: number,
   event: (race: StoredRace) => RaceEvent,
+  actor: RaceActor,
 ): Promise<StoredRace> {
   return inTransaction(pool, async (connection) => {
     const [result] = await connection.query<ResultSetHeader>(
@@ -285,6 +302,7 @@ export async function cancelRace(
     if (stored === undefined) throw new Error(`race ${id} not found`);
     if (result.affectedRows !== 1) return stored;
     await enqueueRaceEvent(connection, stored.affiliateId, event(stored), at);
+    await appendRaceHistory(connection, id, at, { kind: "cancelled", actor, fields: [] });
     // A series stops with a race cancelled before its end: the next race, made when this one started,
     // is cancelled with it while it has not started. A race cancelled in review leaves the series be
     // (the race after it is running, and the one after that follows it).
@@ -304,6 +322,9 @@ export async function cancelRace(
         );
         const laterRace = await raceById(connection, laterId);
         if (laterRace !== undefined) await enqueueRaceEvent(connection, laterRace.affiliateId, event(laterRace), at);
+        // Its history says which race's cancellation stopped the series.
+        const fields = [{ field: "cancelledWith", after: id }];
+        await appendRaceHistory(connection, laterId, at, { kind: "cancelled", actor, fields });
       }
     }
     return stored;
@@ -368,6 +389,7 @@ async function setNextStep(connection: PoolConnection, race: StoredRace): Promis
 async function insertNextRace(connection: PoolConnection, id: string, next: NewRace): Promise<void> {
   try {
     await insertRace(connection, next);
+    await appendRaceHistory(connection, next.id, next.createdAt, { kind: "created", actor: CLOCK_ACTOR, fields: [] });
   } catch (error) {
     if ((error as { errno?: number }).errno !== 1062) throw error;
   }
@@ -407,6 +429,7 @@ export async function freezeRace(
   result: FrozenResult,
   event: RaceEvent,
   owed: OwedSteps,
+  history: NewRaceHistoryEntry,
 ): Promise<boolean> {
   return inTransaction(pool, async (connection) => {
     // What is still owed is read under the row's lock, so no start or end is announced twice.
@@ -453,6 +476,7 @@ export async function freezeRace(
       );
     }
     await enqueueRaceEvent(connection, affiliateId, event, result.at);
+    await appendRaceHistory(connection, id, result.at, history);
     return true;
   });
 }

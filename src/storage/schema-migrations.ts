@@ -428,6 +428,41 @@ export const MIGRATIONS: readonly Migration[] = [
       ) ENGINE=InnoDB`,
     ],
   },
+  {
+    version: 14,
+    name: "a race's history: every change with when and by whom, and the voids that reached its standings",
+    // docs/api.md "A race's history". One row per change to a race (created, updated, cancelled, frozen, …),
+    // written in the change's own transaction and never changed: the two triggers refuse an UPDATE or DELETE
+    // of a row, whoever asks. Keyed by the race's public id, so a race's history outlives its row.
+    // `actor_kind`: key, admin, cli or clock; `actor_id` the key's id or the CLI's user. `detail`: JSON
+    // (the fields changed; the freeze's count of what voids did).
+    statements: [
+      `CREATE TABLE race_history (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        race_public_id VARCHAR(40) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        at INT UNSIGNED NOT NULL,
+        kind VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        actor_kind VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        actor_id VARBINARY(256) NOT NULL,
+        detail MEDIUMBLOB NOT NULL,
+        KEY ix_race_history_race (race_public_id, id)
+      ) ENGINE=InnoDB`,
+      `CREATE TRIGGER race_history_no_update BEFORE UPDATE ON race_history FOR EACH ROW
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'race_history is append-only'`,
+      `CREATE TRIGGER race_history_no_delete BEFORE DELETE ON race_history FOR EACH ROW
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'race_history is append-only'`,
+      // Per race and user: the wagers of the race's period voided while the race was live or reviewing, and
+      // their sums, added to by each void's own transaction (storage/race-history.ts noteRaceVoids).
+      `CREATE TABLE race_voids (
+        race_id INT UNSIGNED NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        wagers INT UNSIGNED NOT NULL,
+        amount DECIMAL(30,8) NOT NULL,
+        weighted DECIMAL(34,12) NOT NULL,
+        PRIMARY KEY (race_id, user_id)
+      ) ENGINE=InnoDB`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -27,6 +27,7 @@ import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
 import { bucketRanges } from "./period-buckets.js";
+import { raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
 import {
   affiliateKey,
   announceEnd,
@@ -155,20 +156,24 @@ async function autoIncrementStep(pool: Pool): Promise<number> {
 }
 
 export function mariadbRaces(pool: Pool): RaceStore {
+  const weighted = weightedColumnReader(pool);
   return {
     affiliateKey: (externalId) => affiliateKey(pool, externalId),
     findAffiliateKey: (externalId) => findAffiliateKey(pool, externalId),
-    insert: (race) => insertNewRace(pool, race),
+    insert: (race, actor) => insertNewRace(pool, race, actor),
     byId: (id) => raceById(pool, id),
     seriesRace: (affiliateId, slug, index) => seriesRace(pool, affiliateId, slug, index),
     aroundNow: (affiliateId, slug, now) => racesAroundNow(pool, affiliateId, slug, now),
     list: (query) => listRaces(pool, query),
-    update: (id, definition, at) => updateRace(pool, id, definition, at),
-    cancel: (id, at, event) => cancelRace(pool, id, at, event),
+    update: (id, definition, at, change) => updateRace(pool, id, definition, at, change),
+    cancel: (id, at, event, actor) => cancelRace(pool, id, at, event, actor),
     frozenEntries: (id) => frozenEntries(pool, id),
     due: (now, limit) => dueRaces(pool, now, limit),
     announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),
     announceEnd: (id, event, at) => announceEnd(pool, id, event, at),
-    freeze: (id, result, event, owed) => freezeRace(pool, id, result, event, owed),
+    freeze: (id, result, event, owed, history) => freezeRace(pool, id, result, event, owed, history),
+    history: (id) => readRaceHistory(pool, id),
+    voidCounts: (id) => raceVoidCounts(pool, id),
+    voidedUsers: (id) => raceVoidedUsers(pool, id, weighted),
   };
 }

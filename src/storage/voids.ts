@@ -6,6 +6,7 @@
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { VoidOutcome } from "../ports/ingest.js";
 import { noteWagerTimes } from "./data-changes.js";
+import { noteRaceVoids } from "./race-history.js";
 import { ROLLUPS, WEIGHT_DISCOUNT_OF_WAGER, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
 
@@ -62,6 +63,8 @@ async function takeOut(pool: Pool, connection: PoolConnection, rows: readonly Ro
     `INSERT INTO ${VOID_STAGE} (id, external_id, user_id, affiliate_id, amount, placed_at, weight_bps) VALUES ?`,
     [rows.map((r) => [r.id, r.external_id, r.user_id, r.affiliate_id, String(r.amount), r.placed_at, r.weight_bps])],
   );
+  // Races live or reviewing whose period holds these wagers count them (a race's history, ./race-history.ts).
+  await noteRaceVoids(connection, VOID_STAGE);
   for (const { table, bucketOf } of ROLLUPS) {
     // The rollup rows exist (the wagers were added to them when recorded); subtract both sums exactly.
     await connection.query(

@@ -33,6 +33,7 @@ describe("the document", () => {
       "/board",
       "/races",
       "/races/{slugOrId}",
+      "/races/{slugOrId}/history",
       "/races/{slugOrId}/stream",
     ]);
   });

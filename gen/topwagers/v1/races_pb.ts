@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/races.proto.
  */
 export const file_topwagers_v1_races: GenFile = /*@__PURE__*/
-  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSLLAgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoA0IMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiUQoRQ3JlYXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEiYKBXJ1bGVzGAIgASgLMhcudG9wd2FnZXJzLnYxLlJhY2VSdWxlcyI2ChJDcmVhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIu0DChFVcGRhdGVSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIcCg9zdGFydF90aW1lc3RhbXAYBCABKANIAYgBARIaCg1lbmRfdGltZXN0YW1wGAUgASgDSAKIAQESFgoOcmVwbGFjZV9wcml6ZXMYBiABKAgSDgoGcHJpemVzGAcgAygJEhUKCGN1cnJlbmN5GAggASgJSAOIAQESGAoLbWluX3dhZ2VyZWQYCSABKAlIBIgBARIhChlyZXBsYWNlX2V4Y2x1ZGVkX3VzZXJfaWRzGAogASgIEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAsgAygJEhsKDnJldmlld19zZWNvbmRzGAwgASgNSAWIAQESEgoFc2hvd24YDSABKA1IBogBARIqCgdyYW5rX2J5GA4gASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUgHiAEBQggKBl90aXRsZUISChBfc3RhcnRfdGltZXN0YW1wQhAKDl9lbmRfdGltZXN0YW1wQgsKCV9jdXJyZW5jeUIOCgxfbWluX3dhZ2VyZWRCEQoPX3Jldmlld19zZWNvbmRzQggKBl9zaG93bkIKCghfcmFua19ieSI2ChJVcGRhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjUKEUNhbmNlbFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSI2ChJDYW5jZWxSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjoKDkdldFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRISCgppZF9vcl9zbHVnGAIgASgJInIKD0dldFJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2USKAoHZW50cmllcxgCIAMoCzIXLnRvcHdhZ2Vycy52MS5SYWNlRW50cnkSEwoLdW5hbGxvY2F0ZWQYAyABKAkihgEKEExpc3RSYWNlc1JlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEicKBnN0YXRlcxgCIAMoDjIXLnRvcHdhZ2Vycy52MS5SYWNlU3RhdGUSDAoEc2x1ZxgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJPChFMaXN0UmFjZXNSZXNwb25zZRIhCgVyYWNlcxgBIAMoCzISLnRvcHdhZ2Vycy52MS5SYWNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJsChBXYXRjaFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRISCgppZF9vcl9zbHVnGAIgASgJEhsKDnJlc3VtZV92ZXJzaW9uGAMgASgJSACIAQFCEQoPX3Jlc3VtZV92ZXJzaW9uImQKEVdhdGNoUmFjZVJlc3BvbnNlEisKBHJhY2UYASABKAsyHS50b3B3YWdlcnMudjEuR2V0UmFjZVJlc3BvbnNlEg8KB3ZlcnNpb24YAiABKAkSEQoJaGVhcnRiZWF0GAMgASgIKocBCgpSYWNlUmVwZWF0EhsKF1JBQ0VfUkVQRUFUX1VOU1BFQ0lGSUVEEAASFAoQUkFDRV9SRVBFQVRfTk9ORRABEhUKEVJBQ0VfUkVQRUFUX0RBSUxZEAISFgoSUkFDRV9SRVBFQVRfV0VFS0xZEAMSFwoTUkFDRV9SRVBFQVRfTU9OVEhMWRAEKqABCglSYWNlU3RhdGUSGgoWUkFDRV9TVEFURV9VTlNQRUNJRklFRBAAEhgKFFJBQ0VfU1RBVEVfU0NIRURVTEVEEAESEwoPUkFDRV9TVEFURV9MSVZFEAISGAoUUkFDRV9TVEFURV9SRVZJRVdJTkcQAxIUChBSQUNFX1NUQVRFX0ZJTkFMEAQSGAoUUkFDRV9TVEFURV9DQU5DRUxMRUQQBTL1AwoLUmFjZVNlcnZpY2USTwoKQ3JlYXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5DcmVhdGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5DcmVhdGVSYWNlUmVzcG9uc2USTwoKVXBkYXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5VcGRhdGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5VcGRhdGVSYWNlUmVzcG9uc2USVAoKQ2FuY2VsUmFjZRIfLnRvcHdhZ2Vycy52MS5DYW5jZWxSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5DYW5jZWxSYWNlUmVzcG9uc2UiA5ACAhJLCgdHZXRSYWNlEhwudG9wd2FnZXJzLnYxLkdldFJhY2VSZXF1ZXN0Gh0udG9wd2FnZXJzLnYxLkdldFJhY2VSZXNwb25zZSIDkAIBElEKCUxpc3RSYWNlcxIeLnRvcHdhZ2Vycy52MS5MaXN0UmFjZXNSZXF1ZXN0Gh8udG9wd2FnZXJzLnYxLkxpc3RSYWNlc1Jlc3BvbnNlIgOQAgESTgoJV2F0Y2hSYWNlEh4udG9wd2FnZXJzLnYxLldhdGNoUmFjZVJlcXVlc3QaHy50b3B3YWdlcnMudjEuV2F0Y2hSYWNlUmVzcG9uc2UwAWIGcHJvdG8z", [file_topwagers_v1_top_wagers]);
+  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSLLAgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoA0IMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiUQoRQ3JlYXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEiYKBXJ1bGVzGAIgASgLMhcudG9wd2FnZXJzLnYxLlJhY2VSdWxlcyI2ChJDcmVhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIu0DChFVcGRhdGVSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIcCg9zdGFydF90aW1lc3RhbXAYBCABKANIAYgBARIaCg1lbmRfdGltZXN0YW1wGAUgASgDSAKIAQESFgoOcmVwbGFjZV9wcml6ZXMYBiABKAgSDgoGcHJpemVzGAcgAygJEhUKCGN1cnJlbmN5GAggASgJSAOIAQESGAoLbWluX3dhZ2VyZWQYCSABKAlIBIgBARIhChlyZXBsYWNlX2V4Y2x1ZGVkX3VzZXJfaWRzGAogASgIEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAsgAygJEhsKDnJldmlld19zZWNvbmRzGAwgASgNSAWIAQESEgoFc2hvd24YDSABKA1IBogBARIqCgdyYW5rX2J5GA4gASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUgHiAEBQggKBl90aXRsZUISChBfc3RhcnRfdGltZXN0YW1wQhAKDl9lbmRfdGltZXN0YW1wQgsKCV9jdXJyZW5jeUIOCgxfbWluX3dhZ2VyZWRCEQoPX3Jldmlld19zZWNvbmRzQggKBl9zaG93bkIKCghfcmFua19ieSI2ChJVcGRhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjUKEUNhbmNlbFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSI2ChJDYW5jZWxSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjoKDkdldFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRISCgppZF9vcl9zbHVnGAIgASgJIp4BCg9HZXRSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlEigKB2VudHJpZXMYAiADKAsyFy50b3B3YWdlcnMudjEuUmFjZUVudHJ5EhMKC3VuYWxsb2NhdGVkGAMgASgJEioKB2hpc3RvcnkYBCABKAsyGS50b3B3YWdlcnMudjEuUmFjZUhpc3RvcnkibwoLUmFjZUhpc3RvcnkSKQoHY2hhbmdlcxgBIAMoCzIYLnRvcHdhZ2Vycy52MS5SYWNlQ2hhbmdlEjUKCXN0YW5kaW5ncxgCIAEoCzIiLnRvcHdhZ2Vycy52MS5SYWNlU3RhbmRpbmdzQ2hhbmdlcyJ7CgpSYWNlQ2hhbmdlEgoKAmF0GAEgASgDEgwKBGtpbmQYAiABKAkSEgoKYWN0b3Jfa2luZBgDIAEoCRIQCghhY3Rvcl9pZBgEIAEoCRItCgZmaWVsZHMYBSADKAsyHS50b3B3YWdlcnMudjEuUmFjZUZpZWxkQ2hhbmdlIl8KD1JhY2VGaWVsZENoYW5nZRINCgVmaWVsZBgBIAEoCRIOCgZiZWZvcmUYAiADKAkSDQoFYWZ0ZXIYAyADKAkSDQoFYWRkZWQYBCADKAkSDwoHcmVtb3ZlZBgFIAMoCSJpChRSYWNlU3RhbmRpbmdzQ2hhbmdlcxIVCg12b2lkZWRfd2FnZXJzGAEgASgNEhYKDnVzZXJzX2FmZmVjdGVkGAIgASgNEg0KBWZpbmFsGAMgASgIEhMKC3JhbmtzX21vdmVkGAQgAygNIoYBChBMaXN0UmFjZXNSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRInCgZzdGF0ZXMYAiADKA4yFy50b3B3YWdlcnMudjEuUmFjZVN0YXRlEgwKBHNsdWcYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiTwoRTGlzdFJhY2VzUmVzcG9uc2USIQoFcmFjZXMYASADKAsyEi50b3B3YWdlcnMudjEuUmFjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkibAoQV2F0Y2hSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSEgoKaWRfb3Jfc2x1ZxgCIAEoCRIbCg5yZXN1bWVfdmVyc2lvbhgDIAEoCUgAiAEBQhEKD19yZXN1bWVfdmVyc2lvbiJkChFXYXRjaFJhY2VSZXNwb25zZRIrCgRyYWNlGAEgASgLMh0udG9wd2FnZXJzLnYxLkdldFJhY2VSZXNwb25zZRIPCgd2ZXJzaW9uGAIgASgJEhEKCWhlYXJ0YmVhdBgDIAEoCCqHAQoKUmFjZVJlcGVhdBIbChdSQUNFX1JFUEVBVF9VTlNQRUNJRklFRBAAEhQKEFJBQ0VfUkVQRUFUX05PTkUQARIVChFSQUNFX1JFUEVBVF9EQUlMWRACEhYKElJBQ0VfUkVQRUFUX1dFRUtMWRADEhcKE1JBQ0VfUkVQRUFUX01PTlRITFkQBCqgAQoJUmFjZVN0YXRlEhoKFlJBQ0VfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRSQUNFX1NUQVRFX1NDSEVEVUxFRBABEhMKD1JBQ0VfU1RBVEVfTElWRRACEhgKFFJBQ0VfU1RBVEVfUkVWSUVXSU5HEAMSFAoQUkFDRV9TVEFURV9GSU5BTBAEEhgKFFJBQ0VfU1RBVEVfQ0FOQ0VMTEVEEAUy9QMKC1JhY2VTZXJ2aWNlEk8KCkNyZWF0ZVJhY2USHy50b3B3YWdlcnMudjEuQ3JlYXRlUmFjZVJlcXVlc3QaIC50b3B3YWdlcnMudjEuQ3JlYXRlUmFjZVJlc3BvbnNlEk8KClVwZGF0ZVJhY2USHy50b3B3YWdlcnMudjEuVXBkYXRlUmFjZVJlcXVlc3QaIC50b3B3YWdlcnMudjEuVXBkYXRlUmFjZVJlc3BvbnNlElQKCkNhbmNlbFJhY2USHy50b3B3YWdlcnMudjEuQ2FuY2VsUmFjZVJlcXVlc3QaIC50b3B3YWdlcnMudjEuQ2FuY2VsUmFjZVJlc3BvbnNlIgOQAgISSwoHR2V0UmFjZRIcLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVxdWVzdBodLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVzcG9uc2UiA5ACARJRCglMaXN0UmFjZXMSHi50b3B3YWdlcnMudjEuTGlzdFJhY2VzUmVxdWVzdBofLnRvcHdhZ2Vycy52MS5MaXN0UmFjZXNSZXNwb25zZSIDkAIBEk4KCVdhdGNoUmFjZRIeLnRvcHdhZ2Vycy52MS5XYXRjaFJhY2VSZXF1ZXN0Gh8udG9wd2FnZXJzLnYxLldhdGNoUmFjZVJlc3BvbnNlMAFiBnByb3RvMw", [file_topwagers_v1_top_wagers]);
 
 /**
  * RaceRules is what a race's owner defines. Every field is checked; an
@@ -595,6 +595,15 @@ export type GetRaceResponse = Message<"topwagers.v1.GetRaceResponse"> & {
    * @generated from field: string unallocated = 3;
    */
   unallocated: string;
+
+  /**
+   * The race's history: every change since its creation, with when and by
+   * whom, and what voids did to its standings (docs/api.md, "A race's
+   * history").
+   *
+   * @generated from field: topwagers.v1.RaceHistory history = 4;
+   */
+  history?: RaceHistory | undefined;
 };
 
 /**
@@ -603,6 +612,179 @@ export type GetRaceResponse = Message<"topwagers.v1.GetRaceResponse"> & {
  */
 export const GetRaceResponseSchema: GenMessage<GetRaceResponse> = /*@__PURE__*/
   messageDesc(file_topwagers_v1_races, 10);
+
+/**
+ * RaceHistory is a race's append-only record of changes, oldest first.
+ *
+ * @generated from message topwagers.v1.RaceHistory
+ */
+export type RaceHistory = Message<"topwagers.v1.RaceHistory"> & {
+  /**
+   * The changes in the order they were made.
+   *
+   * @generated from field: repeated topwagers.v1.RaceChange changes = 1;
+   */
+  changes: RaceChange[];
+
+  /**
+   * What voids did to the race's standings while it was live or reviewing.
+   *
+   * @generated from field: topwagers.v1.RaceStandingsChanges standings = 2;
+   */
+  standings?: RaceStandingsChanges | undefined;
+};
+
+/**
+ * Describes the message topwagers.v1.RaceHistory.
+ * Use `create(RaceHistorySchema)` to create a new message.
+ */
+export const RaceHistorySchema: GenMessage<RaceHistory> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 11);
+
+/**
+ * RaceChange is one change to a race.
+ *
+ * @generated from message topwagers.v1.RaceChange
+ */
+export type RaceChange = Message<"topwagers.v1.RaceChange"> & {
+  /**
+   * When, Unix seconds.
+   *
+   * @generated from field: int64 at = 1;
+   */
+  at: bigint;
+
+  /**
+   * "created", "updated", "cancelled" or "frozen" (more kinds may be added).
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Who: "key" (an API key), "admin" (the internal listener's admin token),
+   * "cli" (the command line) or "clock" (the race clock).
+   *
+   * @generated from field: string actor_kind = 3;
+   */
+  actorKind: string;
+
+  /**
+   * The key's id for "key", the operating system user for "cli", else empty.
+   *
+   * @generated from field: string actor_id = 4;
+   */
+  actorId: string;
+
+  /**
+   * The fields an update changed (for a series race a cancellation stopped,
+   * "cancelledWith" names the race whose cancellation did).
+   *
+   * @generated from field: repeated topwagers.v1.RaceFieldChange fields = 5;
+   */
+  fields: RaceFieldChange[];
+};
+
+/**
+ * Describes the message topwagers.v1.RaceChange.
+ * Use `create(RaceChangeSchema)` to create a new message.
+ */
+export const RaceChangeSchema: GenMessage<RaceChange> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 12);
+
+/**
+ * RaceFieldChange is one field's value before and after a change.
+ *
+ * @generated from message topwagers.v1.RaceFieldChange
+ */
+export type RaceFieldChange = Message<"topwagers.v1.RaceFieldChange"> & {
+  /**
+   * The field's name as RaceRules's JSON names it ("title", "prizes",
+   * "minWagered", "endTimestamp", "excludedUserIds", …).
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * The value before and after, as text: one element for a single value (a
+   * time as its Unix seconds), the whole list for the prizes. Empty for
+   * excludedUserIds.
+   *
+   * @generated from field: repeated string before = 2;
+   */
+  before: string[];
+
+  /**
+   * @generated from field: repeated string after = 3;
+   */
+  after: string[];
+
+  /**
+   * excludedUserIds only: the user ids added to and removed from the list.
+   * A publishable key reads each id as an empty string (the count stays).
+   *
+   * @generated from field: repeated string added = 4;
+   */
+  added: string[];
+
+  /**
+   * @generated from field: repeated string removed = 5;
+   */
+  removed: string[];
+};
+
+/**
+ * Describes the message topwagers.v1.RaceFieldChange.
+ * Use `create(RaceFieldChangeSchema)` to create a new message.
+ */
+export const RaceFieldChangeSchema: GenMessage<RaceFieldChange> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 13);
+
+/**
+ * RaceStandingsChanges counts what voids did to a race's standings, without
+ * naming a user or an amount.
+ *
+ * @generated from message topwagers.v1.RaceStandingsChanges
+ */
+export type RaceStandingsChanges = Message<"topwagers.v1.RaceStandingsChanges"> & {
+  /**
+   * Voided wagers of the race's period applied while it was live or
+   * reviewing.
+   *
+   * @generated from field: uint32 voided_wagers = 1;
+   */
+  voidedWagers: number;
+
+  /**
+   * How many users those wagers were of.
+   *
+   * @generated from field: uint32 users_affected = 2;
+   */
+  usersAffected: number;
+
+  /**
+   * Whether ranks_moved is known: true once the race is final.
+   *
+   * @generated from field: bool final = 3;
+   */
+  final: boolean;
+
+  /**
+   * The ranks of the final result whose user or prize differs from the
+   * result without those voids, ascending.
+   *
+   * @generated from field: repeated uint32 ranks_moved = 4;
+   */
+  ranksMoved: number[];
+};
+
+/**
+ * Describes the message topwagers.v1.RaceStandingsChanges.
+ * Use `create(RaceStandingsChangesSchema)` to create a new message.
+ */
+export const RaceStandingsChangesSchema: GenMessage<RaceStandingsChanges> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 14);
 
 /**
  * ListRacesRequest narrows and pages the list.
@@ -651,7 +833,7 @@ export type ListRacesRequest = Message<"topwagers.v1.ListRacesRequest"> & {
  * Use `create(ListRacesRequestSchema)` to create a new message.
  */
 export const ListRacesRequestSchema: GenMessage<ListRacesRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 11);
+  messageDesc(file_topwagers_v1_races, 15);
 
 /**
  * ListRacesResponse is one page of races.
@@ -679,7 +861,7 @@ export type ListRacesResponse = Message<"topwagers.v1.ListRacesResponse"> & {
  * Use `create(ListRacesResponseSchema)` to create a new message.
  */
 export const ListRacesResponseSchema: GenMessage<ListRacesResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 12);
+  messageDesc(file_topwagers_v1_races, 16);
 
 /**
  * WatchRaceRequest names the race to watch.
@@ -714,7 +896,7 @@ export type WatchRaceRequest = Message<"topwagers.v1.WatchRaceRequest"> & {
  * Use `create(WatchRaceRequestSchema)` to create a new message.
  */
 export const WatchRaceRequestSchema: GenMessage<WatchRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 13);
+  messageDesc(file_topwagers_v1_races, 17);
 
 /**
  * WatchRaceResponse is one message of the stream.
@@ -750,7 +932,7 @@ export type WatchRaceResponse = Message<"topwagers.v1.WatchRaceResponse"> & {
  * Use `create(WatchRaceResponseSchema)` to create a new message.
  */
 export const WatchRaceResponseSchema: GenMessage<WatchRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 14);
+  messageDesc(file_topwagers_v1_races, 18);
 
 /**
  * RaceRepeat says whether a race recurs, and how often.

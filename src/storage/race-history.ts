@@ -1,0 +1,122 @@
+/**
+ * SQL of a race's history (migration 14): its entries, appended in the transaction of the change they
+ * describe and never changed (the table's triggers refuse UPDATE and DELETE), and the voids counted against
+ * the races whose standings they reached, noted in the void's own transaction.
+ */
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import type {
+  NewRaceHistoryEntry,
+  RaceActor,
+  RaceHistoryEntry,
+  RaceVoidCounts,
+  VoidedRaceUser,
+} from "../ports/race-history.js";
+import { canonicalDecimal } from "../values/decimal.js";
+import { totalsOfUsers } from "./held-reads.js";
+import type { WeightedColumn } from "./leaderboard-queries.js";
+import { bucketRanges } from "./period-buckets.js";
+import { WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
+
+/** Appends one entry of the race `raceId` (public id), inside the caller's transaction. */
+export async function appendRaceHistory(
+  connection: PoolConnection,
+  raceId: string,
+  at: number,
+  entry: NewRaceHistoryEntry,
+): Promise<void> {
+  const detail = {
+    fields: entry.fields,
+    ...(entry.standings === undefined ? {} : { standings: entry.standings }),
+  };
+  await connection.query(
+    "INSERT INTO race_history (race_public_id, at, kind, actor_kind, actor_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
+    [raceId, at, entry.kind, entry.actor.kind, Buffer.from(entry.actor.id, "utf8"), JSON.stringify(detail)],
+  );
+}
+
+export async function readRaceHistory(pool: Pool, raceId: string): Promise<RaceHistoryEntry[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT at, kind, actor_kind, actor_id, detail FROM race_history WHERE race_public_id = ? ORDER BY id`,
+    [raceId],
+  );
+  return rows.map((row) => {
+    const detail = JSON.parse(text(row.detail)) as Pick<RaceHistoryEntry, "fields" | "standings">;
+    return {
+      at: Number(row.at),
+      kind: String(row.kind),
+      actor: { kind: String(row.actor_kind) as RaceActor["kind"], id: text(row.actor_id) },
+      fields: detail.fields,
+      ...(detail.standings === undefined ? {} : { standings: detail.standings }),
+    };
+  });
+}
+
+/**
+ * Inside a void's transaction, with the voided wagers in the temporary table `stage` (external_id, user_id,
+ * affiliate_id, amount, placed_at, weight_bps): adds them to each race whose period holds them and that is
+ * live or reviewing now (started, neither frozen nor cancelled). The join reads the affiliate's races by
+ * ix_races_affiliate_start, as many as the stage has affiliates.
+ */
+export async function noteRaceVoids(connection: PoolConnection, stage: string): Promise<void> {
+  await connection.query(
+    `INSERT INTO race_voids (race_id, user_id, wagers, amount, weighted)
+      SELECT r.id, s.user_id, COUNT(*), SUM(s.amount), SUM(${WEIGHTED_AMOUNT_OF_WAGER})
+        FROM ${stage} s JOIN races r
+          ON r.affiliate_id = s.affiliate_id AND r.start_ts <= s.placed_at AND r.end_ts >= s.placed_at
+       WHERE r.frozen_at IS NULL AND r.cancelled_at IS NULL AND r.start_ts <= UNIX_TIMESTAMP()
+       GROUP BY r.id, s.user_id
+      ON DUPLICATE KEY UPDATE wagers = wagers + VALUES(wagers), amount = amount + VALUES(amount),
+        weighted = weighted + VALUES(weighted)`,
+  );
+}
+
+export async function raceVoidCounts(pool: Pool, raceId: string): Promise<RaceVoidCounts> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT COALESCE(SUM(v.wagers), 0) AS wagers, COUNT(v.user_id) AS users
+       FROM race_voids v JOIN races r ON r.id = v.race_id WHERE r.public_id = ?`,
+    [raceId],
+  );
+  return { voidedWagers: Number(rows[0]?.wagers ?? 0), usersAffected: Number(rows[0]?.users ?? 0) };
+}
+
+/** The race's voided users with what was voided and their totals in its period now (read for the freeze). */
+export async function raceVoidedUsers(
+  pool: Pool,
+  raceId: string,
+  weighted: () => Promise<WeightedColumn>,
+): Promise<VoidedRaceUser[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT v.user_id, u.external_id, u.username, u.avatar_url, v.wagers, v.amount, v.weighted,
+            r.affiliate_id, r.start_ts, r.end_ts
+       FROM race_voids v JOIN races r ON r.id = v.race_id JOIN users u ON u.id = v.user_id
+      WHERE r.public_id = ? ORDER BY v.user_id`,
+    [raceId],
+  );
+  const first = rows[0];
+  if (first === undefined) return [];
+  const now = await totalsOfUsers(
+    pool,
+    Number(first.affiliate_id),
+    bucketRanges(Number(first.start_ts), Number(first.end_ts)),
+    rows.map((row) => Number(row.user_id)),
+    await weighted(),
+  );
+  const totals = new Map(now.map((row) => [row.userKey, row]));
+  return rows.map((row) => {
+    const current = totals.get(Number(row.user_id));
+    return {
+      userExternalId: text(row.external_id),
+      username: text(row.username),
+      avatarUrl: row.avatar_url === null ? null : text(row.avatar_url),
+      voidedWagers: Number(row.wagers),
+      voidedTotal: canonicalDecimal(String(row.amount)),
+      voidedWeighted: canonicalDecimal(String(row.weighted)),
+      total: canonicalDecimal(current?.total ?? "0"),
+      weightedTotal: canonicalDecimal(current?.weightedTotal ?? "0"),
+    };
+  });
+}
+
+function text(value: unknown): string {
+  return Buffer.isBuffer(value) ? value.toString("utf8") : String(value);
+}
