@@ -13,12 +13,16 @@ import { type Config, redact } from "./config.js";
 import { createRedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
 import type { Metrics } from "./observability/metrics.js";
+import { schemaAheadWarning } from "./observability/readiness.js";
 import { startTracing, type Tracing } from "./observability/tracing.js";
+import { packageInfo } from "./package-info.js";
 import type { Races } from "./races/races.js";
 import { type ChangeWakeups, createChangeWakeups } from "./redis/change-wakeups.js";
 import { createRedisFleet } from "./redis/fleet.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
-import { migrate } from "./storage/migration-runner.js";
+import { currentSchemaVersion, migrate } from "./storage/migration-runner.js";
+import { assertReleaseMayUse, ReleaseTooOldError } from "./storage/release-floor.js";
+import { LATEST_SCHEMA_VERSION } from "./storage/schema-migrations.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
 import type { WebhookAdmin } from "./webhooks/endpoint-admin.js";
 
@@ -179,10 +183,34 @@ async function openAndMigrate(config: Config, logger: Logger, dataTier: DataTier
     onEvent: dataTier.onEvent,
   });
   if (config.migrateOnStart) {
-    const report = await migrate(database.write, undefined, { onProgress: (line) => logger.info(line) });
-    for (const m of report.applied) logger.info({ version: m.version }, `applied migration ${m.version} (${m.name})`);
+    await migrate(database.write, undefined, {
+      onProgress: (line) => logger.info(line),
+      onApplied: (m, seconds) =>
+        logger.info({ version: m.version, seconds }, `applied migration ${m.version} (${m.name})`),
+    });
   }
+  await checkVersionSafety(database, logger);
   return database;
+}
+
+/**
+ * Refuses to start when the schema's release floor names a newer release (`migrate` refuses the same way), and
+ * warns loudly when a newer release has migrated the schema past what this one knows. A database that does not
+ * answer yet is left to readiness, which asks both questions again on every probe.
+ */
+async function checkVersionSafety(database: Database, logger: Logger): Promise<void> {
+  try {
+    await assertReleaseMayUse(database.write, packageInfo().version);
+    const version = await currentSchemaVersion(database.write);
+    if (version > LATEST_SCHEMA_VERSION) {
+      logger.warn(
+        { schemaVersion: version, known: LATEST_SCHEMA_VERSION },
+        schemaAheadWarning(version, LATEST_SCHEMA_VERSION),
+      );
+    }
+  } catch (error) {
+    if (error instanceof ReleaseTooOldError) throw error;
+  }
 }
 
 /**

@@ -33,6 +33,7 @@ import { type Logger, silentLogger } from "../logger.js";
 import { type CallObservation, observeCalls } from "../observability/call-observation.js";
 import type { Metrics } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
+import { packageInfo } from "../package-info.js";
 import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
@@ -145,7 +146,7 @@ function internalRoutes(
   options: InternalAppOptions,
   ingest: WagerIngest,
 ): (router: ConnectRouter) => void {
-  const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read));
+  const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read, packageInfo().version));
   const keys = createKeyAdmin(database, options);
   const races = options.races ?? createRaces(config, database, options);
   const raceStore = mariadbRaces(database.write);

@@ -214,7 +214,7 @@ function buildDomain(
   const outcomes = databaseAvailability(logger);
   // Every usable key in memory (no database work per call), kept current by the change feed.
   const keys = new KeySet(mariadbKeyRecords(database.read), { logger });
-  const readiness = new Readiness(mariadbSchema(database.read), outcomes);
+  const readiness = new Readiness(mariadbSchema(database.read, packageInfo().version), outcomes);
   readiness.keysLoaded = () => keys.loaded;
   const changeFeed = new ChangeFeed(mariadbChanges(database.read), {
     logger,

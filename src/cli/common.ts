@@ -5,8 +5,10 @@
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { type Config, loadConfig } from "../config.js";
+import { packageInfo } from "../package-info.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
 import { migrate } from "../storage/migration-runner.js";
+import { assertReleaseMayUse } from "../storage/release-floor.js";
 
 /** The command line itself is wrong: exit 2, with the command's usage. */
 export class UsageError extends Error {}
@@ -38,6 +40,8 @@ export interface DatabaseUse {
   readonly create?: boolean;
   /** Apply pending migrations before `work`; default: MIGRATE_ON_START. */
   readonly migrate?: boolean;
+  /** Refuse when the schema's release floor names a newer release than this one; default true. */
+  readonly releaseCheck?: boolean;
 }
 
 /**
@@ -58,7 +62,9 @@ export async function withDatabase<T>(work: (db: Database) => Promise<T>, use: D
     probeTimeoutMs: config.databaseProbeTimeoutMs,
   });
   try {
+    // migrate() refuses an older release than the schema's floor itself.
     if (use.migrate ?? config.migrateOnStart) await migrate(db.write);
+    else if (use.releaseCheck ?? true) await assertReleaseMayUse(db.write, packageInfo().version);
     return await work(db);
   } finally {
     await db.close();

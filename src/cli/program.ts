@@ -6,9 +6,10 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "../config.js";
-import { versionLine } from "../package-info.js";
+import { packageInfo, versionLine } from "../package-info.js";
 import type { Database } from "../storage/database.js";
 import { migrate, migrationStatus } from "../storage/migration-runner.js";
+import { readReleaseFloor } from "../storage/release-floor.js";
 import { LATEST_SCHEMA_VERSION } from "../storage/schema-migrations.js";
 import { isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
@@ -35,7 +36,13 @@ async function migrateCommand(args: string[]): Promise<void> {
   }
   if (values.status) {
     // Read only: one connection, and the database left exactly as it is.
-    await withDatabase((db) => printMigrationStatus(db, values.json), { poolSize: 1, create: false, migrate: false });
+    // It shows the release floor rather than refusing on it.
+    await withDatabase((db) => printMigrationStatus(db, values.json), {
+      poolSize: 1,
+      create: false,
+      migrate: false,
+      releaseCheck: false,
+    });
     return;
   }
   // Two connections: one runs the migration, the other renews its lease while a long step (an index build) runs.
@@ -45,6 +52,7 @@ async function migrateCommand(args: string[]): Promise<void> {
 /** `migrate --status`: exit 0 when the schema is current, 1 while migrations are pending (a deploy gate). */
 async function printMigrationStatus(db: Database, json: boolean): Promise<void> {
   const status = await migrationStatus(db.write);
+  const floor = await readReleaseFloor(db.write);
   const current = Math.max(0, ...status.applied.map((m) => m.version));
   if (status.pending.length > 0) process.exitCode = 1;
   if (json) {
@@ -53,6 +61,7 @@ async function printMigrationStatus(db: Database, json: boolean): Promise<void> 
       databaseExists: status.databaseExists,
       schemaVersion: current,
       latestVersion: LATEST_SCHEMA_VERSION,
+      oldestRelease: floor?.oldestRelease ?? null,
       applied: status.applied,
       pending: status.pending.map((m) => ({ version: m.version, name: m.name })),
     });
@@ -66,11 +75,23 @@ async function printMigrationStatus(db: Database, json: boolean): Promise<void> 
   process.stdout.write(
     `Schema is at version ${current}; ${status.pending.length === 0 ? "nothing pending" : `${status.pending.length} pending (apply with: ${"topwagers migrate"})`}.\n`,
   );
+  if (floor !== undefined) {
+    process.stdout.write(
+      `Oldest release that may use it: ${floor.oldestRelease} (set by migration ${floor.setByMigration}); this is ${packageInfo().version}.\n`,
+    );
+  }
 }
 
 async function applyMigrations(db: Database, json: boolean): Promise<void> {
-  // Long steps say every few seconds that they are still running (stderr, so --json output stays one document).
-  const report = await migrate(db.write, undefined, { onProgress: (line) => process.stderr.write(`${line}\n`) });
+  // Each migration as it starts, each wait for another runner's lease and every few seconds of a long step go to
+  // stderr (so --json output stays one document); each migration is printed as soon as it is recorded, so an
+  // interrupted run shows what it finished.
+  const report = await migrate(db.write, undefined, {
+    onProgress: (line) => process.stderr.write(`${line}\n`),
+    onApplied: (m, seconds) => {
+      if (!json) process.stdout.write(`Applied migration ${m.version}: ${m.name} (${seconds.toFixed(1)} s)\n`);
+    },
+  });
   if (json) {
     printJson({
       database: db.name,
@@ -79,7 +100,6 @@ async function applyMigrations(db: Database, json: boolean): Promise<void> {
     });
     return;
   }
-  for (const m of report.applied) process.stdout.write(`Applied migration ${m.version}: ${m.name}\n`);
   process.stdout.write(`Schema is at version ${report.current}.\n`);
 }
 

@@ -1,7 +1,9 @@
 /**
  * Readiness, one answer for every probe: `GET /readyz` and grpc.health.v1 on
  * both listeners. Ready means: not shutting down, the database answers, its
- * schema is at the version this build expects, and the API keys are loaded
+ * schema is at the version this build expects (or newer: then ready with a
+ * warning, since a newer release migrated it), this release is not older than
+ * the schema's release floor, and the API keys are loaded
  * (before that every key would be refused). Every probe asks the
  * database (a result is never reused: a probe right after an outage must see
  * it), but concurrent probes share one query, so probes cannot load it.
@@ -10,7 +12,8 @@ import { SingleFlight } from "../cache/expiring-cache.js";
 import type { SchemaVersions } from "../ports/schema.js";
 
 export type ReadinessStatus =
-  | { readonly status: "ready"; readonly schemaVersion: number }
+  | { readonly status: "ready"; readonly schemaVersion: number; readonly warning?: string }
+  | { readonly status: "release_too_old"; readonly schemaVersion: number; readonly message: string }
   | { readonly status: "shutting_down" }
   | { readonly status: "loading_keys" }
   | { readonly status: "database_unavailable" }
@@ -58,7 +61,30 @@ export class Readiness {
     if (version < this.schema.expected) {
       return { status: "migrations_pending", schemaVersion: version, expected: this.schema.expected };
     }
+    const refusal = await this.releaseRefusal();
+    if (refusal !== undefined) return { status: "release_too_old", schemaVersion: version, message: refusal };
     if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
+    if (version > this.schema.expected) {
+      return { status: "ready", schemaVersion: version, warning: schemaAheadWarning(version, this.schema.expected) };
+    }
     return { status: "ready", schemaVersion: version };
   }
+
+  /** The floor's refusal; a floor that cannot be read now leaves the answer to the next probe. */
+  private async releaseRefusal(): Promise<string | undefined> {
+    try {
+      return await this.schema.releaseRefusal?.();
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** What the log and `/readyz` say when a newer release has migrated the schema past what this one knows. */
+export function schemaAheadWarning(found: number, known: number): string {
+  return (
+    `the schema is at version ${found}, newer than this release knows (${known}): a newer release migrated it. ` +
+    "This release still serves, but data the newer migrations bring is not read here; finish the roll-out or " +
+    'roll back as docs/operations.md "Rolling back" says'
+  );
 }

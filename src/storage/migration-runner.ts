@@ -6,7 +6,9 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { packageInfo } from "../package-info.js";
 import { classifyDatabaseError } from "./database-errors.js";
+import { assertReleaseMayUse, createReleaseFloorTable, raiseReleaseFloor } from "./release-floor.js";
 import { MIGRATIONS, type Migration } from "./schema-migrations.js";
 
 /** How long a migration lease lasts unless renewed; renewed every LEASE_SECONDS / 3 while migrating. */
@@ -21,10 +23,17 @@ export interface MigrationReport {
 export interface MigrateOptions {
   /** How long to wait for another instance's lease; default 120 s. */
   readonly waitMs?: number;
-  /** Who holds the lease, for the table's readers; default host:pid:random. */
+  /** Who holds the lease, for the table's readers; default "host:pid:random since <ISO time>". */
   readonly holder?: string;
-  /** Lines for the operator while a long step runs (the CLI prints them). */
+  /** The release running the migrations, checked against the schema's floor; default package.json's version. */
+  readonly release?: string;
+  /**
+   * Lines for the operator (the CLI prints them, the server logs them): each migration as it starts and once
+   * it is recorded, each wait for another runner's lease, and every few seconds while a long step runs.
+   */
   readonly onProgress?: (text: string) => void;
+  /** Told of each migration once it is recorded (before the next one starts). */
+  readonly onApplied?: (migration: Migration, seconds: number) => void;
 }
 
 /**
@@ -39,9 +48,9 @@ export async function migrate(
   migrations: readonly Migration[] = MIGRATIONS,
   options: MigrateOptions = {},
 ): Promise<MigrationReport> {
-  const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}`;
+  const holder = options.holder ?? defaultHolder();
   await createLeaseRow(pool);
-  await takeLease(pool, holder, options.waitMs ?? 120_000);
+  await takeLease(pool, holder, options.waitMs ?? 120_000, options.onProgress ?? (() => undefined));
   const renewal = keepRenewing(pool, holder);
   const connection = await pool.getConnection();
   try {
@@ -57,6 +66,12 @@ export async function migrate(
       ])
       .catch(() => undefined); // it expires by itself
   }
+}
+
+/** Who holds the lease, as its waiters print it: "host:pid:random since 2026-11-28T23:40:01Z". */
+function defaultHolder(): string {
+  const since = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  return `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")} since ${since}`;
 }
 
 /** The lease's table and its one row (free), when they do not exist yet. */
@@ -104,7 +119,8 @@ function keepRenewing(pool: Pool, holder: string): Renewal {
 /**
  * Applies the migrations not recorded in `schema_migrations`, in order, while the lease holds. DDL commits
  * implicitly in MySQL, so a migration is made of idempotent-enough steps and recorded only once all of them
- * succeeded.
+ * succeeded. Refuses (ReleaseTooOldError) before anything is applied when the schema's release floor names a
+ * newer release than this one; raises the floor for every recorded migration that carries one.
  */
 async function applyPending(
   connection: PoolConnection,
@@ -119,30 +135,53 @@ async function applyPending(
       applied_at INT UNSIGNED NOT NULL
     ) ENGINE=InnoDB`,
   );
+  await createReleaseFloorTable(connection);
+  await assertReleaseMayUse(connection, options.release ?? packageInfo().version);
   const [rows] = await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations");
   const done = new Set(rows.map((r) => Number(r.version)));
+  // Migrations recorded before the floor existed (or by a release that did not know theirs) raise it now.
+  for (const migration of migrations) {
+    if (done.has(migration.version)) await raiseFloorFor(connection, migration);
+  }
   const applied: Migration[] = [];
   for (const migration of migrations) {
     if (done.has(migration.version)) continue;
     const lost = renewal.lost();
     if (lost !== undefined) throw new Error("lost the migration lease; stopping", { cause: lost });
-    const context = { connection, progress: options.onProgress ?? (() => undefined) };
-    for (const statement of migration.statements) {
-      if (typeof statement === "string") await connection.query(statement);
-      else await statement(context);
-    }
-    // IGNORE: an instance that took over an expired lease mid-step may have recorded it too.
-    await connection.query(
-      "INSERT IGNORE INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
-      [migration.version, migration.name],
-    );
+    await applyOne(connection, migration, options);
     applied.push(migration);
   }
   return applied;
 }
 
-async function takeLease(pool: Pool, holder: string, waitMs: number): Promise<void> {
+/** Runs one migration's steps, records it and raises the release floor it carries; says so before and after. */
+async function applyOne(connection: PoolConnection, migration: Migration, options: MigrateOptions): Promise<void> {
+  const progress = options.onProgress ?? (() => undefined);
+  const started = Date.now();
+  progress(`applying migration ${migration.version}: ${migration.name}`);
+  const context = { connection, progress };
+  for (const statement of migration.statements) {
+    if (typeof statement === "string") await connection.query(statement);
+    else await statement(context);
+  }
+  // IGNORE: an instance that took over an expired lease mid-step may have recorded it too.
+  await connection.query(
+    "INSERT IGNORE INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
+    [migration.version, migration.name],
+  );
+  await raiseFloorFor(connection, migration);
+  options.onApplied?.(migration, (Date.now() - started) / 1000);
+}
+
+async function raiseFloorFor(connection: PoolConnection, migration: Migration): Promise<void> {
+  if (migration.oldestRelease !== undefined) {
+    await raiseReleaseFloor(connection, migration.oldestRelease, migration.version);
+  }
+}
+
+async function takeLease(pool: Pool, holder: string, waitMs: number, say: (text: string) => void): Promise<void> {
   const deadline = Date.now() + waitMs;
+  let reported = "";
   for (;;) {
     try {
       const [result] = await pool.query<ResultSetHeader>(
@@ -151,6 +190,7 @@ async function takeLease(pool: Pool, holder: string, waitMs: number): Promise<vo
         [holder, LEASE_SECONDS, LEASE_NAME, holder],
       );
       if (result.affectedRows === 1) return;
+      reported = await reportWait(pool, reported, say);
     } catch (error) {
       // Another node's UPDATE won certification (Galera) or the row lock (1213 / 1205): try again.
       if (classifyDatabaseError(error) !== "retry") throw error;
@@ -162,6 +202,24 @@ async function takeLease(pool: Pool, holder: string, waitMs: number): Promise<vo
     }
     await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
   }
+}
+
+/**
+ * Says whose lease this runner waits for, once per holder: "waiting for the migration lease held by
+ * host:pid:random since <time> (it expires at <time> unless its holder renews it)". Returns the holder reported.
+ */
+async function reportWait(pool: Pool, reported: string, say: (text: string) => void): Promise<string> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    "SELECT holder, expires_at FROM schema_migration_lease WHERE name = ?",
+    [LEASE_NAME],
+  );
+  const row = rows[0];
+  if (row === undefined || String(row.holder) === reported) return reported;
+  const expires = new Date(Number(row.expires_at) * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+  say(
+    `waiting for the migration lease held by ${String(row.holder)} (it expires at ${expires} unless its holder renews it)`,
+  );
+  return String(row.holder);
 }
 
 async function renewLease(pool: Pool, holder: string): Promise<void> {

@@ -47,8 +47,23 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly statements: readonly MigrationStep[];
+  /**
+   * The oldest release that may still use the schema once this migration is applied, when older releases would
+   * misread what it brings (see the rule above MIGRATIONS). Recorded in `schema_release_floor` (./release-floor.ts),
+   * never lowered; an older release then refuses to start and to migrate.
+   */
+  readonly oldestRelease?: string;
 }
 
+/**
+ * Version safety, the rule for a new migration: ask "would a release from before this migration, running on the
+ * schema after it, answer wrongly or write data this release misreads?" (a key restricted by scopes answered in
+ * full by a release that knows no scopes; a row an older release would delete or overwrite). If yes, set
+ * `oldestRelease` to the first release that understands it (the version package.json will have when it ships,
+ * see CHANGELOG.md [Unreleased]), and list the migration in docs/operations.md "Version safety". If older
+ * releases merely ignore it (a new table, a column with a default, a trigger that keeps an older writer exact),
+ * leave it unset: rolling deploys and rollbacks stay open. Take the next free version when you rebase.
+ */
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -222,6 +237,8 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: "api key scopes",
+    // A release without scopes answers a restricted key in full (issue 38): 0.2.0 is the first that reads them.
+    oldestRelease: "0.2.0",
     // What a key may do: space-separated scope names (src/values/scopes.ts). Metadata only
     // (ALGORITHM=INSTANT), then every existing key gets what it could do before, written out: a
     // secret key every scope, a publishable key the read scopes. A key inserted by an instance of

@@ -44,6 +44,7 @@ import {
   seriesRace,
   updateRace,
 } from "./races.js";
+import { isOlderThanFloor, readReleaseFloor, releaseTooOldMessage } from "./release-floor.js";
 import { LATEST_SCHEMA_VERSION } from "./schema-migrations.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./transactions.js";
 import { upsertUserBatch } from "./users.js";
@@ -144,8 +145,16 @@ export function mariadbChanges(pool: Pool): ChangeStore {
   };
 }
 
-export function mariadbSchema(pool: Pool): SchemaVersions {
-  return { expected: LATEST_SCHEMA_VERSION, current: () => currentSchemaVersion(pool) };
+/** `release`: the running release, checked against the schema's release floor (./release-floor.ts). */
+export function mariadbSchema(pool: Pool, release: string): SchemaVersions {
+  return {
+    expected: LATEST_SCHEMA_VERSION,
+    current: () => currentSchemaVersion(pool),
+    releaseRefusal: async () => {
+      const floor = await readReleaseFloor(pool);
+      return floor !== undefined && isOlderThanFloor(release, floor) ? releaseTooOldMessage(release, floor) : undefined;
+    },
+  };
 }
 
 /** `@@auto_increment_increment`: the change ids' step (the cluster size on Galera). */
