@@ -204,7 +204,12 @@ describe("--json prints one JSON document on stdout", () => {
       expect(json(applied)).toEqual({ database: name, schemaVersion: latest, applied: migrations });
       const after = await runCli(["migrate", "--status", "--json"], url);
       const status = json(after) as { applied: { version: number; name: string; appliedAt: number }[] };
-      expect(status).toMatchObject({ databaseExists: true, schemaVersion: latest, oldestRelease: "0.2.0", pending: [] });
+      expect(status).toMatchObject({
+        databaseExists: true,
+        schemaVersion: latest,
+        oldestRelease: "0.2.0",
+        pending: [],
+      });
       expect(status.applied.map(({ version, name }) => ({ version, name }))).toEqual(migrations);
       const now = Date.now() / 1000;
       for (const m of status.applied) expect(Math.abs(m.appliedAt - now)).toBeLessThan(120);
