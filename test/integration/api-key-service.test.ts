@@ -148,7 +148,7 @@ describe("issuing keys", () => {
   });
 
   it("applies a key's own rate limit", async () => {
-    const created = await admin("" + ADMIN_TOKEN, "grpc").createApiKey({
+    const created = await admin(`${ADMIN_TOKEN}`, "grpc").createApiKey({
       affiliateId: "aff-limited",
       rateLimit: { points: 2, windowSeconds: 60 },
     });
@@ -189,7 +189,7 @@ describe("issuing keys", () => {
     const first = await admin().revokeApiKey({ id: created.apiKey?.id ?? "" });
     expect(first.apiKey?.revokedAt).toBeDefined();
     expect(await rest(created.secret)).toBe(401);
-    const again = await admin("" + ADMIN_TOKEN, "grpc").revokeApiKey({ id: created.apiKey?.id ?? "" });
+    const again = await admin(`${ADMIN_TOKEN}`, "grpc").revokeApiKey({ id: created.apiKey?.id ?? "" });
     expect(again.apiKey?.revokedAt).toBe(first.apiKey?.revokedAt);
   });
 

@@ -243,7 +243,7 @@ describe("validation", () => {
     await expect(call).rejects.toMatchObject({ code: Code.InvalidArgument });
     const error = (await call.catch((e: unknown) => e)) as ConnectError;
     expect(error.rawMessage).toBe(
-      'wagerIds[1] (id "") id is required. ' + `wagerIds[2] (id "${"x".repeat(65)}") id must be at most 64 characters`,
+      `wagerIds[1] (id "") id is required. wagerIds[2] (id "${"x".repeat(65)}") id must be at most 64 characters`,
     );
     const [rows] = await servers.database.db.read.query<RowDataPacket[]>(
       "SELECT COUNT(*) AS n FROM wager_voids WHERE external_id IN ('vw-550', 'vw-551')",
