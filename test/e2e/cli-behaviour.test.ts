@@ -178,6 +178,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 10, name: "races and their frozen results" },
     { version: 11, name: "outgoing webhooks: endpoints, events (the outbox), deliveries and their attempts" },
     { version: 12, name: "the weighted total stored beside the plain one, backfilled in batches" },
+    { version: 13, name: "signing keys, and the signed final results chained per affiliate" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 
