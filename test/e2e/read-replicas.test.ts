@@ -19,7 +19,7 @@ import { mariadbIngest } from "../../src/storage/stores.js";
 import { runCli } from "../support/cli.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
 import { ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
-import { instanceRaces, ok, raceTable } from "../support/races.js";
+import { instanceRaces, ok, raceNamed, raceTable } from "../support/races.js";
 
 const exec = promisify(execFile);
 const TOKEN = "replica-ingest-token-0123456789abcdef";
@@ -246,14 +246,13 @@ describe("primary + replica with MASTER_DELAY=2", () => {
       const affiliate = await queryOne(primary, `SELECT id FROM ${DB}.affiliates WHERE external_id = 'aff-race'`);
       const affiliateId = Number(affiliate.id);
       const race = ok(
-        await races.create(affiliateId, {
-          slug: "replica-race",
-          title: "Replica race",
-          startTimestamp: START,
-          endTimestamp: END,
-          prizes: ["10.00", "5.00"],
-          reviewSeconds: REVIEW,
-        }),
+        await races.create(
+          affiliateId,
+          raceNamed("replica-race", "Replica race", [START, END], {
+            prizes: ["10.00", "5.00"],
+            reviewSeconds: REVIEW,
+          }),
+        ),
       );
       // The replica has everything so far, then stops applying.
       await caughtUp();

@@ -13,7 +13,7 @@ import { causalStandings, mariadbIngest, mariadbStandings } from "../../src/stor
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
-import { instanceRaces, ok, raceTable, recomputedDigest, subscribeToRaceEvents } from "../support/races.js";
+import { instanceRaces, ok, raceNamed, raceTable, recomputedDigest, subscribeToRaceEvents } from "../support/races.js";
 
 const database = useTestDatabase("race_lifecycle");
 const AVATAR = "https://cdn.example.com/default.png";
@@ -71,16 +71,15 @@ describe("one race from scheduled to final", () => {
 
   it("is created scheduled, with no standings and the whole prize pool unallocated", async () => {
     const view = ok(
-      await a.create(affiliateId, {
-        slug: "november",
-        title: "November race",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-        prizes: ["100.00", "50.00", "30.00"],
-        minWagered: "100",
-        excludedUserIds: ["staff"],
-        reviewSeconds: REVIEW,
-      }),
+      await a.create(
+        affiliateId,
+        raceNamed("november", "November race", [NOV_1, END], {
+          prizes: ["100.00", "50.00", "30.00"],
+          minWagered: "100",
+          excludedUserIds: ["staff"],
+          reviewSeconds: REVIEW,
+        }),
+      ),
     );
     raceId = view.race.id;
     expect(raceId).toMatch(/^race_[a-z2-7]{20}$/);
@@ -181,15 +180,14 @@ describe("a freeze missed while every instance was down", () => {
   it("happens at the next start, with the start and end announced on the way", async () => {
     now = NOV_1 - 100;
     const created = ok(
-      await instance().create(affiliateId, {
-        slug: "missed",
-        title: "Missed",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-        prizes: ["10"],
-        excludedUserIds: ["staff"],
-        reviewSeconds: 0,
-      }),
+      await instance().create(
+        affiliateId,
+        raceNamed("missed", "Missed", [NOV_1, END], {
+          prizes: ["10"],
+          excludedUserIds: ["staff"],
+          reviewSeconds: 0,
+        }),
+      ),
     );
     // Every instance down from before the start until long after the freeze was due.
     now = END + 86_400 * 3;
@@ -230,15 +228,15 @@ describe("a monthly series in America/New_York", () => {
     now = (starts[0] ?? 0) - 1000;
     const races = instance();
     const first = ok(
-      await races.create(affiliateId, {
-        slug: "ny-monthly",
-        title: "Monthly",
-        startTimestamp: starts[0],
-        prizes: ["1"],
-        repeat: "monthly",
-        timeZone: "America/New_York",
-        reviewSeconds: 0,
-      }),
+      await races.create(
+        affiliateId,
+        raceNamed("ny-monthly", "Monthly", [starts[0] as number], {
+          prizes: ["1"],
+          repeat: "monthly",
+          timeZone: "America/New_York",
+          reviewSeconds: 0,
+        }),
+      ),
     );
     expect([first.race.startTimestamp, first.race.endTimestamp]).toEqual([starts[0], (starts[1] ?? 0) - 1]);
     for (let i = 0; i < 5; i++) {

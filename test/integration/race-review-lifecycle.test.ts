@@ -14,7 +14,7 @@ import { mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
-import { ok, raceTable, recomputedDigest, subscribeToRaceEvents } from "../support/races.js";
+import { ok, raceNamed, raceTable, recomputedDigest, subscribeToRaceEvents } from "../support/races.js";
 
 const database = useTestDatabase("race_review");
 const AVATAR = "https://cdn.example.com/default.png";
@@ -85,15 +85,14 @@ describe("a race showing fewer places than it pays", () => {
   it("shows `shown` places live, and freezes every prize winner, the digest covering them", async () => {
     now = NOV_1 - 100;
     const created = ok(
-      await races().create(affiliateId, {
-        slug: "few-shown",
-        title: "Four paid, two shown",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-        prizes: ["50", "30", "20", "10"],
-        shown: 2,
-        reviewSeconds: 0,
-      }),
+      await races().create(
+        affiliateId,
+        raceNamed("few-shown", "Four paid, two shown", [NOV_1, END], {
+          prizes: ["50", "30", "20", "10"],
+          shown: 2,
+          reviewSeconds: 0,
+        }),
+      ),
     );
     now = END;
     expect(raceTable(ok(await races().get(affiliateId, created.race.id)))).toEqual([
@@ -121,14 +120,13 @@ describe("a race without prizes, won by a non-ASCII username", () => {
     await addWagers(database.db, [{ id: "w-zoe", userId: "u-zoe", amount: "1000.50", placedAt: NOV_1 + 60 }]);
     now = NOV_1 - 100;
     const created = ok(
-      await races().create(affiliateId, {
-        slug: "no-prizes",
-        title: "Bragging rights",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-        shown: 1,
-        reviewSeconds: 0,
-      }),
+      await races().create(
+        affiliateId,
+        raceNamed("no-prizes", "Bragging rights", [NOV_1, END], {
+          shown: 1,
+          reviewSeconds: 0,
+        }),
+      ),
     );
     expect([created.race.prizes, created.unallocated]).toEqual([[], "0"]);
     now = END + 1;
@@ -151,15 +149,15 @@ describe("a later race of a monthly series anchored on the 31st", () => {
   it("takes a new title while scheduled, and a new start: the race after it follows its own end", async () => {
     now = JAN_31 - 100;
     ok(
-      await races().create(affiliateId, {
-        slug: "month-31",
-        title: "Monthly",
-        startTimestamp: JAN_31,
-        repeat: "monthly",
-        timeZone: "UTC",
-        prizes: ["10"],
-        reviewSeconds: 0,
-      }),
+      await races().create(
+        affiliateId,
+        raceNamed("month-31", "Monthly", [JAN_31], {
+          repeat: "monthly",
+          timeZone: "UTC",
+          prizes: ["10"],
+          reviewSeconds: 0,
+        }),
+      ),
     );
     now = JAN_31;
     expect(await races().tick()).toEqual({ started: 1, ended: 0, frozen: 0 });
@@ -197,14 +195,14 @@ describe("cancelling a race of a series", () => {
   it("before its end stops the series: the next race, made at the start, is cancelled with it", async () => {
     now = JAN_4 - 100;
     const first = ok(
-      await races().create(affiliateId, {
-        slug: "weekly-stop",
-        title: "Weekly",
-        startTimestamp: JAN_4,
-        repeat: "weekly",
-        timeZone: "UTC",
-        reviewSeconds: 0,
-      }),
+      await races().create(
+        affiliateId,
+        raceNamed("weekly-stop", "Weekly", [JAN_4], {
+          repeat: "weekly",
+          timeZone: "UTC",
+          reviewSeconds: 0,
+        }),
+      ),
     );
     now = JAN_4;
     await races().tick();
@@ -230,14 +228,14 @@ describe("cancelling a race of a series", () => {
   it("in its review leaves the series running", async () => {
     now = JAN_4 - 100;
     const first = ok(
-      await races().create(affiliateId, {
-        slug: "weekly-review",
-        title: "Weekly",
-        startTimestamp: JAN_4,
-        repeat: "weekly",
-        timeZone: "UTC",
-        reviewSeconds: 3 * 86_400,
-      }),
+      await races().create(
+        affiliateId,
+        raceNamed("weekly-review", "Weekly", [JAN_4], {
+          repeat: "weekly",
+          timeZone: "UTC",
+          reviewSeconds: 3 * 86_400,
+        }),
+      ),
     );
     now = JAN_4;
     await races().tick();
@@ -263,14 +261,7 @@ describe("next_step_at", () => {
 
   it("follows a new start while scheduled, and stays at the end once the start was announced", async () => {
     now = NOV_1 - 1_000;
-    const race = ok(
-      await races().create(affiliateId, {
-        slug: "steps",
-        title: "Steps",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-      }),
-    );
+    const race = ok(await races().create(affiliateId, raceNamed("steps", "Steps", [NOV_1, END])));
     expect(await nextStep(race.race.id)).toBe(NOV_1);
     ok(await races().update(affiliateId, race.race.id, { startTimestamp: NOV_1 + 60 }));
     expect(await nextStep(race.race.id)).toBe(NOV_1 + 60);

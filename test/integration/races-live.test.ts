@@ -13,6 +13,7 @@ import { bearerConnect } from "../support/calls.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addBoard, addWagers, createKey } from "../support/fixtures.js";
 import { RawHttp1Stream } from "../support/live.js";
+import { raceNamed } from "../support/races.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const END = NOV_16 - 1;
@@ -55,14 +56,13 @@ beforeAll(async () => {
     ["u2", "bob", "", ["200", NOV_1 + 20]],
   ]);
   const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = 'live-aff'");
-  const created = await server.app.races.create(Number(rows[0]?.id), {
-    slug: "weekly",
-    title: "Live race",
-    startTimestamp: NOV_1,
-    endTimestamp: END,
-    prizes: ["60", "40"],
-    reviewSeconds: REVIEW,
-  });
+  const created = await server.app.races.create(
+    Number(rows[0]?.id),
+    raceNamed("weekly", "Live race", [NOV_1, END], {
+      prizes: ["60", "40"],
+      reviewSeconds: REVIEW,
+    }),
+  );
   if (created.kind !== "ok") throw new Error(JSON.stringify(created));
   raceId = created.value.race.id;
 });
@@ -182,13 +182,12 @@ describe("race streams count against the stream limits", () => {
       const key = (await createKey(db, "limit-aff")).secret;
       await addBoard(db, "limit-aff", [["l1", "lea", "", ["5", NOV_1 + 5]]]);
       const [rows] = await db.read.query<RowDataPacket[]>("SELECT id FROM affiliates WHERE external_id = 'limit-aff'");
-      const made = await limited.app.races.create(Number(rows[0]?.id), {
-        slug: "capped",
-        title: "Capped",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-        prizes: ["1"],
-      });
+      const made = await limited.app.races.create(
+        Number(rows[0]?.id),
+        raceNamed("capped", "Capped", [NOV_1, END], {
+          prizes: ["1"],
+        }),
+      );
       expect(made.kind).toBe("ok");
       const headers = { authorization: `Bearer ${key}` };
       const open = (path: string) => {

@@ -18,7 +18,7 @@ import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
-import { instanceRaces } from "../support/races.js";
+import { instanceRaces, raceNamed } from "../support/races.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_race_events");
@@ -82,14 +82,13 @@ describe("race events as webhooks", () => {
     await receiverEndpoint("ep_tests", "race-aff", ["webhook.test"]);
     await receiverEndpoint("ep_other", "other-aff", ["race.finalized"]);
     const [a, b] = [instance(), instance()];
-    const created = await a.create(affiliateId, {
-      slug: "november",
-      title: "November race",
-      startTimestamp: NOV_1,
-      endTimestamp: END,
-      prizes: ["100.00", "50.00"],
-      reviewSeconds: REVIEW,
-    });
+    const created = await a.create(
+      affiliateId,
+      raceNamed("november", "November race", [NOV_1, END], {
+        prizes: ["100.00", "50.00"],
+        reviewSeconds: REVIEW,
+      }),
+    );
     if (created.kind !== "ok") throw new Error(JSON.stringify(created));
     const raceId = created.value.race.id;
     now = NOV_1 + 5;
@@ -100,14 +99,13 @@ describe("race events as webhooks", () => {
     await Promise.all([a.tick(), b.tick()]);
     now = END + REVIEW + 100;
     await Promise.all([a.tick(), b.tick()]);
-    const other = await a.create(affiliateId, {
-      slug: "december",
-      title: "December",
-      startTimestamp: NOV_16 + 86_400 * 20,
-      endTimestamp: NOV_16 + 86_400 * 40,
-      prizes: ["10"],
-      reviewSeconds: 0,
-    });
+    const other = await a.create(
+      affiliateId,
+      raceNamed("december", "December", [NOV_16 + 86_400 * 20, NOV_16 + 86_400 * 40], {
+        prizes: ["10"],
+        reviewSeconds: 0,
+      }),
+    );
     if (other.kind !== "ok") throw new Error(JSON.stringify(other));
     await a.cancel(affiliateId, other.value.race.id);
 

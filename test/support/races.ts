@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import type { Pool } from "mysql2/promise";
 import { boardStandings } from "../../src/leaderboard/board-standings.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import type { RaceDefinitionFields } from "../../src/races/race-rules.js";
 import { Races, type RaceView } from "../../src/races/races.js";
 import type { Database } from "../../src/storage/database.js";
 import { causalStandings, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
@@ -55,6 +56,19 @@ export async function subscribeToRaceEvents(write: Pool, id: string, affiliateEx
     eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
     secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
   });
+}
+
+/**
+ * What Races.create takes: a race's slug, title and first period (`[start]` alone for a series whose end the rules
+ * compute), then the rest of its definition.
+ */
+export function raceNamed(
+  slug: string,
+  title: string,
+  [start, end]: readonly [number, number?],
+  rest: RaceDefinitionFields = {},
+): RaceDefinitionFields {
+  return { slug, title, startTimestamp: start, ...(end === undefined ? {} : { endTimestamp: end }), ...rest };
 }
 
 /** The value of an ok outcome; anything else fails the test with the outcome. */
