@@ -54,7 +54,7 @@ try {
     process.exit(1);
   }
   console.log(
-    `repetition check: no repeated piece of src/ outside scripts/repetition-allowed.json (${duplicates.length} listed)`,
+    `repetition check: no repeated piece of src/ outside scripts/repetition-allowed.json (${duplicates.length} found, each in a listed pair)`,
   );
 } finally {
   rmSync(out, { recursive: true, force: true });
