@@ -90,8 +90,9 @@ function endpointMethods(admin: WebhookAdmin, ownerOf: OwnerOf): EndpointMethods
 
     async updateWebhookEndpoint(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
+      const id = requiredId(request.id, "id");
       const result = await databaseCall(() =>
-        admin.update(owner, request.id, {
+        admin.update(owner, id, {
           ...(request.url === undefined ? {} : { url: request.url }),
           ...(request.description === undefined ? {} : { description: request.description }),
           eventTypes: request.eventTypes,
@@ -104,14 +105,15 @@ function endpointMethods(admin: WebhookAdmin, ownerOf: OwnerOf): EndpointMethods
 
     async deleteWebhookEndpoint(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await databaseCall(() => admin.delete(owner, request.id));
+      const result = await databaseCall(() => admin.delete(owner, requiredId(request.id, "id")));
       if (result.kind !== "deleted") throw refusal(result);
       return create(DeleteWebhookEndpointResponseSchema, {});
     },
 
     async rotateWebhookSecret(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await databaseCall(() => admin.rotate(owner, request.id, request.overlapSeconds));
+      const id = requiredId(request.id, "id");
+      const result = await databaseCall(() => admin.rotate(owner, id, request.overlapSeconds));
       if (result.kind !== "rotated") throw refusal(result);
       return create(RotateWebhookSecretResponseSchema, {
         endpoint: endpointMessage(result.endpoint),
@@ -126,17 +128,16 @@ function deliveryMethods(admin: WebhookAdmin, ownerOf: OwnerOf): DeliveryMethods
   return {
     async sendTestEvent(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await databaseCall(() => admin.sendTest(owner, request.id));
+      const result = await databaseCall(() => admin.sendTest(owner, requiredId(request.id, "id")));
       if ("kind" in result) throw refusal(result);
       return create(SendTestEventResponseSchema, { delivery: deliveryMessage(result) });
     },
 
     async listWebhookDeliveries(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await databaseCall(() =>
-        admin.deliveries(owner, request.endpointId, request.pageSize, request.pageToken),
-      );
-      if ("kind" in result) throw refusal(result);
+      const endpointId = requiredId(request.endpointId, "endpointId");
+      const result = await databaseCall(() => admin.deliveries(owner, endpointId, request.pageSize, request.pageToken));
+      if ("kind" in result) throw refusal(result, "endpointId");
       return create(ListWebhookDeliveriesResponseSchema, {
         deliveries: result.deliveries.map(deliveryMessage),
         nextPageToken: result.nextPageToken,
@@ -145,7 +146,7 @@ function deliveryMethods(admin: WebhookAdmin, ownerOf: OwnerOf): DeliveryMethods
 
     async redeliverWebhook(request, context) {
       const owner = await ownerOf(request.affiliateId, context);
-      const result = await databaseCall(() => admin.redeliver(owner, request.deliveryId));
+      const result = await databaseCall(() => admin.redeliver(owner, requiredId(request.deliveryId, "deliveryId")));
       if ("kind" in result) throw refusal(result);
       return create(RedeliverWebhookResponseSchema, { delivery: deliveryMessage(result) });
     },
@@ -206,9 +207,16 @@ function deliveryMessage(delivery: StoredWebhookDelivery): WebhookDelivery {
   });
 }
 
-function refusal(refused: WebhookRefused): ServiceError {
+/** An id the request must name: empty is a bad request (400 / invalid_argument naming the field), not a 404. */
+function requiredId(id: string, field: "id" | "endpointId" | "deliveryId"): string {
+  if (id === "") throw invalidArgument([{ field, message: `${field} is required` }]);
+  return id;
+}
+
+/** A refusal as the catalogue's error; a missing endpoint is named by the request's field (`endpointField`). */
+function refusal(refused: WebhookRefused, endpointField: "id" | "endpointId" = "id"): ServiceError {
   if (refused.kind === "invalid") return invalidArgument(refused.violations);
-  const field = refused.what === "endpoint" ? "id" : "deliveryId";
+  const field = refused.what === "endpoint" ? endpointField : "deliveryId";
   const message = `no webhook ${refused.what} has the id ${JSON.stringify(refused.id)}`;
   return new ServiceError("WEBHOOK_NOT_FOUND", `${message} (field ${field})`, { violations: [{ field, message }] });
 }

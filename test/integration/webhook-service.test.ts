@@ -8,7 +8,7 @@ import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { WebhookDeliveryState, WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "../../src/apps/webhook-delivery.js";
 import { loadConfig } from "../../src/config.js";
@@ -204,6 +204,30 @@ describe("on the internal listener (ADMIN_TOKEN)", () => {
     expect(anonymous.code).toBe(Code.Unauthenticated);
     const ingest = await refusal(client(TEST_INGEST_TOKEN, "internal", "grpc").listWebhookEndpoints({}));
     expect(ingest.code).toBe(Code.Unauthenticated);
+  });
+
+  it("names ListWebhookDeliveries' field endpointId: empty is 400 invalid_argument, an unknown one 404 naming it", async () => {
+    const empty = await fetch(`${servers.internalUrl}/topwagers.v1.WebhookService/ListWebhookDeliveries`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ endpointId: "" }),
+    });
+    const body = (await empty.json()) as { code: string; message: string };
+    expect([empty.status, body.code, body.message]).toEqual([400, "invalid_argument", "endpointId is required"]);
+    const emptyRpc = await refusal(admin.listWebhookDeliveries({ endpointId: "" }));
+    expect([emptyRpc.code, emptyRpc.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)]).toEqual([
+      Code.InvalidArgument,
+      ["endpoint_id"],
+    ]);
+    const unknown = await refusal(admin.listWebhookDeliveries({ endpointId: "ep_missing" }));
+    expect([unknown.code, unknown.rawMessage]).toEqual([
+      Code.NotFound,
+      'no webhook endpoint has the id "ep_missing" (field endpointId)',
+    ]);
+    const redeliver = await refusal(admin.redeliverWebhook({ deliveryId: "" }));
+    expect([redeliver.code, redeliver.rawMessage]).toEqual([Code.InvalidArgument, "deliveryId is required"]);
+    const test = await refusal(admin.sendTestEvent({ id: "" }));
+    expect([test.code, test.rawMessage]).toEqual([Code.InvalidArgument, "id is required"]);
   });
 
   it("refuses loopback and metadata URLs at creation without WEBHOOK_ALLOW_PRIVATE_URLS", async () => {
