@@ -59,6 +59,10 @@ function withWebhooks<T>(work: (admin: WebhookAdmin) => Promise<T>): Promise<T> 
   return withDatabase((db) => work(webhookAdmin(config.webhooks, db)), { config });
 }
 
+/**
+ * The `--json` shapes of an endpoint and of a delivery. They list their fields alike but are two records' documented
+ * shapes (field names chosen for the CLI, the secret left out): each changes with its own record, so they stay apart.
+ */
 function endpointJson(endpoint: StoredWebhookEndpoint) {
   return {
     id: endpoint.id,

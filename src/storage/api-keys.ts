@@ -46,6 +46,11 @@ function scopesText(scopes: readonly Scope[]): string {
   return scopes.join(" ");
 }
 
+/**
+ * A key row as the port's StoredApiKey. Each store maps its own table's row this way (storage/webhooks.ts the
+ * endpoints'): the mappers look alike line by line but follow different columns; what they share (reading a NULL
+ * column) is in ./row-values.ts.
+ */
 function toStoredKey(row: RowDataPacket): StoredApiKey {
   return {
     id: String(row.id),
