@@ -19,6 +19,8 @@ import type { FleetAnswer, FleetEntry, FleetRequest, FleetTransport } from "../p
 import { isRankBy } from "../values/weights.js";
 
 const HEARTBEAT_MS = 250;
+/** The first heartbeat waits this long at most for the first connection (ready, or refused: then it warns). */
+const FIRST_CONNECTION_WAIT_MS = 2_000;
 /** An instance not heard of for this long is no longer alive. */
 const ALIVE_MS = 1_000;
 
@@ -63,7 +65,7 @@ class RedisFleet implements FleetTransport {
   private readonly listeners: (() => void)[] = [];
   private readonly pending = new Map<string, Pending>();
   private serving: ((request: FleetRequest) => Promise<FleetAnswer>) | undefined;
-  private readonly heartbeat: NodeJS.Timeout;
+  private heartbeat: NodeJS.Timeout | undefined;
   private cutOff = false;
   private closed = false;
 
@@ -88,9 +90,29 @@ class RedisFleet implements FleetTransport {
     this.alive = [this.self];
     this.subscriber.subscribe(this.channelOf(this.self)).catch(() => undefined);
     this.subscriber.on("message", (_channel: string, text: string) => this.received(text));
+    void this.startBeating();
+  }
+
+  /**
+   * The first heartbeat waits for the first connection to be up (or to fail): sent at once, it met a socket still
+   * connecting and logged "fleet unreachable" on every healthy start, then "reachable again" a moment later.
+   */
+  private async startBeating(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FIRST_CONNECTION_WAIT_MS);
+      timer.unref();
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.commands.once("ready", done);
+      this.commands.once("error", done);
+      this.commands.once("end", done);
+    });
+    if (this.closed) return;
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
-    void this.beat();
+    await this.beat();
   }
 
   members(): readonly string[] {
