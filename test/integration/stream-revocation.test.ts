@@ -5,7 +5,7 @@
  * instance (C), and each instance's streams gauge counted the race streams with the boards' until then.
  * Three in-process instances on one database, their change feeds woken through real Redis, real sockets.
  */
-import { createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createClient, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -15,38 +15,25 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
-import { createInternalApp } from "../../src/apps/internal.js";
-import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
-import { loadConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/logger.js";
-import { type ChangeWakeups, createChangeWakeups } from "../../src/redis/change-wakeups.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import type { PublicApp } from "../../src/apps/public.js";
+import { bearerConnect } from "../support/calls.js";
+import type { TestDatabase } from "../support/database.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { addBoard, affiliateKey } from "../support/fixtures.js";
-import { listenOnFreePort } from "../support/listen.js";
 import { Collected, connectEsWatch, metricSample, type OpenStream, RawHttp1Stream } from "../support/live.js";
 import { OPERATION } from "../support/rest.js";
+import { FLEET_ADMIN_TOKEN, startWakingFleet, type WakingFleet } from "../support/waking-fleet.js";
 
-const ADMIN_TOKEN = "test-admin-token-abcdef0123456789";
-const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const AFFILIATE = "aff-revoke";
 const BOARD_QUERY = `startTimestamp=${JANUARY.startTimestamp}&endTimestamp=${JANUARY.endTimestamp}&numUsers=10`;
 
+let fleet: WakingFleet | undefined;
 let database: TestDatabase;
-const servers: OnePortServer[] = [];
 const apps: PublicApp[] = [];
-const wakeups: ChangeWakeups[] = [];
 const sessions: Http2SessionManager[] = [];
 const opened: { close(): void }[] = [];
 let internalUrl = "";
 const urls: string[] = [];
-
-async function listen(handler: Parameters<typeof createOnePortServer>[0]): Promise<string> {
-  const server = createOnePortServer(handler);
-  servers.push(server);
-  return `http://127.0.0.1:${await listenOnFreePort(server.server)}`;
-}
 
 /** A stream as the test follows it: when its first message came and when (how) it ended. */
 interface Followed {
@@ -143,56 +130,23 @@ const gauge = (app: PublicApp, protocol: string) =>
   metricSample(app.metrics, `topwagers_streams{protocol="${protocol}"}`);
 
 beforeAll(async () => {
-  database = await createTestDatabase("stream_revocation");
-  const config = loadConfig({
-    DATABASE_URL: database.url,
-    RATE_LIMIT_POINTS: "100000",
-    CACHE_TTL_MS: "0",
-    ADMIN_TOKEN,
-    REDIS_URL,
-    STREAM_HEARTBEAT_S: "1",
-  });
-  for (let i = 0; i < 3; i += 1) {
-    const app = createPublicApp(config, database.db);
-    apps.push(app);
-    wakeups.push(createChangeWakeups(REDIS_URL, silentLogger, app.changesCommitted));
-  }
-  const [a, b, c] = apps as [PublicApp, PublicApp, PublicApp];
-  const wakeC = wakeups[2] as ChangeWakeups;
-  // C's internal listener is where the operator revokes; it announces each commit to the others through Redis.
-  const internal = createInternalApp(config, database.db, {
-    readiness: c.readiness,
-    keys: c.keys,
-    onCommitted() {
-      c.changesCommitted();
-      wakeC.announce();
-    },
-  });
-  internalUrl = await listen(internal.handler);
-  urls.push(await listen(a.handler), await listen(b.handler), await listen(c.handler));
-  await Promise.all(apps.map((app) => app.keysLoaded));
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The last instance's internal listener is where the operator revokes; it announces each commit to the others.
+  fleet = await startWakingFleet("stream_revocation", 3, 2, { STREAM_HEARTBEAT_S: "1" });
+  database = fleet.database;
+  apps.push(...fleet.apps);
+  urls.push(...fleet.urls);
+  internalUrl = fleet.internalUrl;
 });
 
 afterAll(async () => {
   for (const stream of opened) stream.close();
   for (const session of sessions) session.abort();
-  for (const app of apps) app.stopServing();
-  for (const server of servers) await server.close(5_000);
-  await Promise.all(wakeups.map((w) => w.close()));
-  await database?.drop();
+  await fleet?.close();
 });
 
 describe("a revoked key's streams", () => {
   it("end on every instance within a second, race and board streams alike, over SSE, Connect, gRPC and gRPC-Web", async () => {
-    const authorize: Interceptor = (next) => async (request) => {
-      request.header.set("authorization", `Bearer ${ADMIN_TOKEN}`);
-      return next(request);
-    };
-    const admin = createClient(
-      ApiKeyService,
-      createConnectTransport({ baseUrl: internalUrl, httpVersion: "1.1", interceptors: [authorize] }),
-    );
+    const admin = createClient(ApiKeyService, bearerConnect(internalUrl, FLEET_ADMIN_TOKEN));
     const created = await admin.createApiKey({ affiliateId: AFFILIATE });
     const key = created.secret;
     const [a, b] = apps as [PublicApp, PublicApp, PublicApp];
