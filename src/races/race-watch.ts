@@ -8,6 +8,7 @@
  * Pure domain: the protocols are viewers behind an interface.
  */
 import { createHash } from "node:crypto";
+import type { StoredRace } from "../ports/races.js";
 import type { RaceOutcome, Races, RaceView } from "./races.js";
 
 /** How a protocol delivers to one viewer. Each method returns false when the viewer's connection does not drain. */
@@ -39,10 +40,52 @@ export class RaceNotWatchable extends Error {
   }
 }
 
-/** What a version covers: everything a viewer sees but the server's clock. */
+/**
+ * Which stored fields some skin shows (REST, SSE, the Race message) and so belong in the version. The
+ * clock's bookkeeping (announcements, the next race made, the last update's time) is not shown: a version
+ * that covered it changed a second after a race started and sent viewers the same race twice. A Record
+ * over every key, so that a new stored field cannot be added without deciding.
+ */
+const SHOWN_FIELDS: Readonly<Record<keyof StoredRace, boolean>> = {
+  id: true,
+  slug: true,
+  title: true,
+  startTimestamp: true,
+  endTimestamp: true,
+  rankBy: true,
+  prizes: true,
+  currency: true,
+  minWagered: true,
+  excludedUserIds: true,
+  reviewSeconds: true,
+  shown: true,
+  repeat: true,
+  timeZone: true,
+  affiliateExternalId: true,
+  cancelledAt: true,
+  frozenAt: true,
+  digest: true,
+  unallocated: true,
+  affiliateId: false,
+  seriesIndex: false,
+  anchorStart: false,
+  createdAt: false,
+  updatedAt: false,
+  startAnnounced: false,
+  endAnnounced: false,
+  nextCreated: false,
+};
+
+/** What a version covers: everything a viewer sees but the server's clock, and nothing a viewer does not see. */
 export function raceVersion(view: RaceView): string {
-  const { now: _now, ...shown } = view;
-  return createHash("sha256").update(JSON.stringify(shown)).digest("base64url").slice(0, 16);
+  const { now: _now, race, ...rest } = view;
+  const shownRace = Object.fromEntries(
+    (Object.keys(SHOWN_FIELDS) as (keyof StoredRace)[]).filter((k) => SHOWN_FIELDS[k]).map((k) => [k, race[k]]),
+  );
+  return createHash("sha256")
+    .update(JSON.stringify({ race: shownRace, ...rest }))
+    .digest("base64url")
+    .slice(0, 16);
 }
 
 interface Watched {
