@@ -13,10 +13,12 @@ import { type Config, redact } from "./config.js";
 import { createRedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
 import type { Metrics } from "./observability/metrics.js";
+import { type RaceClockMetrics, raceClockMetrics } from "./observability/race-clock-metrics.js";
 import { schemaAheadWarning } from "./observability/readiness.js";
 import { startTracing, type Tracing } from "./observability/tracing.js";
 import { packageInfo } from "./package-info.js";
 import type { Races } from "./races/races.js";
+import type { StepFailure } from "./races/step-retry.js";
 import { type ChangeWakeups, createChangeWakeups } from "./redis/change-wakeups.js";
 import { createRedisFleet } from "./redis/fleet.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
@@ -65,7 +67,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   logListening(config, listening, internalApp.ingestEnabled, redis !== undefined, tracing !== undefined, logger);
   // Starts, ends and freezes happen once however many instances run this (storage/races.ts); a freeze
   // missed while every instance was down happens at the first tick.
-  const raceClock = startRaceClock(app.races, config.raceClockMs, logger);
+  const raceClock = startRaceClock(app.races, config.raceClockMs, logger, raceClockMetrics(app.metrics.registry));
   return {
     port: listening.port,
     internalPort: listening.internalPort,
@@ -283,20 +285,33 @@ function logListening(
 
 /**
  * Runs `races.tick()` every `intervalMs`, the next tick only once the last one has finished (never two
- * at once); a failed tick is logged and the clock goes on. `stop()` ends it after the tick under way.
+ * at once); a failed tick is logged and the clock goes on. A race's step that fails is logged once per
+ * wait (races/step-retry.ts) and counted; how late the oldest step is gets read every few seconds.
+ * `stop()` ends it after the tick under way.
  */
 export function startRaceClock(
-  races: Pick<Races, "tick">,
+  races: Pick<Races, "tick"> & Partial<Pick<Races, "overdueSeconds">>,
   intervalMs: number,
   logger: Logger,
+  metrics?: RaceClockMetrics,
 ): { stop(): Promise<void> } {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  let overdueReadAt = 0;
+  const onFailure = (failure: StepFailure) => {
+    metrics?.stepFailures.inc({ step: failure.step });
+    const { error, ...fields } = failure;
+    logger.warn({ ...fields, err: error }, `race ${failure.raceId}: its ${failure.step} failed; tried again later`);
+  };
   const tick = async () => {
     try {
-      const steps = await races.tick();
+      const steps = await races.tick(onFailure);
       if (steps.started + steps.ended + steps.frozen > 0) logger.info(steps, "race clock");
+      if (metrics !== undefined && races.overdueSeconds !== undefined && Date.now() - overdueReadAt >= 5_000) {
+        overdueReadAt = Date.now();
+        metrics.overdueSeconds.set(await races.overdueSeconds());
+      }
     } catch (error) {
       logger.warn({ err: error }, "race clock tick failed; the next tick tries again");
     }

@@ -171,4 +171,11 @@ export interface RaceStore extends RaceHistoryStore {
     owed: OwedSteps,
     history: NewRaceHistoryEntry,
   ): Promise<boolean>;
+  /** Puts the race's next step off until `until` (a step that failed waits; races/step-retry.ts). */
+  deferStep(id: string, until: number): Promise<void>;
+  /**
+   * When the oldest step not yet taken fell due, or null when none is due by `now`; `longestWait`: the
+   * longest a failing step is put off.
+   */
+  oldestDueStep(now: number, longestWait: number): Promise<number | null>;
 }

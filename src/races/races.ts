@@ -10,15 +10,7 @@
  */
 
 import { ADMIN_ACTOR, type RaceActor } from "../ports/race-history.js";
-import type {
-  FrozenEntry,
-  NewRace,
-  RaceDefinition,
-  RaceEvent,
-  RaceListQuery,
-  RaceStore,
-  StoredRace,
-} from "../ports/races.js";
+import type { FrozenEntry, NewRace, RaceDefinition, RaceListQuery, RaceStore, StoredRace } from "../ports/races.js";
 import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { canonicalDecimal } from "../values/decimal.js";
 import type { RankedUser } from "../values/ranked-user.js";
@@ -26,6 +18,7 @@ import type { Violation } from "../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
 import { firstLimit, type PlacedEntry, type Placement, type PlacementRules, placeRace } from "./prizes.js";
+import { raceEvent } from "./race-event-data.js";
 import { definitionChanges, freezeHistory, historyOf, type RaceHistory } from "./race-history.js";
 import { isRaceId, randomRaceId } from "./race-id.js";
 import {
@@ -37,6 +30,7 @@ import {
 } from "./race-rules.js";
 import { finalAt, freezeDueAt, type RaceState, raceStateAt } from "./race-state.js";
 import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
+import { dueStep, MAX_STEP_BACKOFF_SECONDS, StepBackoff, type StepFailure } from "./step-retry.js";
 
 /** A placed user as every skin shows it. */
 export interface RaceStanding extends RankedUser {
@@ -96,6 +90,7 @@ const MAX_PLACEMENT_ROWS = 100_000;
 
 export class Races {
   private readonly now: () => number;
+  private readonly backoff = new StepBackoff();
 
   constructor(private readonly options: RacesOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
@@ -163,10 +158,7 @@ export class Races {
     const stored = await this.options.store.cancel(
       id,
       now,
-      (cancelled) => ({
-        type: "race.cancelled",
-        data: eventData(cancelled, "cancelled", null),
-      }),
+      (cancelled) => raceEvent("race.cancelled", cancelled),
       actor,
     );
     return { kind: "ok", value: await this.viewOf(stored, now) };
@@ -219,9 +211,10 @@ export class Races {
   /**
    * Moves due races on: announces starts (creating a series' next race) and ends, and freezes
    * races whose review window is over. Safe on every instance at once (each step happens once,
-   * storage/races.ts). Returns how many steps this call took.
+   * storage/races.ts). Each race's step is taken on its own: one that fails is reported to `onFailure`
+   * and put off (races/step-retry.ts) while the others go on. Returns how many steps this call took.
    */
-  async tick(): Promise<{ started: number; ended: number; frozen: number }> {
+  async tick(onFailure?: (failure: StepFailure) => void): Promise<{ started: number; ended: number; frozen: number }> {
     const counts = { started: 0, ended: 0, frozen: 0 };
     const now = this.now();
     const due = await this.options.store.due(now, this.options.tickBatch ?? 200);
@@ -232,11 +225,48 @@ export class Races {
     const worker = async () => {
       while (next < due.length) {
         const race = due[next++];
-        if (race !== undefined) await this.step(race, now, counts, boards);
+        if (race !== undefined) await this.isolatedStep(race, now, counts, boards, onFailure);
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
     return counts;
+  }
+
+  /** How long the oldest step not yet taken has been due, in seconds (0: none is late). */
+  async overdueSeconds(): Promise<number> {
+    const now = this.now();
+    const due = await this.options.store.oldestDueStep(now, MAX_STEP_BACKOFF_SECONDS);
+    return due === null ? 0 : Math.max(0, now - due);
+  }
+
+  /** One race's step; a failure puts the race off and is reported, never thrown to the other races. */
+  private async isolatedStep(
+    race: StoredRace,
+    now: number,
+    counts: { started: number; ended: number; frozen: number },
+    boards: StandingsStore,
+    onFailure: ((failure: StepFailure) => void) | undefined,
+  ): Promise<void> {
+    try {
+      await this.step(race, now, counts, boards);
+      this.backoff.succeeded(race.id);
+    } catch (error) {
+      const { step, dueAt } = dueStep(race, now);
+      const { failures, waitSeconds } = this.backoff.failed(race.id);
+      const retryAt = now + waitSeconds;
+      // When the database itself is away this fails too: the race is then simply due at the next tick.
+      await this.options.store.deferStep(race.id, retryAt).catch(() => undefined);
+      onFailure?.({
+        raceId: race.id,
+        affiliateId: race.affiliateExternalId,
+        slug: race.slug,
+        step,
+        failures,
+        overdueSeconds: Math.max(0, now - dueAt),
+        retryAt,
+        error,
+      });
+    }
   }
 
   private async step(
@@ -256,20 +286,11 @@ export class Races {
       return;
     }
     if (!race.startAnnounced && now >= race.startTimestamp) {
-      const announced = await store.announceStart(
-        race.id,
-        { type: "race.started", data: eventData(race, "live", null) },
-        this.nextOf(race),
-        now,
-      );
+      const announced = await store.announceStart(race.id, raceEvent("race.started", race), this.nextOf(race), now);
       if (announced) counts.started += 1;
     }
     if (!race.endAnnounced && now > race.endTimestamp) {
-      const announced = await store.announceEnd(
-        race.id,
-        { type: "race.ended", data: eventData(race, "reviewing", null) },
-        now,
-      );
+      const announced = await store.announceEnd(race.id, raceEvent("race.ended", race), now);
       if (announced) counts.ended += 1;
     }
   }
@@ -312,13 +333,10 @@ export class Races {
     const { digest } = raceDigest(digestInput(race, entries, placement.unallocated));
     const result = { at: now, digest, unallocated: placement.unallocated, entries };
     const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated: placement.unallocated };
-    const event: RaceEvent = {
-      type: "race.finalized",
-      data: eventData(frozen, "final", { entries, unallocated: placement.unallocated }),
-    };
+    const event = raceEvent("race.finalized", frozen, { entries, unallocated: placement.unallocated });
     const owed = {
-      started: { type: "race.started", data: eventData(race, "live", null) },
-      ended: { type: "race.ended", data: eventData(race, "reviewing", null) },
+      started: raceEvent("race.started", race),
+      ended: raceEvent("race.ended", race),
       next: this.nextOf(race),
     } as const;
     const history = await freezeHistory(this.options.store, race.id, placement.rows, placementRules(race, counted));
@@ -529,60 +547,6 @@ function digestInput(race: StoredRace, entries: readonly FrozenEntry[], unalloca
       prize: entry.prize,
     })),
     unallocated,
-  };
-}
-
-/** Webhook bodies stay under 20 KB: past this, a finalized event lists only the prize winners. */
-const EVENT_DATA_BUDGET = 16_000;
-
-/**
- * What a race event carries (webhooks): the race as REST shows it, without live standings; a
- * finalized event adds the result. Should long usernames push it over the budget, it lists only
- * the entries with a prize and says so (`entriesTruncated`; GetRace has them all).
- */
-function eventData(
-  race: StoredRace,
-  state: RaceState,
-  result: { entries: readonly FrozenEntry[]; unallocated: string } | null,
-): Record<string, unknown> {
-  const data = fullEventData(race, state, result);
-  if (result === null || JSON.stringify(data).length <= EVENT_DATA_BUDGET) return data;
-  const winners = result.entries.filter((entry) => /[1-9]/.test(entry.prize));
-  return { ...fullEventData(race, state, { ...result, entries: winners }), entriesTruncated: true };
-}
-
-function fullEventData(
-  race: StoredRace,
-  state: RaceState,
-  result: { entries: readonly FrozenEntry[]; unallocated: string } | null,
-): Record<string, unknown> {
-  return {
-    id: race.id,
-    affiliateId: race.affiliateExternalId,
-    slug: race.slug,
-    title: race.title,
-    state,
-    startsAt: race.startTimestamp,
-    endsAt: race.endTimestamp,
-    finalAt: finalAt({ end: race.endTimestamp, reviewSeconds: race.reviewSeconds }),
-    rankBy: race.rankBy,
-    currency: race.currency,
-    prizes: race.prizes,
-    ...(result === null
-      ? {}
-      : {
-          digest: race.digest,
-          frozenAt: race.frozenAt,
-          unallocated: result.unallocated,
-          entries: result.entries.map((entry) => ({
-            rank: entry.rank,
-            userId: entry.userExternalId,
-            username: entry.username,
-            totalWageredDecimal: entry.total,
-            weightedWageredDecimal: entry.weightedTotal,
-            prize: entry.prize,
-          })),
-        }),
   };
 }
 

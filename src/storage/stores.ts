@@ -27,6 +27,7 @@ import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
 import { bucketRanges } from "./period-buckets.js";
+import { deferRaceStep, oldestDueStep } from "./race-clock.js";
 import { raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
 import {
   affiliateKey,
@@ -184,5 +185,7 @@ export function mariadbRaces(pool: Pool): RaceStore {
     history: (id) => readRaceHistory(pool, id),
     voidCounts: (id) => raceVoidCounts(pool, id),
     voidedUsers: (id) => raceVoidedUsers(pool, id, weighted),
+    deferStep: (id, until) => deferRaceStep(pool, id, until),
+    oldestDueStep: (now, longestWait) => oldestDueStep(pool, now, longestWait),
   };
 }
