@@ -57,6 +57,7 @@ import type { Tracing } from "../observability/tracing.js";
 import { packageInfo } from "../package-info.js";
 import type { DataChange } from "../ports/changes.js";
 import type { FleetTransport } from "../ports/fleet.js";
+import type { PayloadSigner } from "../ports/signing.js";
 import { RaceWatch } from "../races/race-watch.js";
 import { Races } from "../races/races.js";
 import type { Database } from "../storage/database.js";
@@ -225,7 +226,7 @@ function buildDomain(
   const watched = new WatchedPeriods();
   const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger);
   const signing = buildSigning(config, database, logger);
-  const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, now);
+  const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, { now, signer: signing.signer });
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
     heartbeatMs: config.streams.heartbeatSeconds * 1000,
@@ -303,9 +304,10 @@ function buildRaces(
   database: Database,
   leaderboard: Leaderboard,
   logger: Logger,
-  now: (() => number) | undefined,
+  { now, signer }: { now: (() => number) | undefined; signer: PayloadSigner },
 ): Pick<PublicDomain, "races" | "raceWatch"> {
   const races = new Races({
+    signer,
     store: mariadbRaces(database.write),
     standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
     freezeStandings: causalStandings(database.write, database.flavour),

@@ -23,11 +23,16 @@ function raceFields(view: RaceView): string {
   );
 }
 
-function resultOf(view: RaceView): string {
+/** The frozen result's digest and time; with `signed`, the signed result too (answered once final and signed). */
+function resultOf(view: RaceView, signed = false): string {
   const { race } = view;
-  return race.frozenAt === null || race.digest === null
-    ? "null"
-    : `{"digest":${JSON.stringify(race.digest)},"frozenAt":${race.frozenAt}}`;
+  if (race.frozenAt === null || race.digest === null) return "null";
+  const sig = view.signed;
+  const signedJson =
+    signed && sig !== undefined
+      ? `,"signed":{"jws":"${sig.jws}","kid":${JSON.stringify(sig.kid)},"sha256":"${sig.sha256}"}`
+      : "";
+  return `{"digest":${JSON.stringify(race.digest)},"frozenAt":${race.frozenAt}${signedJson}}`;
 }
 
 function entryJson(entry: RaceStanding, weighted: boolean): string {
@@ -49,7 +54,7 @@ export function raceJson(view: RaceView, version = raceVersion(view)): string {
     `"next":${next},"entries":[${view.entries.map((entry) => entryJson(entry, weighted)).join(",")}],` +
     `"unallocated":${JSON.stringify(view.unallocated)}`;
   const fields = raceFields(view);
-  const result = resultOf(view);
+  const result = resultOf(view, true);
   return `{${fields},"now":${view.now},${shown},"version":"${version}","result":${result}}`;
 }
 

@@ -157,6 +157,7 @@ export function raceMessage(view: RaceView, hideExcluded = false): Race {
     ...(race.cancelledAt === null ? {} : { cancelledAt: BigInt(race.cancelledAt) }),
     nextRaceId: view.next?.id ?? "",
     nextStartsAt: BigInt(view.next?.startsAt ?? 0),
+    ...(view.signed === undefined ? {} : { signedResult: { ...view.signed } }),
   });
 }
 

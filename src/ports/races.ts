@@ -6,6 +6,7 @@
  */
 import type { RankBy } from "../values/weights.js";
 import type { NewRaceHistoryEntry, RaceActor, RaceHistoryStore } from "./race-history.js";
+import type { SignedPayload } from "./signing.js";
 
 export type RaceRepeat = "none" | "daily" | "weekly" | "monthly";
 
@@ -90,6 +91,23 @@ export interface OwedSteps {
   readonly next: NewRace | null;
 }
 
+/** Where a result stands in its affiliate's chain of signed results (docs/verify.md). */
+export interface ChainLink {
+  /** 1 for the affiliate's first signed result, then 2, 3, … */
+  readonly sequence: number;
+  /** The affiliate's signed result before this one: its race and the SHA-256 (hex) of its JWS; null for the first. */
+  readonly previous: { readonly raceId: string; readonly sha256: string } | null;
+}
+
+/** A final result as signed at the freeze, answered byte for byte ever after. */
+export interface SignedResult extends SignedPayload {
+  /** SHA-256 (lowercase hex) of the JWS's ASCII text: what the affiliate's next signed result names. */
+  readonly sha256: string;
+}
+
+/** Signs the result at its place in the chain, inside the freeze's transaction; undefined: no key is active. */
+export type ResultSealer = (link: ChainLink) => Promise<SignedPayload | undefined>;
+
 export interface FrozenResult {
   readonly at: number;
   readonly digest: string;
@@ -153,6 +171,8 @@ export interface RaceStore extends RaceHistoryStore {
    */
   cancel(id: string, at: number, event: (race: StoredRace) => RaceEvent, actor: RaceActor): Promise<StoredRace>;
   frozenEntries(id: string): Promise<FrozenEntry[]>;
+  /** The result as signed at the freeze; undefined when it was not signed (no active key then). */
+  signedResult(id: string): Promise<SignedResult | undefined>;
   /** Races not final nor cancelled with a step due at `now` (a start or end to announce, a freeze). */
   due(now: number, limit: number): Promise<StoredRace[]>;
   /** Marks the start announced (once: false when it already was) and creates `next` of a series. */
@@ -163,13 +183,16 @@ export interface RaceStore extends RaceHistoryStore {
    * Freezes the race with its result (once: false when another instance froze it first), in one
    * transaction with what is still owed when no instance announced its start or end in time (all
    * were down, or the end and the freeze fall in one second): those events, and a series' next race.
+   * With `seal`, the result is signed in that transaction at its place in the affiliate's chain (freezes of
+   * one affiliate take their places one at a time), and `event` is made with the signed result.
    */
   freeze(
     id: string,
     result: FrozenResult,
-    event: RaceEvent,
+    event: (signed: SignedResult | undefined) => RaceEvent,
     owed: OwedSteps,
     history: NewRaceHistoryEntry,
+    seal?: ResultSealer,
   ): Promise<boolean>;
   /** Puts the race's next step off until `until` (a step that failed waits; races/step-retry.ts). */
   deferStep(id: string, until: number): Promise<void>;

@@ -17,6 +17,8 @@ import { finalAt, type RaceState } from "./race-state.js";
 export interface EventResult {
   readonly entries: readonly FrozenEntry[];
   readonly unallocated: string;
+  /** More fields of the result (the signed result, ./signed-result.ts), counted in the body's size too. */
+  readonly extra?: Readonly<Record<string, unknown>>;
 }
 
 /** An RFC 3339 UTC time as webhookBody writes it: always this long for years 0 to 9999. */
@@ -92,6 +94,7 @@ function fullEventData(race: StoredRace, state: RaceState, result: EventResult |
             weightedWageredDecimal: entry.weightedTotal,
             prize: entry.prize,
           })),
+          ...result.extra,
         }),
   };
 }

@@ -10,7 +10,16 @@
  */
 
 import { ADMIN_ACTOR, type RaceActor } from "../ports/race-history.js";
-import type { FrozenEntry, NewRace, RaceDefinition, RaceListQuery, RaceStore, StoredRace } from "../ports/races.js";
+import type {
+  FrozenEntry,
+  NewRace,
+  RaceDefinition,
+  RaceListQuery,
+  RaceStore,
+  SignedResult,
+  StoredRace,
+} from "../ports/races.js";
+import type { PayloadSigner } from "../ports/signing.js";
 import type { RankedRow, StandingsStore } from "../ports/standings.js";
 import { canonicalDecimal } from "../values/decimal.js";
 import type { RankedUser } from "../values/ranked-user.js";
@@ -19,7 +28,7 @@ import { scaleOf, toUnits, unitsText } from "./amounts.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
 import { firstLimit, type PlacedEntry, type Placement, type PlacementRules, placeRace } from "./prizes.js";
 import { raceEvent } from "./race-event-data.js";
-import { definitionChanges, freezeHistory, historyOf, type RaceHistory } from "./race-history.js";
+import { definitionChanges, freezeHistory, historyOf, type RaceHistory, raceHistorySummary } from "./race-history.js";
 import { isRaceId, randomRaceId } from "./race-id.js";
 import {
   type RaceDefinitionFields,
@@ -30,6 +39,7 @@ import {
 } from "./race-rules.js";
 import { finalAt, freezeDueAt, type RaceState, raceStateAt } from "./race-state.js";
 import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
+import { finalizedEvent, resultSealer } from "./signed-result.js";
 import { dueStep, MAX_STEP_BACKOFF_SECONDS, StepBackoff, type StepFailure } from "./step-retry.js";
 
 /** A placed user as every skin shows it. */
@@ -48,6 +58,8 @@ export interface RaceView {
   readonly next: { readonly id: string; readonly startsAt: number } | null;
   readonly entries: readonly RaceStanding[];
   readonly unallocated: string;
+  /** The final result as signed at the freeze; absent before, and when no signing key was active then. */
+  readonly signed?: SignedResult;
 }
 
 export type RaceOutcome<T> =
@@ -71,6 +83,8 @@ export interface RacesOptions {
   readonly standings: StandingsStore;
   /** The freeze's totals: the primary, uncached. */
   readonly freezeStandings: StandingsStore;
+  /** Signs each final result at the freeze (docs/verify.md); absent: results are not signed. */
+  readonly signer?: PayloadSigner;
   readonly defaultAvatarUrl: string;
   /** Current Unix time in seconds. */
   readonly now?: () => number;
@@ -333,14 +347,27 @@ export class Races {
     const { digest } = raceDigest(digestInput(race, entries, placement.unallocated));
     const result = { at: now, digest, unallocated: placement.unallocated, entries };
     const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated: placement.unallocated };
-    const event = raceEvent("race.finalized", frozen, { entries, unallocated: placement.unallocated });
+    const event = (signed: SignedResult | undefined) =>
+      finalizedEvent(frozen, { entries, unallocated: placement.unallocated }, signed);
+    const history = await freezeHistory(this.options.store, race.id, placement.rows, placementRules(race, counted));
+    const { signer } = this.options;
+    // The signed result carries the race's history as recorded before its freeze (no change is allowed after the end).
+    const seal =
+      signer === undefined
+        ? undefined
+        : resultSealer(signer, {
+            ...{ race, entries, unallocated: placement.unallocated, frozenAt: now, digest },
+            historySummary: raceHistorySummary(
+              await this.options.store.history(race.id),
+              history.standings ?? NO_VOIDS,
+            ),
+          });
     const owed = {
       started: raceEvent("race.started", race),
       ended: raceEvent("race.ended", race),
       next: this.nextOf(race),
     } as const;
-    const history = await freezeHistory(this.options.store, race.id, placement.rows, placementRules(race, counted));
-    return this.options.store.freeze(race.id, result, event, owed, history);
+    return this.options.store.freeze(race.id, result, event, owed, history, seal);
   }
 
   private async owned(affiliateId: number, id: string): Promise<StoredRace | undefined> {
@@ -381,8 +408,12 @@ export class Races {
       next,
     };
     if (state === "final") {
-      const frozen = await this.options.store.frozenEntries(race.id);
-      return { ...base, entries: frozen.map(standingOfFrozen), unallocated: race.unallocated ?? "" };
+      const [frozen, signed] = await Promise.all([
+        this.options.store.frozenEntries(race.id),
+        this.options.store.signedResult(race.id),
+      ]);
+      const view = { ...base, entries: frozen.map(standingOfFrozen), unallocated: race.unallocated ?? "" };
+      return signed === undefined ? view : { ...view, signed };
     }
     if (state === "scheduled" || state === "cancelled") {
       return { ...base, entries: [], unallocated: prizeSum(race.prizes) };
@@ -549,6 +580,9 @@ function digestInput(race: StoredRace, entries: readonly FrozenEntry[], unalloca
     unallocated,
   };
 }
+
+/** What voids did to a race none touched. */
+const NO_VOIDS = { voidedWagers: 0, usersAffected: 0, ranksMoved: [] } as const;
 
 function pageToken(race: StoredRace): string {
   return Buffer.from(JSON.stringify([race.startTimestamp, race.id]), "utf8").toString("base64url");

@@ -20,6 +20,8 @@ import type {
   RaceEvent,
   RaceListQuery,
   RaceRepeat,
+  ResultSealer,
+  SignedResult,
   StoredRace,
 } from "../ports/races.js";
 import { canonicalDecimal } from "../values/decimal.js";
@@ -27,6 +29,7 @@ import type { RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { enqueueRaceEvent } from "./race-events.js";
 import { appendRaceHistory } from "./race-history.js";
+import { signIntoChain } from "./signed-results.js";
 import { inTransaction } from "./transactions.js";
 
 const SELECT_RACE = `SELECT r.public_id, r.affiliate_id, a.external_id AS affiliate_external_id, r.slug,
@@ -427,9 +430,10 @@ export async function freezeRace(
   pool: Pool,
   id: string,
   result: FrozenResult,
-  event: RaceEvent,
+  event: (signed: SignedResult | undefined) => RaceEvent,
   owed: OwedSteps,
   history: NewRaceHistoryEntry,
+  seal?: ResultSealer,
 ): Promise<boolean> {
   return inTransaction(pool, async (connection) => {
     // What is still owed is read under the row's lock, so no start or end is announced twice.
@@ -475,7 +479,8 @@ export async function freezeRace(
         ],
       );
     }
-    await enqueueRaceEvent(connection, affiliateId, event, result.at);
+    const signed = seal === undefined ? undefined : await signIntoChain(connection, internalId, affiliateId, seal);
+    await enqueueRaceEvent(connection, affiliateId, event(signed), result.at);
     await appendRaceHistory(connection, id, result.at, history);
     return true;
   });

@@ -47,6 +47,7 @@ import {
 } from "./races.js";
 import { isOlderThanFloor, readReleaseFloor, releaseTooOldMessage } from "./release-floor.js";
 import { LATEST_SCHEMA_VERSION } from "./schema-migrations.js";
+import { signedResultOf } from "./signed-results.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./transactions.js";
 import { upsertUserBatch } from "./users.js";
 import { voidWagerBatch } from "./voids.js";
@@ -181,7 +182,8 @@ export function mariadbRaces(pool: Pool): RaceStore {
     due: (now, limit) => dueRaces(pool, now, limit),
     announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),
     announceEnd: (id, event, at) => announceEnd(pool, id, event, at),
-    freeze: (id, result, event, owed, history) => freezeRace(pool, id, result, event, owed, history),
+    freeze: (id, result, event, owed, history, seal) => freezeRace(pool, id, result, event, owed, history, seal),
+    signedResult: (id) => signedResultOf(pool, id),
     history: (id) => readRaceHistory(pool, id),
     voidCounts: (id) => raceVoidCounts(pool, id),
     voidedUsers: (id) => raceVoidedUsers(pool, id, weighted),

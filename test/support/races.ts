@@ -3,10 +3,12 @@
  * every race event, an outcome's value, a view's entries as a table, and the digest rebuilt from an answer
  * alone by the recipe docs/api.md documents (a wagered race), independently of src/races/digest.ts.
  */
+
 import { createHash } from "node:crypto";
 import type { Pool } from "mysql2/promise";
 import { boardStandings } from "../../src/leaderboard/board-standings.js";
 import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import type { PayloadSigner } from "../../src/ports/signing.js";
 import type { RaceDefinitionFields } from "../../src/races/race-rules.js";
 import { Races, type RaceView } from "../../src/races/races.js";
 import type { Database } from "../../src/storage/database.js";
@@ -23,6 +25,8 @@ export interface InstanceRaces {
   readonly avatar?: string;
   /** The freeze's reads: causal on the primary, as serve builds them, unless "primary" (the write pool as it is). */
   readonly freeze?: "causal" | "primary";
+  /** Signs each final result at the freeze (src/signing/signer.ts); unsigned unless given. */
+  readonly signer?: PayloadSigner;
 }
 
 /** One instance's Races on `db`: its own leaderboard without a cache over the boards' pool, as a process has. */
@@ -43,6 +47,7 @@ export function instanceRaces(db: Database, options: InstanceRaces): Races {
     freezeStandings: options.freeze === "primary" ? mariadbStandings(db.write) : causalStandings(db.write, db.flavour),
     defaultAvatarUrl: avatar,
     now: options.now,
+    ...(options.signer === undefined ? {} : { signer: options.signer }),
   });
 }
 

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/races.proto.
  */
 export const file_topwagers_v1_races: GenFile = /*@__PURE__*/
-  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSLLAgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoA0IMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiUQoRQ3JlYXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEiYKBXJ1bGVzGAIgASgLMhcudG9wd2FnZXJzLnYxLlJhY2VSdWxlcyI2ChJDcmVhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIu0DChFVcGRhdGVSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIcCg9zdGFydF90aW1lc3RhbXAYBCABKANIAYgBARIaCg1lbmRfdGltZXN0YW1wGAUgASgDSAKIAQESFgoOcmVwbGFjZV9wcml6ZXMYBiABKAgSDgoGcHJpemVzGAcgAygJEhUKCGN1cnJlbmN5GAggASgJSAOIAQESGAoLbWluX3dhZ2VyZWQYCSABKAlIBIgBARIhChlyZXBsYWNlX2V4Y2x1ZGVkX3VzZXJfaWRzGAogASgIEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAsgAygJEhsKDnJldmlld19zZWNvbmRzGAwgASgNSAWIAQESEgoFc2hvd24YDSABKA1IBogBARIqCgdyYW5rX2J5GA4gASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUgHiAEBQggKBl90aXRsZUISChBfc3RhcnRfdGltZXN0YW1wQhAKDl9lbmRfdGltZXN0YW1wQgsKCV9jdXJyZW5jeUIOCgxfbWluX3dhZ2VyZWRCEQoPX3Jldmlld19zZWNvbmRzQggKBl9zaG93bkIKCghfcmFua19ieSI2ChJVcGRhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjUKEUNhbmNlbFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSI2ChJDYW5jZWxSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjoKDkdldFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRISCgppZF9vcl9zbHVnGAIgASgJIp4BCg9HZXRSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlEigKB2VudHJpZXMYAiADKAsyFy50b3B3YWdlcnMudjEuUmFjZUVudHJ5EhMKC3VuYWxsb2NhdGVkGAMgASgJEioKB2hpc3RvcnkYBCABKAsyGS50b3B3YWdlcnMudjEuUmFjZUhpc3RvcnkibwoLUmFjZUhpc3RvcnkSKQoHY2hhbmdlcxgBIAMoCzIYLnRvcHdhZ2Vycy52MS5SYWNlQ2hhbmdlEjUKCXN0YW5kaW5ncxgCIAEoCzIiLnRvcHdhZ2Vycy52MS5SYWNlU3RhbmRpbmdzQ2hhbmdlcyJ7CgpSYWNlQ2hhbmdlEgoKAmF0GAEgASgDEgwKBGtpbmQYAiABKAkSEgoKYWN0b3Jfa2luZBgDIAEoCRIQCghhY3Rvcl9pZBgEIAEoCRItCgZmaWVsZHMYBSADKAsyHS50b3B3YWdlcnMudjEuUmFjZUZpZWxkQ2hhbmdlIl8KD1JhY2VGaWVsZENoYW5nZRINCgVmaWVsZBgBIAEoCRIOCgZiZWZvcmUYAiADKAkSDQoFYWZ0ZXIYAyADKAkSDQoFYWRkZWQYBCADKAkSDwoHcmVtb3ZlZBgFIAMoCSJpChRSYWNlU3RhbmRpbmdzQ2hhbmdlcxIVCg12b2lkZWRfd2FnZXJzGAEgASgNEhYKDnVzZXJzX2FmZmVjdGVkGAIgASgNEg0KBWZpbmFsGAMgASgIEhMKC3JhbmtzX21vdmVkGAQgAygNIoYBChBMaXN0UmFjZXNSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRInCgZzdGF0ZXMYAiADKA4yFy50b3B3YWdlcnMudjEuUmFjZVN0YXRlEgwKBHNsdWcYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiTwoRTGlzdFJhY2VzUmVzcG9uc2USIQoFcmFjZXMYASADKAsyEi50b3B3YWdlcnMudjEuUmFjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkibAoQV2F0Y2hSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSEgoKaWRfb3Jfc2x1ZxgCIAEoCRIbCg5yZXN1bWVfdmVyc2lvbhgDIAEoCUgAiAEBQhEKD19yZXN1bWVfdmVyc2lvbiJkChFXYXRjaFJhY2VSZXNwb25zZRIrCgRyYWNlGAEgASgLMh0udG9wd2FnZXJzLnYxLkdldFJhY2VSZXNwb25zZRIPCgd2ZXJzaW9uGAIgASgJEhEKCWhlYXJ0YmVhdBgDIAEoCCqHAQoKUmFjZVJlcGVhdBIbChdSQUNFX1JFUEVBVF9VTlNQRUNJRklFRBAAEhQKEFJBQ0VfUkVQRUFUX05PTkUQARIVChFSQUNFX1JFUEVBVF9EQUlMWRACEhYKElJBQ0VfUkVQRUFUX1dFRUtMWRADEhcKE1JBQ0VfUkVQRUFUX01PTlRITFkQBCqgAQoJUmFjZVN0YXRlEhoKFlJBQ0VfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRSQUNFX1NUQVRFX1NDSEVEVUxFRBABEhMKD1JBQ0VfU1RBVEVfTElWRRACEhgKFFJBQ0VfU1RBVEVfUkVWSUVXSU5HEAMSFAoQUkFDRV9TVEFURV9GSU5BTBAEEhgKFFJBQ0VfU1RBVEVfQ0FOQ0VMTEVEEAUy9QMKC1JhY2VTZXJ2aWNlEk8KCkNyZWF0ZVJhY2USHy50b3B3YWdlcnMudjEuQ3JlYXRlUmFjZVJlcXVlc3QaIC50b3B3YWdlcnMudjEuQ3JlYXRlUmFjZVJlc3BvbnNlEk8KClVwZGF0ZVJhY2USHy50b3B3YWdlcnMudjEuVXBkYXRlUmFjZVJlcXVlc3QaIC50b3B3YWdlcnMudjEuVXBkYXRlUmFjZVJlc3BvbnNlElQKCkNhbmNlbFJhY2USHy50b3B3YWdlcnMudjEuQ2FuY2VsUmFjZVJlcXVlc3QaIC50b3B3YWdlcnMudjEuQ2FuY2VsUmFjZVJlc3BvbnNlIgOQAgISSwoHR2V0UmFjZRIcLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVxdWVzdBodLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVzcG9uc2UiA5ACARJRCglMaXN0UmFjZXMSHi50b3B3YWdlcnMudjEuTGlzdFJhY2VzUmVxdWVzdBofLnRvcHdhZ2Vycy52MS5MaXN0UmFjZXNSZXNwb25zZSIDkAIBEk4KCVdhdGNoUmFjZRIeLnRvcHdhZ2Vycy52MS5XYXRjaFJhY2VSZXF1ZXN0Gh8udG9wd2FnZXJzLnYxLldhdGNoUmFjZVJlc3BvbnNlMAFiBnByb3RvMw", [file_topwagers_v1_top_wagers]);
+  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSL+AgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoAxIxCg1zaWduZWRfcmVzdWx0GA4gASgLMhoudG9wd2FnZXJzLnYxLlNpZ25lZFJlc3VsdEIMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiOAoMU2lnbmVkUmVzdWx0EgsKA2p3cxgBIAEoCRILCgNraWQYAiABKAkSDgoGc2hhMjU2GAMgASgJIlEKEUNyZWF0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRImCgVydWxlcxgCIAEoCzIXLnRvcHdhZ2Vycy52MS5SYWNlUnVsZXMiNgoSQ3JlYXRlUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSLtAwoRVXBkYXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEgoKAmlkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESHAoPc3RhcnRfdGltZXN0YW1wGAQgASgDSAGIAQESGgoNZW5kX3RpbWVzdGFtcBgFIAEoA0gCiAEBEhYKDnJlcGxhY2VfcHJpemVzGAYgASgIEg4KBnByaXplcxgHIAMoCRIVCghjdXJyZW5jeRgIIAEoCUgDiAEBEhgKC21pbl93YWdlcmVkGAkgASgJSASIAQESIQoZcmVwbGFjZV9leGNsdWRlZF91c2VyX2lkcxgKIAEoCBIZChFleGNsdWRlZF91c2VyX2lkcxgLIAMoCRIbCg5yZXZpZXdfc2Vjb25kcxgMIAEoDUgFiAEBEhIKBXNob3duGA0gASgNSAaIAQESKgoHcmFua19ieRgOIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnlIB4gBAUIICgZfdGl0bGVCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEILCglfY3VycmVuY3lCDgoMX21pbl93YWdlcmVkQhEKD19yZXZpZXdfc2Vjb25kc0IICgZfc2hvd25CCgoIX3JhbmtfYnkiNgoSVXBkYXRlUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSI1ChFDYW5jZWxSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkiNgoSQ2FuY2VsUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSI6Cg5HZXRSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSEgoKaWRfb3Jfc2x1ZxgCIAEoCSKeAQoPR2V0UmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZRIoCgdlbnRyaWVzGAIgAygLMhcudG9wd2FnZXJzLnYxLlJhY2VFbnRyeRITCgt1bmFsbG9jYXRlZBgDIAEoCRIqCgdoaXN0b3J5GAQgASgLMhkudG9wd2FnZXJzLnYxLlJhY2VIaXN0b3J5Im8KC1JhY2VIaXN0b3J5EikKB2NoYW5nZXMYASADKAsyGC50b3B3YWdlcnMudjEuUmFjZUNoYW5nZRI1CglzdGFuZGluZ3MYAiABKAsyIi50b3B3YWdlcnMudjEuUmFjZVN0YW5kaW5nc0NoYW5nZXMiewoKUmFjZUNoYW5nZRIKCgJhdBgBIAEoAxIMCgRraW5kGAIgASgJEhIKCmFjdG9yX2tpbmQYAyABKAkSEAoIYWN0b3JfaWQYBCABKAkSLQoGZmllbGRzGAUgAygLMh0udG9wd2FnZXJzLnYxLlJhY2VGaWVsZENoYW5nZSJfCg9SYWNlRmllbGRDaGFuZ2USDQoFZmllbGQYASABKAkSDgoGYmVmb3JlGAIgAygJEg0KBWFmdGVyGAMgAygJEg0KBWFkZGVkGAQgAygJEg8KB3JlbW92ZWQYBSADKAkiaQoUUmFjZVN0YW5kaW5nc0NoYW5nZXMSFQoNdm9pZGVkX3dhZ2VycxgBIAEoDRIWCg51c2Vyc19hZmZlY3RlZBgCIAEoDRINCgVmaW5hbBgDIAEoCBITCgtyYW5rc19tb3ZlZBgEIAMoDSKGAQoQTGlzdFJhY2VzUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSJwoGc3RhdGVzGAIgAygOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIMCgRzbHVnGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIk8KEUxpc3RSYWNlc1Jlc3BvbnNlEiEKBXJhY2VzGAEgAygLMhIudG9wd2FnZXJzLnYxLlJhY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImwKEFdhdGNoUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEhIKCmlkX29yX3NsdWcYAiABKAkSGwoOcmVzdW1lX3ZlcnNpb24YAyABKAlIAIgBAUIRCg9fcmVzdW1lX3ZlcnNpb24iZAoRV2F0Y2hSYWNlUmVzcG9uc2USKwoEcmFjZRgBIAEoCzIdLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVzcG9uc2USDwoHdmVyc2lvbhgCIAEoCRIRCgloZWFydGJlYXQYAyABKAgqhwEKClJhY2VSZXBlYXQSGwoXUkFDRV9SRVBFQVRfVU5TUEVDSUZJRUQQABIUChBSQUNFX1JFUEVBVF9OT05FEAESFQoRUkFDRV9SRVBFQVRfREFJTFkQAhIWChJSQUNFX1JFUEVBVF9XRUVLTFkQAxIXChNSQUNFX1JFUEVBVF9NT05USExZEAQqoAEKCVJhY2VTdGF0ZRIaChZSQUNFX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUUkFDRV9TVEFURV9TQ0hFRFVMRUQQARITCg9SQUNFX1NUQVRFX0xJVkUQAhIYChRSQUNFX1NUQVRFX1JFVklFV0lORxADEhQKEFJBQ0VfU1RBVEVfRklOQUwQBBIYChRSQUNFX1NUQVRFX0NBTkNFTExFRBAFMvUDCgtSYWNlU2VydmljZRJPCgpDcmVhdGVSYWNlEh8udG9wd2FnZXJzLnYxLkNyZWF0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkNyZWF0ZVJhY2VSZXNwb25zZRJPCgpVcGRhdGVSYWNlEh8udG9wd2FnZXJzLnYxLlVwZGF0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLlVwZGF0ZVJhY2VSZXNwb25zZRJUCgpDYW5jZWxSYWNlEh8udG9wd2FnZXJzLnYxLkNhbmNlbFJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkNhbmNlbFJhY2VSZXNwb25zZSIDkAICEksKB0dldFJhY2USHC50b3B3YWdlcnMudjEuR2V0UmFjZVJlcXVlc3QaHS50b3B3YWdlcnMudjEuR2V0UmFjZVJlc3BvbnNlIgOQAgESUQoJTGlzdFJhY2VzEh4udG9wd2FnZXJzLnYxLkxpc3RSYWNlc1JlcXVlc3QaHy50b3B3YWdlcnMudjEuTGlzdFJhY2VzUmVzcG9uc2UiA5ACARJOCglXYXRjaFJhY2USHi50b3B3YWdlcnMudjEuV2F0Y2hSYWNlUmVxdWVzdBofLnRvcHdhZ2Vycy52MS5XYXRjaFJhY2VSZXNwb25zZTABYgZwcm90bzM", [file_topwagers_v1_top_wagers]);
 
 /**
  * RaceRules is what a race's owner defines. Every field is checked; an
@@ -297,6 +297,15 @@ export type Race = Message<"topwagers.v1.Race"> & {
    * @generated from field: int64 next_starts_at = 13;
    */
   nextStartsAt: bigint;
+
+  /**
+   * The final result as the operator signed it at the freeze (docs/verify.md),
+   * the same bytes on every answer; absent until FINAL, and for a result
+   * frozen while no signing key was active.
+   *
+   * @generated from field: topwagers.v1.SignedResult signed_result = 14;
+   */
+  signedResult?: SignedResult | undefined;
 };
 
 /**
@@ -305,6 +314,45 @@ export type Race = Message<"topwagers.v1.Race"> & {
  */
 export const RaceSchema: GenMessage<Race> = /*@__PURE__*/
   messageDesc(file_topwagers_v1_races, 2);
+
+/**
+ * SignedResult is a final race result signed by the operator's key: a compact
+ * JWS (RFC 7515, EdDSA / Ed25519) over the result as RFC 8785 canonical JSON.
+ * Check it with the keys of GET /.well-known/jwks.json or
+ * SigningKeyService.GetSigningKeys (docs/verify.md).
+ *
+ * @generated from message topwagers.v1.SignedResult
+ */
+export type SignedResult = Message<"topwagers.v1.SignedResult"> & {
+  /**
+   * The compact JWS: `header.payload.signature`, base64url.
+   *
+   * @generated from field: string jws = 1;
+   */
+  jws: string;
+
+  /**
+   * The id of the key that signed it (also in the JWS's protected header).
+   *
+   * @generated from field: string kid = 2;
+   */
+  kid: string;
+
+  /**
+   * SHA-256 (lowercase hex) of `jws` as ASCII: the affiliate's next signed
+   * result names this as its `chain.previous.sha256`.
+   *
+   * @generated from field: string sha256 = 3;
+   */
+  sha256: string;
+};
+
+/**
+ * Describes the message topwagers.v1.SignedResult.
+ * Use `create(SignedResultSchema)` to create a new message.
+ */
+export const SignedResultSchema: GenMessage<SignedResult> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 3);
 
 /**
  * CreateRaceRequest defines a race.
@@ -333,7 +381,7 @@ export type CreateRaceRequest = Message<"topwagers.v1.CreateRaceRequest"> & {
  * Use `create(CreateRaceRequestSchema)` to create a new message.
  */
 export const CreateRaceRequestSchema: GenMessage<CreateRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 3);
+  messageDesc(file_topwagers_v1_races, 4);
 
 /**
  * CreateRaceResponse is the race as created.
@@ -354,7 +402,7 @@ export type CreateRaceResponse = Message<"topwagers.v1.CreateRaceResponse"> & {
  * Use `create(CreateRaceResponseSchema)` to create a new message.
  */
 export const CreateRaceResponseSchema: GenMessage<CreateRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 4);
+  messageDesc(file_topwagers_v1_races, 5);
 
 /**
  * UpdateRaceRequest changes some of a race's rules.
@@ -466,7 +514,7 @@ export type UpdateRaceRequest = Message<"topwagers.v1.UpdateRaceRequest"> & {
  * Use `create(UpdateRaceRequestSchema)` to create a new message.
  */
 export const UpdateRaceRequestSchema: GenMessage<UpdateRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 5);
+  messageDesc(file_topwagers_v1_races, 6);
 
 /**
  * UpdateRaceResponse is the race as changed.
@@ -487,7 +535,7 @@ export type UpdateRaceResponse = Message<"topwagers.v1.UpdateRaceResponse"> & {
  * Use `create(UpdateRaceResponseSchema)` to create a new message.
  */
 export const UpdateRaceResponseSchema: GenMessage<UpdateRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 6);
+  messageDesc(file_topwagers_v1_races, 7);
 
 /**
  * CancelRaceRequest names the race to cancel.
@@ -515,7 +563,7 @@ export type CancelRaceRequest = Message<"topwagers.v1.CancelRaceRequest"> & {
  * Use `create(CancelRaceRequestSchema)` to create a new message.
  */
 export const CancelRaceRequestSchema: GenMessage<CancelRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 7);
+  messageDesc(file_topwagers_v1_races, 8);
 
 /**
  * CancelRaceResponse is the race as cancelled.
@@ -536,7 +584,7 @@ export type CancelRaceResponse = Message<"topwagers.v1.CancelRaceResponse"> & {
  * Use `create(CancelRaceResponseSchema)` to create a new message.
  */
 export const CancelRaceResponseSchema: GenMessage<CancelRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 8);
+  messageDesc(file_topwagers_v1_races, 9);
 
 /**
  * GetRaceRequest names a race by id, or a series by slug.
@@ -565,7 +613,7 @@ export type GetRaceRequest = Message<"topwagers.v1.GetRaceRequest"> & {
  * Use `create(GetRaceRequestSchema)` to create a new message.
  */
 export const GetRaceRequestSchema: GenMessage<GetRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 9);
+  messageDesc(file_topwagers_v1_races, 10);
 
 /**
  * GetRaceResponse is a race with its standings.
@@ -611,7 +659,7 @@ export type GetRaceResponse = Message<"topwagers.v1.GetRaceResponse"> & {
  * Use `create(GetRaceResponseSchema)` to create a new message.
  */
 export const GetRaceResponseSchema: GenMessage<GetRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 10);
+  messageDesc(file_topwagers_v1_races, 11);
 
 /**
  * RaceHistory is a race's append-only record of changes, oldest first.
@@ -639,7 +687,7 @@ export type RaceHistory = Message<"topwagers.v1.RaceHistory"> & {
  * Use `create(RaceHistorySchema)` to create a new message.
  */
 export const RaceHistorySchema: GenMessage<RaceHistory> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 11);
+  messageDesc(file_topwagers_v1_races, 12);
 
 /**
  * RaceChange is one change to a race.
@@ -690,7 +738,7 @@ export type RaceChange = Message<"topwagers.v1.RaceChange"> & {
  * Use `create(RaceChangeSchema)` to create a new message.
  */
 export const RaceChangeSchema: GenMessage<RaceChange> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 12);
+  messageDesc(file_topwagers_v1_races, 13);
 
 /**
  * RaceFieldChange is one field's value before and after a change.
@@ -739,7 +787,7 @@ export type RaceFieldChange = Message<"topwagers.v1.RaceFieldChange"> & {
  * Use `create(RaceFieldChangeSchema)` to create a new message.
  */
 export const RaceFieldChangeSchema: GenMessage<RaceFieldChange> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 13);
+  messageDesc(file_topwagers_v1_races, 14);
 
 /**
  * RaceStandingsChanges counts what voids did to a race's standings, without
@@ -784,7 +832,7 @@ export type RaceStandingsChanges = Message<"topwagers.v1.RaceStandingsChanges"> 
  * Use `create(RaceStandingsChangesSchema)` to create a new message.
  */
 export const RaceStandingsChangesSchema: GenMessage<RaceStandingsChanges> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 14);
+  messageDesc(file_topwagers_v1_races, 15);
 
 /**
  * ListRacesRequest narrows and pages the list.
@@ -833,7 +881,7 @@ export type ListRacesRequest = Message<"topwagers.v1.ListRacesRequest"> & {
  * Use `create(ListRacesRequestSchema)` to create a new message.
  */
 export const ListRacesRequestSchema: GenMessage<ListRacesRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 15);
+  messageDesc(file_topwagers_v1_races, 16);
 
 /**
  * ListRacesResponse is one page of races.
@@ -861,7 +909,7 @@ export type ListRacesResponse = Message<"topwagers.v1.ListRacesResponse"> & {
  * Use `create(ListRacesResponseSchema)` to create a new message.
  */
 export const ListRacesResponseSchema: GenMessage<ListRacesResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 16);
+  messageDesc(file_topwagers_v1_races, 17);
 
 /**
  * WatchRaceRequest names the race to watch.
@@ -896,7 +944,7 @@ export type WatchRaceRequest = Message<"topwagers.v1.WatchRaceRequest"> & {
  * Use `create(WatchRaceRequestSchema)` to create a new message.
  */
 export const WatchRaceRequestSchema: GenMessage<WatchRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 17);
+  messageDesc(file_topwagers_v1_races, 18);
 
 /**
  * WatchRaceResponse is one message of the stream.
@@ -932,7 +980,7 @@ export type WatchRaceResponse = Message<"topwagers.v1.WatchRaceResponse"> & {
  * Use `create(WatchRaceResponseSchema)` to create a new message.
  */
 export const WatchRaceResponseSchema: GenMessage<WatchRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 18);
+  messageDesc(file_topwagers_v1_races, 19);
 
 /**
  * RaceRepeat says whether a race recurs, and how often.

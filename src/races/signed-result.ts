@@ -1,0 +1,72 @@
+/**
+ * What a final race result's signature covers (docs/verify.md lists the fields): the race's rules as they
+ * stood at the freeze, every placed entry, what is left unallocated, when it was frozen, the digest, and the
+ * result's place in its affiliate's chain. The signer adds the issuer (`iss`) and canonicalizes it (RFC 8785).
+ * Amounts are decimal strings, times Unix seconds, so no verifier meets a floating-point number.
+ */
+import type { ChainLink, FrozenEntry, RaceEvent, ResultSealer, SignedResult, StoredRace } from "../ports/races.js";
+import type { PayloadSigner } from "../ports/signing.js";
+import { type EventResult, raceEvent } from "./race-event-data.js";
+import type { RaceHistorySummary } from "./race-history.js";
+
+/** Names what the payload is, and its version, for a verifier that reads several kinds. */
+export const RESULT_PAYLOAD_TYPE = "topwagers.race-result.v1";
+
+export interface SignedResultInput {
+  readonly race: StoredRace;
+  readonly entries: readonly FrozenEntry[];
+  readonly unallocated: string;
+  readonly frozenAt: number;
+  readonly digest: string;
+  readonly link: ChainLink;
+  /** What the race's history says (./race-history.ts raceHistorySummary): no user ids, no amounts. */
+  readonly historySummary: RaceHistorySummary;
+}
+
+export function resultPayload(input: SignedResultInput): Record<string, unknown> {
+  const { race, link } = input;
+  return {
+    type: RESULT_PAYLOAD_TYPE,
+    affiliateId: race.affiliateExternalId,
+    raceId: race.id,
+    slug: race.slug,
+    title: race.title,
+    period: { startsAt: race.startTimestamp, endsAt: race.endTimestamp },
+    timeZone: race.timeZone,
+    rankBy: race.rankBy,
+    currency: race.currency,
+    prizes: race.prizes,
+    minWagered: race.minWagered,
+    entries: input.entries.map((entry) => ({
+      rank: entry.rank,
+      userId: entry.userExternalId,
+      username: entry.username,
+      totalWageredDecimal: entry.total,
+      weightedWageredDecimal: entry.weightedTotal,
+      prize: entry.prize,
+    })),
+    unallocated: input.unallocated,
+    frozenAt: input.frozenAt,
+    digest: input.digest,
+    chain: { sequence: link.sequence, previous: link.previous },
+    historySummary: input.historySummary,
+  };
+}
+
+/** The freeze's sealer: signs the result once its place in the chain is known. */
+export function resultSealer(signer: PayloadSigner, unsigned: Omit<SignedResultInput, "link">): ResultSealer {
+  return (link) => signer.sign(resultPayload({ ...unsigned, link }));
+}
+
+/**
+ * The race.finalized event: with the signed result when the JWS fits the 20 KB body beside every entry;
+ * else with its key id and hash and `jws: null` (GET /races/{id} and GetRace answer the signed result itself),
+ * the entries fitted as ./race-event-data.ts fits them, the signed result counted in.
+ */
+export function finalizedEvent(race: StoredRace, result: EventResult, signed: SignedResult | undefined): RaceEvent {
+  if (signed === undefined) return raceEvent("race.finalized", race, result);
+  const whole = raceEvent("race.finalized", race, { ...result, extra: { signedResult: { ...signed } } });
+  if ((whole.data as { entriesTruncated?: boolean }).entriesTruncated !== true) return whole;
+  const stub = { jws: null, kid: signed.kid, sha256: signed.sha256 };
+  return raceEvent("race.finalized", race, { ...result, extra: { signedResult: stub } });
+}

@@ -1,0 +1,53 @@
+/**
+ * Signed final results (migration 13's race_signed_results), chained per affiliate: inside the freeze's
+ * transaction the affiliate's row is locked, its last signed result read, and the new result signed at the
+ * next place with that result's SHA-256 (./races.ts freezeRace calls this). Freezes of one affiliate
+ * therefore take their places one at a time; on Galera the unique (affiliate, sequence) key makes a second
+ * node's freeze of the same place fail certification and retry, finding the first one.
+ */
+import { createHash } from "node:crypto";
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import type { ResultSealer, SignedResult } from "../ports/races.js";
+
+/** Signs and stores the result of race `raceId` (internal `raceKey`); undefined when `seal` signs nothing. */
+export async function signIntoChain(
+  connection: PoolConnection,
+  raceKey: number,
+  affiliateId: number,
+  seal: ResultSealer,
+): Promise<SignedResult | undefined> {
+  await connection.query("SELECT id FROM affiliates WHERE id = ? FOR UPDATE", [affiliateId]);
+  const [rows] = await connection.query<RowDataPacket[]>(
+    `SELECT r.public_id, s.sequence, s.sha256 FROM race_signed_results s JOIN races r ON r.id = s.race_id
+      WHERE s.affiliate_id = ? ORDER BY s.sequence DESC LIMIT 1`,
+    [affiliateId],
+  );
+  const last = rows[0];
+  const link =
+    last === undefined
+      ? { sequence: 1, previous: null }
+      : {
+          sequence: Number(last.sequence) + 1,
+          previous: { raceId: String(last.public_id), sha256: String(last.sha256) },
+        };
+  const signed = await seal(link);
+  if (signed === undefined) return undefined;
+  const sha256 = createHash("sha256").update(signed.jws, "ascii").digest("hex");
+  await connection.query(
+    "INSERT INTO race_signed_results (race_id, affiliate_id, sequence, kid, sha256, jws) VALUES (?, ?, ?, ?, ?, ?)",
+    [raceKey, affiliateId, link.sequence, signed.kid, sha256, Buffer.from(signed.jws, "ascii")],
+  );
+  return { jws: signed.jws, kid: signed.kid, sha256 };
+}
+
+/** The race's signed result as stored at its freeze. */
+export async function signedResultOf(pool: Pool, publicId: string): Promise<SignedResult | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT s.jws, s.kid, s.sha256 FROM race_signed_results s JOIN races r ON r.id = s.race_id
+      WHERE r.public_id = ?`,
+    [publicId],
+  );
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return { jws: Buffer.from(row.jws).toString("ascii"), kid: String(row.kid), sha256: String(row.sha256) };
+}
