@@ -67,6 +67,8 @@ export interface Config {
   readonly tracesServiceName: string;
   /** Outgoing webhooks (docs/webhooks.md). */
   readonly webhooks: WebhookSettings;
+  /** What the retention job deletes, and how often (docs/operations.md, "Retention"). */
+  readonly retention: RetentionSettings;
   /**
    * The operator's name (ISSUER), e.g. "https://casino.example": every signature carries it as `iss`
    * (docs/verify.md). Unset: "topwagers".
@@ -98,6 +100,15 @@ export interface WebhookSettings {
   readonly timeoutMs: number;
   /** How often an idle instance looks for due deliveries, milliseconds. */
   readonly pollMs: number;
+}
+
+export interface RetentionSettings {
+  /** WEBHOOK_DELIVERED_RETENTION_DAYS: delivered webhook deliveries (and attempts, events) kept this long; 0 forever. */
+  readonly deliveredDays: number;
+  /** WEBHOOK_FAILED_RETENTION_DAYS: failed deliveries kept this long, for redelivery; 0 forever. */
+  readonly failedDays: number;
+  /** RETENTION_EVERY_S: how often this instance runs the job (one instance at a time runs it); 0: never here. */
+  readonly everySeconds: number;
 }
 
 /**
@@ -158,6 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     ...tracing,
     webhooks,
+    retention: readRetention(read),
     issuer: read.text("ISSUER", "topwagers").trim(),
     raceClockMs: read.integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
     streams: readStreamLimits(read),
@@ -303,6 +315,14 @@ function readTrustedProxies(read: EnvReader): readonly string[] {
     .split(",")
     .map((entry) => entry.trim())
     .filter((entry) => entry !== "");
+}
+
+function readRetention(read: EnvReader): RetentionSettings {
+  return {
+    deliveredDays: read.integer("WEBHOOK_DELIVERED_RETENTION_DAYS", 30, 0, 36_500),
+    failedDays: read.integer("WEBHOOK_FAILED_RETENTION_DAYS", 90, 0, 36_500),
+    everySeconds: read.integer("RETENTION_EVERY_S", 600, 0, 86_400),
+  };
 }
 
 function readWebhookSettings(read: EnvReader): WebhookSettings {

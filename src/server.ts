@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
+import { startRetention } from "./apps/retention.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./apps/webhook-delivery.js";
 import { type Config, redact } from "./config.js";
 import { createRedisLimiters } from "./limits/redis-limiters.js";
@@ -62,6 +63,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
   await keysOrListenAnyway(app, logger);
   webhooks.startDelivery(app.metrics);
+  const retention = startRetention(config.retention, database, app.metrics.registry, logger);
   const internalApp = internalAppOf(config, database, app, webhooks.admin, wakeups, logger);
   const listening = await listenAll(config, app, internalApp, tracing, logger);
   logListening(config, listening, internalApp.ingestEnabled, redis !== undefined, tracing !== undefined, logger);
@@ -81,6 +83,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
         raceClock.stop(),
         ...listening.servers.map(({ server, drainMs }) => server.close(drainMs)),
         webhooks.stop(),
+        retention.stop(),
       ]);
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");
