@@ -76,6 +76,8 @@ export interface Config {
   readonly issuer: string;
   /** How often the race clock runs (starts, ends, the freeze; src/races/races.ts tick), in ms. */
   readonly raceClockMs: number;
+  /** Most scheduled and live races one affiliate may have (RACES_PER_AFFILIATE); a create beyond is refused. */
+  readonly racesPerAffiliate: number;
   /** Live-board streams: heartbeat interval and the limits of open streams. */
   readonly streams: {
     readonly heartbeatSeconds: number;
@@ -100,6 +102,13 @@ export interface WebhookSettings {
   readonly timeoutMs: number;
   /** How often an idle instance looks for due deliveries, milliseconds. */
   readonly pollMs: number;
+  /**
+   * Most endpoints one affiliate may have (WEBHOOK_ENDPOINTS_PER_AFFILIATE); a create beyond is refused. It also
+   * bounds what one event (a race's state change) fans out to: one delivery per endpoint.
+   */
+  readonly endpointsPerAffiliate: number;
+  /** SendTestEvent and RedeliverWebhook calls per endpoint per minute (WEBHOOK_MANUAL_SENDS_PER_MINUTE). */
+  readonly manualSendsPerMinute: number;
 }
 
 export interface RetentionSettings {
@@ -172,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
     retention: readRetention(read),
     issuer: read.text("ISSUER", "topwagers").trim(),
     raceClockMs: read.integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
+    racesPerAffiliate: read.integer("RACES_PER_AFFILIATE", 50, 1, 100_000),
     streams: readStreamLimits(read),
   };
   checkChangeFeedLag(read, config);
@@ -333,6 +343,8 @@ function readWebhookSettings(read: EnvReader): WebhookSettings {
     retryScale: positiveFactor("WEBHOOK_RETRY_SCALE", read.text("WEBHOOK_RETRY_SCALE", "1"), read.problems),
     timeoutMs: read.integer("WEBHOOK_TIMEOUT_MS", 15_000, 100, 60_000),
     pollMs: read.integer("WEBHOOK_POLL_MS", 1_000, 10, 60_000),
+    endpointsPerAffiliate: read.integer("WEBHOOK_ENDPOINTS_PER_AFFILIATE", 20, 1, 10_000),
+    manualSendsPerMinute: read.integer("WEBHOOK_MANUAL_SENDS_PER_MINUTE", 10, 1, 100_000),
   };
 }
 

@@ -11,6 +11,7 @@ import { createPublicApp, type PublicApp } from "./apps/public.js";
 import { startRetention } from "./apps/retention.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./apps/webhook-delivery.js";
 import { type Config, redact } from "./config.js";
+import type { LimiterFactory } from "./limits/rate-limiter.js";
 import { createRedisLimiters } from "./limits/redis-limiters.js";
 import { createLogger, type Logger } from "./logger.js";
 import type { Metrics } from "./observability/metrics.js";
@@ -50,7 +51,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const redis = config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
   const fleet =
     config.redisUrl === undefined ? undefined : createRedisFleet(config.redisUrl, fleetName(config), logger);
-  const webhooks = webhooksOf(config, database, logger);
+  const webhooks = webhooksOf(config, database, logger, redis?.factory);
   const app = createPublicApp(config, database, {
     webhooks: webhooks.admin,
     logger,
@@ -141,10 +142,10 @@ function fleetName(config: Config): string {
  * The webhook endpoints' management, one for both listeners, and this instance's delivery worker, started once
  * the app's metrics exist: a test event or a redelivery made through either listener wakes the worker.
  */
-function webhooksOf(config: Config, database: Database, logger: Logger) {
+function webhooksOf(config: Config, database: Database, logger: Logger, limiters: LimiterFactory | undefined) {
   let delivery: WebhookDelivery | undefined;
   return {
-    admin: webhookAdmin(config.webhooks, database, () => delivery?.worker?.wake()),
+    admin: webhookAdmin(config.webhooks, database, () => delivery?.worker?.wake(), limiters),
     startDelivery(metrics: Metrics): void {
       delivery = startWebhookDelivery(config.webhooks, database, metrics, logger);
     },

@@ -235,6 +235,7 @@ function createRaces(config: Config, database: Database, options: InternalAppOpt
     standings: mariadbStandings(database.leaderboard),
     freezeStandings: causalStandings(database.write, database.flavour),
     defaultAvatarUrl: config.defaultAvatarUrl,
+    racesPerAffiliate: config.racesPerAffiliate,
     ...(options.now === undefined ? {} : { now: options.now }),
   });
 }

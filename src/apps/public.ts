@@ -312,6 +312,7 @@ function buildRaces(
     standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
     freezeStandings: causalStandings(database.write, database.flavour),
     defaultAvatarUrl: config.defaultAvatarUrl,
+    racesPerAffiliate: config.racesPerAffiliate,
     ...(now === undefined ? {} : { now }),
   });
   const raceWatch = new RaceWatch({

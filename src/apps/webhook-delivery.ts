@@ -6,6 +6,8 @@
  */
 import { hostname } from "node:os";
 import type { WebhookSettings } from "../config.js";
+import { manualSendCounter } from "../limits/manual-sends.js";
+import type { LimiterFactory } from "../limits/rate-limiter.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { checkWebhookTarget } from "../outbound/address-guard.js";
@@ -33,10 +35,17 @@ export function webhookStore(settings: WebhookSettings, database: Database): Mar
 }
 
 /**
- * Endpoint management over the store, with the SSRF guard at creation and on a URL change. `onDue`:
- * a delivery was made due here (a test event, a redelivery), so the local worker can look at once.
+ * Endpoint management over the store, with the SSRF guard at creation and on a URL change, the cap on endpoints
+ * per affiliate and the per-endpoint limit of manual sends (counted through `limiters`: Redis's, shared by the
+ * instances, when given). `onDue`: a delivery was made due here (a test event, a redelivery), so the local
+ * worker can look at once.
  */
-export function webhookAdmin(settings: WebhookSettings, database: Database, onDue?: () => void): WebhookAdmin {
+export function webhookAdmin(
+  settings: WebhookSettings,
+  database: Database,
+  onDue?: () => void,
+  limiters?: LimiterFactory,
+): WebhookAdmin {
   return new WebhookAdmin({
     store: webhookStore(settings, database),
     async urlProblem(url) {
@@ -44,6 +53,11 @@ export function webhookAdmin(settings: WebhookSettings, database: Database, onDu
       return check.ok ? undefined : check.reason;
     },
     ...(onDue === undefined ? {} : { onDue }),
+    endpointsPerAffiliate: settings.endpointsPerAffiliate,
+    manualSends: {
+      perMinute: settings.manualSendsPerMinute,
+      count: manualSendCounter(settings.manualSendsPerMinute, limiters),
+    },
   });
 }
 

@@ -129,6 +129,7 @@ function outcomeValue<T>(outcome: RaceOutcome<T>, affiliate: string): T {
         `affiliate ${affiliate} has no race ${outcome.id} (see: ${RUN} races list --affiliate ${affiliate})`,
       );
     case "precondition":
+    case "limit":
       throw new DataError(outcome.message);
     case "slug-taken":
       throw new DataError(`another race of affiliate ${affiliate} already has the slug ${outcome.slug}`);
@@ -222,6 +223,7 @@ function withRaces<T>(
         standings: mariadbStandings(db.write),
         freezeStandings: causalStandings(db.write, db.flavour),
         defaultAvatarUrl: config.defaultAvatarUrl,
+        racesPerAffiliate: config.racesPerAffiliate,
       });
       const key = creates ? await store.affiliateKey(affiliate) : await store.findAffiliateKey(affiliate);
       return work(races, key ?? NO_AFFILIATE);

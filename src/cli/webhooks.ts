@@ -50,6 +50,7 @@ function outcome<T>(result: T | WebhookRefused): T {
     if (refused.kind === "not_found") {
       throw new DataError(`no webhook ${refused.what} with id ${refused.id} (see: topwagers webhooks list)`);
     }
+    if (refused.kind === "limit") throw new DataError(refused.message);
   }
   return result as T;
 }

@@ -45,6 +45,13 @@ export const CATALOGUE = {
   RATE_LIMITED: Code.ResourceExhausted,
   /** Too many calls with invalid keys from this address (RetryInfo says when to retry). */
   TOO_MANY_FAILED_ATTEMPTS: Code.ResourceExhausted,
+  /**
+   * A cap on what one affiliate may hold is reached (webhook endpoints, live and scheduled races): remove one
+   * first. ErrorInfo metadata names the setting (`setting`) and its value (`limit`).
+   */
+  LIMIT_REACHED: Code.FailedPrecondition,
+  /** An endpoint's test events and redeliveries this minute are used up (RetryInfo says when to retry). */
+  TOO_MANY_SENDS: Code.ResourceExhausted,
   /** INGEST_TOKEN is not set on this server. */
   INGEST_DISABLED: Code.FailedPrecondition,
   /** ADMIN_TOKEN is not set on this server. */

@@ -207,6 +207,14 @@ function deliveryMessage(delivery: StoredWebhookDelivery): WebhookDelivery {
   });
 }
 
+/** A cap reached: 400 failed_precondition for a count (delete one first), 429 with Retry-After for a rate. */
+function limitRefusal(refused: Extract<WebhookRefused, { kind: "limit" }>): ServiceError {
+  const info = { setting: refused.setting, limit: String(refused.limit) };
+  return refused.retryAfterSeconds === undefined
+    ? new ServiceError("LIMIT_REACHED", refused.message, { info })
+    : new ServiceError("TOO_MANY_SENDS", refused.message, { info, retryAfterSeconds: refused.retryAfterSeconds });
+}
+
 /** An id the request must name: empty is a bad request (400 / invalid_argument naming the field), not a 404. */
 function requiredId(id: string, field: "id" | "endpointId" | "deliveryId"): string {
   if (id === "") throw invalidArgument([{ field, message: `${field} is required` }]);
@@ -216,6 +224,7 @@ function requiredId(id: string, field: "id" | "endpointId" | "deliveryId"): stri
 /** A refusal as the catalogue's error; a missing endpoint is named by the request's field (`endpointField`). */
 function refusal(refused: WebhookRefused, endpointField: "id" | "endpointId" = "id"): ServiceError {
   if (refused.kind === "invalid") return invalidArgument(refused.violations);
+  if (refused.kind === "limit") return limitRefusal(refused);
   const field = refused.what === "endpoint" ? endpointField : "deliveryId";
   const message = `no webhook ${refused.what} has the id ${JSON.stringify(refused.id)}`;
   return new ServiceError("WEBHOOK_NOT_FOUND", `${message} (field ${field})`, { violations: [{ field, message }] });

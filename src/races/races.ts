@@ -67,7 +67,9 @@ export type RaceOutcome<T> =
   | { readonly kind: "invalid"; readonly violations: readonly Violation[] }
   | { readonly kind: "not-found"; readonly id: string }
   | { readonly kind: "precondition"; readonly message: string }
-  | { readonly kind: "slug-taken"; readonly slug: string };
+  | { readonly kind: "slug-taken"; readonly slug: string }
+  /** A cap reached (`setting` is the variable that sets `limit`): nothing was written. */
+  | { readonly kind: "limit"; readonly message: string; readonly setting: string; readonly limit: number };
 
 export interface RaceListRequest {
   readonly states?: readonly RaceState[];
@@ -95,6 +97,8 @@ export interface RacesOptions {
    */
   readonly tickBatch?: number;
   readonly tickConcurrency?: number;
+  /** Most scheduled and live races one affiliate may have (RACES_PER_AFFILIATE); absent: no cap. */
+  readonly racesPerAffiliate?: number;
 }
 
 const DEFAULT_PAGE_SIZE = 20;
@@ -124,6 +128,8 @@ export class Races {
     if (!checked.ok) return { kind: "invalid", violations: checked.violations };
     const definition = stored(checked.value);
     const now = this.now();
+    const full = await raceCapReached(this.options, affiliateId, now);
+    if (full !== undefined) return full;
     const inserted = await this.options.store.insert(
       {
         ...definition,
@@ -598,4 +604,21 @@ function pageTokenValue(token: string): { start: number; id: string } | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The refusal of one more race for an affiliate holding its cap of scheduled and live races. Counted before the
+ * insert: creates racing each other may pass together, so the cap can be passed by a few, never by many.
+ */
+async function raceCapReached(
+  options: RacesOptions,
+  affiliateId: number,
+  now: number,
+): Promise<RaceOutcome<never> | undefined> {
+  const cap = options.racesPerAffiliate;
+  if (cap === undefined) return undefined;
+  const open = await options.store.list({ affiliateId, states: ["scheduled", "live"], now, limit: cap });
+  if (open.length < cap) return undefined;
+  const message = `the affiliate has ${cap} scheduled and live races, the most allowed (RACES_PER_AFFILIATE). Cancel one first`;
+  return { kind: "limit", message, setting: "RACES_PER_AFFILIATE", limit: cap };
 }

@@ -30,7 +30,21 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 
 export type WebhookRefused =
   | { readonly kind: "invalid"; readonly violations: readonly Violation[] }
-  | { readonly kind: "not_found"; readonly what: "endpoint" | "delivery"; readonly id: string };
+  | { readonly kind: "not_found"; readonly what: "endpoint" | "delivery"; readonly id: string }
+  /**
+   * A cap reached: the affiliate's endpoints (no `retryAfterSeconds`: delete one first), or an endpoint's manual
+   * sends this minute (try again after `retryAfterSeconds`). `setting` is the variable that sets `limit`.
+   */
+  | {
+      readonly kind: "limit";
+      readonly message: string;
+      readonly setting: string;
+      readonly limit: number;
+      readonly retryAfterSeconds?: number;
+    };
+
+/** Counts an endpoint's manual sends (SendTestEvent, RedeliverWebhook): seconds to wait when over, else undefined. */
+export type ManualSendCounter = (endpointId: string) => Promise<number | undefined>;
 
 export interface WebhookAdminOptions {
   readonly store: WebhookStore;
@@ -40,6 +54,10 @@ export interface WebhookAdminOptions {
   readonly now?: () => number;
   /** Told after a delivery was made due (a test event, a redelivery): the local worker looks at once. */
   readonly onDue?: () => void;
+  /** Most endpoints per affiliate (WEBHOOK_ENDPOINTS_PER_AFFILIATE); absent: no cap. */
+  readonly endpointsPerAffiliate?: number;
+  /** Manual sends per endpoint (WEBHOOK_MANUAL_SENDS_PER_MINUTE); absent: not counted. */
+  readonly manualSends?: { readonly perMinute: number; readonly count: ManualSendCounter };
 }
 
 export interface NewEndpoint {
@@ -77,6 +95,8 @@ export class WebhookAdmin {
     const eventTypes = eventTypeViolations(request.eventTypes, violations);
     violations.push(...descriptionViolations(request.description));
     if (violations.length > 0) return { kind: "invalid", violations };
+    const full = await this.endpointCapReached(request.affiliateId);
+    if (full !== undefined) return full;
     const secret = newWebhookSecret();
     const endpoint = await this.options.store.insertEndpoint({
       id: `ep_${randomBytes(16).toString("hex")}`,
@@ -87,6 +107,35 @@ export class WebhookAdmin {
       secret,
     });
     return { kind: "created", endpoint, secret };
+  }
+
+  /**
+   * The refusal of one more endpoint for an affiliate at its cap. Counted before the insert: creates racing
+   * each other may pass it together, so an affiliate can briefly hold a few more than the cap, never many.
+   */
+  private async endpointCapReached(affiliateId: string): Promise<WebhookRefused | undefined> {
+    const cap = this.options.endpointsPerAffiliate;
+    if (cap === undefined || (await this.options.store.listEndpoints(affiliateId)).length < cap) return undefined;
+    return {
+      kind: "limit",
+      message: `the affiliate has ${cap} webhook endpoints, the most allowed (WEBHOOK_ENDPOINTS_PER_AFFILIATE). Delete one first`,
+      setting: "WEBHOOK_ENDPOINTS_PER_AFFILIATE",
+      limit: cap,
+    };
+  }
+
+  /** The refusal of a manual send to an endpoint over its limit this minute, or undefined (counted). */
+  private async manualSendRefused(endpointId: string): Promise<WebhookRefused | undefined> {
+    const sends = this.options.manualSends;
+    const wait = sends === undefined ? undefined : await sends.count(endpointId);
+    if (sends === undefined || wait === undefined) return undefined;
+    return {
+      kind: "limit",
+      message: `this endpoint was sent ${sends.perMinute} test events and redeliveries in the last minute, the most allowed (WEBHOOK_MANUAL_SENDS_PER_MINUTE)`,
+      setting: "WEBHOOK_MANUAL_SENDS_PER_MINUTE",
+      limit: sends.perMinute,
+      retryAfterSeconds: wait,
+    };
   }
 
   /** The platform's id of the affiliate a key's caller belongs to (by its internal key). */
@@ -155,6 +204,8 @@ export class WebhookAdmin {
   async sendTest(owner: string | undefined, id: string): Promise<Found<StoredWebhookDelivery>> {
     const found = await this.endpoint(owner, id);
     if ("kind" in found) return found;
+    const refused = await this.manualSendRefused(id);
+    if (refused !== undefined) return refused;
     const delivery = await this.options.store.sendTestEvent(id, Math.floor(this.now() / 1000), {
       endpointId: id,
       message: "A test event from topwagers: this endpoint receives webhooks.",
@@ -198,6 +249,8 @@ export class WebhookAdmin {
     if (delivery === undefined) return notFound("delivery", deliveryId);
     const endpoint = await this.endpoint(owner, delivery.endpointId);
     if ("kind" in endpoint) return notFound("delivery", deliveryId);
+    const refused = await this.manualSendRefused(endpoint.id);
+    if (refused !== undefined) return refused;
     const again = await this.options.store.redeliver(deliveryId, this.now());
     if (again === undefined) return notFound("delivery", deliveryId);
     this.options.onDue?.();

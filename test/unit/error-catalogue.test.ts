@@ -19,6 +19,8 @@ const EXPECTED: Record<string, [string, number]> = {
   MISSING_SCOPE: ["permission_denied", 403],
   RATE_LIMITED: ["resource_exhausted", 429],
   TOO_MANY_FAILED_ATTEMPTS: ["resource_exhausted", 429],
+  LIMIT_REACHED: ["failed_precondition", 400],
+  TOO_MANY_SENDS: ["resource_exhausted", 429],
   INGEST_DISABLED: ["failed_precondition", 400],
   ADMIN_DISABLED: ["failed_precondition", 400],
   UNKNOWN_USERS: ["failed_precondition", 400],

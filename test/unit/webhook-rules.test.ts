@@ -235,6 +235,8 @@ describe("the webhook settings", () => {
       retryScale: 1,
       timeoutMs: 15_000,
       pollMs: 1_000,
+      endpointsPerAffiliate: 20,
+      manualSendsPerMinute: 10,
     });
     const key = randomBytes(32);
     const set = loadConfig({
@@ -244,6 +246,8 @@ describe("the webhook settings", () => {
       WEBHOOK_RETRY_SCALE: "0.001",
       WEBHOOK_TIMEOUT_MS: "500",
       WEBHOOK_POLL_MS: "50",
+      WEBHOOK_ENDPOINTS_PER_AFFILIATE: "3",
+      WEBHOOK_MANUAL_SENDS_PER_MINUTE: "4",
     }).webhooks;
     expect(set).toEqual({
       delivery: false,
@@ -252,6 +256,8 @@ describe("the webhook settings", () => {
       retryScale: 0.001,
       timeoutMs: 500,
       pollMs: 50,
+      endpointsPerAffiliate: 3,
+      manualSendsPerMinute: 4,
     });
     expect(loadConfig({ WEBHOOK_SECRET_KEY: key.toString("base64") }).webhooks.secretKey).toEqual(key);
   });
@@ -259,7 +265,14 @@ describe("the webhook settings", () => {
   it("names every bad one, without echoing the key", () => {
     const problems = (() => {
       try {
-        loadConfig({ WEBHOOK_SECRET_KEY: "hunter2", WEBHOOK_RETRY_SCALE: "0", WEBHOOK_ALLOW_PRIVATE_URLS: "yes" });
+        loadConfig({
+          WEBHOOK_SECRET_KEY: "hunter2",
+          WEBHOOK_RETRY_SCALE: "0",
+          WEBHOOK_ALLOW_PRIVATE_URLS: "yes",
+          WEBHOOK_ENDPOINTS_PER_AFFILIATE: "0",
+          WEBHOOK_MANUAL_SENDS_PER_MINUTE: "ten",
+          RACES_PER_AFFILIATE: "-1",
+        });
         return [];
       } catch (error) {
         return (error as ConfigError).problems;
@@ -269,6 +282,12 @@ describe("the webhook settings", () => {
       'WEBHOOK_ALLOW_PRIVATE_URLS must be true or false, got "yes"',
       "WEBHOOK_SECRET_KEY must be 32 bytes as 64 hex digits or base64 (use: openssl rand -hex 32)",
       'WEBHOOK_RETRY_SCALE must be a number above 0 and at most 1000, got "0"',
+      'WEBHOOK_ENDPOINTS_PER_AFFILIATE must be a whole number from 1 to 10000, got "0"',
+      'WEBHOOK_MANUAL_SENDS_PER_MINUTE must be a whole number from 1 to 100000, got "ten"',
+      'RACES_PER_AFFILIATE must be a whole number from 1 to 100000, got "-1"',
+    ]);
+    expect([loadConfig({}).racesPerAffiliate, loadConfig({ RACES_PER_AFFILIATE: "7" }).racesPerAffiliate]).toEqual([
+      50, 7,
     ]);
   });
 });

@@ -39,6 +39,10 @@ export function answer<T>(outcome: RaceOutcome<T>, fieldPrefix = "", idField: st
       throw raceNotFound(outcome.id, idField);
     case "precondition":
       throw new ServiceError("RACE_STATE", outcome.message);
+    case "limit":
+      throw new ServiceError("LIMIT_REACHED", outcome.message, {
+        info: { setting: outcome.setting, limit: String(outcome.limit) },
+      });
     case "slug-taken": {
       const message = `another race of this affiliate already has the slug ${JSON.stringify(outcome.slug)}`;
       throw new ServiceError("SLUG_TAKEN", message, { violations: [{ field: `${fieldPrefix}slug`, message }] });
