@@ -53,6 +53,7 @@ import { type CallObservation, observeCalls } from "../observability/call-observ
 import { databaseAvailability } from "../observability/database-availability.js";
 import { Metrics, type MetricsSources } from "../observability/metrics.js";
 import { Readiness } from "../observability/readiness.js";
+import { registerSignatureMetrics } from "../observability/signature-metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { packageInfo } from "../package-info.js";
 import type { DataChange } from "../ports/changes.js";
@@ -153,7 +154,10 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const metrics = options.metrics ?? new Metrics();
   const domain = buildDomain(config, database, logger, liveObserver(metrics), options);
   // A registry handed in (a test's, or one shared between apps) reads no gauges of this app.
-  if (options.metrics === undefined) metrics.readFrom(readingsOf(domain, database, options.redisConnected));
+  if (options.metrics === undefined) {
+    metrics.readFrom(readingsOf(domain, database, options.redisConnected));
+    registerSignatureMetrics(metrics.registry, domain.signing.boards);
+  }
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
   const skins = buildSkins(config, domain, admission, calls, logger);
@@ -435,6 +439,7 @@ function buildSkins(
 ): Skins {
   const { basePath } = config;
   const { leaderboard, live, races, raceWatch } = domain;
+  const signatures = domain.signing.boards;
   const observe = calls.observe;
   const maxBodyBytes = MAX_BODY_BYTES;
   const clientAddress = clientAddressOf;
@@ -444,7 +449,7 @@ function buildSkins(
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
     raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),
     watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
-    boardStream: new BoardStream({ basePath, admission, live, clientAddress, observe, logger }),
+    boardStream: new BoardStream({ basePath, admission, live, clientAddress, observe, logger, signatures }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
     overlay: new OverlayPage({
       basePath,

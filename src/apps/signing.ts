@@ -4,16 +4,20 @@
  * secrets' box (WEBHOOK_SECRET_KEY), see storage/signing-keys.ts.
  */
 import type { Config } from "../config.js";
+import { BoardSignatures } from "../handlers/parts/board-signatures.js";
 import { SigningKeysSkin } from "../handlers/signing-keys.js";
 import type { Logger } from "../logger.js";
 import { PublishedKeys } from "../signing/published-keys.js";
 import { Signer } from "../signing/signer.js";
+import { affiliateExternalIdOf } from "../storage/affiliates.js";
 import type { Database } from "../storage/database.js";
 import { mariadbSigningKeys } from "../storage/signing-keys.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 
 export interface Signing {
   readonly signer: Signer;
+  /** Live board versions signed once each for the viewers that ask (handlers/parts/board-signatures.ts). */
+  readonly boards: BoardSignatures;
   readonly published: PublishedKeys;
   readonly skin: SigningKeysSkin;
 }
@@ -22,5 +26,10 @@ export function buildSigning(config: Pick<Config, "issuer" | "webhooks">, databa
   const store = mariadbSigningKeys(database.write, new WebhookSecretBox(config.webhooks.secretKey));
   const signer = new Signer(store, { issuer: config.issuer });
   const published = new PublishedKeys(store, { issuer: config.issuer });
-  return { signer, published, skin: new SigningKeysSkin(published, logger) };
+  const boards = new BoardSignatures({
+    signer,
+    issuer: config.issuer,
+    affiliateName: (id) => affiliateExternalIdOf(database.write, id),
+  });
+  return { signer, published, skin: new SigningKeysSkin(published, logger), boards };
 }

@@ -8,7 +8,9 @@
  * `resume_version` does. Refusals are the POST's JSON envelope with its
  * statuses and messages (405, 401, 429, 400 naming the field, 503), never an
  * event stream. Query values are strings: digit strings are whole numbers;
- * `rankBy=wagered|weighted` as in the POST body.
+ * `rankBy=wagered|weighted` as in the POST body. `signed=true` adds each board's
+ * signature to its event (`"signed"` after `"errors"`, ./parts/board-signatures.ts),
+ * signed once per board version however many viewers ask.
  */
 
 import type { Admission } from "../auth/admission.js";
@@ -23,9 +25,11 @@ import type { Logger } from "../logger.js";
 import type { ObserveCall } from "../observability/call-observation.js";
 import { nodeExchange } from "../transport/exchange.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "../transport/http.js";
+import { type BoardSignatures, type SignedBoardOf, withSigned } from "./parts/board-signatures.js";
 import { type Frames, liveError, ResponseViewer } from "./parts/live-streams.js";
 import { STREAM_PATH } from "./parts/rest-paths.js";
 import { refuse } from "./parts/rest-reply.js";
+import { SignedBoardViewer } from "./parts/signed-board-viewer.js";
 
 /** How long EventSource waits before reconnecting, in ms (the stream's first line). */
 const RECONNECT_MS = 2000;
@@ -52,10 +56,14 @@ export interface BoardStreamOptions {
   readonly clientAddress: (req: NodeRequest) => string;
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
+  /** Signs board versions for viewers that ask (`signed=true`); absent: the parameter is ignored. */
+  readonly signatures?: BoardSignatures;
 }
 
 export class BoardStream {
   readonly path: string;
+  /** Each snapshot's signed frames (plain, weighted), made once for all its signed viewers. */
+  private readonly signedFrames = new WeakMap<BoardSnapshot, Map<boolean, Promise<Buffer>>>();
 
   constructor(private readonly options: BoardStreamOptions) {
     this.path = `${options.basePath}${STREAM_PATH}`;
@@ -85,7 +93,17 @@ export class BoardStream {
       const fields = decodeRequestFields(queryFields(params));
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
       const weighted = fields.values.rankBy !== undefined || query.rankBy === "weighted";
-      const viewer = sseViewer(res, weighted, rateHeaders);
+      const board = {
+        affiliateId: admitted.caller.affiliateId,
+        start: query.start,
+        end: query.end,
+        rankBy: query.rankBy ?? "wagered",
+      };
+      const signatures = params.get("signed") === "true" ? this.options.signatures : undefined;
+      const viewer =
+        signatures === undefined
+          ? sseViewer(res, weighted, rateHeaders)
+          : signedSseViewer(res, rateHeaders, (snapshot) => this.signedFrame(signatures, snapshot, board, weighted));
       const lastEventId = req.headers["last-event-id"];
       const subscription = await this.options.live
         .open(
@@ -112,6 +130,56 @@ export class BoardStream {
       });
     }
   }
+  /** A snapshot's signed event: the board's envelope with its `signed` member, made once per snapshot and format. */
+  private signedFrame(
+    signatures: BoardSignatures,
+    snapshot: BoardSnapshot,
+    board: SignedBoardOf,
+    weighted: boolean,
+  ): Promise<Buffer> {
+    let frames = this.signedFrames.get(snapshot);
+    if (frames === undefined) {
+      frames = new Map();
+      this.signedFrames.set(snapshot, frames);
+    }
+    let frame = frames.get(weighted);
+    if (frame === undefined) {
+      frame = signatures.signedJson(snapshot, board).then((signed) => {
+        const data = withSigned(renderEntries(snapshot.ranked, weighted), signed);
+        return Buffer.from(`event: board\nid: ${snapshot.version}\ndata: ${data}\n\n`, "utf8");
+      });
+      frames.set(weighted, frame);
+      frame.catch(() => frames.delete(weighted));
+    }
+    return frame;
+  }
+}
+
+/** The stream's viewer of signed boards: as sseViewer, each board's event with its signature. */
+function signedSseViewer(
+  res: NodeResponse,
+  rateHeaders: Readonly<Record<string, string>>,
+  frame: (snapshot: BoardSnapshot) => Promise<Buffer>,
+): SignedBoardViewer {
+  return new SignedBoardViewer(res, {
+    protocol: "sse",
+    frame,
+    heartbeat: HEARTBEAT,
+    begin: () => {
+      writeHead(res, 200, sseHeaders(rateHeaders));
+      res.write(PREAMBLE);
+    },
+    finish: () => res.end(),
+  });
+}
+
+function sseHeaders(rateHeaders: Readonly<Record<string, string>>): Record<string, string> {
+  return {
+    ...rateHeaders,
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-store",
+    "x-accel-buffering": "no",
+  };
 }
 
 /** The stream's viewer: the event-stream headers and the retry line first, then a board or a heartbeat per event. */
@@ -120,12 +188,7 @@ function sseViewer(
   weighted: boolean,
   rateHeaders: Readonly<Record<string, string>>,
 ): ResponseViewer {
-  const headers = {
-    ...rateHeaders,
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-store",
-    "x-accel-buffering": "no",
-  };
+  const headers = sseHeaders(rateHeaders);
   return new ResponseViewer(res, {
     protocol: "sse",
     frames: weighted ? SSE_FRAMES_WEIGHTED : SSE_FRAMES,

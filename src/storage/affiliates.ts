@@ -45,3 +45,11 @@ export async function usersOfAffiliate(db: Pool | PoolConnection, externalId: st
   );
   return Number(rows[0]?.n ?? 0);
 }
+
+/** The platform's id of the affiliate with this internal key (signed boards name it); throws for an unknown key. */
+export async function affiliateExternalIdOf(db: Pool | PoolConnection, id: number): Promise<string> {
+  const [rows] = await db.query<RowDataPacket[]>("SELECT external_id FROM affiliates WHERE id = ?", [id]);
+  const row = rows[0];
+  if (row === undefined) throw new Error(`no affiliate has the internal key ${id}`);
+  return Buffer.isBuffer(row.external_id) ? row.external_id.toString("utf8") : String(row.external_id);
+}

@@ -1,0 +1,106 @@
+/**
+ * Signed live boards (issue 36 item 3, docs/verify.md "A signed live board"): a caller that asks
+ * (`signed=true`) gets each board version with the operator's detached signature over the issuer, the
+ * affiliate, the period, the ranking, the version, the entries and when it was signed.
+ *
+ * A board version is signed **once**, however many viewers ask for it: the signature is kept with the
+ * snapshot every viewer of the board shares (a WeakMap, so it goes when the snapshot goes), and the first
+ * viewer's signing is the one every other viewer awaits. `signatures` counts what this instance signed
+ * (topwagers_board_signatures_total).
+ *
+ * What a verifier gets is the `signed` member: `payload` (the signed JSON object, `iss` included; money as
+ * exact decimal strings), `kid`, and `jws`, the compact JWS with its payload left out (RFC 7515 appendix F:
+ * `header..signature`). Put the base64url of the RFC 8785 canonical form of `payload` between the two dots
+ * and verify it with the JWKS.
+ */
+import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
+import type { PayloadSigner } from "../../ports/signing.js";
+import type { RankBy } from "../../values/weights.js";
+
+/** The board a snapshot is of: whose, which inclusive period, ranked by what. */
+export interface SignedBoardOf {
+  readonly affiliateId: number;
+  readonly start: number;
+  readonly end: number;
+  readonly rankBy: RankBy;
+}
+
+export interface BoardSignaturesOptions {
+  readonly signer: PayloadSigner;
+  /** The issuer the signer adds as `iss`, repeated in the answered payload. */
+  readonly issuer: string;
+  /** The platform's id of an affiliate by its internal key (asked once per affiliate). */
+  readonly affiliateName: (affiliateId: number) => Promise<string>;
+  /** Current Unix time in seconds. */
+  readonly now?: () => number;
+}
+
+export class BoardSignatures {
+  private readonly bySnapshot = new WeakMap<BoardSnapshot, Promise<string>>();
+  private readonly names = new Map<number, Promise<string>>();
+  private count = 0;
+
+  constructor(private readonly options: BoardSignaturesOptions) {}
+
+  /** Board versions this instance signed since it started. */
+  get signatures(): number {
+    return this.count;
+  }
+
+  /**
+   * The `signed` member of this snapshot's answers as JSON text (`null` while the deployment has no active
+   * signing key): signed on the first call, the same text for every later one.
+   */
+  signedJson(snapshot: BoardSnapshot, board: SignedBoardOf): Promise<string> {
+    let signing = this.bySnapshot.get(snapshot);
+    if (signing === undefined) {
+      signing = this.sign(snapshot, board);
+      this.bySnapshot.set(snapshot, signing);
+      // A failed signing is not kept: the next viewer of this version tries again.
+      signing.catch(() => this.bySnapshot.delete(snapshot));
+    }
+    return signing;
+  }
+
+  private async sign(snapshot: BoardSnapshot, board: SignedBoardOf): Promise<string> {
+    const payload = {
+      type: "topwagers.board",
+      affiliate: await this.affiliateName(board.affiliateId),
+      period: { start: board.start, end: board.end },
+      rankBy: board.rankBy,
+      version: snapshot.version,
+      entries: snapshot.ranked.map((user) => ({
+        rank: user.rank,
+        username: user.username,
+        avatar: user.avatar,
+        totalWagered: user.totalWagered,
+        weightedWagered: user.weightedWagered,
+      })),
+      signedAt: (this.options.now ?? (() => Math.floor(Date.now() / 1000)))(),
+    };
+    const signed = await this.options.signer.sign(payload);
+    if (signed === undefined) return "null";
+    this.count += 1;
+    const [header = "", , signature = ""] = signed.jws.split(".");
+    return JSON.stringify({
+      payload: { ...payload, iss: this.options.issuer },
+      kid: signed.kid,
+      jws: `${header}..${signature}`,
+    });
+  }
+
+  private affiliateName(affiliateId: number): Promise<string> {
+    let name = this.names.get(affiliateId);
+    if (name === undefined) {
+      name = this.options.affiliateName(affiliateId);
+      this.names.set(affiliateId, name);
+      name.catch(() => this.names.delete(affiliateId));
+    }
+    return name;
+  }
+}
+
+/** A success envelope (`{"data":[…],"errors":null}`) with the `signed` member added last. */
+export function withSigned(envelope: string, signedJson: string): string {
+  return `${envelope.slice(0, -1)},"signed":${signedJson}}`;
+}

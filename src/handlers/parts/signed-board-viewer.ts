@@ -1,0 +1,57 @@
+/**
+ * A live board's viewer that asked for signed boards (`signed=true`): each snapshot's frame waits for the
+ * snapshot's one signature (./board-signatures.ts), so frames go out in the order the boards came, and a
+ * connection that does not drain is cut as ResponseViewer cuts it.
+ */
+import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
+import type { EndReason, Viewer } from "../../leaderboard/live-board.js";
+import type { NodeResponse } from "../../transport/http.js";
+import { StreamResponse, type StreamResponseOptions } from "./live-streams.js";
+
+export interface SignedViewerOptions extends StreamResponseOptions {
+  readonly protocol: string;
+  /** The snapshot's signed frame (the same bytes for every viewer of its format). */
+  readonly frame: (snapshot: BoardSnapshot) => Promise<Buffer>;
+  readonly heartbeat: Buffer;
+}
+
+export class SignedBoardViewer implements Viewer {
+  readonly protocol: string;
+  private readonly stream: StreamResponse;
+  /** The frames not written yet, in order. */
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    res: NodeResponse,
+    private readonly options: SignedViewerOptions,
+  ) {
+    this.protocol = options.protocol;
+    this.stream = new StreamResponse(res, options);
+  }
+
+  get gone(): boolean {
+    return this.stream.gone;
+  }
+
+  flush(): void {
+    this.stream.flush();
+  }
+
+  board(snapshot: BoardSnapshot): boolean {
+    const framing = this.options.frame(snapshot);
+    this.queue = this.queue.then(async () => {
+      const bytes = await framing.catch(() => undefined);
+      // A board that could not be signed is skipped: the next change brings the next one.
+      if (bytes !== undefined && !this.stream.write(bytes)) this.stream.end("slow");
+    });
+    return true;
+  }
+
+  heartbeat(): boolean {
+    return this.stream.write(this.options.heartbeat);
+  }
+
+  end(reason: EndReason): void {
+    this.queue = this.queue.then(() => this.stream.end(reason));
+  }
+}

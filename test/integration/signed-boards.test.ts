@@ -1,0 +1,126 @@
+/**
+ * Signed live boards (issue 36 item 3) over real SSE sockets: a viewer that asks (`signed=true`) gets each
+ * board version with a detached signature covering exactly that version's entries (verified with jose against
+ * the JWKS the server publishes, the payload canonicalized by the `canonicalize` package); 1,000 viewers of one
+ * board cost one signature per version (topwagers_board_signatures_total); a viewer that does not ask gets the
+ * plain envelope it always got.
+ */
+import canonicalize from "canonicalize";
+import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
+import { afterAll, describe, expect, it } from "vitest";
+import type { ActiveSigningKey } from "../../src/ports/signing.js";
+import { makeSigningKey } from "../../src/signing/keys.js";
+import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
+import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
+import { boardEvents, metricSample, RawHttp1Stream, type RawReply } from "../support/live.js";
+import { useTestServer } from "../support/server.js";
+
+const SECRET_KEY_HEX = "5a".repeat(32);
+const ISSUER = "https://casino.example";
+const server = useTestServer("signed_boards", {
+  ISSUER,
+  WEBHOOK_SECRET_KEY: SECRET_KEY_HEX,
+  STREAM_LIMIT_PER_ADDRESS: "2000",
+});
+const AFFILIATE = "sb-aff";
+const START = 1_793_491_200;
+const END = 1_796_083_199;
+const VIEWERS = Number(process.env.SB_VIEWERS ?? 1_000);
+const streams: RawHttp1Stream[] = [];
+
+afterAll(() => {
+  for (const stream of streams) stream.socket.destroy();
+});
+
+interface Signed {
+  readonly payload: Record<string, unknown>;
+  readonly kid: string;
+  readonly jws: string;
+}
+
+/** Verifies a detached signature over `payload` with the served JWKS; the payload as the signature covers it. */
+async function verified(signed: Signed): Promise<unknown> {
+  const jwks = (await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
+  const [header, empty, signature] = signed.jws.split(".");
+  expect(empty).toBe("");
+  const payload = Buffer.from(canonicalize(signed.payload) as string, "utf8").toString("base64url");
+  const result = await compactVerify(`${header}.${payload}.${signature}`, createLocalJWKSet(jwks));
+  expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid });
+  return JSON.parse(new TextDecoder().decode(result.payload));
+}
+
+function open(key: string, signed: boolean): RawHttp1Stream {
+  const query = `startTimestamp=${START}&endTimestamp=${END}&numUsers=3${signed ? "&signed=true" : ""}`;
+  const stream = new RawHttp1Stream(server.port, `/top-affiliate-wagers-by-period/stream?${query}`, {
+    authorization: `Bearer ${key}`,
+  });
+  streams.push(stream);
+  return stream;
+}
+
+const boards = (stream: RawHttp1Stream, n: number): Promise<{ id: string; data: unknown }[]> =>
+  stream.until((reply: RawReply) => (boardEvents(reply).length >= n ? boardEvents(reply) : undefined), 30_000);
+
+describe("signed live boards", () => {
+  it("signs each version once for 1,000 viewers, over exactly its entries; plain viewers get the plain envelope", async () => {
+    const made: ActiveSigningKey = await makeSigningKey();
+    const keys = mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")));
+    await keys.insert(made, 1_764_000_000);
+    await keys.activate(made.kid, 1_764_000_001);
+    const { secret } = await createKey(server.database.db, AFFILIATE);
+    await addBoard(server.database.db, AFFILIATE, [
+      ["sb-ann", "ann", "https://img.example/ann.png", ["1500.25", START + 10]],
+      ["sb-bo", "bo", "", ["700", START + 20]],
+    ]);
+    const before = await metricSample(server.app.metrics, "topwagers_board_signatures_total");
+    const viewers = Array.from({ length: VIEWERS }, () => open(secret, true));
+    const plain = open(secret, false);
+    const firsts = await Promise.all(viewers.map((stream) => boards(stream, 1)));
+    const first = firsts[0]?.[0] as { id: string; data: { data: unknown[]; errors: null; signed: Signed } };
+    expect(firsts.every((events) => JSON.stringify(events[0]) === JSON.stringify(first))).toBe(true);
+    const entries = [
+      { username: "ann", avatar: "https://img.example/ann.png", totalWagered: 1500.25 },
+      { username: "bo", avatar: `${server.config.defaultAvatarUrl}`, totalWagered: 700 },
+    ];
+    expect(first.data.data).toEqual(entries);
+    expect(first.data.errors).toBeNull();
+    const signedAt = first.data.signed.payload.signedAt as number;
+    expect(Math.abs(signedAt - Math.floor(Date.now() / 1000))).toBeLessThanOrEqual(60);
+    const expectedPayload = {
+      type: "topwagers.board",
+      affiliate: AFFILIATE,
+      period: { start: START, end: END },
+      rankBy: "wagered",
+      version: first.id,
+      entries: [
+        { rank: 1, ...entries[0], totalWagered: "1500.25", weightedWagered: "1500.25" },
+        { rank: 2, ...entries[1], totalWagered: "700", weightedWagered: "700" },
+      ],
+      signedAt,
+      iss: ISSUER,
+    };
+    expect(first.data.signed.kid).toBe(made.kid);
+    expect(await verified(first.data.signed)).toEqual(expectedPayload);
+    // Any other entries do not verify with that signature.
+    const tampered = {
+      ...first.data.signed,
+      payload: { ...expectedPayload, entries: expectedPayload.entries.slice(1) },
+    };
+    await expect(verified(tampered)).rejects.toThrow(/signature verification failed/);
+    const plainFirst = (await boards(plain, 1))[0];
+    expect(plainFirst).toEqual({ id: first.id, data: { data: entries, errors: null } });
+    expect(await metricSample(server.app.metrics, "topwagers_board_signatures_total")).toBe(before + 1);
+
+    // The next version: signed once more, whoever watches.
+    await addWagers(server.database.db, [wager("sb-bo", "1000", START + 30)]);
+    const seconds = await Promise.all(viewers.map((stream) => boards(stream, 2)));
+    const second = seconds[0]?.[1] as { id: string; data: { signed: Signed } };
+    expect(second.id).not.toBe(first.id);
+    expect(seconds.every((events) => JSON.stringify(events[1]) === JSON.stringify(second))).toBe(true);
+    expect(
+      ((await verified(second.data.signed)) as { entries: { username: string }[] }).entries.map((e) => e.username),
+    ).toEqual(["bo", "ann"]);
+    expect(await metricSample(server.app.metrics, "topwagers_board_signatures_total")).toBe(before + 2);
+  }, 120_000);
+});
