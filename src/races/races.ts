@@ -38,7 +38,7 @@ import {
   validateRaceUpdate,
 } from "./race-rules.js";
 import { finalAt, freezeDueAt, type RaceState, raceStateAt } from "./race-state.js";
-import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
+import { seriesIndexAt, seriesPeriod, seriesStartAt } from "./recurrence.js";
 import { finalizedEvent, resultSealer } from "./signed-result.js";
 import { dueStep, MAX_STEP_BACKOFF_SECONDS, StepBackoff, type StepFailure } from "./step-retry.js";
 
@@ -131,14 +131,7 @@ export class Races {
     const full = await raceCapReached(this.options, affiliateId, now);
     if (full !== undefined) return full;
     const inserted = await this.options.store.insert(
-      {
-        ...definition,
-        id: randomRaceId(),
-        affiliateId,
-        seriesIndex: 0,
-        anchorStart: definition.startTimestamp,
-        createdAt: now,
-      },
+      { ...definition, ...seriesStartAt(definition, now), id: randomRaceId(), affiliateId, createdAt: now },
       actor,
     );
     if (inserted.kind === "slug-taken") return { kind: "slug-taken", slug: definition.slug };
@@ -306,11 +299,17 @@ export class Races {
       return;
     }
     if (!race.startAnnounced && now >= race.startTimestamp) {
-      const announced = await store.announceStart(race.id, raceEvent("race.started", race), this.nextOf(race), now);
+      const announced = await store.announceStart(
+        race.id,
+        raceEvent("race.started", race),
+        this.nextOf(race),
+        // An event carries the time of its transition, also when it is announced late (docs/webhooks.md).
+        race.startTimestamp,
+      );
       if (announced) counts.started += 1;
     }
     if (!race.endAnnounced && now > race.endTimestamp) {
-      const announced = await store.announceEnd(race.id, raceEvent("race.ended", race), now);
+      const announced = await store.announceEnd(race.id, raceEvent("race.ended", race), race.endTimestamp + 1);
       if (announced) counts.ended += 1;
     }
   }

@@ -58,3 +58,26 @@ function seriesStart(anchorStart: number, repeat: SeriesRepeat, timeZone: string
   if (!anchor.isValid) throw new Error(`unknown time zone: ${JSON.stringify(timeZone)}`);
   return anchor.plus({ [STEP_UNIT[repeat]]: index }).toUnixInteger();
 }
+
+/**
+ * Where a new series begins (docs/api.md, "Series"): its start anchors the cadence, and the series begins with
+ * the period that holds `now`: a start in the past makes no races for the periods already over (no history
+ * is made up, no prizes paid for them). A one-off race, and a series whose first period is not over, begin
+ * as given. `anchorStart` stays the given start, so later races keep its wall-clock time.
+ */
+export function seriesStartAt(
+  definition: {
+    readonly startTimestamp: number;
+    readonly endTimestamp: number;
+    readonly repeat: Repeat;
+    readonly timeZone: string;
+  },
+  now: number,
+): { startTimestamp: number; endTimestamp: number; seriesIndex: number; anchorStart: number } {
+  const anchorStart = definition.startTimestamp;
+  const given = { startTimestamp: anchorStart, endTimestamp: definition.endTimestamp, seriesIndex: 0, anchorStart };
+  if (definition.repeat === "none" || now <= definition.endTimestamp) return given;
+  const index = seriesIndexAt(anchorStart, definition.repeat, definition.timeZone, now);
+  const period = seriesPeriod(anchorStart, definition.repeat, definition.timeZone, index);
+  return { startTimestamp: period.start, endTimestamp: period.end, seriesIndex: index, anchorStart };
+}

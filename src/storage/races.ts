@@ -438,7 +438,7 @@ export async function freezeRace(
   return inTransaction(pool, async (connection) => {
     // What is still owed is read under the row's lock, so no start or end is announced twice.
     const [locked] = await connection.query<RowDataPacket[]>(
-      `SELECT id, affiliate_id, start_announced, end_announced FROM races
+      `SELECT id, affiliate_id, start_ts, end_ts, start_announced, end_announced FROM races
         WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL FOR UPDATE`,
       [id],
     );
@@ -457,9 +457,12 @@ export async function freezeRace(
     const affiliateId = Number(row.affiliate_id);
     if (Number(row.start_announced) === 0) {
       if (owed.next !== null) await insertNextRace(connection, id, owed.next);
-      await enqueueRaceEvent(connection, affiliateId, owed.started, result.at);
+      // Owed events carry their transition's time (the start; the second after the end), not the freeze's.
+      await enqueueRaceEvent(connection, affiliateId, owed.started, Number(row.start_ts));
     }
-    if (Number(row.end_announced) === 0) await enqueueRaceEvent(connection, affiliateId, owed.ended, result.at);
+    if (Number(row.end_announced) === 0) {
+      await enqueueRaceEvent(connection, affiliateId, owed.ended, Number(row.end_ts) + 1);
+    }
     if (result.entries.length > 0) {
       await connection.query(
         `INSERT INTO race_results (race_id, position, \`rank\`, user_external_id, username, avatar_url, total,
