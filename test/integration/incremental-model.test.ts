@@ -79,43 +79,32 @@ interface Pair {
 const seen = new Map<string, number>();
 const tally = (what: string, n = 1) => seen.set(what, (seen.get(what) ?? 0) + n);
 
-type Command = fc.AsyncCommand<object, Pair>;
-
-class Upsert implements Command {
-  constructor(readonly users: readonly draw.DrawnUser[]) {}
-  check = () => true;
+class Upsert extends draw.DrawnCommand<readonly draw.DrawnUser[], Pair> {
   async run(_: object, pair: Pair) {
-    const profiles = draw.profilesOf(this.users, POOLS, pair.prefix);
+    const profiles = draw.profilesOf(this.drawn, POOLS, pair.prefix);
     for (const side of pair.sides) await side.ingest.upsertUsers(profiles);
     await checkBoards(pair);
   }
-  toString = () => `Upsert(${JSON.stringify(this.users)})`;
 }
 
-class Record implements Command {
-  constructor(readonly wagers: readonly draw.DrawnWager[]) {}
-  check = () => true;
+class Record extends draw.DrawnCommand<readonly draw.DrawnWager[], Pair> {
   async run(_: object, pair: Pair) {
-    const wagers = draw.wagersOf(this.wagers, pair.prefix);
+    const wagers = draw.wagersOf(this.drawn, pair.prefix);
     const outcomes = [];
     for (const side of pair.sides) outcomes.push(await side.ingest.recordWagers(wagers));
     expect(outcomes[0]).toEqual(outcomes[1]);
     await checkBoards(pair);
   }
-  toString = () => `Record(${JSON.stringify(this.wagers)})`;
 }
 
-class Void implements Command {
-  constructor(readonly wagers: readonly number[]) {}
-  check = () => true;
+class Void extends draw.DrawnCommand<readonly number[], Pair> {
   async run(_: object, pair: Pair) {
-    const ids = this.wagers.map((w) => `${pair.prefix}w${w}`);
+    const ids = this.drawn.map((w) => `${pair.prefix}w${w}`);
     const outcomes = [];
     for (const side of pair.sides) outcomes.push(await side.ingest.voidWagers(ids));
     expect(outcomes[0]).toEqual(outcomes[1]);
     await checkBoards(pair);
   }
-  toString = () => `Void(${JSON.stringify(this.wagers)})`;
 }
 
 /** A board's rows as compared: user, name, avatar and exact totals in canonical form. */

@@ -125,40 +125,32 @@ const ids = (pair: Pair) => draw.sequenceIds(pair.prefix);
 
 type Command = fc.AsyncCommand<object, Pair>;
 
-class UpsertUsers implements Command {
-  constructor(readonly users: readonly draw.DrawnUser[]) {}
-  check = () => true;
+class UpsertUsers extends draw.DrawnCommand<readonly draw.DrawnUser[], Pair> {
   async run(_: object, pair: Pair) {
-    const profiles = draw.profilesOf(this.users, POOLS, pair.prefix);
+    const profiles = draw.profilesOf(this.drawn, POOLS, pair.prefix);
     const [real, model] = await Promise.all([
       pair.real.ingest.upsertUsers(profiles),
       pair.model.ingest.upsertUsers(profiles),
     ]);
     expect(real).toEqual(model);
   }
-  toString = () => `UpsertUsers(${JSON.stringify(this.users)})`;
 }
 
-class RecordWagers implements Command {
-  constructor(readonly wagers: readonly draw.DrawnWager[]) {}
-  check = () => true;
+class RecordWagers extends draw.DrawnCommand<readonly draw.DrawnWager[], Pair> {
   async run(_: object, pair: Pair) {
-    const wagers = draw.wagersOf(this.wagers, pair.prefix);
+    const wagers = draw.wagersOf(this.drawn, pair.prefix);
     const real = await pair.real.ingest.recordWagers(wagers);
     const model = await pair.model.ingest.recordWagers(wagers);
     expect(real).toEqual(model);
     tally(`record:${real.kind}`);
     if (real.kind === "recorded" && real.duplicates > 0) tally("record:duplicates");
   }
-  toString = () => `RecordWagers(${JSON.stringify(this.wagers)})`;
 }
 
-class VoidWagers implements Command {
-  constructor(readonly wagers: readonly number[]) {}
-  check = () => true;
+class VoidWagers extends draw.DrawnCommand<readonly number[], Pair> {
   async run(_: object, pair: Pair) {
     const id = ids(pair);
-    const wagerIds = this.wagers.map(id.wager);
+    const wagerIds = this.drawn.map(id.wager);
     const real = await pair.real.ingest.voidWagers(wagerIds);
     const model = await pair.model.ingest.voidWagers(wagerIds);
     expect(real).toEqual(model);
@@ -168,7 +160,6 @@ class VoidWagers implements Command {
       if (real.alreadyVoided > 0) tally("void:again");
     } else tally(`void:${real.kind}`);
   }
-  toString = () => `VoidWagers(${JSON.stringify(this.wagers)})`;
 }
 
 class Query implements Command {

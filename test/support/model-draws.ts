@@ -125,3 +125,14 @@ export async function runSequences<Real extends object>(
   );
   return commandsRun;
 }
+
+/**
+ * A command of a model-based sequence made from one draw: always applicable, and shown in a counterexample as its
+ * class's name and the draw, e.g. `Upsert([{"user":0,…}])`.
+ */
+export abstract class DrawnCommand<Draw, Real extends object> implements fc.AsyncCommand<object, Real> {
+  constructor(readonly drawn: Draw) {}
+  check = () => true;
+  abstract run(model: object, real: Real): Promise<void>;
+  toString = () => `${this.constructor.name}(${JSON.stringify(this.drawn)})`;
+}
