@@ -36,6 +36,7 @@ import { RaceRest } from "../handlers/race-rest.js";
 import { keyAffiliate, raceRpc } from "../handlers/race-rpc.js";
 import { RestApi } from "../handlers/rest.js";
 import type { SigningKeysSkin } from "../handlers/signing-keys.js";
+import { VERIFY_PATH, VerifyPage } from "../handlers/verify-page.js";
 import { WATCH_PATH, WatchRpc } from "../handlers/watch-rpc.js";
 import { keyOwner, webhookService } from "../handlers/webhook-service.js";
 import { boardStandings } from "../leaderboard/board-standings.js";
@@ -161,7 +162,8 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
   const skins = buildSkins(config, domain, admission, calls, logger);
-  const routes = routingTable({ ...skins, jwks: domain.signing.skin }, domain.readiness);
+  const verify = new VerifyPage((raceId) => domain.races.signedResult(raceId));
+  const routes = routingTable({ ...skins, jwks: domain.signing.skin, verify }, domain.readiness);
   const connect = connectNodeAdapter({
     routes: connectServices(domain),
     fallback: (req, res) => notFound(req, res, skins.rest.path, logger),
@@ -529,7 +531,10 @@ const OPTIONS = ["OPTIONS"] as const;
  * page calls with a publishable key adds its OPTIONS entry (CORS preflight) above it. To serve a new Connect
  * service, add one line to `connectServices` instead.
  */
-function routingTable(skins: Skins & { readonly jwks: SigningKeysSkin }, readiness: Readiness): readonly Route[] {
+function routingTable(
+  skins: Skins & { readonly jwks: SigningKeysSkin; readonly verify: VerifyPage },
+  readiness: Readiness,
+): readonly Route[] {
   const { rest, races, raceEvents, watch, boardStream, overlay, preflight, docs } = skins;
   const restHandle = (req: NodeRequest, res: NodeResponse) => rest.handle(nodeExchange(req, res));
   const restStream: Route["stream"] = (stream, headers, address) =>
@@ -567,6 +572,13 @@ function routingTable(skins: Skins & { readonly jwks: SigningKeysSkin }, readine
     { path: "/healthz", methods: GET, handle: (_req, res) => writeJson(res, 200, { status: "ok" }), traced: true },
     { path: "/readyz", methods: GET, handle: (_req, res) => readyz(readiness, res), traced: true },
     { path: skins.jwks.path, methods: GET, handle: (req, res) => skins.jwks.handle(req, res), traced: true },
+    {
+      path: VERIFY_PATH,
+      serves: (path) => skins.verify.matches(path),
+      methods: GET,
+      handle: (req, res, path) => skins.verify.handle(req, res, path),
+      traced: (path) => skins.verify.route(path),
+    },
     {
       path: "/docs",
       serves: (path) => docs.matches(path, "GET"),

@@ -187,6 +187,11 @@ export class Races {
     return { kind: "ok", value: await this.viewOf(race, now) };
   }
 
+  /** A race's result as signed at its freeze, by its id alone (the verify page: the id is the capability). */
+  signedResult(raceId: string): Promise<SignedResult | undefined> {
+    return this.options.store.signedResult(raceId);
+  }
+
   /** The race's history (races/race-history.ts); `hideUserIds`: for a reader that must not see user ids. */
   history(race: StoredRace, hideUserIds: boolean): Promise<RaceHistory> {
     return historyOf(this.options.store, race.id, hideUserIds);
