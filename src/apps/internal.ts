@@ -25,7 +25,7 @@ import { HttpRefusal, ServiceError } from "../errors/catalogue.js";
 import { renderConnectError } from "../errors/renderers.js";
 import { apiKeyService } from "../handlers/api-key-service.js";
 import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
-import { namedAffiliate, raceRpc } from "../handlers/race-rpc.js";
+import { namedAffiliate, RACE_SERVICE_OPTIONS, raceRpc } from "../handlers/race-rpc.js";
 import { wagerIngestService } from "../handlers/wager-ingest-service.js";
 import { adminOwner, webhookService } from "../handlers/webhook-service.js";
 import { type IngestCounters, WagerIngest } from "../ingest/wager-ingest.js";
@@ -154,7 +154,7 @@ function internalRoutes(
   return (router) => {
     router.service(WagerIngestService, wagerIngestService(ingest));
     router.service(ApiKeyService, apiKeyService(keys));
-    router.service(RaceService, raceRpc(races, namedAffiliate(raceStore), { watch: raceWatch }));
+    router.service(RaceService, raceRpc(races, namedAffiliate(raceStore), { watch: raceWatch }), RACE_SERVICE_OPTIONS);
     router.service(
       WebhookService,
       webhookService(options.webhooks ?? webhookAdmin(config.webhooks, database), adminOwner),

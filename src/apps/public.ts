@@ -33,7 +33,7 @@ import { callerKey } from "../handlers/parts/caller-key.js";
 import { refuse } from "../handlers/parts/rest-reply.js";
 import { RaceEvents } from "../handlers/race-events.js";
 import { RaceRest } from "../handlers/race-rest.js";
-import { keyAffiliate, raceRpc } from "../handlers/race-rpc.js";
+import { keyAffiliate, RACE_SERVICE_OPTIONS, raceRpc } from "../handlers/race-rpc.js";
 import { RestApi } from "../handlers/rest.js";
 import type { SigningKeysSkin } from "../handlers/signing-keys.js";
 import { VERIFY_PATH, VerifyPage } from "../handlers/verify-page.js";
@@ -479,7 +479,8 @@ function buildSkins(
 function connectServices(domain: PublicDomain): (router: ConnectRouter) => void {
   return (router) => {
     router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
-    router.service(RaceService, raceRpc(domain.races, keyAffiliate, { watch: domain.raceWatch, slots: domain.live }));
+    const raceStreams = { watch: domain.raceWatch, slots: domain.live };
+    router.service(RaceService, raceRpc(domain.races, keyAffiliate, raceStreams), RACE_SERVICE_OPTIONS);
     router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));
     domain.signing.skin.register(router);
     registerHealth(router, PUBLIC_SERVICES, domain.readiness);

@@ -14,10 +14,12 @@ import {
   RaceRulesSchema,
   RaceSchema,
   RaceState,
+  RaceUpdateScope,
   type UpdateRaceRequest,
 } from "../../gen/topwagers/v1/races_pb.js";
 import { RankBy as RankByMessage } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { RaceRepeat as Repeat } from "../ports/races.js";
+import { DEFAULT_UPDATE_SCOPE, type UpdateScope } from "../races/race-corrections.js";
 import type { RaceDefinitionFields, RacePatch } from "../races/race-rules.js";
 import type { RaceState as State } from "../races/race-state.js";
 import type { RaceView } from "../races/races.js";
@@ -99,8 +101,13 @@ export function raceFieldsOf(rules: RaceRules | undefined): { fields: RaceDefini
 }
 
 /** UpdateRace's changes as a patch (what is absent keeps its value), with the fields that could not be read. */
-export function racePatchOf(request: UpdateRaceRequest): { patch: RacePatch; violations: Violation[] } {
-  const violations: Violation[] = [];
+export function racePatchOf(request: UpdateRaceRequest): {
+  patch: RacePatch;
+  scope: UpdateScope;
+  violations: Violation[];
+} {
+  const violations: Violation[] = unappliedFields(request);
+  const scope = updateScopeOf(request.applyTo, violations);
   let rankBy = request.rankBy === undefined ? undefined : rankByOf(request.rankBy, violations);
   if (request.rankBy === RankByMessage.UNSPECIFIED) {
     violations.push({ field: "rankBy", message: "rankBy must be RANK_BY_WAGERED or RANK_BY_WEIGHTED when given" });
@@ -119,8 +126,48 @@ export function racePatchOf(request: UpdateRaceRequest): { patch: RacePatch; vio
       ...(request.shown === undefined ? {} : { shown: request.shown }),
       ...(rankBy === undefined ? {} : { rankBy }),
     },
+    scope,
     violations,
   };
+}
+
+/**
+ * The fields an UpdateRace sends that its flags would leave unapplied: a prize table or excluded users sent
+ * without their `replace…` flag are refused, never ignored (an empty list is not told from an absent one).
+ */
+function unappliedFields(request: UpdateRaceRequest): Violation[] {
+  const violations: Violation[] = [];
+  if (!request.replacePrizes && request.prizes.length > 0) {
+    violations.push({
+      field: "prizes",
+      message: "prizes is applied only with replacePrizes: true (the whole prize table is replaced). Send both",
+    });
+  }
+  if (!request.replaceExcludedUserIds && request.excludedUserIds.length > 0) {
+    violations.push({
+      field: "excludedUserIds",
+      message:
+        "excludedUserIds is applied only with replaceExcludedUserIds: true (the whole list is replaced). Send both",
+    });
+  }
+  return violations;
+}
+
+const SCOPES = enumNames<UpdateScope, RaceUpdateScope>({
+  "this-race": RaceUpdateScope.THIS_RACE,
+  "this-and-following": RaceUpdateScope.THIS_AND_FOLLOWING,
+});
+
+/** UpdateRace's `apply_to`; UNSPECIFIED is the default scope, an unknown number a violation. */
+function updateScopeOf(scope: RaceUpdateScope, violations: Violation[]): UpdateScope {
+  if (scope === RaceUpdateScope.UNSPECIFIED) return DEFAULT_UPDATE_SCOPE;
+  const name = SCOPES.nameOf(scope);
+  if (name !== undefined) return name;
+  violations.push({
+    field: "applyTo",
+    message: `applyTo must be RACE_UPDATE_SCOPE_THIS_RACE or RACE_UPDATE_SCOPE_THIS_AND_FOLLOWING (got ${scope})`,
+  });
+  return DEFAULT_UPDATE_SCOPE;
 }
 
 /**

@@ -13,6 +13,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   CancelRaceResponseSchema,
   CreateRaceResponseSchema,
+  DeleteRaceResponseSchema,
   GetRaceResponseSchema,
   ListRacesResponseSchema,
   type RaceService,
@@ -90,6 +91,13 @@ export interface RaceStreams {
 
 type RaceServiceImpl = ServiceImpl<typeof RaceService>;
 
+/**
+ * How RaceService is served: a JSON request naming a field RaceService does not have is refused
+ * (invalid_argument), never answered as if the field were not there (a misspelt `prize` would otherwise
+ * change nothing and answer 200).
+ */
+export const RACE_SERVICE_OPTIONS = { jsonOptions: { ignoreUnknownFields: false } } as const;
+
 export function raceRpc(races: Races, callerAffiliate: RaceCaller, streams: RaceStreams): RaceServiceImpl {
   return {
     ...raceChanges(races, callerAffiliate),
@@ -98,28 +106,38 @@ export function raceRpc(races: Races, callerAffiliate: RaceCaller, streams: Race
   };
 }
 
-/** CreateRace, UpdateRace and CancelRace: the scope races:write. */
+/** CreateRace, UpdateRace, DeleteRace and CancelRace: the scope races:write. */
 function raceChanges(
   races: Races,
   callerAffiliate: RaceCaller,
-): Pick<RaceServiceImpl, "createRace" | "updateRace" | "cancelRace"> {
+): Pick<RaceServiceImpl, "createRace" | "updateRace" | "deleteRace" | "cancelRace"> {
   return {
     async createRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId, true);
       const { fields, violations } = raceFieldsOf(request.rules);
       // Fields are named under `rules` as the request has them ("rules.prizes[2]").
-      const view = answer(await guard(() => races.create(affiliateId, fields, violations, actorOf(context))), "rules.");
+      const view = answer(
+        await guard(() => races.create(affiliateId, fields, violations, actorOf(context), request.allowPast)),
+        "rules.",
+      );
       return create(CreateRaceResponseSchema, { race: raceMessage(view) });
     },
 
     async updateRace(request, context) {
       const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
       requireId(request.id, "id");
-      const { patch, violations } = racePatchOf(request);
-      const view = answer(
-        await guard(() => races.update(affiliateId, request.id, patch, violations, actorOf(context))),
+      const { patch, scope, violations } = racePatchOf(request);
+      const updated = answer(
+        await guard(() => races.update(affiliateId, request.id, patch, violations, actorOf(context), scope)),
       );
-      return create(UpdateRaceResponseSchema, { race: raceMessage(view) });
+      return create(UpdateRaceResponseSchema, { race: raceMessage(updated), followingRaceIds: [...updated.following] });
+    },
+
+    async deleteRace(request, context) {
+      const affiliateId = await callerAffiliate(context, "races:write", request.affiliateId);
+      requireId(request.id, "id");
+      const view = answer(await guard(() => races.delete(affiliateId, request.id, actorOf(context))));
+      return create(DeleteRaceResponseSchema, { race: raceMessage(view) });
     },
 
     async cancelRace(request, context) {

@@ -54,6 +54,8 @@ export interface StoredRace extends RaceDefinition {
   readonly startAnnounced: boolean;
   readonly endAnnounced: boolean;
   readonly nextCreated: boolean;
+  /** False once a new series took the slug (storage/race-slugs.ts): the race then answers only by its id. */
+  readonly slugHeld: boolean;
 }
 
 /** A placed user of a frozen result, as it was at the freeze. */
@@ -142,12 +144,19 @@ export interface RaceStore extends RaceHistoryStore {
   affiliateKey(externalId: string): Promise<number>;
   /** Internal key of an affiliate by its platform id; undefined when there is none (never creates one). */
   findAffiliateKey(externalId: string): Promise<number | undefined>;
-  /** "slug-taken" when another race of the affiliate (another series) has the slug. */
+  /**
+   * "slug-taken" when another series of the affiliate holds the slug. A series holds its slug until its last
+   * race is cancelled (or deleted) and none of its races is live (at `createdAt`): a new race then takes it,
+   * and the old races stay readable by id and in the slug's list (storage/race-slugs.ts).
+   */
   insert(race: NewRace, actor: RaceActor): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
   byId(id: string): Promise<StoredRace | undefined>;
-  /** The race of the affiliate's series `slug` with this index. */
+  /** The race with this index of the series holding the affiliate's slug. */
   seriesRace(affiliateId: number, slug: string, index: number): Promise<StoredRace | undefined>;
-  /** Of the series `slug`: the race with the latest start at or before `now`, and the first after it. */
+  /**
+   * Of the series holding `slug` (or, when none does, every race that had it): the race with the latest start at
+   * or before `now`, and the first after it.
+   */
   aroundNow(
     affiliateId: number,
     slug: string,
@@ -170,6 +179,11 @@ export interface RaceStore extends RaceHistoryStore {
    * with its event.
    */
   cancel(id: string, at: number, event: (race: StoredRace) => RaceEvent, actor: RaceActor): Promise<StoredRace>;
+  /**
+   * Deletes a race nobody has seen: the first of its series, not started at `at`, not announced nor cancelled
+   * (its history records who did). False when it no longer is such a race.
+   */
+  deleteUnseen(id: string, at: number, actor: RaceActor): Promise<boolean>;
   frozenEntries(id: string): Promise<FrozenEntry[]>;
   /** The result as signed at the freeze; undefined when it was not signed (no active key then). */
   signedResult(id: string): Promise<SignedResult | undefined>;

@@ -74,6 +74,8 @@ const SHOWN_FIELDS: Readonly<Record<keyof StoredRace, boolean>> = {
   startAnnounced: false,
   endAnnounced: false,
   nextCreated: false,
+  // Whether the race still answers for its slug: it shows only through `next`, which the version covers.
+  slugHeld: false,
 };
 
 /** What a version covers: everything a viewer sees but the server's clock, and nothing a viewer does not see. */

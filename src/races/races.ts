@@ -27,6 +27,15 @@ import type { Violation } from "../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
 import { firstLimit, type PlacedEntry, type Placement, type PlacementRules, placeRace } from "./prizes.js";
+import {
+  DEFAULT_UPDATE_SCOPE,
+  deleteRefusal,
+  followingPatch,
+  followsChanges,
+  pastRaceViolations,
+  scopeRefusal,
+  type UpdateScope,
+} from "./race-corrections.js";
 import { raceEvent } from "./race-event-data.js";
 import { definitionChanges, freezeHistory, historyOf, type RaceHistory, raceHistorySummary } from "./race-history.js";
 import { isRaceId, randomRaceId } from "./race-id.js";
@@ -116,18 +125,22 @@ export class Races {
 
   /**
    * `decodingViolations`: fields the skin could not read, reported with the rules' violations. `actor`: who
-   * makes the change, as the race's history records it (so do update and cancel).
+   * makes the change, as the race's history records it (so do update, delete and cancel). `allowPast`: a
+   * one-off race that has ended already is made (as history) rather than refused (race-corrections.ts).
    */
   async create(
     affiliateId: number,
     input: RaceDefinitionFields,
     decodingViolations: readonly Violation[] = [],
     actor: RaceActor = ADMIN_ACTOR,
+    allowPast = false,
   ): Promise<RaceOutcome<RaceView>> {
+    const now = this.now();
     const checked = validateRaceDefinition(input, decodingViolations);
     if (!checked.ok) return { kind: "invalid", violations: checked.violations };
+    const past = pastRaceViolations(checked.value, now, allowPast);
+    if (past.length > 0) return { kind: "invalid", violations: past };
     const definition = stored(checked.value);
-    const now = this.now();
     const full = await raceCapReached(this.options, affiliateId, now);
     if (full !== undefined) return full;
     const inserted = await this.options.store.insert(
@@ -138,29 +151,60 @@ export class Races {
     return { kind: "ok", value: await this.viewOf(inserted.race, now) };
   }
 
+  /**
+   * Changes a race; `scope`: whether the series' next race, when it exists and is scheduled, gets the same
+   * change but its period (race-corrections.ts). Both are checked before either is written.
+   */
   async update(
     affiliateId: number,
     id: string,
     patch: RacePatch,
     decodingViolations: readonly Violation[] = [],
     actor: RaceActor = ADMIN_ACTOR,
-  ): Promise<RaceOutcome<RaceView>> {
+    scope: UpdateScope = DEFAULT_UPDATE_SCOPE,
+  ): Promise<RaceOutcome<UpdatedRace>> {
     const race = await this.owned(affiliateId, id);
     if (race === undefined) return { kind: "not-found", id };
     const now = this.now();
-    const current = { definition: rulesDefinitionOf(race), cancelledAt: race.cancelledAt, frozenAt: race.frozenAt };
-    const checked = validateRaceUpdate(current, patch, now, decodingViolations);
-    if (!checked.ok) {
-      return checked.kind === "invalid_argument"
-        ? { kind: "invalid", violations: checked.violations }
-        : { kind: "precondition", message: checked.message };
+    const next = await this.nextExisting(race);
+    const refusal = scopeRefusal(race, next, scope);
+    if (refusal !== undefined) return { kind: "precondition", message: refusal };
+    const changed = checkedChange(race, patch, now, decodingViolations);
+    if (changed.kind !== "ok") return changed;
+    const nextPatch = scope === "this-and-following" && followsChanges(next, now) ? followingPatch(patch) : undefined;
+    const nextChange = next === undefined || nextPatch === undefined ? undefined : checkedChange(next, nextPatch, now);
+    if (nextChange !== undefined && nextChange.kind !== "ok") return nextChange;
+    const stored = await this.store(id, changed.value, now, actor);
+    if (next === undefined || nextChange === undefined)
+      return { kind: "ok", value: await this.updated(stored, now, []) };
+    await this.store(next.id, nextChange.value, now, actor);
+    return { kind: "ok", value: await this.updated(stored, now, [next.id]) };
+  }
+
+  /** Deletes a race nobody has seen yet (race-corrections.ts); the race as it was. */
+  async delete(affiliateId: number, id: string, actor: RaceActor = ADMIN_ACTOR): Promise<RaceOutcome<RaceView>> {
+    const race = await this.owned(affiliateId, id);
+    if (race === undefined) return { kind: "not-found", id };
+    const now = this.now();
+    const refusal = deleteRefusal(race, now);
+    if (refusal !== undefined) return { kind: "precondition", message: refusal };
+    const view = await this.viewOf(race, now);
+    if (!(await this.options.store.deleteUnseen(id, now, actor))) {
+      return { kind: "precondition", message: `race ${id} is no longer a race nobody has seen yet` };
     }
-    const definition = stored(checked.value);
-    const changed = await this.options.store.update(id, definition, now, (before) => {
+    return { kind: "ok", value: view };
+  }
+
+  /** The one write of a race's definition (its history entry in the same transaction names what changed). */
+  private store(id: string, definition: RaceDefinition, now: number, actor: RaceActor): Promise<StoredRace> {
+    return this.options.store.update(id, definition, now, (before) => {
       const fields = definitionChanges(definitionOf(before), definition);
       return fields.length === 0 ? null : { kind: "updated", actor, fields };
     });
-    return { kind: "ok", value: await this.viewOf(changed, now) };
+  }
+
+  private async updated(race: StoredRace, now: number, following: readonly string[]): Promise<UpdatedRace> {
+    return { ...(await this.viewOf(race, now)), following };
   }
 
   async cancel(affiliateId: number, id: string, actor: RaceActor = ADMIN_ACTOR): Promise<RaceOutcome<RaceView>> {
@@ -380,6 +424,12 @@ export class Races {
     return this.options.store.freeze(race.id, result, event, owed, history, seal);
   }
 
+  /** A series race's next race, when it exists (and the race still holds its slug). */
+  private nextExisting(race: StoredRace): Promise<StoredRace | undefined> {
+    if (race.repeat === "none" || !race.slugHeld) return Promise.resolve(undefined);
+    return this.options.store.seriesRace(race.affiliateId, race.slug, race.seriesIndex + 1);
+  }
+
   private async owned(affiliateId: number, id: string): Promise<StoredRace | undefined> {
     const race = await this.options.store.byId(id);
     return race !== undefined && race.affiliateId === affiliateId ? race : undefined;
@@ -405,10 +455,7 @@ export class Races {
 
   private async viewOf(race: StoredRace, now: number): Promise<RaceView> {
     const state = stateOf(race, now);
-    const nextRace =
-      race.repeat === "none"
-        ? undefined
-        : await this.options.store.seriesRace(race.affiliateId, race.slug, race.seriesIndex + 1);
+    const nextRace = await this.nextExisting(race);
     const next = nextRace === undefined ? null : { id: nextRace.id, startsAt: nextRace.startTimestamp };
     const base = {
       race,
@@ -444,6 +491,31 @@ export class Races {
 }
 
 type CompletePlacement = Extract<Placement, { kind: "complete" }>;
+
+/** A race as an update left it, with the series' later races it changed too (their ids). */
+export interface UpdatedRace extends RaceView {
+  readonly following: readonly string[];
+}
+
+/** An update of `race` checked at `now` (race-rules.ts): the definition to store, or why not. */
+function checkedChange(
+  race: StoredRace,
+  patch: RacePatch,
+  now: number,
+  decodingViolations: readonly Violation[] = [],
+): RaceOutcome<RaceDefinition> {
+  const current = { definition: rulesDefinitionOf(race), cancelledAt: race.cancelledAt, frozenAt: race.frozenAt };
+  const checked = validateRaceUpdate(current, patch, now, decodingViolations);
+  if (!checked.ok) {
+    return checked.kind === "invalid_argument"
+      ? { kind: "invalid", violations: checked.violations }
+      : { kind: "precondition", message: checked.message };
+  }
+  // A period moved wholly into the past would end the race at once: refused as when creating one.
+  const moved = checked.value.start !== race.startTimestamp || checked.value.end !== race.endTimestamp;
+  const past = moved ? pastRaceViolations(checked.value, now, false) : [];
+  return past.length > 0 ? { kind: "invalid", violations: past } : { kind: "ok", value: stored(checked.value) };
+}
 /** A placement with the board rows it was placed on. */
 type BoardPlacement = CompletePlacement & { readonly rows: readonly RankedRow[] };
 

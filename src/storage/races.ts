@@ -36,7 +36,7 @@ const SELECT_RACE = `SELECT r.public_id, r.affiliate_id, a.external_id AS affili
     r.series_index, r.anchor_start, r.title, r.start_ts, r.end_ts, r.rank_by, r.currency, r.prizes,
     r.min_wagered, r.excluded_user_ids, r.review_seconds, r.shown, r.repeat_every, r.time_zone,
     r.created_at, r.updated_at, r.cancelled_at, r.frozen_at, r.digest, r.unallocated,
-    r.start_announced, r.end_announced, r.next_created
+    r.start_announced, r.end_announced, r.next_created, r.slug_released
   FROM races r JOIN affiliates a ON a.id = r.affiliate_id`;
 
 function nullableNumber(value: unknown): number | null {
@@ -76,6 +76,7 @@ function raceOf(row: RowDataPacket): StoredRace {
     startAnnounced: Number(row.start_announced) === 1,
     endAnnounced: Number(row.end_announced) === 1,
     nextCreated: Number(row.next_created) === 1,
+    slugHeld: Number(row.slug_released) === 0,
   };
 }
 
@@ -113,7 +114,7 @@ function definitionColumns(definition: RaceDefinition): unknown[] {
   ];
 }
 
-async function insertRace(connection: Pool | PoolConnection, race: NewRace): Promise<void> {
+export async function insertRace(connection: Pool | PoolConnection, race: NewRace): Promise<void> {
   await connection.query(
     `INSERT INTO races (public_id, affiliate_id, slug, series_index, anchor_start, title, start_ts, end_ts,
         rank_by, currency, prizes, min_wagered, excluded_user_ids, review_seconds, shown, repeat_every,
@@ -145,28 +146,6 @@ export async function findAffiliateKey(pool: Pool, externalId: string): Promise<
   return rows[0] === undefined ? undefined : Number(rows[0].id);
 }
 
-/** "slug-taken" when the affiliate already has a race with the slug at this series index. */
-export async function insertNewRace(
-  pool: Pool,
-  race: NewRace,
-  actor: RaceActor,
-): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }> {
-  const inserted = await inTransaction(pool, async (connection) => {
-    try {
-      await insertRace(connection, race);
-    } catch (error) {
-      if ((error as { errno?: number }).errno === 1062) return false;
-      throw error;
-    }
-    await appendRaceHistory(connection, race.id, race.createdAt, { kind: "created", actor, fields: [] });
-    return true;
-  });
-  if (!inserted) return { kind: "slug-taken" };
-  const stored = await raceById(pool, race.id);
-  if (stored === undefined) throw new Error(`race ${race.id} vanished after insert`);
-  return { kind: "inserted", race: stored };
-}
-
 export async function raceById(pool: Pool | PoolConnection, id: string): Promise<StoredRace | undefined> {
   const [rows] = await pool.query<RowDataPacket[]>(`${SELECT_RACE} WHERE r.public_id = ?`, [id]);
   return rows[0] === undefined ? undefined : raceOf(rows[0]);
@@ -179,7 +158,7 @@ export async function seriesRace(
   index: number,
 ): Promise<StoredRace | undefined> {
   const [rows] = await pool.query<RowDataPacket[]>(
-    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug = ? AND r.series_index = ?`,
+    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug_key = ? AND r.series_index = ?`,
     [affiliateId, slug, index],
   );
   return rows[0] === undefined ? undefined : raceOf(rows[0]);
@@ -191,18 +170,26 @@ export async function racesAroundNow(
   slug: string,
   now: number,
 ): Promise<{ started: StoredRace | undefined; upcoming: StoredRace | undefined }> {
-  const [started] = await pool.query<RowDataPacket[]>(
-    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug = ? AND r.start_ts <= ? ORDER BY r.start_ts DESC LIMIT 1`,
-    [affiliateId, slug, now],
-  );
-  const [upcoming] = await pool.query<RowDataPacket[]>(
-    `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.slug = ? AND r.start_ts > ? ORDER BY r.start_ts ASC LIMIT 1`,
-    [affiliateId, slug, now],
-  );
-  return {
-    started: started[0] === undefined ? undefined : raceOf(started[0]),
-    upcoming: upcoming[0] === undefined ? undefined : raceOf(upcoming[0]),
-  };
+  // The series holding the slug; only when none does (its last holder deleted), the races that held it before.
+  let column = "slug_key";
+  for (;;) {
+    const [started] = await pool.query<RowDataPacket[]>(
+      `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.${column} = ? AND r.start_ts <= ? ORDER BY r.start_ts DESC LIMIT 1`,
+      [affiliateId, slug, now],
+    );
+    const [upcoming] = await pool.query<RowDataPacket[]>(
+      `${SELECT_RACE} WHERE r.affiliate_id = ? AND r.${column} = ? AND r.start_ts > ? ORDER BY r.start_ts ASC LIMIT 1`,
+      [affiliateId, slug, now],
+    );
+    if (started[0] === undefined && upcoming[0] === undefined && column === "slug_key") {
+      column = "slug";
+      continue;
+    }
+    return {
+      started: started[0] === undefined ? undefined : raceOf(started[0]),
+      upcoming: upcoming[0] === undefined ? undefined : raceOf(upcoming[0]),
+    };
+  }
 }
 
 /** The SQL condition of each state as of a time (the first parameter of each is `now`). */
@@ -312,7 +299,7 @@ export async function cancelRace(
     if (stored.repeat !== "none" && stored.endTimestamp >= at) {
       const [later] = await connection.query<RowDataPacket[]>(
         `SELECT public_id FROM races
-          WHERE affiliate_id = ? AND slug = ? AND series_index > ? AND start_ts > ?
+          WHERE affiliate_id = ? AND slug_key = ? AND series_index > ? AND start_ts > ?
             AND cancelled_at IS NULL AND frozen_at IS NULL
           ORDER BY series_index FOR UPDATE`,
         [stored.affiliateId, stored.slug, stored.seriesIndex, at],

@@ -480,6 +480,25 @@ export const MIGRATIONS: readonly Migration[] = [
       ) ENGINE=InnoDB`,
     ],
   },
+  {
+    version: 15,
+    name: "a cancelled or deleted race's slug can be used again",
+    // A slug is held by the races whose `slug_released` is 0; `slug_key` is the slug while held and NULL once
+    // released, and (affiliate, slug_key, index) is unique, so the held races of a slug are one series and two
+    // instances creating the same next race still insert it once (NULLs never collide). A new race takes a slug
+    // whose series' last race is cancelled by releasing the old races (./race-slugs.ts). An earlier release on
+    // this schema writes no `slug_released` (0: held), so what it inserts holds its slug as before; the old
+    // unique key goes, and a plain (affiliate, slug, index) index keeps its reads by slug (history included).
+    statements: [
+      addColumnsIfMissing("races", { slug_released: "TINYINT(1) NOT NULL DEFAULT 0" }),
+      addColumnsIfMissing("races", {
+        slug_key: "VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin AS (IF(slug_released = 0, slug, NULL)) VIRTUAL",
+      }),
+      addIndexIfMissing("races", "ux_races_held_slug", "affiliate_id, slug_key, series_index", true),
+      addIndexIfMissing("races", "ix_races_slug", "affiliate_id, slug, series_index"),
+      dropIndexIfPresent("races", "ux_races_series"),
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -66,11 +66,11 @@ export function addColumnsIfMissing(table: string, columns: Readonly<Record<stri
 }
 
 /**
- * Builds an index online (ALGORITHM=INPLACE, LOCK=NONE: writes and reads go on meanwhile) unless it
+ * Builds an index (`unique`: a unique one) online (ALGORITHM=INPLACE, LOCK=NONE: writes and reads go on meanwhile) unless it
  * exists. InnoDB reports no progress for such a build, so while it runs a line says every few
  * seconds how long it has taken and how many rows the table holds (nothing on a small table).
  */
-export function addIndexIfMissing(table: string, index: string, columns: string) {
+export function addIndexIfMissing(table: string, index: string, columns: string, unique = false) {
   return async (context: MigrationContext): Promise<void> => {
     if (await hasIndex(context, table, index)) return;
     const [size] = await context.connection.query<RowDataPacket[]>(
@@ -86,9 +86,12 @@ export function addIndexIfMissing(table: string, index: string, columns: string)
       context.progress(`${what}: ${seconds()} s so far`);
     }, PROGRESS_INTERVAL_MS);
     try {
-      await tolerating(context, `ALTER TABLE ${table} ADD INDEX ${index} (${columns}), ALGORITHM=INPLACE, LOCK=NONE`, [
-        ER_DUP_KEYNAME,
-      ]);
+      const kind = unique ? "UNIQUE INDEX" : "INDEX";
+      await tolerating(
+        context,
+        `ALTER TABLE ${table} ADD ${kind} ${index} (${columns}), ALGORITHM=INPLACE, LOCK=NONE`,
+        [ER_DUP_KEYNAME],
+      );
     } finally {
       clearInterval(ticker);
     }

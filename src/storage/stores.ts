@@ -29,6 +29,7 @@ import { currentSchemaVersion } from "./migration-runner.js";
 import { bucketRanges } from "./period-buckets.js";
 import { deferRaceStep, oldestDueStep } from "./race-clock.js";
 import { raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
+import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
 import {
   affiliateKey,
   announceEnd,
@@ -38,7 +39,6 @@ import {
   findAffiliateKey,
   freezeRace,
   frozenEntries,
-  insertNewRace,
   listRaces,
   raceById,
   racesAroundNow,
@@ -178,6 +178,7 @@ export function mariadbRaces(pool: Pool): RaceStore {
     list: (query) => listRaces(pool, query),
     update: (id, definition, at, change) => updateRace(pool, id, definition, at, change),
     cancel: (id, at, event, actor) => cancelRace(pool, id, at, event, actor),
+    deleteUnseen: (id, at, actor) => deleteUnseenRace(pool, id, at, actor),
     frozenEntries: (id) => frozenEntries(pool, id),
     due: (now, limit) => dueRaces(pool, now, limit),
     announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),

@@ -179,6 +179,11 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 11, name: "outgoing webhooks: endpoints, events (the outbox), deliveries and their attempts" },
     { version: 12, name: "the weighted total stored beside the plain one, backfilled in batches" },
     { version: 13, name: "signing keys, and the signed final results chained per affiliate" },
+    {
+      version: 14,
+      name: "a race's history: every change with when and by whom, and the voids that reached its standings",
+    },
+    { version: 15, name: "a cancelled or deleted race's slug can be used again" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

@@ -187,6 +187,10 @@ describe("race streams count against the stream limits", () => {
         raceNamed("capped", "Capped", [NOV_1, END], {
           prizes: ["1"],
         }),
+        [],
+        undefined,
+        // Over by the real clock: recorded on purpose.
+        true,
       );
       expect(made.kind).toBe("ok");
       const headers = { authorization: `Bearer ${key}` };

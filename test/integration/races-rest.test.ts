@@ -34,8 +34,9 @@ function connectCall(key: string, method: string, body: object): Promise<Record<
   return raceServiceCall(servers.publicUrl, key, method, body);
 }
 
+/** Some races here ended before they are made (final or in review at once): `allowPast` records them. */
 async function createRace(key: string, rules: object): Promise<string> {
-  const answer = await connectCall(key, "CreateRace", { rules });
+  const answer = await connectCall(key, "CreateRace", { rules, allowPast: true });
   return (answer.race as { id: string }).id;
 }
 

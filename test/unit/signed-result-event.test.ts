@@ -14,7 +14,7 @@ const RACE: StoredRace = {
   ...{ currency: "USD", minWagered: "0", excludedUserIds: [], reviewSeconds: 0, shown: 10, repeat: "none" },
   ...{ timeZone: "UTC", anchorStart: 1_800_000_000, createdAt: 1, updatedAt: 1, cancelledAt: null },
   ...{ frozenAt: 1_800_086_400, digest: "ab".repeat(32), unallocated: "0.00" },
-  ...{ startAnnounced: true, endAnnounced: true, nextCreated: false },
+  ...{ startAnnounced: true, endAnnounced: true, nextCreated: false, slugHeld: true },
 };
 
 function entries(count: number, nameLength: number): FrozenEntry[] {

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/races.proto.
  */
 export const file_topwagers_v1_races: GenFile = /*@__PURE__*/
-  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSL+AgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoAxIxCg1zaWduZWRfcmVzdWx0GA4gASgLMhoudG9wd2FnZXJzLnYxLlNpZ25lZFJlc3VsdEIMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiOAoMU2lnbmVkUmVzdWx0EgsKA2p3cxgBIAEoCRILCgNraWQYAiABKAkSDgoGc2hhMjU2GAMgASgJIlEKEUNyZWF0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRImCgVydWxlcxgCIAEoCzIXLnRvcHdhZ2Vycy52MS5SYWNlUnVsZXMiNgoSQ3JlYXRlUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSLtAwoRVXBkYXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEgoKAmlkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESHAoPc3RhcnRfdGltZXN0YW1wGAQgASgDSAGIAQESGgoNZW5kX3RpbWVzdGFtcBgFIAEoA0gCiAEBEhYKDnJlcGxhY2VfcHJpemVzGAYgASgIEg4KBnByaXplcxgHIAMoCRIVCghjdXJyZW5jeRgIIAEoCUgDiAEBEhgKC21pbl93YWdlcmVkGAkgASgJSASIAQESIQoZcmVwbGFjZV9leGNsdWRlZF91c2VyX2lkcxgKIAEoCBIZChFleGNsdWRlZF91c2VyX2lkcxgLIAMoCRIbCg5yZXZpZXdfc2Vjb25kcxgMIAEoDUgFiAEBEhIKBXNob3duGA0gASgNSAaIAQESKgoHcmFua19ieRgOIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnlIB4gBAUIICgZfdGl0bGVCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEILCglfY3VycmVuY3lCDgoMX21pbl93YWdlcmVkQhEKD19yZXZpZXdfc2Vjb25kc0IICgZfc2hvd25CCgoIX3JhbmtfYnkiNgoSVXBkYXRlUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSI1ChFDYW5jZWxSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkiNgoSQ2FuY2VsUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSI6Cg5HZXRSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSEgoKaWRfb3Jfc2x1ZxgCIAEoCSKeAQoPR2V0UmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZRIoCgdlbnRyaWVzGAIgAygLMhcudG9wd2FnZXJzLnYxLlJhY2VFbnRyeRITCgt1bmFsbG9jYXRlZBgDIAEoCRIqCgdoaXN0b3J5GAQgASgLMhkudG9wd2FnZXJzLnYxLlJhY2VIaXN0b3J5Im8KC1JhY2VIaXN0b3J5EikKB2NoYW5nZXMYASADKAsyGC50b3B3YWdlcnMudjEuUmFjZUNoYW5nZRI1CglzdGFuZGluZ3MYAiABKAsyIi50b3B3YWdlcnMudjEuUmFjZVN0YW5kaW5nc0NoYW5nZXMiewoKUmFjZUNoYW5nZRIKCgJhdBgBIAEoAxIMCgRraW5kGAIgASgJEhIKCmFjdG9yX2tpbmQYAyABKAkSEAoIYWN0b3JfaWQYBCABKAkSLQoGZmllbGRzGAUgAygLMh0udG9wd2FnZXJzLnYxLlJhY2VGaWVsZENoYW5nZSJfCg9SYWNlRmllbGRDaGFuZ2USDQoFZmllbGQYASABKAkSDgoGYmVmb3JlGAIgAygJEg0KBWFmdGVyGAMgAygJEg0KBWFkZGVkGAQgAygJEg8KB3JlbW92ZWQYBSADKAkiaQoUUmFjZVN0YW5kaW5nc0NoYW5nZXMSFQoNdm9pZGVkX3dhZ2VycxgBIAEoDRIWCg51c2Vyc19hZmZlY3RlZBgCIAEoDRINCgVmaW5hbBgDIAEoCBITCgtyYW5rc19tb3ZlZBgEIAMoDSKGAQoQTGlzdFJhY2VzUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSJwoGc3RhdGVzGAIgAygOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIMCgRzbHVnGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIk8KEUxpc3RSYWNlc1Jlc3BvbnNlEiEKBXJhY2VzGAEgAygLMhIudG9wd2FnZXJzLnYxLlJhY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImwKEFdhdGNoUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEhIKCmlkX29yX3NsdWcYAiABKAkSGwoOcmVzdW1lX3ZlcnNpb24YAyABKAlIAIgBAUIRCg9fcmVzdW1lX3ZlcnNpb24iZAoRV2F0Y2hSYWNlUmVzcG9uc2USKwoEcmFjZRgBIAEoCzIdLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVzcG9uc2USDwoHdmVyc2lvbhgCIAEoCRIRCgloZWFydGJlYXQYAyABKAgqhwEKClJhY2VSZXBlYXQSGwoXUkFDRV9SRVBFQVRfVU5TUEVDSUZJRUQQABIUChBSQUNFX1JFUEVBVF9OT05FEAESFQoRUkFDRV9SRVBFQVRfREFJTFkQAhIWChJSQUNFX1JFUEVBVF9XRUVLTFkQAxIXChNSQUNFX1JFUEVBVF9NT05USExZEAQqoAEKCVJhY2VTdGF0ZRIaChZSQUNFX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUUkFDRV9TVEFURV9TQ0hFRFVMRUQQARITCg9SQUNFX1NUQVRFX0xJVkUQAhIYChRSQUNFX1NUQVRFX1JFVklFV0lORxADEhQKEFJBQ0VfU1RBVEVfRklOQUwQBBIYChRSQUNFX1NUQVRFX0NBTkNFTExFRBAFMvUDCgtSYWNlU2VydmljZRJPCgpDcmVhdGVSYWNlEh8udG9wd2FnZXJzLnYxLkNyZWF0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkNyZWF0ZVJhY2VSZXNwb25zZRJPCgpVcGRhdGVSYWNlEh8udG9wd2FnZXJzLnYxLlVwZGF0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLlVwZGF0ZVJhY2VSZXNwb25zZRJUCgpDYW5jZWxSYWNlEh8udG9wd2FnZXJzLnYxLkNhbmNlbFJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkNhbmNlbFJhY2VSZXNwb25zZSIDkAICEksKB0dldFJhY2USHC50b3B3YWdlcnMudjEuR2V0UmFjZVJlcXVlc3QaHS50b3B3YWdlcnMudjEuR2V0UmFjZVJlc3BvbnNlIgOQAgESUQoJTGlzdFJhY2VzEh4udG9wd2FnZXJzLnYxLkxpc3RSYWNlc1JlcXVlc3QaHy50b3B3YWdlcnMudjEuTGlzdFJhY2VzUmVzcG9uc2UiA5ACARJOCglXYXRjaFJhY2USHi50b3B3YWdlcnMudjEuV2F0Y2hSYWNlUmVxdWVzdBofLnRvcHdhZ2Vycy52MS5XYXRjaFJhY2VSZXNwb25zZTABYgZwcm90bzM", [file_topwagers_v1_top_wagers]);
+  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSL+AgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoAxIxCg1zaWduZWRfcmVzdWx0GA4gASgLMhoudG9wd2FnZXJzLnYxLlNpZ25lZFJlc3VsdEIMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiOAoMU2lnbmVkUmVzdWx0EgsKA2p3cxgBIAEoCRILCgNraWQYAiABKAkSDgoGc2hhMjU2GAMgASgJImUKEUNyZWF0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRImCgVydWxlcxgCIAEoCzIXLnRvcHdhZ2Vycy52MS5SYWNlUnVsZXMSEgoKYWxsb3dfcGFzdBgDIAEoCCI2ChJDcmVhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIp4EChFVcGRhdGVSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIcCg9zdGFydF90aW1lc3RhbXAYBCABKANIAYgBARIaCg1lbmRfdGltZXN0YW1wGAUgASgDSAKIAQESFgoOcmVwbGFjZV9wcml6ZXMYBiABKAgSDgoGcHJpemVzGAcgAygJEhUKCGN1cnJlbmN5GAggASgJSAOIAQESGAoLbWluX3dhZ2VyZWQYCSABKAlIBIgBARIhChlyZXBsYWNlX2V4Y2x1ZGVkX3VzZXJfaWRzGAogASgIEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAsgAygJEhsKDnJldmlld19zZWNvbmRzGAwgASgNSAWIAQESEgoFc2hvd24YDSABKA1IBogBARIqCgdyYW5rX2J5GA4gASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUgHiAEBEi8KCGFwcGx5X3RvGA8gASgOMh0udG9wd2FnZXJzLnYxLlJhY2VVcGRhdGVTY29wZUIICgZfdGl0bGVCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEILCglfY3VycmVuY3lCDgoMX21pbl93YWdlcmVkQhEKD19yZXZpZXdfc2Vjb25kc0IICgZfc2hvd25CCgoIX3JhbmtfYnkiUgoSVXBkYXRlUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZRIaChJmb2xsb3dpbmdfcmFjZV9pZHMYAiADKAkiNQoRQ2FuY2VsUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEgoKAmlkGAIgASgJIjUKEURlbGV0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSI2ChJEZWxldGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjYKEkNhbmNlbFJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2UiOgoOR2V0UmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEhIKCmlkX29yX3NsdWcYAiABKAkingEKD0dldFJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2USKAoHZW50cmllcxgCIAMoCzIXLnRvcHdhZ2Vycy52MS5SYWNlRW50cnkSEwoLdW5hbGxvY2F0ZWQYAyABKAkSKgoHaGlzdG9yeRgEIAEoCzIZLnRvcHdhZ2Vycy52MS5SYWNlSGlzdG9yeSJvCgtSYWNlSGlzdG9yeRIpCgdjaGFuZ2VzGAEgAygLMhgudG9wd2FnZXJzLnYxLlJhY2VDaGFuZ2USNQoJc3RhbmRpbmdzGAIgASgLMiIudG9wd2FnZXJzLnYxLlJhY2VTdGFuZGluZ3NDaGFuZ2VzInsKClJhY2VDaGFuZ2USCgoCYXQYASABKAMSDAoEa2luZBgCIAEoCRISCgphY3Rvcl9raW5kGAMgASgJEhAKCGFjdG9yX2lkGAQgASgJEi0KBmZpZWxkcxgFIAMoCzIdLnRvcHdhZ2Vycy52MS5SYWNlRmllbGRDaGFuZ2UiXwoPUmFjZUZpZWxkQ2hhbmdlEg0KBWZpZWxkGAEgASgJEg4KBmJlZm9yZRgCIAMoCRINCgVhZnRlchgDIAMoCRINCgVhZGRlZBgEIAMoCRIPCgdyZW1vdmVkGAUgAygJImkKFFJhY2VTdGFuZGluZ3NDaGFuZ2VzEhUKDXZvaWRlZF93YWdlcnMYASABKA0SFgoOdXNlcnNfYWZmZWN0ZWQYAiABKA0SDQoFZmluYWwYAyABKAgSEwoLcmFua3NfbW92ZWQYBCADKA0ihgEKEExpc3RSYWNlc1JlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEicKBnN0YXRlcxgCIAMoDjIXLnRvcHdhZ2Vycy52MS5SYWNlU3RhdGUSDAoEc2x1ZxgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJPChFMaXN0UmFjZXNSZXNwb25zZRIhCgVyYWNlcxgBIAMoCzISLnRvcHdhZ2Vycy52MS5SYWNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJsChBXYXRjaFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRISCgppZF9vcl9zbHVnGAIgASgJEhsKDnJlc3VtZV92ZXJzaW9uGAMgASgJSACIAQFCEQoPX3Jlc3VtZV92ZXJzaW9uImQKEVdhdGNoUmFjZVJlc3BvbnNlEisKBHJhY2UYASABKAsyHS50b3B3YWdlcnMudjEuR2V0UmFjZVJlc3BvbnNlEg8KB3ZlcnNpb24YAiABKAkSEQoJaGVhcnRiZWF0GAMgASgIKocBCgpSYWNlUmVwZWF0EhsKF1JBQ0VfUkVQRUFUX1VOU1BFQ0lGSUVEEAASFAoQUkFDRV9SRVBFQVRfTk9ORRABEhUKEVJBQ0VfUkVQRUFUX0RBSUxZEAISFgoSUkFDRV9SRVBFQVRfV0VFS0xZEAMSFwoTUkFDRV9SRVBFQVRfTU9OVEhMWRAEKqABCglSYWNlU3RhdGUSGgoWUkFDRV9TVEFURV9VTlNQRUNJRklFRBAAEhgKFFJBQ0VfU1RBVEVfU0NIRURVTEVEEAESEwoPUkFDRV9TVEFURV9MSVZFEAISGAoUUkFDRV9TVEFURV9SRVZJRVdJTkcQAxIUChBSQUNFX1NUQVRFX0ZJTkFMEAQSGAoUUkFDRV9TVEFURV9DQU5DRUxMRUQQBSp/Cg9SYWNlVXBkYXRlU2NvcGUSIQodUkFDRV9VUERBVEVfU0NPUEVfVU5TUEVDSUZJRUQQABIfChtSQUNFX1VQREFURV9TQ09QRV9USElTX1JBQ0UQARIoCiRSQUNFX1VQREFURV9TQ09QRV9USElTX0FORF9GT0xMT1dJTkcQAjLGBAoLUmFjZVNlcnZpY2USTwoKQ3JlYXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5DcmVhdGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5DcmVhdGVSYWNlUmVzcG9uc2USTwoKVXBkYXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5VcGRhdGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5VcGRhdGVSYWNlUmVzcG9uc2USTwoKRGVsZXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5EZWxldGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5EZWxldGVSYWNlUmVzcG9uc2USVAoKQ2FuY2VsUmFjZRIfLnRvcHdhZ2Vycy52MS5DYW5jZWxSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5DYW5jZWxSYWNlUmVzcG9uc2UiA5ACAhJLCgdHZXRSYWNlEhwudG9wd2FnZXJzLnYxLkdldFJhY2VSZXF1ZXN0Gh0udG9wd2FnZXJzLnYxLkdldFJhY2VSZXNwb25zZSIDkAIBElEKCUxpc3RSYWNlcxIeLnRvcHdhZ2Vycy52MS5MaXN0UmFjZXNSZXF1ZXN0Gh8udG9wd2FnZXJzLnYxLkxpc3RSYWNlc1Jlc3BvbnNlIgOQAgESTgoJV2F0Y2hSYWNlEh4udG9wd2FnZXJzLnYxLldhdGNoUmFjZVJlcXVlc3QaHy50b3B3YWdlcnMudjEuV2F0Y2hSYWNlUmVzcG9uc2UwAWIGcHJvdG8z", [file_topwagers_v1_top_wagers]);
 
 /**
  * RaceRules is what a race's owner defines. Every field is checked; an
@@ -28,6 +28,8 @@ export type RaceRules = Message<"topwagers.v1.RaceRules"> & {
   /**
    * Unique among the affiliate's races (a series shares it): 1 to 64 of
    * a-z, 0-9 and "-", starting with a letter or digit. E.g. "monthly".
+   * Free again once its series' last race is cancelled or deleted: a new
+   * race may take it (the old races stay readable by their ids).
    *
    * @generated from field: string slug = 1;
    */
@@ -374,6 +376,16 @@ export type CreateRaceRequest = Message<"topwagers.v1.CreateRaceRequest"> & {
    * @generated from field: topwagers.v1.RaceRules rules = 2;
    */
   rules?: RaceRules | undefined;
+
+  /**
+   * A one-off race whose `end_timestamp` is already past is INVALID_ARGUMENT
+   * naming `rules.end_timestamp` (a typo in the year would be frozen at
+   * once), unless this is true: the race is then made as history (REVIEWING,
+   * frozen when its review window is over).
+   *
+   * @generated from field: bool allow_past = 3;
+   */
+  allowPast: boolean;
 };
 
 /**
@@ -507,6 +519,13 @@ export type UpdateRaceRequest = Message<"topwagers.v1.UpdateRaceRequest"> & {
    * @generated from field: optional topwagers.v1.RankBy rank_by = 14;
    */
   rankBy?: RankBy | undefined;
+
+  /**
+   * For a series' race: whether the series' later races change too.
+   *
+   * @generated from field: topwagers.v1.RaceUpdateScope apply_to = 15;
+   */
+  applyTo: RaceUpdateScope;
 };
 
 /**
@@ -528,6 +547,14 @@ export type UpdateRaceResponse = Message<"topwagers.v1.UpdateRaceResponse"> & {
    * @generated from field: topwagers.v1.Race race = 1;
    */
   race?: Race | undefined;
+
+  /**
+   * The ids of the series' later races changed with it (THIS_AND_FOLLOWING);
+   * empty when none exists yet or for THIS_RACE.
+   *
+   * @generated from field: repeated string following_race_ids = 2;
+   */
+  followingRaceIds: string[];
 };
 
 /**
@@ -566,6 +593,55 @@ export const CancelRaceRequestSchema: GenMessage<CancelRaceRequest> = /*@__PURE_
   messageDesc(file_topwagers_v1_races, 8);
 
 /**
+ * DeleteRaceRequest names the race to delete.
+ *
+ * @generated from message topwagers.v1.DeleteRaceRequest
+ */
+export type DeleteRaceRequest = Message<"topwagers.v1.DeleteRaceRequest"> & {
+  /**
+   * Internal listener only: the owning affiliate.
+   *
+   * @generated from field: string affiliate_id = 1;
+   */
+  affiliateId: string;
+
+  /**
+   * The race's id.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message topwagers.v1.DeleteRaceRequest.
+ * Use `create(DeleteRaceRequestSchema)` to create a new message.
+ */
+export const DeleteRaceRequestSchema: GenMessage<DeleteRaceRequest> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 9);
+
+/**
+ * DeleteRaceResponse is the race as it was before it was deleted.
+ *
+ * @generated from message topwagers.v1.DeleteRaceResponse
+ */
+export type DeleteRaceResponse = Message<"topwagers.v1.DeleteRaceResponse"> & {
+  /**
+   * The race (its last state, SCHEDULED).
+   *
+   * @generated from field: topwagers.v1.Race race = 1;
+   */
+  race?: Race | undefined;
+};
+
+/**
+ * Describes the message topwagers.v1.DeleteRaceResponse.
+ * Use `create(DeleteRaceResponseSchema)` to create a new message.
+ */
+export const DeleteRaceResponseSchema: GenMessage<DeleteRaceResponse> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 10);
+
+/**
  * CancelRaceResponse is the race as cancelled.
  *
  * @generated from message topwagers.v1.CancelRaceResponse
@@ -584,7 +660,7 @@ export type CancelRaceResponse = Message<"topwagers.v1.CancelRaceResponse"> & {
  * Use `create(CancelRaceResponseSchema)` to create a new message.
  */
 export const CancelRaceResponseSchema: GenMessage<CancelRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 9);
+  messageDesc(file_topwagers_v1_races, 11);
 
 /**
  * GetRaceRequest names a race by id, or a series by slug.
@@ -613,7 +689,7 @@ export type GetRaceRequest = Message<"topwagers.v1.GetRaceRequest"> & {
  * Use `create(GetRaceRequestSchema)` to create a new message.
  */
 export const GetRaceRequestSchema: GenMessage<GetRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 10);
+  messageDesc(file_topwagers_v1_races, 12);
 
 /**
  * GetRaceResponse is a race with its standings.
@@ -659,7 +735,7 @@ export type GetRaceResponse = Message<"topwagers.v1.GetRaceResponse"> & {
  * Use `create(GetRaceResponseSchema)` to create a new message.
  */
 export const GetRaceResponseSchema: GenMessage<GetRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 11);
+  messageDesc(file_topwagers_v1_races, 13);
 
 /**
  * RaceHistory is a race's append-only record of changes, oldest first.
@@ -687,7 +763,7 @@ export type RaceHistory = Message<"topwagers.v1.RaceHistory"> & {
  * Use `create(RaceHistorySchema)` to create a new message.
  */
 export const RaceHistorySchema: GenMessage<RaceHistory> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 12);
+  messageDesc(file_topwagers_v1_races, 14);
 
 /**
  * RaceChange is one change to a race.
@@ -738,7 +814,7 @@ export type RaceChange = Message<"topwagers.v1.RaceChange"> & {
  * Use `create(RaceChangeSchema)` to create a new message.
  */
 export const RaceChangeSchema: GenMessage<RaceChange> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 13);
+  messageDesc(file_topwagers_v1_races, 15);
 
 /**
  * RaceFieldChange is one field's value before and after a change.
@@ -787,7 +863,7 @@ export type RaceFieldChange = Message<"topwagers.v1.RaceFieldChange"> & {
  * Use `create(RaceFieldChangeSchema)` to create a new message.
  */
 export const RaceFieldChangeSchema: GenMessage<RaceFieldChange> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 14);
+  messageDesc(file_topwagers_v1_races, 16);
 
 /**
  * RaceStandingsChanges counts what voids did to a race's standings, without
@@ -832,7 +908,7 @@ export type RaceStandingsChanges = Message<"topwagers.v1.RaceStandingsChanges"> 
  * Use `create(RaceStandingsChangesSchema)` to create a new message.
  */
 export const RaceStandingsChangesSchema: GenMessage<RaceStandingsChanges> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 15);
+  messageDesc(file_topwagers_v1_races, 17);
 
 /**
  * ListRacesRequest narrows and pages the list.
@@ -881,7 +957,7 @@ export type ListRacesRequest = Message<"topwagers.v1.ListRacesRequest"> & {
  * Use `create(ListRacesRequestSchema)` to create a new message.
  */
 export const ListRacesRequestSchema: GenMessage<ListRacesRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 16);
+  messageDesc(file_topwagers_v1_races, 18);
 
 /**
  * ListRacesResponse is one page of races.
@@ -909,7 +985,7 @@ export type ListRacesResponse = Message<"topwagers.v1.ListRacesResponse"> & {
  * Use `create(ListRacesResponseSchema)` to create a new message.
  */
 export const ListRacesResponseSchema: GenMessage<ListRacesResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 17);
+  messageDesc(file_topwagers_v1_races, 19);
 
 /**
  * WatchRaceRequest names the race to watch.
@@ -944,7 +1020,7 @@ export type WatchRaceRequest = Message<"topwagers.v1.WatchRaceRequest"> & {
  * Use `create(WatchRaceRequestSchema)` to create a new message.
  */
 export const WatchRaceRequestSchema: GenMessage<WatchRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 18);
+  messageDesc(file_topwagers_v1_races, 20);
 
 /**
  * WatchRaceResponse is one message of the stream.
@@ -980,7 +1056,7 @@ export type WatchRaceResponse = Message<"topwagers.v1.WatchRaceResponse"> & {
  * Use `create(WatchRaceResponseSchema)` to create a new message.
  */
 export const WatchRaceResponseSchema: GenMessage<WatchRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 19);
+  messageDesc(file_topwagers_v1_races, 21);
 
 /**
  * RaceRepeat says whether a race recurs, and how often.
@@ -1087,6 +1163,46 @@ export const RaceStateSchema: GenEnum<RaceState> = /*@__PURE__*/
   enumDesc(file_topwagers_v1_races, 1);
 
 /**
+ * RaceUpdateScope says which races of a series an UpdateRace changes, as a
+ * calendar asks "this event" or "this and following events".
+ *
+ * @generated from enum topwagers.v1.RaceUpdateScope
+ */
+export enum RaceUpdateScope {
+  /**
+   * Not set: THIS_AND_FOLLOWING.
+   *
+   * @generated from enum value: RACE_UPDATE_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * This race only. The series' next race, once it exists (from this race's
+   * start), keeps its rules, and the races after it follow the next race. A
+   * SCHEDULED series race has no next race yet (it is made from this race
+   * when it starts), so THIS_RACE on it is FAILED_PRECONDITION.
+   *
+   * @generated from enum value: RACE_UPDATE_SCOPE_THIS_RACE = 1;
+   */
+  THIS_RACE = 1,
+
+  /**
+   * This race and the series' later races: the next race, when it exists
+   * and is still SCHEDULED, gets the same change (its period excepted), and
+   * every race after it is made from it.
+   *
+   * @generated from enum value: RACE_UPDATE_SCOPE_THIS_AND_FOLLOWING = 2;
+   */
+  THIS_AND_FOLLOWING = 2,
+}
+
+/**
+ * Describes the enum topwagers.v1.RaceUpdateScope.
+ */
+export const RaceUpdateScopeSchema: GenEnum<RaceUpdateScope> = /*@__PURE__*/
+  enumDesc(file_topwagers_v1_races, 2);
+
+/**
  * RaceService defines, reads and watches an affiliate's wager races.
  *
  * On the public port with the affiliate's API key (`Authorization: Bearer
@@ -1122,7 +1238,11 @@ export const RaceService: GenService<{
   },
   /**
    * UpdateRace changes a race's rules and prizes until it ends, and its
-   * period only while it is SCHEDULED. Fields left absent keep their value.
+   * period only while it is SCHEDULED. Fields left absent keep their value;
+   * a request that sends a field it would not apply (`prizes` without
+   * `replace_prizes`, `excluded_user_ids` without
+   * `replace_excluded_user_ids`) is INVALID_ARGUMENT naming it. `apply_to`
+   * says whether a series' later races change too (default: they do).
    *
    * @generated from rpc topwagers.v1.RaceService.UpdateRace
    */
@@ -1130,6 +1250,19 @@ export const RaceService: GenService<{
     methodKind: "unary";
     input: typeof UpdateRaceRequestSchema;
     output: typeof UpdateRaceResponseSchema;
+  },
+  /**
+   * DeleteRace removes a race nobody has seen yet: a SCHEDULED race that is
+   * the first of its series (or a one-off race). It is gone (GetRace by its
+   * id is then NOT_FOUND) and its slug is free again. Any other race is
+   * FAILED_PRECONDITION: cancel it instead.
+   *
+   * @generated from rpc topwagers.v1.RaceService.DeleteRace
+   */
+  deleteRace: {
+    methodKind: "unary";
+    input: typeof DeleteRaceRequestSchema;
+    output: typeof DeleteRaceResponseSchema;
   },
   /**
    * CancelRace cancels a race that is not FINAL. A series' race cancelled
