@@ -19,7 +19,7 @@ import { MariadbWebhookStore } from "../storage/webhooks.js";
 import { type DeliveryObserver, DeliveryWorker } from "../webhooks/delivery-worker.js";
 import { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 
-/** How often the queue gauges (oldest due delivery, disabled endpoints) are read. */
+/** How often the queue gauges (oldest due delivery, disabled endpoints) are read, on every instance. */
 const QUEUE_STATE_EVERY_MS = 5_000;
 
 export interface WebhookDelivery {
@@ -71,7 +71,9 @@ export function startWebhookDelivery(
   if (settings.secretKey === undefined) {
     logger.info("WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unencrypted (docs/webhooks.md)");
   }
-  if (!settings.delivery) return { store, worker: undefined, stop: async () => undefined };
+  // The queue gauges are read on every instance, delivering or not: "no instance delivers" shows anywhere.
+  const stopReading = readQueueState(store, metrics);
+  if (!settings.delivery) return { store, worker: undefined, stop: async () => stopReading() };
   const transport = createWebhookTransport({
     allowPrivate: settings.allowPrivateUrls,
     userAgent: `topwagers-webhooks/${packageInfo().version}`,
@@ -86,7 +88,6 @@ export function startWebhookDelivery(
     observer: deliveryObserver(metrics, logger),
   });
   worker.start();
-  const stopReading = readQueueState(store, metrics);
   return {
     store,
     worker,

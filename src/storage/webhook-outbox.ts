@@ -31,28 +31,36 @@ function subscribes(eventTypes: unknown, type: string): boolean {
   return Array.isArray(parsed) && parsed.includes(type);
 }
 
+/** What a delivery made for a disabled endpoint says (docs/webhooks.md): failed, kept, redeliverable. */
+export const DISABLED_AT_SEND = "the endpoint was disabled when the event was sent; redeliver it once re-enabled";
+
 /**
- * Writes the event and one due delivery per enabled endpoint of the affiliate subscribed to its
- * type, on the caller's connection inside the caller's open transaction: they commit or roll back
- * with the state change. Nothing is written when no endpoint subscribes. Throws (rolling the
- * caller back) on an unknown type, a time not in Unix seconds or a body of 20 KB or more.
+ * Writes the event and one delivery per endpoint of the affiliate subscribed to its type, on the caller's
+ * connection inside the caller's open transaction: they commit or roll back with the state change. An enabled
+ * endpoint's delivery is due now; a disabled one's is written failed at once (never sent, kept in its log
+ * for RedeliverWebhook once re-enabled), so nothing sent while an endpoint is disabled is lost. Nothing is
+ * written when no endpoint subscribes. Throws (rolling the caller back) on an unknown type, a time not in
+ * Unix seconds or a body of 20 KB or more.
  */
 export async function enqueueWebhookEvent(connection: PoolConnection, event: WebhookEventInput): Promise<void> {
   if (!isWebhookEventType(event.type)) throw new Error(`unknown webhook event type ${event.type}`);
   const body = webhookBody(event.type, event.at, event.data);
   // A plain read: an endpoint created by a transaction that has not committed yet does not get this event.
   const [endpoints] = await connection.query<RowDataPacket[]>(
-    "SELECT id, event_types FROM webhook_endpoints WHERE affiliate_id = ? AND enabled = 1 ORDER BY id",
+    "SELECT id, event_types, enabled FROM webhook_endpoints WHERE affiliate_id = ? ORDER BY id",
     [event.affiliateId],
   );
-  const subscribed = endpoints.filter((row) => subscribes(row.event_types, event.type)).map((row) => String(row.id));
+  const subscribed = endpoints.filter((row) => subscribes(row.event_types, event.type));
   if (subscribed.length === 0) return;
-  await insertEvent(connection, event.affiliateId, event.type, event.at, body, subscribed);
+  const enabled = subscribed.filter((row) => Number(row.enabled) === 1).map((row) => String(row.id));
+  const disabled = subscribed.filter((row) => Number(row.enabled) !== 1).map((row) => String(row.id));
+  await insertEvent(connection, event.affiliateId, event.type, event.at, body, enabled, disabled);
 }
 
 /**
- * Writes one event with deliveries to the given endpoints, due now; returns its row id and message
- * id. Also used by SendTestEvent (one endpoint, whatever it subscribes to).
+ * Writes one event with deliveries to the given endpoints, due now, and failed ones (DISABLED_AT_SEND) to
+ * `disabledIds`; returns its row id and message id. Also used by SendTestEvent (one endpoint, whatever it
+ * subscribes to).
  */
 export async function insertEvent(
   connection: PoolConnection,
@@ -61,6 +69,7 @@ export async function insertEvent(
   at: number,
   body: string,
   endpointIds: readonly string[],
+  disabledIds: readonly string[] = [],
 ): Promise<{ eventId: string; messageId: string }> {
   const messageId = newMessageId();
   const [inserted] = await connection.query<ResultSetHeader>(
@@ -69,20 +78,33 @@ export async function insertEvent(
   );
   const eventId = String(inserted.insertId);
   const now = Date.now();
-  await connection.query(
-    `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, max_attempts, next_attempt_at_ms, created_at)
-     VALUES ?`,
-    [
-      endpointIds.map((endpointId) => [
-        eventId,
-        endpointId,
-        "pending",
-        0,
-        WEBHOOK_MAX_ATTEMPTS,
-        now,
-        Math.floor(now / 1000),
-      ]),
-    ],
-  );
+  const created = Math.floor(now / 1000);
+  if (endpointIds.length > 0) {
+    await connection.query(
+      `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, max_attempts, next_attempt_at_ms, created_at)
+       VALUES ?`,
+      [endpointIds.map((endpointId) => [eventId, endpointId, "pending", 0, WEBHOOK_MAX_ATTEMPTS, now, created])],
+    );
+  }
+  if (disabledIds.length > 0) {
+    await connection.query(
+      `INSERT INTO webhook_deliveries
+         (event_id, endpoint_id, state, attempts, max_attempts, next_attempt_at_ms, last_error, failed_at_ms, created_at)
+       VALUES ?`,
+      [
+        disabledIds.map((endpointId) => [
+          eventId,
+          endpointId,
+          "failed",
+          0,
+          WEBHOOK_MAX_ATTEMPTS,
+          null,
+          DISABLED_AT_SEND,
+          now,
+          created,
+        ]),
+      ],
+    );
+  }
   return { eventId, messageId };
 }

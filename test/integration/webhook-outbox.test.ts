@@ -1,7 +1,8 @@
 /**
  * The webhook outbox (src/storage/webhook-outbox.ts) on a real database: an event and its deliveries
- * are written inside the caller's transaction, only to the affiliate's enabled endpoints subscribed
- * to the type, commit or roll back with it, and carry the exact body `{"type","timestamp","data"}`.
+ * are written inside the caller's transaction, only to the affiliate's endpoints subscribed to the type
+ * (due for an enabled one, failed and kept for replay for a disabled one), commit or roll back with it,
+ * and carry the exact body `{"type","timestamp","data"}`.
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
@@ -27,7 +28,7 @@ async function endpoint(id: string, affiliateId: number, types: string[], enable
 }
 
 describe("enqueueWebhookEvent", () => {
-  it("writes the event and one due delivery per enabled subscribed endpoint of the affiliate, in the caller's transaction", async () => {
+  it("writes the event, one due delivery per enabled subscribed endpoint and a failed one per disabled one, in the caller's transaction", async () => {
     const [a, b] = [
       await ensureAffiliate(database.db.write, "aff-a"),
       await ensureAffiliate(database.db.write, "aff-b"),
@@ -55,11 +56,19 @@ describe("enqueueWebhookEvent", () => {
       '{"type":"race.started","timestamp":"2026-11-01T00:00:00.000Z","data":{"id":"race_1","title":"Monthly \u{1F3C1}"}}',
     );
     const deliveries = await rows(
-      "SELECT event_id, endpoint_id, state, attempts, max_attempts, next_attempt_at_ms FROM webhook_deliveries ORDER BY endpoint_id",
+      `SELECT event_id, endpoint_id, state, attempts, max_attempts, next_attempt_at_ms, last_error, failed_at_ms
+         FROM webhook_deliveries ORDER BY endpoint_id`,
     );
     expect(deliveries.map((d) => [String(d.event_id), d.endpoint_id, d.state, d.attempts, d.max_attempts])).toEqual([
       [String(event.id), "ep_a1", "pending", 0, WEBHOOK_MAX_ATTEMPTS],
+      // The disabled endpoint's: failed at once, never sent, kept for a redelivery once it is re-enabled.
+      [String(event.id), "ep_a3", "failed", 0, WEBHOOK_MAX_ATTEMPTS],
     ]);
+    expect([deliveries[1]?.next_attempt_at_ms, deliveries[1]?.last_error]).toEqual([
+      null,
+      "the endpoint was disabled when the event was sent; redeliver it once re-enabled",
+    ]);
+    expect(Number(deliveries[1]?.failed_at_ms)).toBeGreaterThanOrEqual(before);
     const due = Number(deliveries[0]?.next_attempt_at_ms);
     expect(due).toBeGreaterThanOrEqual(before);
     expect(due).toBeLessThanOrEqual(Date.now());
