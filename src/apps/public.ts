@@ -446,7 +446,7 @@ function buildSkins(
   const maxBodyBytes = MAX_BODY_BYTES;
   const clientAddress = clientAddressOf;
   return {
-    rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger }),
+    rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger, signatures }),
     // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
     raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),

@@ -23,6 +23,7 @@ export class DecodedBodies {
     if (known !== undefined) return known;
     const decoded = decodeRequestFields(parseJsonObject(bytes));
     const frozen = Object.freeze({
+      signed: decoded.signed,
       values: Object.freeze(decoded.values),
       violations: Object.freeze(decoded.violations.map((v) => Object.freeze(v))) as Violation[],
     });

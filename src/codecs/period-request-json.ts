@@ -13,6 +13,8 @@ import { isRankBy, type RankBy } from "../values/weights.js";
 export interface DecodedFields {
   readonly values: PeriodRequestFields;
   readonly violations: Violation[];
+  /** The REST body asked for a signed board (`"signed": true`, docs/verify.md). */
+  readonly signed?: boolean;
 }
 
 /** The body's JSON object, or the operation's invalid_argument saying what is wrong with it. */
@@ -52,7 +54,11 @@ function notWholeNumber(field: string, value: unknown): string {
 }
 
 /** Reads the fields from a JSON object (or a query string's fields as strings). */
-export function decodeRequestFields(body: unknown): { values: PeriodRequestFields; violations: Violation[] } {
+export function decodeRequestFields(body: unknown): {
+  values: PeriodRequestFields;
+  violations: Violation[];
+  signed: boolean;
+} {
   const record = body as Record<string, unknown>;
   const violations: Violation[] = [];
   const wholeNumber = (field: string): bigint | undefined => {
@@ -73,7 +79,12 @@ export function decodeRequestFields(body: unknown): { values: PeriodRequestField
       });
     }
   }
+  const signed = record.signed === true;
+  if (Object.hasOwn(record, "signed") && typeof record.signed !== "boolean") {
+    violations.push({ field: "signed", message: `signed must be true or false, got ${JSON.stringify(record.signed)}` });
+  }
   return {
+    signed,
     values: {
       startTimestamp: wholeNumber("startTimestamp"),
       endTimestamp: wholeNumber("endTimestamp"),

@@ -144,7 +144,8 @@ export class BoardStream {
     }
     let frame = frames.get(weighted);
     if (frame === undefined) {
-      frame = signatures.signedJson(snapshot, board).then((signed) => {
+      const version = { key: snapshot, ranked: snapshot.ranked, version: snapshot.version };
+      frame = signatures.signedJson(version, board).then((signed) => {
         const data = withSigned(renderEntries(snapshot.ranked, weighted), signed);
         return Buffer.from(`event: board\nid: ${snapshot.version}\ndata: ${data}\n\n`, "utf8");
       });

@@ -11,13 +11,16 @@ import { AnswerMemo } from "../cache/answer-memo.js";
 import { DecodedBodies } from "../codecs/decoded-bodies.js";
 import { renderEntries } from "../codecs/entries-json.js";
 import { HttpRefusal } from "../errors/catalogue.js";
+import { boardVersion } from "../leaderboard/board-snapshot.js";
 import type { Leaderboard } from "../leaderboard/leaderboard.js";
-import { answerPeriodRequest, TOP_WAGERS_PROCEDURE } from "../leaderboard/operation.js";
+import { answerPeriodRequest, TOP_WAGERS_PROCEDURE, type TopWagersAnswer } from "../leaderboard/operation.js";
+import type { PeriodRequestFields } from "../leaderboard/period-request.js";
 import type { Logger } from "../logger.js";
 import type { ObserveCall } from "../observability/call-observation.js";
 import { cacheControl } from "../transport/cache-control.js";
 import type { Exchange } from "../transport/exchange.js";
 import { bodyIfComplete, readStream } from "../transport/http.js";
+import { type BoardSignatures, withSigned } from "./parts/board-signatures.js";
 import { OPERATION_PATH } from "./parts/rest-paths.js";
 import { type Body, bodyOf, NO_HEADERS, refuse, send } from "./parts/rest-reply.js";
 
@@ -30,6 +33,8 @@ export interface RestOptions {
   /** Counts, times and logs the call, as for every protocol (observability/call-observation.ts). */
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
+  /** Signs answers for bodies that ask (`"signed": true`); absent: the field is ignored. */
+  readonly signatures?: BoardSignatures;
 }
 
 export class RestApi {
@@ -38,6 +43,8 @@ export class RestApi {
   private readonly renderedBodies = new AnswerMemo<Body>();
   /** Request bodies seen lately, decoded: a client site sends the same few bodies again and again. */
   private readonly decodedBodies = new DecodedBodies();
+  /** Signed bodies by the answer's entries (shared by every hit of a cached answer): plain, weighted. */
+  private readonly signedBodies = new WeakMap<object, Map<boolean, Promise<Body>>>();
 
   constructor(private readonly options: RestOptions) {
     this.path = `${options.basePath}${OPERATION_PATH}`;
@@ -85,10 +92,13 @@ export class RestApi {
       // any other answer is exactly the three fields it always was.
       const weighted = answer.rankByAsked || answer.rankBy === "weighted";
       const render = () => bodyOf(renderEntries(answer.ranked, weighted));
+      const { signatures } = this.options;
       const body =
-        answer.memoKey === undefined
-          ? render()
-          : this.renderedBodies.get(answer.memoKey, answer.numUsers * 2 + (weighted ? 1 : 0), render);
+        fields.signed === true && signatures !== undefined
+          ? await this.signedBody(signatures, answer, weighted, { affiliateId: admitted.caller.affiliateId, ...fields })
+          : answer.memoKey === undefined
+            ? render()
+            : this.renderedBodies.get(answer.memoKey, answer.numUsers * 2 + (weighted ? 1 : 0), render);
       const gzipping = send(exchange, 200, body, rateHeaders, { "cache-control": cacheControl(answer.maxAgeSeconds) });
       if (gzipping !== undefined) await gzipping;
     } catch (reason) {
@@ -102,6 +112,53 @@ export class RestApi {
       });
     }
   }
+
+  /**
+   * The answer's envelope with its `signed` member: signed once per answer (every hit of a cached answer shares
+   * its entries, and so its signature and body), whoever asks.
+   */
+  private signedBody(
+    signatures: BoardSignatures,
+    answer: TopWagersAnswer,
+    weighted: boolean,
+    request: SignedRequest,
+  ): Promise<Body> {
+    const { ranked } = answer;
+    let bodies = this.signedBodies.get(ranked);
+    if (bodies === undefined) {
+      bodies = new Map();
+      this.signedBodies.set(ranked, bodies);
+    }
+    let body = bodies.get(weighted);
+    if (body === undefined) {
+      const version = {
+        key: ranked,
+        ranked,
+        get version() {
+          return boardVersion(ranked);
+        },
+      };
+      const board = {
+        affiliateId: request.affiliateId,
+        start: Number(request.values.startTimestamp),
+        end: Number(request.values.endTimestamp),
+        rankBy: answer.rankBy,
+      };
+      body = signatures
+        .signedJson(version, board)
+        .then((signed) => bodyOf(withSigned(renderEntries(ranked, weighted), signed)));
+      bodies.set(weighted, body);
+      const made = bodies;
+      body.catch(() => made.delete(weighted));
+    }
+    return body;
+  }
+}
+
+/** The request a signed body is of: the caller's affiliate and the (valid) period it asked for. */
+interface SignedRequest {
+  readonly affiliateId: number;
+  readonly values: PeriodRequestFields;
 }
 
 function payloadTooLarge(maxBytes: number): HttpRefusal {

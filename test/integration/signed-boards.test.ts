@@ -14,6 +14,7 @@ import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, metricSample, RawHttp1Stream, type RawReply } from "../support/live.js";
+import { restCall } from "../support/rest.js";
 import { useTestServer } from "../support/server.js";
 
 const SECRET_KEY_HEX = "5a".repeat(32);
@@ -122,5 +123,29 @@ describe("signed live boards", () => {
       ((await verified(second.data.signed)) as { entries: { username: string }[] }).entries.map((e) => e.username),
     ).toEqual(["bo", "ann"]);
     expect(await metricSample(server.app.metrics, "topwagers_board_signatures_total")).toBe(before + 2);
+
+    // REST: 200 callers asking for the same board with "signed": true cost one signature.
+    const request = { startTimestamp: START, endTimestamp: END - 1, numUsers: 3 };
+    const post = (body: unknown) => restCall(`${server.baseUrl}/top-affiliate-wagers-by-period`, { key: secret, body });
+    const answers = await Promise.all(Array.from({ length: 200 }, () => post({ ...request, signed: true })));
+    expect(answers.every((answer) => answer.status === 200 && answer.text === answers[0]?.text)).toBe(true);
+    const restEntries = [
+      { username: "bo", avatar: server.config.defaultAvatarUrl, totalWagered: 1700 },
+      { username: "ann", avatar: "https://img.example/ann.png", totalWagered: 1500.25 },
+    ];
+    const signedAnswer = answers[0]?.json as { data: unknown; errors: null; signed: Signed };
+    expect(signedAnswer.data).toEqual(restEntries);
+    expect(await verified(signedAnswer.signed)).toMatchObject({
+      period: { start: START, end: END - 1 },
+      entries: [
+        { rank: 1, username: "bo", totalWagered: "1700", weightedWagered: "1700" },
+        { rank: 2, username: "ann", totalWagered: "1500.25", weightedWagered: "1500.25" },
+      ],
+    });
+    expect(await metricSample(server.app.metrics, "topwagers_board_signatures_total")).toBe(before + 3);
+    // Not asked: the envelope as it always was.
+    const plainAnswer = await post(request);
+    expect(plainAnswer.text).toBe(JSON.stringify({ data: restEntries, errors: null }));
+    expect((await post({ ...request, signed: "yes" })).status).toBe(400);
   }, 120_000);
 });

@@ -4,8 +4,9 @@
  * affiliate, the period, the ranking, the version, the entries and when it was signed.
  *
  * A board version is signed **once**, however many viewers ask for it: the signature is kept with the
- * snapshot every viewer of the board shares (a WeakMap, so it goes when the snapshot goes), and the first
- * viewer's signing is the one every other viewer awaits. `signatures` counts what this instance signed
+ * answer every caller of it shares (a live board's snapshot, a cached REST answer's entries: a WeakMap, so it
+ * goes when the answer goes) and by the version's content (the last 10,000), and the first caller's signing is
+ * the one every other caller awaits. `signatures` counts what this instance signed
  * (topwagers_board_signatures_total).
  *
  * What a verifier gets is the `signed` member: `payload` (the signed JSON object, `iss` included; money as
@@ -13,7 +14,7 @@
  * `header..signature`). Put the base64url of the RFC 8785 canonical form of `payload` between the two dots
  * and verify it with the JWKS.
  */
-import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
+import type { RankedUser } from "../../leaderboard/leaderboard.js";
 import type { PayloadSigner } from "../../ports/signing.js";
 import type { RankBy } from "../../values/weights.js";
 
@@ -23,6 +24,16 @@ export interface SignedBoardOf {
   readonly start: number;
   readonly end: number;
   readonly rankBy: RankBy;
+}
+
+/**
+ * One computed answer of a board: `key` is the object every caller of that answer shares (a live board's
+ * snapshot; a REST answer's cached entries), so the signature is kept as long as the answer is.
+ */
+export interface SignedVersion {
+  readonly key: object;
+  readonly ranked: readonly RankedUser[];
+  readonly version: string;
 }
 
 export interface BoardSignaturesOptions {
@@ -35,8 +46,13 @@ export interface BoardSignaturesOptions {
   readonly now?: () => number;
 }
 
+/** Versions remembered by content beside the answers that hold them (each entry is one signed answer's text). */
+const MAX_VERSIONS_KEPT = 10_000;
+
 export class BoardSignatures {
-  private readonly bySnapshot = new WeakMap<BoardSnapshot, Promise<string>>();
+  private readonly bySnapshot = new WeakMap<object, Promise<string>>();
+  /** Recent versions by board and content, oldest first (a Map iterates in insertion order). */
+  private readonly byVersion = new Map<string, Promise<string>>();
   private readonly names = new Map<number, Promise<string>>();
   private count = 0;
 
@@ -51,18 +67,26 @@ export class BoardSignatures {
    * The `signed` member of this snapshot's answers as JSON text (`null` while the deployment has no active
    * signing key): signed on the first call, the same text for every later one.
    */
-  signedJson(snapshot: BoardSnapshot, board: SignedBoardOf): Promise<string> {
-    let signing = this.bySnapshot.get(snapshot);
+  signedJson(snapshot: SignedVersion, board: SignedBoardOf): Promise<string> {
+    let signing = this.bySnapshot.get(snapshot.key);
+    if (signing !== undefined) return signing;
+    // The same version computed again (another answer object with the same content) keeps its signature too.
+    const id = `${board.affiliateId}/${board.start}/${board.end}/${board.rankBy}/${snapshot.ranked.length}/${snapshot.version}`;
+    signing = this.byVersion.get(id);
     if (signing === undefined) {
       signing = this.sign(snapshot, board);
-      this.bySnapshot.set(snapshot, signing);
+      this.byVersion.set(id, signing);
+      if (this.byVersion.size > MAX_VERSIONS_KEPT) this.byVersion.delete(this.byVersion.keys().next().value as string);
       // A failed signing is not kept: the next viewer of this version tries again.
-      signing.catch(() => this.bySnapshot.delete(snapshot));
+      signing.catch(() => this.byVersion.delete(id));
     }
+    const { key } = snapshot;
+    this.bySnapshot.set(key, signing);
+    signing.catch(() => this.bySnapshot.delete(key));
     return signing;
   }
 
-  private async sign(snapshot: BoardSnapshot, board: SignedBoardOf): Promise<string> {
+  private async sign(snapshot: SignedVersion, board: SignedBoardOf): Promise<string> {
     const payload = {
       type: "topwagers.board",
       affiliate: await this.affiliateName(board.affiliateId),
