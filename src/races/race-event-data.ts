@@ -34,6 +34,18 @@ function fits(type: RaceEvent["type"], data: Record<string, unknown>): boolean {
 }
 
 /** A race event: its type, and its data fitted to the body limit. */
+/** A frozen entry as a race event's data and a signed result show it (the wire's names, decimals as stored). */
+export function frozenEntryData(entry: FrozenEntry) {
+  return {
+    rank: entry.rank,
+    userId: entry.userExternalId,
+    username: entry.username,
+    totalWageredDecimal: entry.total,
+    weightedWageredDecimal: entry.weightedTotal,
+    prize: entry.prize,
+  };
+}
+
 export function raceEvent(type: RaceEvent["type"], race: StoredRace, result: EventResult | null = null): RaceEvent {
   return { type, data: raceEventData(type, race, result) };
 }
@@ -86,14 +98,7 @@ function fullEventData(race: StoredRace, state: RaceState, result: EventResult |
           digest: race.digest,
           frozenAt: race.frozenAt,
           unallocated: result.unallocated,
-          entries: result.entries.map((entry) => ({
-            rank: entry.rank,
-            userId: entry.userExternalId,
-            username: entry.username,
-            totalWageredDecimal: entry.total,
-            weightedWageredDecimal: entry.weightedTotal,
-            prize: entry.prize,
-          })),
+          entries: result.entries.map(frozenEntryData),
           ...result.extra,
         }),
   };

@@ -6,7 +6,7 @@
  */
 import type { ChainLink, FrozenEntry, RaceEvent, ResultSealer, SignedResult, StoredRace } from "../ports/races.js";
 import type { PayloadSigner } from "../ports/signing.js";
-import { type EventResult, raceEvent } from "./race-event-data.js";
+import { type EventResult, frozenEntryData, raceEvent } from "./race-event-data.js";
 import type { RaceHistorySummary } from "./race-history.js";
 
 /** Names what the payload is, and its version, for a verifier that reads several kinds. */
@@ -37,14 +37,7 @@ export function resultPayload(input: SignedResultInput): Record<string, unknown>
     currency: race.currency,
     prizes: race.prizes,
     minWagered: race.minWagered,
-    entries: input.entries.map((entry) => ({
-      rank: entry.rank,
-      userId: entry.userExternalId,
-      username: entry.username,
-      totalWageredDecimal: entry.total,
-      weightedWageredDecimal: entry.weightedTotal,
-      prize: entry.prize,
-    })),
+    entries: input.entries.map(frozenEntryData),
     unallocated: input.unallocated,
     frozenAt: input.frozenAt,
     digest: input.digest,
