@@ -47,6 +47,7 @@ import {
 } from "../storage/stores.js";
 import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
 import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
+import { sayOversizeBodiesAs413 } from "../transport/oversize-status.js";
 import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 import { serveMetrics } from "./metrics-endpoint.js";
 import { webhookAdmin } from "./webhook-delivery.js";
@@ -110,6 +111,7 @@ export function createInternalApp(config: Config, database: Database, options: I
   const clientAddress = clientAddressResolver(config.trustedProxies);
   const handler: RequestHandler = (req, res) => {
     stampClientAddress(req, clientAddress);
+    sayOversizeBodiesAs413(req, res);
     connectHandler(req, res);
   };
   return {

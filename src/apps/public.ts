@@ -81,6 +81,7 @@ import {
   type StreamHandler,
   writeJson,
 } from "../transport/http.js";
+import { sayOversizeBodiesAs413 } from "../transport/oversize-status.js";
 import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 import { buildSigning, type Signing } from "./signing.js";
 import { webhookAdmin } from "./webhook-delivery.js";
@@ -634,8 +635,10 @@ function routingHandler(
     }
     const path = normalizePath(req.url ?? "/");
     const route = routeOf(routes, req.method, path, req);
-    if (route === undefined) connect(req, res);
-    else void route.handle(req, res, path);
+    if (route === undefined) {
+      sayOversizeBodiesAs413(req, res);
+      connect(req, res);
+    } else void route.handle(req, res, path);
   };
 }
 
