@@ -17,6 +17,7 @@ import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
 import { runRacesBench } from "./races.js";
+import { runStorageBench } from "./storage.js";
 import { runWebhooksBench } from "./webhooks.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
@@ -84,6 +85,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runIncrementalBench,
     usage:
       "incremental [--database-url URL] [--batches 10,100,1000] [--changes 20] [--rank-by wagered|weighted]   a big affiliate's month board per change: full vs incremental statements and load time",
+  },
+  storage: {
+    run: runStorageBench,
+    usage:
+      "storage [--wagers 5000000] [--deliveries 100000]   bytes per wager in every table; the webhook history per delivery before and after retention",
   },
   http: {
     run: runHttpBench,
