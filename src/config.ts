@@ -96,6 +96,8 @@ export interface WebhookSettings {
   readonly allowPrivateUrls: boolean;
   /** The 32-byte AES-256-GCM key that encrypts signing secrets at rest; undefined: stored unencrypted. */
   readonly secretKey: Buffer | undefined;
+  /** WEBHOOK_SECRET_KEY_PREVIOUS: keys that sealed secrets before the current one (they open, never seal). */
+  readonly previousSecretKeys: readonly Buffer[];
   /** Multiplies the retry schedule (5 s … 24 h) and the 5-day disable rule; 1 in production. */
   readonly retryScale: number;
   /** Deadline of one delivery attempt, milliseconds. */
@@ -340,6 +342,12 @@ function readWebhookSettings(read: EnvReader): WebhookSettings {
     delivery: read.boolean("WEBHOOK_DELIVERY", true),
     allowPrivateUrls: read.boolean("WEBHOOK_ALLOW_PRIVATE_URLS", false),
     secretKey: webhookSecretKey(read.text("WEBHOOK_SECRET_KEY", ""), read.problems),
+    previousSecretKeys: read
+      .text("WEBHOOK_SECRET_KEY_PREVIOUS", "")
+      .split(",")
+      .filter((one) => one.trim() !== "")
+      .map((one) => webhookSecretKey(one, read.problems, "each of WEBHOOK_SECRET_KEY_PREVIOUS"))
+      .filter((key): key is Buffer => key !== undefined),
     retryScale: positiveFactor("WEBHOOK_RETRY_SCALE", read.text("WEBHOOK_RETRY_SCALE", "1"), read.problems),
     timeoutMs: read.integer("WEBHOOK_TIMEOUT_MS", 15_000, 100, 60_000),
     pollMs: read.integer("WEBHOOK_POLL_MS", 1_000, 10, 60_000),
@@ -413,7 +421,7 @@ function readStreamLimits(read: EnvReader): Config["streams"] {
 }
 
 /** WEBHOOK_SECRET_KEY: 32 bytes as 64 hex digits or base64; "" is no key. Never echoed in a problem. */
-function webhookSecretKey(raw: string, problems: string[]): Buffer | undefined {
+function webhookSecretKey(raw: string, problems: string[], name = "WEBHOOK_SECRET_KEY"): Buffer | undefined {
   const value = raw.trim();
   if (value === "") return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(value)
@@ -422,7 +430,7 @@ function webhookSecretKey(raw: string, problems: string[]): Buffer | undefined {
       ? Buffer.from(value, "base64")
       : undefined;
   if (key === undefined || key.length !== 32) {
-    problems.push("WEBHOOK_SECRET_KEY must be 32 bytes as 64 hex digits or base64 (use: openssl rand -hex 32)");
+    problems.push(`${name} must be 32 bytes as 64 hex digits or base64 (use: openssl rand -hex 32)`);
     return undefined;
   }
   return key;

@@ -23,7 +23,10 @@ export interface Signing {
 }
 
 export function buildSigning(config: Pick<Config, "issuer" | "webhooks">, database: Database, logger: Logger): Signing {
-  const store = mariadbSigningKeys(database.write, new WebhookSecretBox(config.webhooks.secretKey));
+  const store = mariadbSigningKeys(
+    database.write,
+    new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys),
+  );
   const signer = new Signer(store, { issuer: config.issuer });
   const published = new PublishedKeys(store, { issuer: config.issuer });
   const boards = new BoardSignatures({

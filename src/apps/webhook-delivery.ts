@@ -14,6 +14,7 @@ import { checkWebhookTarget } from "../outbound/address-guard.js";
 import { createWebhookTransport } from "../outbound/webhook-sender.js";
 import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
+import { resealSecrets } from "../storage/secret-reseal.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../storage/webhooks.js";
 import { type DeliveryObserver, DeliveryWorker } from "../webhooks/delivery-worker.js";
@@ -31,7 +32,7 @@ export interface WebhookDelivery {
 
 /** The store the services use (endpoints, deliveries), with the secrets' key. */
 export function webhookStore(settings: WebhookSettings, database: Database): MariadbWebhookStore {
-  return new MariadbWebhookStore(database.write, new WebhookSecretBox(settings.secretKey));
+  return new MariadbWebhookStore(database.write, new WebhookSecretBox(settings.secretKey, settings.previousSecretKeys));
 }
 
 /**
@@ -70,6 +71,8 @@ export function startWebhookDelivery(
   const store = webhookStore(settings, database);
   if (settings.secretKey === undefined) {
     logger.info("WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored unencrypted (docs/webhooks.md)");
+  } else {
+    void resealAtStart(settings, database, logger);
   }
   // The queue gauges are read on every instance, delivering or not: "no instance delivers" shows anywhere.
   const stopReading = readQueueState(store, metrics);
@@ -97,6 +100,31 @@ export function startWebhookDelivery(
       transport.close();
     },
   };
+}
+
+/**
+ * Seals again under WEBHOOK_SECRET_KEY what was stored plain or under a previous key (storage/secret-reseal.ts),
+ * once per start, in the background; says what it did, and warns about values no key of the ring opens.
+ */
+async function resealAtStart(settings: WebhookSettings, database: Database, logger: Logger): Promise<void> {
+  try {
+    const box = new WebhookSecretBox(settings.secretKey, settings.previousSecretKeys);
+    const report = await resealSecrets(database.write, box);
+    if (report.resealed > 0) {
+      logger.info(
+        { resealed: report.resealed },
+        "secrets stored plain or under a previous key sealed again under WEBHOOK_SECRET_KEY",
+      );
+    }
+    if (report.unreadable > 0) {
+      logger.warn(
+        { unreadable: report.unreadable },
+        "stored secrets that neither WEBHOOK_SECRET_KEY nor WEBHOOK_SECRET_KEY_PREVIOUS opens: add the key that sealed them",
+      );
+    }
+  } catch (error) {
+    logger.warn({ err: error }, "re-sealing the stored secrets failed; the next start tries again");
+  }
 }
 
 /** Counts every attempt and finished delivery, and logs a delivery that failed for good. */

@@ -64,7 +64,7 @@ export async function runDemo(args: string[]): Promise<void> {
       const issued = await issueDemoKeys(db);
       await ensureDemoRace(db, config.defaultAvatarUrl);
       // Final results are signed (docs/verify.md): the demo has an active key without any setting.
-      const box = new WebhookSecretBox(config.webhooks.secretKey);
+      const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
       await ensureActiveKey(mariadbSigningKeys(db.write, box), Math.floor(Date.now() / 1000));
       return issued;
     },

@@ -15,7 +15,7 @@ import { RUN } from "./usage.js";
 
 function withSigningKeys<T>(work: (store: SigningKeyStore) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const box = new WebhookSecretBox(config.webhooks.secretKey);
+  const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
   return withDatabase((db) => work(mariadbSigningKeys(db.write, box)), { config });
 }
 

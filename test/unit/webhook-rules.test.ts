@@ -232,6 +232,7 @@ describe("the webhook settings", () => {
       delivery: true,
       allowPrivateUrls: false,
       secretKey: undefined,
+      previousSecretKeys: [],
       retryScale: 1,
       timeoutMs: 15_000,
       pollMs: 1_000,
@@ -239,10 +240,12 @@ describe("the webhook settings", () => {
       manualSendsPerMinute: 10,
     });
     const key = randomBytes(32);
+    const previous = [randomBytes(32), randomBytes(32)];
     const set = loadConfig({
       WEBHOOK_DELIVERY: "false",
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
       WEBHOOK_SECRET_KEY: key.toString("hex"),
+      WEBHOOK_SECRET_KEY_PREVIOUS: `${previous[0]?.toString("hex")}, ${previous[1]?.toString("base64")}`,
       WEBHOOK_RETRY_SCALE: "0.001",
       WEBHOOK_TIMEOUT_MS: "500",
       WEBHOOK_POLL_MS: "50",
@@ -253,6 +256,7 @@ describe("the webhook settings", () => {
       delivery: false,
       allowPrivateUrls: true,
       secretKey: key,
+      previousSecretKeys: previous,
       retryScale: 0.001,
       timeoutMs: 500,
       pollMs: 50,
