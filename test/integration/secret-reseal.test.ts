@@ -19,7 +19,7 @@ describe("re-sealing stored secrets", () => {
   const database = useTestDatabase("secret_reseal");
   const pool = () => database.db.write;
 
-  async function stored(): Promise<Record<string, Buffer>> {
+  async function stored(): Promise<Record<"ep_1" | "ep_2" | "previous" | "signing", Buffer>> {
     const [endpoints] = await pool().query<RowDataPacket[]>(
       "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id",
     );
