@@ -97,7 +97,7 @@ export interface WebhookSettings {
   /** The 32-byte AES-256-GCM key that encrypts signing secrets at rest; undefined: stored unencrypted. */
   readonly secretKey: Buffer | undefined;
   /** WEBHOOK_SECRET_KEY_PREVIOUS: keys that sealed secrets before the current one (they open, never seal). */
-  readonly previousSecretKeys: readonly Buffer[];
+  readonly previousSecretKeys?: readonly Buffer[];
   /** Multiplies the retry schedule (5 s … 24 h) and the 5-day disable rule; 1 in production. */
   readonly retryScale: number;
   /** Deadline of one delivery attempt, milliseconds. */
