@@ -36,6 +36,7 @@ import { isWebhookEventType, type WebhookEventType, webhookBody } from "../value
 import { ensureAffiliate } from "./affiliates.js";
 import { numberOrNull, textOrNull } from "./row-values.js";
 import { inTransaction } from "./transactions.js";
+import { recordLostAttempts } from "./webhook-lost-claims.js";
 import { insertEvent } from "./webhook-outbox.js";
 import type { WebhookSecretBox } from "./webhook-secrets.js";
 
@@ -464,6 +465,7 @@ async function lease(
   );
   const mine = locked.map((row) => String(row.id));
   if (mine.length === 0) return [];
+  await recordLostAttempts(connection, mine, nowMs, leaseMs);
   // The cross-node guard (see the module comment): only rows still pending and unleased are taken.
   // The lease's end is also the next attempt: a claim that is never finished is due again then.
   await connection.query(

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
 import type { StoredWebhookEndpoint } from "../../src/ports/webhooks.js";
 import { openDatabase } from "../../src/storage/database.js";
+import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { type AttemptResult, DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
@@ -252,7 +253,7 @@ describe("a fleet of workers", () => {
     }
   }, 90_000);
 
-  it("a worker that dies holding a claim: its lease runs out and another worker sends the delivery; the dead one's late record is refused", async () => {
+  it("a worker that dies holding a claim: its lease runs out, its attempt is logged as unknown and another worker sends the delivery; the dead one's late record is refused", async () => {
     const { endpoint: ep, secret } = await endpoint();
     const delivery = await store.sendTestEvent(ep.id, 1793491200, { orphan: true });
     // The dying worker's claim, as it stood when the process was killed: leased for 300 ms, never finished.
@@ -279,7 +280,15 @@ describe("a fleet of workers", () => {
     });
     expect(stale).toBe(false);
     const stored = await store.findDelivery(delivery.id);
-    expect([stored?.state, stored?.attempts, stored?.attemptLog.map((a) => a.status)]).toEqual(["delivered", 1, [200]]);
+    // The dead worker's attempt is in the log as unknown (it may have arrived), then the survivor's.
+    expect([stored?.state, stored?.attempts, stored?.attemptLog.map((a) => [a.attempt, a.status, a.error])]).toEqual([
+      "delivered",
+      2,
+      [
+        [1, null, LOST_ATTEMPT_ERROR],
+        [2, 200, null],
+      ],
+    ]);
   });
 });
 
@@ -328,7 +337,15 @@ describe("the database lost mid-delivery", () => {
     expect(got.map((r) => r.headers["webhook-id"])).toEqual([delivery.messageId, delivery.messageId]);
     for (const r of got) expect(new Webhook(secret).verify(r.body, r.headers)).toMatchObject({ data: { lost: true } });
     const stored = await store.findDelivery(delivery.id);
-    expect([stored?.state, stored?.attempts]).toEqual(["delivered", 1]);
+    // Two POSTs arrived, and the log has both: the unrecorded one as unknown, then the delivered one.
+    expect([stored?.state, stored?.attempts, stored?.attemptLog.map((a) => [a.attempt, a.status, a.error])]).toEqual([
+      "delivered",
+      2,
+      [
+        [1, null, LOST_ATTEMPT_ERROR],
+        [2, 200, null],
+      ],
+    ]);
   });
 });
 
