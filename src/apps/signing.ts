@@ -27,7 +27,10 @@ export function buildSigning(config: Pick<Config, "issuer" | "webhooks">, databa
     database.write,
     new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys),
   );
-  const signer = new Signer(store, { issuer: config.issuer });
+  const signer = new Signer(store, {
+    issuer: config.issuer,
+    onSigned: (kid) => logger.debug({ kid }, "signed with the active signing key"),
+  });
   const published = new PublishedKeys(store, { issuer: config.issuer });
   const boards = new BoardSignatures({
     signer,

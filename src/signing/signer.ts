@@ -19,6 +19,8 @@ export interface SignerOptions {
   /** How long the active key read from the store is used before it is read again. */
   readonly refreshMs?: number;
   readonly now?: () => number;
+  /** Told of each signature (the key's id, never the key): a debug log line. */
+  readonly onSigned?: (kid: string) => void;
 }
 
 interface HeldKey {
@@ -52,6 +54,7 @@ export class Signer implements PayloadSigner {
       .setProtectedHeader({ alg: "EdDSA", kid: held.kid })
       .sign(held.key);
     this.count += 1;
+    this.options.onSigned?.(held.kid);
     return { jws, kid: held.kid };
   }
 
