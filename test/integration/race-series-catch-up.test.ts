@@ -13,13 +13,12 @@ import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
 import type { Races } from "../../src/races/races.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
-import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey, wager } from "../support/fixtures.js";
 import { instanceRaces, ok, raceNamed, raceTable } from "../support/races.js";
-import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { quickDeliveryWorker, startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("race_series_catch_up");
 const DAY = 86_400;
@@ -119,14 +118,7 @@ describe("a daily series after every instance was down", () => {
     const current = ok(await a.get(affiliateId, "daily"));
     expect([current.race.id, current.state, raceTable(current)]).toEqual([ids[3], "live", [[1, "bob", "1", "10"]]]);
 
-    const worker = new DeliveryWorker({
-      store,
-      transport,
-      retryScale: 0.001,
-      timeoutMs: 3_000,
-      pollMs: 20,
-      instance: "t",
-    });
+    const worker = quickDeliveryWorker(store, transport, "t");
     while ((await worker.runOnce()) > 0);
     const events = receiver.received.map(
       (request) => new Webhook(secret).verify(request.body, request.headers) as Received,

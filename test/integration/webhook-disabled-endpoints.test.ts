@@ -13,14 +13,13 @@ import { Metrics } from "../../src/observability/metrics.js";
 import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
-import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, affiliateKey } from "../support/fixtures.js";
 import { until } from "../support/polling.js";
 import { instanceRaces, ok, raceNamed } from "../support/races.js";
-import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { quickDeliveryWorker, startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_disabled_endpoints");
 const secretKey = randomBytes(32);
@@ -53,14 +52,7 @@ describe("a disabled endpoint", () => {
       secret,
     });
     const races = instanceRaces(database.db, { now: () => now, freeze: "primary" });
-    const worker = new DeliveryWorker({
-      store,
-      transport,
-      retryScale: 0.001,
-      timeoutMs: 3_000,
-      pollMs: 20,
-      instance: "t",
-    });
+    const worker = quickDeliveryWorker(store, transport, "t");
     const race = ok(await races.create(affiliateId, raceNamed("gone", "Gone", [NOV_1, NOV_1 + 3600]))).race;
     // The receiver answers 410 Gone to the start: the endpoint is disabled.
     receiver.answer(() => ({ status: 410 }));

@@ -13,13 +13,13 @@ import type { Races } from "../../src/races/races.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import type { WebhookEventType } from "../../src/values/webhook-events.js";
-import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
+import type { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
 import { instanceRaces, raceNamed } from "../support/races.js";
-import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { quickDeliveryWorker, startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_race_events");
 const END = NOV_16 - 1;
@@ -47,7 +47,7 @@ function receiverEndpoint(id: string, affiliate: string, eventTypes: WebhookEven
 }
 
 function worker(): DeliveryWorker {
-  return new DeliveryWorker({ store, transport, retryScale: 0.001, timeoutMs: 3_000, pollMs: 20, instance: "test" });
+  return quickDeliveryWorker(store, transport, "test");
 }
 
 beforeAll(async () => {

@@ -1,8 +1,11 @@
 /**
  * A webhook receiver on 127.0.0.1 for tests: records every request (headers, body, when) and answers
- * what the test says, per request. Verifies nothing itself: tests verify with `standardwebhooks`.
+ * what the test says, per request. Verifies nothing itself: tests verify with `standardwebhooks`. And a delivery
+ * worker for such tests.
  */
 import http from "node:http";
+import type { WebhookStore } from "../../src/ports/webhooks.js";
+import { DeliveryWorker, type WebhookTransport } from "../../src/webhooks/delivery-worker.js";
 import { listenOnFreePort } from "./listen.js";
 
 export interface ReceivedWebhook {
@@ -89,4 +92,16 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * A delivery worker as the webhook tests run it by hand (runOnce): the schedule's steps a thousand times shorter, a
+ * 3 s timeout and polls every 20 ms.
+ */
+export function quickDeliveryWorker(
+  store: WebhookStore,
+  transport: WebhookTransport,
+  instance: string,
+): DeliveryWorker {
+  return new DeliveryWorker({ store, transport, retryScale: 0.001, timeoutMs: 3_000, pollMs: 20, instance });
 }
