@@ -6,7 +6,7 @@
  *
  * The page's own request is admitted and validated as the stream is (a publishable key in `?key=`),
  * with the status the stream would answer. A refusal shows viewers a neutral line and the streamer
- * the reason (console; the page too outside OBS); a refusal that can pass (a limit, a 503, a key
+ * the reason (console; the page too when top-level outside OBS); a refusal that can pass (a limit, a 503, a key
  * not known yet) is tried again by the page itself, with backoff. Player data is only ever set as
  * text (see parts/overlay-page-assets.ts); the page sends no Referer (its address holds the key).
  */

@@ -10,24 +10,28 @@
  * by itself after every refusal, with backoff (also when the page itself was
  * refused for now), sizes the text so that numUsers rows fill the source's
  * height, and shows viewers a neutral line while the detail goes to the
- * console (and to the page outside OBS).
+ * console (and to a top-level page outside OBS; not in a frame).
  */
 
 export const OVERLAY_STYLE = `
-:root{color-scheme:dark;--fg:#f5f7fa;--muted:#9aa4b2;--bg:#0f1218;--row:#1a1f29;--line:#2a3140;--gold:#f5c542;--silver:#c9d1dc;--bronze:#d08a4e;--live:#36d67a;--warn:#ffb020;--shadow:none}
-:root.theme-light{color-scheme:light;--fg:#10141b;--muted:#5b6473;--bg:#f4f6f9;--row:#fff;--line:#dde2ea;--gold:#b8860b;--silver:#6b7686;--bronze:#a0522d}
-:root.theme-transparent{color-scheme:normal;--bg:transparent;--row:rgba(10,12,18,.55);--line:rgba(255,255,255,.12);--shadow:0 1px 3px rgba(0,0,0,.9)}
+:root{color-scheme:dark;--fg:#f5f7fa;--muted:#9aa4b2;--bg:#0f1218;--row:#1a1f29;--line:#2a3140;--gold:#f5c542;--silver:#c9d1dc;--bronze:#d08a4e;--live:#36d67a;--warn:#ffb020;--review:#7fb2ff;--shadow:none;--panel:transparent}
+:root.theme-light{color-scheme:light;--fg:#10141b;--muted:#5b6473;--bg:#f4f6f9;--row:#fff;--line:#dde2ea;--gold:#b8860b;--silver:#6b7686;--bronze:#a0522d;--review:#2f5fb3}
+:root.theme-transparent{color-scheme:normal;--bg:transparent;--muted:#cfd6e0;--bronze:#eaa66c;--row:rgba(10,12,18,.8);--panel:rgba(10,12,18,.8);--line:rgba(255,255,255,.14);--shadow:0 1px 2px rgba(0,0,0,.95)}
 *{box-sizing:border-box}
 html{background:var(--bg);font-size:16px}
 body{margin:0;background:transparent;color:var(--fg);font:500 1rem/1.25 system-ui,-apple-system,"Segoe UI",Roboto,Ubuntu,sans-serif;text-shadow:var(--shadow);padding:.5em .6em}
 .board{max-width:46em;margin:0 auto}
-header{display:flex;align-items:baseline;gap:.6em;flex-wrap:wrap;margin-bottom:.45em}
-h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em}
+header{display:flex;align-items:baseline;gap:.6em;flex-wrap:wrap;margin-bottom:.45em;background:var(--panel);border-radius:.45em}
+.theme-transparent header{padding:.3em .6em}
+h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em;min-width:0;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .period{margin:0;color:var(--muted);font-size:.8em;flex:1}
 .status{font-size:.7em;text-transform:uppercase;letter-spacing:.08em;color:var(--muted)}
 .status::before{content:"";display:inline-block;width:.6em;height:.6em;border-radius:50%;margin-right:.4em;background:var(--muted)}
 .status.live::before{background:var(--live)}
 .status.retrying::before{background:var(--warn)}
+.status.reviewing::before{background:var(--review)}
+.status.final::before{background:var(--gold)}
+.status.cancelled::before{background:transparent;border:1px solid var(--muted)}
 .message{margin:.3em 0 .5em;padding:.45em .7em;border-radius:.4em;background:var(--row);border-left:.25em solid var(--warn);font-size:.85em}
 .detail{margin:0 0 .5em;padding:0 .7em;color:var(--muted);font-size:.7em;overflow-wrap:anywhere}
 .list{list-style:none;margin:0;padding:0;display:grid;gap:.3em}
@@ -42,12 +46,18 @@ h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em}
 .avatar img.ready{opacity:1}
 .name{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .total{font-weight:700;font-variant-numeric:tabular-nums;text-align:right}
-.empty{color:var(--muted);text-align:center;padding:1em}
-.next{margin:0 0 .45em;color:var(--muted);font-size:.75em}
+.empty{color:var(--muted);text-align:center;padding:1em;background:var(--panel);border-radius:.45em}
+.next{margin:0 0 .45em;color:var(--muted);font-size:.75em;background:var(--panel);border-radius:.4em;justify-self:start;width:fit-content}
+.theme-transparent .next{padding:.2em .6em}
+.theme-transparent .detail{background:var(--panel)}
 .race .period{white-space:nowrap;font-variant-numeric:tabular-nums}
 .race .row{grid-template-columns:2em 1.8em minmax(0,1fr) minmax(5em,auto) minmax(8.5em,auto)}
 .race .total{font-weight:500;color:var(--muted);font-size:.85em}
 .prize{font-weight:800;text-align:right;color:var(--gold);font-variant-numeric:tabular-nums}
+.prize-row .avatar{visibility:hidden}
+.race .prize-row{grid-template-columns:2em 1.8em minmax(0,1fr) minmax(8.5em,auto)}
+.race .prize-row .total{display:none}
+.race[data-state=cancelled] .list{display:none}
 .race[data-state=final] .period{color:var(--gold);font-weight:700}
 @media (max-width:30em){.race .row{grid-template-columns:2em 1.8em minmax(0,1fr) minmax(6em,auto)}.race .total{display:none}}
 `.trim();
@@ -66,15 +76,37 @@ export const OVERLAY_SCRIPT = `
   const detail = document.getElementById("detail");
   const period = document.getElementById("period");
   const nextLine = document.getElementById("next");
-  // OBS's browser source defines window.obsstudio: there the page is on stream, so viewers see only the neutral line.
-  const onStream = typeof window.obsstudio === "object" && window.obsstudio !== null;
+  // Where viewers may see the page, they see only the neutral line: OBS's browser source (it defines window.obsstudio
+  // and its user agent says "OBS/…") or a frame in someone's site. The streamer's detail: a top-level page outside OBS.
+  const inFrame = (() => {
+    try {
+      return window.top !== window.self;
+    } catch {
+      return true;
+    }
+  })();
+  const onStream =
+    (typeof window.obsstudio === "object" && window.obsstudio !== null) || /\\bOBS\\//.test(navigator.userAgent) || inFrame;
   const RETRYING = "The leaderboard will be back in a moment.";
   const STOPPED = "The leaderboard is not available right now.";
   let source;
   let retryMs = 1000;
+  // A race (config.race): the latest event, and the server's clock less the browser's (seconds; see serverClock).
+  let race = null;
+  let skew = null;
   let shown = new Map();
 
+  // The connection ("live", "retrying"); on a race's page, once connected, the race's own state instead.
+  let connected = false;
+  const RACE_STATES = { scheduled: "scheduled", live: "live", reviewing: "in review", final: "final", cancelled: "cancelled" };
   const setStatus = (state, text) => {
+    connected = state === "live";
+    if (connected && config.race) {
+      const known = race !== null && RACE_STATES[race.state] !== undefined;
+      status.className = "status " + (known ? race.state : "");
+      status.textContent = known ? RACE_STATES[race.state] : "connecting";
+      return;
+    }
     status.className = "status " + state;
     status.textContent = text;
   };
@@ -206,8 +238,6 @@ export const OVERLAY_SCRIPT = `
   };
 
   // A race (config.race): each event is the race as REST shows it; times count from the server's own "now".
-  let race = null;
-  let skew = 0;
   const span = (seconds) => {
     const s = Math.max(0, Math.floor(seconds));
     const hms = [Math.floor(s / 3600) % 24, Math.floor(s / 60) % 60, s % 60]
@@ -228,6 +258,8 @@ export const OVERLAY_SCRIPT = `
     const [whole, fraction] = text.split(".");
     return whole.replace(/\\B(?=(\\d{3})+(?!\\d))/g, ",") + (fraction === undefined ? "" : "." + fraction);
   };
+  // The final results' line, piece by piece (a later piece, such as a signature's mark, is one more item).
+  const finalParts = (r) => ["Final results", ...(r.result ? ["digest " + r.result.digest.slice(0, 12)] : [])];
   const tick = () => {
     if (race === null) return;
     const now = Date.now() / 1000 + skew;
@@ -235,7 +267,7 @@ export const OVERLAY_SCRIPT = `
       scheduled: () => "Starts in " + span(race.startsAt - now),
       live: () => "Ends in " + span(race.endsAt + 1 - now),
       reviewing: () => "In review · final results in " + span(race.finalAt + 1 - now),
-      final: () => "Final results" + (race.result ? " · digest " + race.result.digest.slice(0, 12) : ""),
+      final: () => finalParts(race).join(" · "),
     };
     period.textContent = (times[race.state] || (() => "Cancelled"))();
     const next = race.next;
@@ -245,26 +277,65 @@ export const OVERLAY_SCRIPT = `
       nextLine.textContent = "Next race " + (wait < 86400 ? "starts in " + span(wait) : "starts " + when(next.startsAt));
     }
   };
+  // The server's clock: "now" is whole seconds, so each event says only that the server's clock is at least now.
+  // The offset takes the highest such bound and never moves back for a lower one (which made a second last two),
+  // unless the server's clock itself went back by more than the 2 s a bound can lag.
+  const serverClock = (now) => {
+    const bound = now - Date.now() / 1000;
+    if (skew === null || bound > skew || bound < skew - 2) skew = bound;
+  };
+  // The countdown changes as the server's second changes: the next tick just after it.
+  const ticking = () => {
+    const now = Date.now() / 1000 + (skew || 0);
+    setTimeout(() => {
+      tick();
+      ticking();
+    }, Math.ceil((Math.ceil(now) - now) * 1000) + 20);
+  };
+  const ordinal = (n) => n + (n % 100 >= 11 && n % 100 <= 13 ? "th" : ["th", "st", "nd", "rd"][n % 10] || "th");
+  // Before the start, the prize table: one row per paid place.
+  const prizeRow = ([place, prize]) => {
+    const row = document.createElement("li");
+    row.className = "row prize-row";
+    row.dataset.rank = place;
+    const avatar = cell("span", "avatar", "");
+    row.append(cell("span", "rank", place), avatar, cell("span", "name", ordinal(Number(place)) + " place"));
+    row.append(cell("span", "total", ""), cell("span", "prize", prize));
+    return row;
+  };
   const renderRace = (data) => {
     const previous = race;
     race = JSON.parse(data).data;
-    skew = race.now - Date.now() / 1000;
+    serverClock(race.now);
+    if (connected) setStatus("live", "live");
     // Read again unchanged (every 3 s without a stream): only the clock moves.
     if (previous !== null && previous.version === race.version && race.version !== undefined) return void tick();
-    config.numUsers = Math.max(race.shown || 0, race.entries.length, 1);
     title.textContent = race.title;
     document.title = race.title;
     board.dataset.state = race.state;
     const weighted = race.rankBy === "weighted";
     const paid = (prize) => (prize && !/^0*(\\.0*)?$/.test(prize) ? exact(prize) + " " + race.currency : "");
-    show(
-      race.entries.map((entry) => [
-        String(entry.rank),
-        entry,
-        (weighted ? entry.weightedWageredDecimal : entry.totalWageredDecimal) || "0",
-        paid(entry.prize),
-      ]),
-    );
+    if (race.state === "scheduled" || race.state === "cancelled") {
+      const prizes = race.state === "cancelled" ? [] : race.prizes.map((p, i) => [String(i + 1), paid(p)]);
+      const rows = prizes.filter(([, prize]) => prize !== "").map(prizeRow);
+      config.numUsers = Math.max(rows.length, 1);
+      shown = new Map();
+      list.replaceChildren(...rows);
+      empty.textContent = "Prizes to be announced.";
+      empty.hidden = rows.length > 0 || race.state === "cancelled";
+      say("", "");
+    } else {
+      config.numUsers = Math.max(race.shown || 0, race.entries.length, 1);
+      empty.textContent = "No wagers yet in this race.";
+      show(
+        race.entries.map((entry) => [
+          String(entry.rank),
+          entry,
+          (weighted ? entry.weightedWageredDecimal : entry.totalWageredDecimal) || "0",
+          paid(entry.prize),
+        ]),
+      );
+    }
     tick();
     fit();
   };
@@ -349,7 +420,7 @@ export const OVERLAY_SCRIPT = `
   };
 
   window.addEventListener("resize", fit);
-  if (config.race) setInterval(tick, 1000);
+  if (config.race) ticking();
   const problem = config.problem;
   if (problem === undefined) {
     fit();
