@@ -79,14 +79,20 @@ function chainProblems(results: readonly string[]): string[] {
 async function frozenRace(affiliateId: number, slug: string, start: number, end: number): Promise<string> {
   const races = instanceA();
   const created = ok(
-    await races.create(affiliateId, {
-      slug,
-      title: `Race ${slug}`,
-      startTimestamp: start,
-      endTimestamp: end,
-      prizes: ["100.00", "50.00"],
-      reviewSeconds: 0,
-    }),
+    await races.create(
+      affiliateId,
+      {
+        slug,
+        title: `Race ${slug}`,
+        startTimestamp: start,
+        endTimestamp: end,
+        prizes: ["100.00", "50.00"],
+        reviewSeconds: 0,
+      },
+      [],
+      undefined,
+      end < now,
+    ),
   );
   now = end + 1;
   await races.tick();
