@@ -5,13 +5,12 @@
  */
 
 import { userInfo } from "node:os";
-import { DateTime } from "luxon";
 import { parseDuration } from "../auth/key-admin.js";
 import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
 import { loadConfig } from "../config.js";
 import type { RaceActor } from "../ports/race-history.js";
 import { NO_AFFILIATE } from "../ports/races.js";
-import type { RaceDefinitionFields } from "../races/race-rules.js";
+import type { RaceDefinitionFields, RacePatch } from "../races/race-rules.js";
 import { RACE_STATES, type RaceState } from "../races/race-state.js";
 import { type RaceOutcome, Races, type RaceView } from "../races/races.js";
 import { isRepeat, isTimeZone } from "../races/recurrence.js";
@@ -20,7 +19,8 @@ import { causalStandings, mariadbRaces, mariadbStandings } from "../storage/stor
 import type { Violation } from "../values/violation.js";
 import { isRankBy } from "../values/weights.js";
 import { alignColumns } from "./columns.js";
-import { DataError, isoSeconds, parseCommandOptions, UsageError, withDatabase } from "./common.js";
+import { DataError, parseCommandOptions, UsageError, withDatabase } from "./common.js";
+import { describeRace, parseTime, prizeTotal, zonedTime } from "./race-text.js";
 import { RUN } from "./usage.js";
 
 /** The options of the races commands that take a value. */
@@ -81,6 +81,10 @@ function parseRacesOptions(args: string[]) {
     "rank-by": { type: "string" },
     state: { type: "string", multiple: true },
     json: { type: "boolean", default: false },
+    "allow-past": { type: "boolean", default: false },
+    "no-prizes": { type: "boolean", default: false },
+    "no-excluded": { type: "boolean", default: false },
+    "this-race": { type: "boolean", default: false },
   });
 }
 
@@ -136,23 +140,6 @@ function outcomeValue<T>(outcome: RaceOutcome<T>, affiliate: string): T {
   }
 }
 
-/**
- * Unix seconds, or an ISO 8601 date or date-time: with an offset (Z, +02:00) as written, without one
- * in `timeZone` (default UTC), e.g. `2026-12-23T00:00` with --time-zone America/New_York.
- */
-export function parseTime(option: string, text: string, timeZone: string | undefined): number {
-  if (/^\d{1,12}$/.test(text)) return Number(text);
-  const parsed = DateTime.fromISO(text, { zone: timeZone ?? "UTC", setZone: true });
-  if (!parsed.isValid) {
-    throw new UsageError(
-      `${option} must be Unix seconds or an ISO 8601 date or time (2026-12-01, 2026-12-01T00:00:00Z), got "${text}"`,
-    );
-  }
-  const millis = parsed.toMillis();
-  if (millis % 1000 !== 0) throw new UsageError(`${option} must be a whole second, got "${text}"`);
-  return millis / 1000;
-}
-
 function requireAffiliate(values: Values, command: string): string {
   const affiliate = values.affiliate;
   if (affiliate === undefined || affiliate.length < 1 || affiliate.length > 64) {
@@ -192,7 +179,7 @@ function definitionOf(values: Values): RaceDefinitionFields {
     slug: values.slug ?? "",
     title: values.title ?? "",
     ...(values.start === undefined ? {} : { startTimestamp: parseTime("--start", values.start, zone) }),
-    ...(values.end === undefined ? {} : { endTimestamp: parseTime("--end", values.end, zone) }),
+    ...(values.end === undefined ? {} : { endTimestamp: parseTime("--end", values.end, zone, "end") }),
     ...(rankBy !== undefined && isRankBy(rankBy) ? { rankBy } : {}),
     prizes: values.prize ?? [],
     ...(values.currency === undefined ? {} : { currency: values.currency }),
@@ -202,6 +189,30 @@ function definitionOf(values: Values): RaceDefinitionFields {
     ...(shown === undefined ? {} : { shown }),
     ...(repeat !== undefined && isRepeat(repeat) ? { repeat } : {}),
     ...(timeZone === undefined ? {} : { timeZone }),
+  };
+}
+
+/**
+ * The change the options of `races update` ask for: only what they name; times without an offset in the race's
+ * zone. --prize replaces the whole prize table (--no-prizes empties it), --exclude the excluded users
+ * (--no-excluded empties them); the slug, repeat and zone do not change.
+ */
+function patchOf(values: Values, timeZone: string): RacePatch {
+  const fixed = [values.slug && "--slug", values.repeat && "--repeat", values["time-zone"] && "--time-zone"];
+  const named = fixed.filter((option): option is string => typeof option === "string");
+  if (named.length > 0) throw new UsageError(`races update cannot change ${named.join(", ")} (make a new race)`);
+  const { startTimestamp: _start, slug: _slug, title: _title, ...rules } = definitionOf({ ...values, start: "0" });
+  return {
+    ...(values.title === undefined ? {} : { title: values.title }),
+    ...(values.start === undefined ? {} : { startTimestamp: parseTime("--start", values.start, timeZone) }),
+    ...(values.end === undefined ? {} : { endTimestamp: parseTime("--end", values.end, timeZone, "end") }),
+    ...(values.prize === undefined && !values["no-prizes"] ? {} : { prizes: values.prize ?? [] }),
+    ...(values.exclude === undefined && !values["no-excluded"] ? {} : { excludedUserIds: values.exclude ?? [] }),
+    ...(rules.rankBy === undefined ? {} : { rankBy: rules.rankBy }),
+    ...(values.currency === undefined ? {} : { currency: values.currency }),
+    ...(values["min-wagered"] === undefined ? {} : { minWagered: values["min-wagered"] }),
+    ...(rules.reviewSeconds === undefined ? {} : { reviewSeconds: rules.reviewSeconds }),
+    ...(rules.shown === undefined ? {} : { shown: rules.shown }),
   };
 }
 
@@ -243,42 +254,11 @@ function cliActor(): RaceActor {
   return { kind: "cli", id: user };
 }
 
-/** The prize table's sum with its currency, e.g. "10000.00 USD"; "-" without prizes. */
-function prizeTotal(view: RaceView): string {
-  const { prizes, currency } = view.race;
-  if (prizes.length === 0) return "-";
-  const scale = Math.max(0, ...prizes.map((p) => p.split(".")[1]?.length ?? 0));
-  const units = prizes.reduce((sum, p) => {
-    const [whole = "0", fraction = ""] = p.split(".");
-    return sum + BigInt(whole + fraction.padEnd(scale, "0"));
-  }, 0n);
-  const text = units.toString().padStart(scale + 1, "0");
-  return `${scale === 0 ? text : `${text.slice(0, -scale)}.${text.slice(-scale)}`} ${currency}`;
-}
-
-function describeRace(view: RaceView): string {
-  const { race } = view;
-  const lines = [
-    `${race.id}  ${race.slug}  ${view.state}  ${race.title}`,
-    `  period   ${isoSeconds(race.startTimestamp)} to ${isoSeconds(race.endTimestamp)} (${race.startTimestamp}–${race.endTimestamp})` +
-      (race.repeat === "none" ? "" : `, repeats ${race.repeat} in ${race.timeZone}`),
-    `  final    ${isoSeconds(view.finalAt)} (review ${race.reviewSeconds} s)`,
-    `  ranks by ${race.rankBy}; prizes ${race.prizes.length === 0 ? "none" : `${race.prizes.join(" ")} ${race.currency}`}` +
-      `; shows ${race.shown}; minimum ${race.minWagered}` +
-      (race.excludedUserIds.length === 0 ? "" : `; excludes ${race.excludedUserIds.join(" ")}`),
-  ];
-  if (view.next !== null) lines.push(`  next     ${view.next.id} from ${isoSeconds(view.next.startsAt)}`);
-  if (race.digest !== null && race.frozenAt !== null) {
-    lines.push(`  result   frozen ${isoSeconds(race.frozenAt)}, digest ${race.digest}`);
-  }
-  return `${lines.join("\n")}\n`;
-}
-
 async function create(values: Values): Promise<void> {
   const affiliate = requireAffiliate(values, "create");
   const definition = definitionOf(values);
   const view = outcomeValue(
-    await withRaces(affiliate, (races, id) => races.create(id, definition, [], cliActor()), true),
+    await withRaces(affiliate, (races, id) => races.create(id, definition, [], cliActor(), values["allow-past"]), true),
     affiliate,
   );
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
@@ -325,8 +305,8 @@ async function list(values: Values): Promise<void> {
     view.race.id,
     view.race.slug,
     view.state,
-    isoSeconds(view.race.startTimestamp),
-    isoSeconds(view.race.endTimestamp),
+    zonedTime(view.race.startTimestamp, view.race.timeZone),
+    zonedTime(view.race.endTimestamp, view.race.timeZone),
     prizeTotal(view),
     view.race.title,
   ]);
@@ -353,10 +333,23 @@ async function show(idOrSlug: string | undefined, values: Values): Promise<void>
   if (view.unallocated !== "") process.stdout.write(`unallocated ${view.unallocated}\n`);
 }
 
-async function cancel(id: string | undefined, values: Values): Promise<void> {
-  if (id === undefined) throw new UsageError(`races cancel needs the race id (see: ${RUN} races list)`);
+/** The race a command names by id or by slug (a series' current race), with the affiliate's key. */
+function namedRace<T>(
+  affiliate: string,
+  idOrSlug: string,
+  work: (races: Races, key: number, race: RaceView) => Promise<RaceOutcome<T>>,
+): Promise<T> {
+  return withRaces(affiliate, async (races, key) => {
+    const race = outcomeValue(await races.get(key, idOrSlug), affiliate);
+    return outcomeValue(await work(races, key, race), affiliate);
+  });
+}
+
+async function cancel(idOrSlug: string | undefined, values: Values): Promise<void> {
+  if (idOrSlug === undefined)
+    throw new UsageError(`races cancel needs a race id or a series' slug (see: ${RUN} races list)`);
   const affiliate = requireAffiliate(values, "cancel");
-  const view = outcomeValue(await withRaces(affiliate, (races, key) => races.cancel(key, id, cliActor())), affiliate);
+  const view = await namedRace(affiliate, idOrSlug, (races, key, race) => races.cancel(key, race.race.id, cliActor()));
   if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
   process.stdout.write(
     `Cancelled race ${view.race.id} (${view.race.slug}) of affiliate ${affiliate}` +
@@ -364,10 +357,37 @@ async function cancel(id: string | undefined, values: Values): Promise<void> {
   );
 }
 
+async function remove(idOrSlug: string | undefined, values: Values): Promise<void> {
+  if (idOrSlug === undefined)
+    throw new UsageError(`races delete needs a race id or a series' slug (see: ${RUN} races list)`);
+  const affiliate = requireAffiliate(values, "delete");
+  const view = await namedRace(affiliate, idOrSlug, (races, key, race) => races.delete(key, race.race.id, cliActor()));
+  if (values.json) return void process.stdout.write(`${raceJson(view)}\n`);
+  process.stdout.write(
+    `Deleted race ${view.race.id} (${view.race.slug}) of affiliate ${affiliate}; the slug ${view.race.slug} is free.\n`,
+  );
+}
+
+async function update(idOrSlug: string | undefined, values: Values): Promise<void> {
+  if (idOrSlug === undefined)
+    throw new UsageError(`races update needs a race id or a series' slug (see: ${RUN} races list)`);
+  const affiliate = requireAffiliate(values, "update");
+  const scope = values["this-race"] ? "this-race" : "this-and-following";
+  const updated = await namedRace(affiliate, idOrSlug, (races, key, race) =>
+    races.update(key, race.race.id, patchOf(values, race.race.timeZone), [], cliActor(), scope),
+  );
+  if (values.json) return void process.stdout.write(`${raceJson(updated)}\n`);
+  const following =
+    updated.following.length === 0 ? "" : `; also the series' next race ${updated.following.join(", ")}`;
+  process.stdout.write(
+    `Updated race ${updated.race.id} of affiliate ${affiliate}${following}.\n${describeRace(updated)}`,
+  );
+}
+
 export async function racesCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   const { values, positionals } = parseRacesOptions(rest);
-  const maxPositionals = sub === "show" || sub === "cancel" ? 1 : 0;
+  const maxPositionals = sub === "show" || sub === "cancel" || sub === "update" || sub === "delete" ? 1 : 0;
   if (positionals.length > maxPositionals) {
     throw new UsageError(`unexpected argument ${JSON.stringify(positionals[maxPositionals])}`);
   }
@@ -380,6 +400,10 @@ export async function racesCommand(args: string[]): Promise<void> {
       return show(positionals[0], values);
     case "cancel":
       return cancel(positionals[0], values);
+    case "update":
+      return update(positionals[0], values);
+    case "delete":
+      return remove(positionals[0], values);
     default:
       throw new UsageError(`unknown races command "${sub ?? ""}"`);
   }

@@ -94,7 +94,8 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     synopsis:
       "--affiliate <affiliateId> --slug <slug> --title <text> --start <time> [--end <time>] [--prize <amount>...] " +
       "[--currency USD] [--min-wagered <amount>] [--exclude <userId>...] [--review <duration>] [--shown <n>] " +
-      "[--repeat none|daily|weekly|monthly] [--time-zone <IANA zone>] [--rank-by wagered|weighted] [--json]",
+      "[--repeat none|daily|weekly|monthly] [--time-zone <IANA zone>] [--rank-by wagered|weighted] [--allow-past] " +
+      "[--json]",
     summary: "define a race (or a recurring series) for an affiliate; the servers' clock starts, ends and freezes it",
     details:
       "  --affiliate    the platform's affiliate id that owns the race (required)\n" +
@@ -102,7 +103,8 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "  --title        shown above the board (up to 120 characters)\n" +
       "  --start        the first second that counts: Unix seconds or ISO 8601 (2026-12-01, 2026-12-01T00:00Z);\n" +
       "                 without an offset it is read in --time-zone (default UTC)\n" +
-      "  --end          the last second that counts, inclusive (required without --repeat; with it, computed)\n" +
+      "  --end          the last second that counts, inclusive (required without --repeat; with it, computed);\n" +
+      "                 a date alone is that whole day: --end 2026-12-31 ends at 23:59:59 in the race's zone\n" +
       "  --prize        the prize of rank 1, 2, ... in order, a decimal amount (repeat for each rank, up to 100)\n" +
       "  --currency     a label for the prizes' unit, e.g. USD (default USD)\n" +
       "  --min-wagered  the least total a user needs to be placed (default 0)\n" +
@@ -112,8 +114,10 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "  --repeat       a new race every day, week or month after the first, counted in --time-zone\n" +
       "  --time-zone    the IANA zone of a series' days and months, e.g. America/New_York (default UTC)\n" +
       "  --rank-by      wagered (default) or weighted totals\n" +
+      "  --allow-past   make a race whose end has already passed (refused without it: a typo in the year)\n" +
       "  --json         print the race as GET {BASE_PATH}/races/{id} shows it\n" +
-      "Exit 2 names every option at fault; exit 1 when the slug is taken by another race.",
+      "Times are printed in UTC and in the race's zone. Exit 2 names every option at fault; exit 1 when the slug\n" +
+      "is held by another series (a cancelled series' slug is free again).",
   },
   "races list": {
     synopsis:
@@ -127,8 +131,26 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     details: "  --json  print the race as GET {BASE_PATH}/races/{slug} shows it",
   },
   "races cancel": {
-    synopsis: "<raceId> --affiliate <affiliateId> [--json]",
+    synopsis: "<raceId|slug> --affiliate <affiliateId> [--json]",
     summary: "cancel a race that is not final (a series then creates no further race); again changes nothing",
+  },
+  "races update": {
+    synopsis:
+      "<raceId|slug> --affiliate <affiliateId> [--title <text>] [--start <time>] [--end <time>] " +
+      "[--prize <amount>...|--no-prizes] [--currency USD] [--min-wagered <amount>] [--exclude <userId>...|--no-excluded] " +
+      "[--review <duration>] [--shown <n>] [--rank-by wagered|weighted] [--this-race] [--json]",
+    summary: "change a race's rules and prizes until it ends, its period while it is scheduled",
+    details:
+      "  Only the options given change. Times without an offset are read in the race's zone; a date alone is\n" +
+      "  its first second as --start and its last (23:59:59) as --end.\n" +
+      "  --prize        replaces the whole prize table (repeat for each rank); --no-prizes empties it\n" +
+      "  --exclude      replaces the excluded users (repeatable); --no-excluded empties them\n" +
+      "  --this-race    change this race only: without it the series' next race, when it exists and is\n" +
+      "                 scheduled, gets the same change (its period excepted)",
+  },
+  "races delete": {
+    synopsis: "<raceId|slug> --affiliate <affiliateId> [--json]",
+    summary: "delete a race nobody has seen yet (scheduled, the first of its series); its slug is free again",
   },
   "webhooks create": {
     synopsis: "--affiliate <affiliateId> --url <https URL> --event <type>... [--description <text>] [--json]",

@@ -1,5 +1,5 @@
 /**
- * `topwagers races create|list|show|cancel` as an operator runs them (the built CLI against a test
+ * `topwagers races create|update|list|show|cancel|delete` as an operator runs them (the built CLI against a test
  * database): a race defined with prizes, a minimum and an excluded user, times as Unix seconds or ISO
  * in a time zone; its standings with a tie; the list by state; cancelling; every option at fault
  * named with exit 2, a race of another affiliate exit 1. Needs `npm run -s build`.
@@ -214,5 +214,73 @@ describe("topwagers races", () => {
       "error: --prize: prizes[1] (rank 2) must be a decimal amount of 0 or more with at most 12 digits before the point and 8 after",
       "       --min-wagered: minWagered must be a decimal amount of 0 or more with at most 12 digits before the point and 8 after",
     ]);
+  });
+
+  it("reads a date-only --end as the whole day in the race's zone, prints times in that zone, updates, cancels and deletes by slug", async () => {
+    const made = await races(
+      ...argv("create --affiliate cli-ny --slug december --title December --start 2026-12-01 --end 2026-12-31"),
+      ...argv("--time-zone America/New_York --prize 100 --json"),
+    );
+    expect([made.code, made.stderr]).toEqual([0, ""]);
+    // 1 December 00:00:00 and 31 December 23:59:59 in New York (UTC−5): 05:00:00Z and 04:59:59Z on 1 January.
+    const race = JSON.parse(made.stdout) as { id: string; startTimestamp: number; endTimestamp: number };
+    expect([race.startTimestamp, race.endTimestamp]).toEqual([1_796_101_200, 1_798_779_599]);
+
+    const shown = await races("show", "december", "--affiliate", "cli-ny");
+    expect(shown.stdout.split("\n").slice(0, 3)).toEqual([
+      `${race.id}  december  scheduled  December`,
+      "  period   2026-12-01T05:00:00Z (2026-12-01 00:00:00 America/New_York) to 2027-01-01T04:59:59Z " +
+        "(2026-12-31 23:59:59 America/New_York) (1796101200–1798779599)",
+      "  final    2027-01-02T04:59:59Z (2027-01-01 23:59:59 America/New_York) (review 86400 s)",
+    ]);
+
+    const updated = await races(
+      ...argv("update december --affiliate cli-ny --title Cup --end 2026-12-30 --prize 70 --prize 30 --json"),
+    );
+    expect([updated.code, updated.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(updated.stdout)).toMatchObject({
+      id: race.id,
+      title: "Cup",
+      endTimestamp: 1_798_779_599 - 86_400,
+      prizes: ["70", "30"],
+    });
+    const noSlugChange = await races(...argv("update december --affiliate cli-ny --slug other"));
+    expect([noSlugChange.code, noSlugChange.stderr.split("\n")[0]]).toEqual([
+      2,
+      "error: races update cannot change --slug (make a new race)",
+    ]);
+
+    const cancelled = await races("cancel", "december", "--affiliate", "cli-ny");
+    expect([cancelled.code, cancelled.stdout]).toEqual([
+      0,
+      `Cancelled race ${race.id} (december) of affiliate cli-ny.\n`,
+    ]);
+    // The cancelled race's slug is free again; the new race is deleted while nobody has seen it.
+    const again = await races(
+      ...argv("create --affiliate cli-ny --slug december --title December --start 2026-12-01 --end 2026-12-31 --json"),
+    );
+    expect(again.code).toBe(0);
+    const second = (JSON.parse(again.stdout) as { id: string; endTimestamp: number }).id;
+    const deleted = await races("delete", "december", "--affiliate", "cli-ny");
+    expect([deleted.code, deleted.stdout]).toEqual([
+      0,
+      `Deleted race ${second} (december) of affiliate cli-ny; the slug december is free.\n`,
+    ]);
+    const gone = await races("show", second, "--affiliate", "cli-ny");
+    expect(gone.code).toBe(1);
+    const old = await races("show", race.id, "--affiliate", "cli-ny", "--json");
+    expect((JSON.parse(old.stdout) as { state: string }).state).toBe("cancelled");
+  });
+
+  it("refuses a race that has already ended unless --allow-past", async () => {
+    const typo = argv("create --affiliate cli-past --slug typo --title Typo --start 2025-12-01 --end 2025-12-31");
+    const refused = await races(...typo);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.split("\n")[0]).toMatch(
+      /^error: --end: endTimestamp 1767225599 has already passed \(the server's clock is at \d+\): the race would be frozen as it stands\. Check the year, or send allowPast: true to record a race that is over$/,
+    );
+    const made = await races(...typo, "--allow-past", "--json");
+    expect(made.code).toBe(0);
+    expect(JSON.parse(made.stdout)).toMatchObject({ endTimestamp: 1_767_225_599, state: "reviewing" });
   });
 });
