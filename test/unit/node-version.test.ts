@@ -1,4 +1,5 @@
 /** The Node version check at start (issue 20, item 11): which versions `engines` allows. No process. */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { nodeVersionWarning, packageInfo } from "../../src/package-info.js";
 
@@ -25,6 +26,9 @@ describe("nodeVersionWarning", () => {
   });
 
   it("reads this package's own package.json", () => {
-    expect(packageInfo()).toEqual({ version: "0.1.0", nodeRange: RANGE });
+    const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
+    expect(packageInfo()).toEqual({ version, nodeRange: RANGE, commit: expect.any(String) });
+    // The commit a build recorded (dist/src/build-info.json), or "unknown" where nothing was built (this tier).
+    expect(packageInfo().commit).toMatch(/^(?:[0-9a-f]{12}(?:-dirty)?|unknown)$/);
   });
 });
