@@ -106,14 +106,21 @@ describe("the race clock with a failing race", () => {
       users.map((user, i) => wager(user.id, i < 90 ? String(1000 - i) : "5", NOV_1 + 30)),
     );
     const race = ok(
-      await races.create(cjk, {
-        slug: "cjk",
-        title: "大きなレース",
-        startTimestamp: NOV_1,
-        endTimestamp: END,
-        prizes: Array.from({ length: 100 }, () => "1.00"),
-        reviewSeconds: 0,
-      }),
+      await races.create(
+        cjk,
+        {
+          slug: "cjk",
+          title: "大きなレース",
+          startTimestamp: NOV_1,
+          endTimestamp: END,
+          prizes: Array.from({ length: 100 }, () => "1.00"),
+          reviewSeconds: 0,
+        },
+        [],
+        undefined,
+        // The clock has passed END already (the test before moved it): the race is made as history on purpose.
+        true,
+      ),
     ).race;
     now = END + 1;
     expect(await tick(races)).toEqual([]);
