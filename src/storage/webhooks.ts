@@ -38,6 +38,7 @@ import { numberOrNull, textOrNull } from "./row-values.js";
 import { inTransaction } from "./transactions.js";
 import { recordLostAttempts } from "./webhook-lost-claims.js";
 import { insertEvent } from "./webhook-outbox.js";
+import { inRaceOrder } from "./webhook-race-order.js";
 import type { WebhookSecretBox } from "./webhook-secrets.js";
 
 /**
@@ -421,7 +422,7 @@ interface ClaimOptions {
 
 /**
  * The oldest due deliveries, in the due index's order, at most `perEndpoint` of each endpoint and `limit` in
- * all. A plain read: only the rows picked are locked (by lease), so a worker claiming at the same time is not
+ * all, one race's events to an endpoint one after the other (./webhook-race-order.ts). A plain read: only the rows picked are locked (by lease), so a worker claiming at the same time is not
  * pushed onto later events by rows it skipped. Leased rows are not due (a claim moves next_attempt_at_ms to
  * the lease's end), so the scan reads only work that waits.
  */
@@ -433,14 +434,18 @@ async function pickDue(connection: PoolConnection, options: ClaimOptions): Promi
       ORDER BY next_attempt_at_ms, id LIMIT ?`,
     [nowMs, nowMs, Math.max(limit * 8, CLAIM_SCAN_ROWS)],
   );
+  const ordered = await inRaceOrder(
+    connection,
+    candidates.map((row) => ({ id: String(row.id), endpointId: String(row.endpoint_id) })),
+  );
   const counts = new Map(options.busyEndpoints);
   const ids: string[] = [];
-  for (const row of candidates) {
-    const endpoint = String(row.endpoint_id);
+  for (const row of ordered) {
+    const endpoint = row.endpointId;
     const count = counts.get(endpoint) ?? 0;
     if (count >= perEndpoint) continue;
     counts.set(endpoint, count + 1);
-    ids.push(String(row.id));
+    ids.push(row.id);
     if (ids.length >= limit) break;
   }
   return ids;
