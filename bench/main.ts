@@ -17,6 +17,7 @@ import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
 import { runRacesBench } from "./races.js";
+import { runSignedBoardsBench } from "./signed-boards.js";
 import { runStorageBench } from "./storage.js";
 import { runWebhooksBench } from "./webhooks.js";
 
@@ -90,6 +91,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runStorageBench,
     usage:
       "storage [--wagers 5000000] [--deliveries 100000]   bytes per wager in every table; the webhook history per delivery before and after retention",
+  },
+  "signed-boards": {
+    run: runSignedBoardsBench,
+    usage:
+      "signed-boards [--seconds 8] [--rounds 2] [--connections 32] [--streams 32]   REST and SSE throughput with every caller asking for signed boards vs unsigned",
   },
   http: {
     run: runHttpBench,

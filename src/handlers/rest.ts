@@ -44,7 +44,7 @@ export class RestApi {
   /** Request bodies seen lately, decoded: a client site sends the same few bodies again and again. */
   private readonly decodedBodies = new DecodedBodies();
   /** Signed bodies by the answer's entries (shared by every hit of a cached answer): plain, weighted. */
-  private readonly signedBodies = new WeakMap<object, Map<boolean, Promise<Body>>>();
+  private readonly signedBodies = new WeakMap<object, Map<boolean, Body | Promise<Body>>>();
 
   constructor(private readonly options: RestOptions) {
     this.path = `${options.basePath}${OPERATION_PATH}`;
@@ -93,9 +93,16 @@ export class RestApi {
       const weighted = answer.rankByAsked || answer.rankBy === "weighted";
       const render = () => bodyOf(renderEntries(answer.ranked, weighted));
       const { signatures } = this.options;
-      const body =
+      const signing =
         fields.signed === true && signatures !== undefined
-          ? await this.signedBody(signatures, answer, weighted, { affiliateId: admitted.caller.affiliateId, ...fields })
+          ? this.signedBody(signatures, answer, weighted, { affiliateId: admitted.caller.affiliateId, ...fields })
+          : undefined;
+      // A version signed already comes at once, without a promise (as a cached answer does).
+      const body =
+        signing !== undefined
+          ? signing instanceof Promise
+            ? await signing
+            : signing
           : answer.memoKey === undefined
             ? render()
             : this.renderedBodies.get(answer.memoKey, answer.numUsers * 2 + (weighted ? 1 : 0), render);
@@ -122,7 +129,7 @@ export class RestApi {
     answer: TopWagersAnswer,
     weighted: boolean,
     request: SignedRequest,
-  ): Promise<Body> {
+  ): Body | Promise<Body> {
     const { ranked } = answer;
     let bodies = this.signedBodies.get(ranked);
     if (bodies === undefined) {
@@ -144,12 +151,15 @@ export class RestApi {
         end: Number(request.values.endTimestamp),
         rankBy: answer.rankBy,
       };
-      body = signatures
-        .signedJson(version, board)
-        .then((signed) => bodyOf(withSigned(renderEntries(ranked, weighted), signed)));
-      bodies.set(weighted, body);
       const made = bodies;
-      body.catch(() => made.delete(weighted));
+      const signing = signatures.signedJson(version, board).then((signed) => {
+        const signedBody = bodyOf(withSigned(renderEntries(ranked, weighted), signed));
+        made.set(weighted, signedBody);
+        return signedBody;
+      });
+      signing.catch(() => made.delete(weighted));
+      made.set(weighted, signing);
+      body = signing;
     }
     return body;
   }

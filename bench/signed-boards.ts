@@ -1,0 +1,225 @@
+/**
+ * Signed boards scenario (issue 36 item 3): REST and SSE throughput when every caller asks for a signed board,
+ * against the same calls unsigned, in the same run and alternating rounds, on one server process with an active
+ * signing key. A board version is signed once (topwagers_board_signatures_total is read at the end), so asking
+ * for signatures should cost callers almost nothing.
+ *
+ *   npm run bench -- signed-boards [--seconds 8] [--rounds 2] [--connections 32] [--streams 32]
+ *
+ * REST: autocannon POSTs of one board (warm cache). SSE: a loop of `streams` concurrent viewers that each open
+ * the board's stream, read its first event and close, again and again (opens per second).
+ */
+import { request } from "node:http";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import { makeSigningKey } from "../src/signing/keys.js";
+import { openDatabase } from "../src/storage/database.js";
+import { mariadbSigningKeys } from "../src/storage/signing-keys.js";
+import { WebhookSecretBox } from "../src/storage/webhook-secrets.js";
+import { OCT_1, prepareDatabase } from "./http.js";
+import { fmt, machineDescription, startChild, table } from "./support.js";
+
+interface Options {
+  readonly seconds: number;
+  readonly rounds: number;
+  readonly connections: number;
+  readonly streams: number;
+}
+
+const REQUEST = { startTimestamp: OCT_1, endTimestamp: OCT_1 + 15 * 86_400 - 1, numUsers: 10 };
+
+async function activateKey(databaseUrl: string): Promise<void> {
+  const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
+  try {
+    const store = mariadbSigningKeys(db.write, new WebhookSecretBox(undefined));
+    const key = await makeSigningKey();
+    const now = Math.floor(Date.now() / 1000);
+    await store.insert(key, now);
+    await store.activate(key.kid, now);
+  } finally {
+    await db.close();
+  }
+}
+
+async function restRun(url: string, key: string, body: string, options: Options): Promise<number> {
+  const result = await autocannon({
+    url,
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body,
+    connections: options.connections,
+    duration: options.seconds,
+  });
+  if (result.non2xx + result.errors > 0) throw new Error(`${result.non2xx + result.errors} REST calls failed`);
+  return result.requests.average;
+}
+
+/** Opens the stream, reads up to its first board event, closes; resolves when the event came. */
+function firstBoard(port: number, path: string, key: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path, headers: { authorization: `Bearer ${key}` } }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        reject(new Error(`stream answered ${res.statusCode}`));
+        return;
+      }
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        text += chunk;
+        if (text.includes("event: board") && text.includes("\n\n", text.indexOf("event: board"))) {
+          resolve();
+          req.destroy();
+        }
+      });
+    });
+    req.on("error", (error) => reject(error));
+    req.end();
+  });
+}
+
+async function sseRun(port: number, key: string, signed: boolean, options: Options): Promise<number> {
+  const query = new URLSearchParams({
+    startTimestamp: String(REQUEST.startTimestamp),
+    endTimestamp: String(REQUEST.endTimestamp),
+    numUsers: String(REQUEST.numUsers),
+    ...(signed ? { signed: "true" } : {}),
+  });
+  const path = `/top-affiliate-wagers-by-period/stream?${query}`;
+  let opened = 0;
+  const until = performance.now() + options.seconds * 1000;
+  await Promise.all(
+    Array.from({ length: options.streams }, async () => {
+      while (performance.now() < until) {
+        await firstBoard(port, path, key);
+        opened += 1;
+      }
+    }),
+  );
+  return opened / options.seconds;
+}
+
+async function signatureCount(metricsPort: number): Promise<string> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  return text.split("\n").find((line) => line.startsWith("topwagers_board_signatures_total ")) ?? "(absent)";
+}
+
+export async function runSignedBoardsBench(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      seconds: { type: "string", default: "8" },
+      rounds: { type: "string", default: "2" },
+      connections: { type: "string", default: "32" },
+      streams: { type: "string", default: "32" },
+    },
+  });
+  const options: Options = {
+    seconds: Number(values.seconds),
+    rounds: Number(values.rounds),
+    connections: Number(values.connections),
+    streams: Number(values.streams),
+  };
+  const databaseUrl = process.env.BENCH_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench_signed";
+  const key = await prepareDatabase(databaseUrl);
+  await activateKey(databaseUrl);
+  const distDir = new URL(".", import.meta.url).pathname;
+  const metricsPort = 20_000 + (process.pid % 20_000);
+  const service = await startChild(
+    join(distDir, "../src/main.js"),
+    {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATABASE_URL: databaseUrl,
+      CACHE_TTL_MS: "600000",
+      RATE_LIMIT_POINTS: "1000000000",
+      STREAM_LIMIT_PER_ADDRESS: "100000",
+      INTERNAL_PORT: "0",
+      METRICS_PORT: String(metricsPort),
+      ISSUER: "https://casino.example",
+      LOG_LEVEL: "info",
+    },
+    { isListening: (line) => line.msg?.startsWith("topwagers listening") === true },
+  );
+  try {
+    const rows = await measure(service.port, key, options);
+    const signatures = await signatureCount(metricsPort);
+    process.stdout.write(report(rows, options, await machineDescription(databaseUrl), signatures));
+  } finally {
+    await service.stop();
+  }
+}
+
+type Row = { readonly round: number; readonly what: "REST" | "SSE"; readonly plain: number; readonly signed: number };
+
+async function measure(port: number, key: string, options: Options): Promise<Row[]> {
+  const url = `http://127.0.0.1:${port}/top-affiliate-wagers-by-period`;
+  const plainBody = JSON.stringify(REQUEST);
+  const signedBody = JSON.stringify({ ...REQUEST, signed: true });
+  const warm = { ...options, seconds: 2 };
+  // Warm up (JIT, pools, the cache, the first signature) before measuring.
+  await restRun(url, key, plainBody, warm);
+  await restRun(url, key, signedBody, warm);
+  await sseRun(port, key, false, warm);
+  await sseRun(port, key, true, warm);
+  const rows: Row[] = [];
+  for (let round = 1; round <= options.rounds; round++) {
+    // Alternate which goes first, so a drift of the shared machine does not favour one side.
+    const signedFirst = round % 2 === 0;
+    const rest = await pair(signedFirst, (signed) => restRun(url, key, signed ? signedBody : plainBody, options));
+    rows.push({ round, what: "REST", ...rest });
+    const sse = await pair(signedFirst, (signed) => sseRun(port, key, signed, options));
+    rows.push({ round, what: "SSE", ...sse });
+  }
+  return rows;
+}
+
+/** One unsigned and one signed run back to back, in the order given. */
+async function pair(
+  signedFirst: boolean,
+  run: (signed: boolean) => Promise<number>,
+): Promise<{ plain: number; signed: number }> {
+  if (signedFirst) {
+    const signed = await run(true);
+    return { signed, plain: await run(false) };
+  }
+  const plain = await run(false);
+  return { plain, signed: await run(true) };
+}
+
+function report(rows: readonly Row[], options: Options, machine: string, signatures: string): string {
+  // The sum over rounds of each side (each round's two runs are back to back), and the median of the rounds' ratios.
+  const ratio = (what: Row["what"]) => {
+    const of = rows.filter((row) => row.what === what);
+    return of.reduce((sum, row) => sum + row.signed, 0) / of.reduce((sum, row) => sum + row.plain, 0);
+  };
+  const median = (what: Row["what"]) => {
+    const ratios = rows.filter((row) => row.what === what).map((row) => row.signed / row.plain);
+    ratios.sort((x, y) => x - y);
+    const mid = Math.floor(ratios.length / 2);
+    return ratios.length % 2 === 1 ? (ratios[mid] ?? Number.NaN) : ((ratios[mid - 1] ?? 0) + (ratios[mid] ?? 0)) / 2;
+  };
+  return [
+    "",
+    `command: npm run bench -- signed-boards --seconds ${options.seconds} --rounds ${options.rounds} --connections ${options.connections} --streams ${options.streams}`,
+    `machine: ${machine}`,
+    `load: REST autocannon ${options.connections} connections (HTTP/1.1, one board, warm cache); SSE ${options.streams} concurrent viewers each opening the stream, reading its first board and closing, in a loop`,
+    "",
+    table(
+      ["round", "path", "unsigned /s", "signed /s", "signed vs unsigned"],
+      rows.map((row) => [
+        row.round,
+        row.what === "REST" ? "REST POST (req/s)" : "SSE opens to first board (/s)",
+        fmt(row.plain, 0),
+        fmt(row.signed, 0),
+        `${fmt((100 * row.signed) / row.plain, 1)}%`,
+      ]),
+    ),
+    "",
+    `signed / unsigned, all rounds summed: REST ${fmt(100 * ratio("REST"), 1)}%, SSE ${fmt(100 * ratio("SSE"), 1)}%; ` +
+      `median of the rounds: REST ${fmt(100 * median("REST"), 1)}%, SSE ${fmt(100 * median("SSE"), 1)}% (target >= 90%).`,
+    `signatures made by the server in the whole run: ${signatures}`,
+    "",
+  ].join("\n");
+}
