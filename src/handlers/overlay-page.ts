@@ -308,7 +308,7 @@ function page(theme: Theme, period: string, config: PageConfig): string {
     `<body><main id="board" class="board${config.race === undefined ? "" : " race"}">`,
     `<header><h1 id="title">${heading}</h1><p id="period" class="period">${escapeHtml(period)}</p>`,
     `<span id="status" class="status">${config.problem === undefined ? "connecting" : "offline"}</span></header>`,
-    `<p id="next" class="next" hidden></p>`,
+    `<p id="next" class="next" hidden></p><p id="mark" class="mark" hidden></p>`,
     `<p id="message" class="message" hidden></p><p id="detail" class="detail" hidden></p>`,
     `<ol id="list" class="list"></ol><p id="empty" class="empty" hidden>No wagers yet in this period.</p></main>`,
     `<script type="application/json" id="config">${scriptJson(config)}</script><script>${OVERLAY_SCRIPT}</script>`,

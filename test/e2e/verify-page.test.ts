@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { createKey } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
+import { until } from "../support/polling.js";
 import { useTestServer } from "../support/server.js";
 import { activeSigningKey, signedRace } from "../support/signed-races.js";
 
@@ -100,6 +102,30 @@ describe("the verify page", () => {
         "valid",
         `Signature valid: signed by ${ISSUER} with key ${kid}.`,
       ]);
+    },
+  );
+
+  it.skipIf(chromiumMissing !== undefined)(
+    "the overlay marks the final race as verified by the issuer, with the short link",
+    async () => {
+      const key = await createKey(server.database.db, "verify-aff", null, { publishable: true, allowedOrigins: [] });
+      const signed = (await (await fetch(`${server.baseUrl}/verify/${raceId}/signed`)).json()) as { jws: string };
+      const payload = JSON.parse(Buffer.from(signed.jws.split(".")[1] as string, "base64url").toString("utf8"));
+      const page = await context.newPage();
+      try {
+        await page.goto(`${server.baseUrl}/board?key=${key.secret}&race=${raceId}`);
+        const line = await until(
+          "the mark",
+          () => page.textContent("#mark"),
+          (t) => t?.includes("verified") === true,
+          15_000,
+        );
+        if (SCREENS !== undefined) await page.screenshot({ path: join(SCREENS, "overlay-final-verified.png") });
+        expect(line).toBe(`✓ verified by ${ISSUER} · 127.0.0.1:${server.port}/v/${raceId.slice("race_".length)}`);
+        expect(await page.textContent("#period")).toBe(`Final results · digest ${String(payload.digest).slice(0, 12)}`);
+      } finally {
+        await page.close();
+      }
     },
   );
 

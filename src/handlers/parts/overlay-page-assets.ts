@@ -25,6 +25,7 @@ header{display:flex;align-items:baseline;gap:.6em;flex-wrap:wrap;margin-bottom:.
 .theme-transparent header{padding:.3em .6em}
 h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em;min-width:0;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .period{margin:0;color:var(--muted);font-size:.8em;flex:1}
+.mark{margin:0 0 .45em;color:var(--gold);font-size:.75em;font-weight:700;overflow-wrap:anywhere}
 .status{font-size:.7em;text-transform:uppercase;letter-spacing:.08em;color:var(--muted)}
 .status::before{content:"";display:inline-block;width:.6em;height:.6em;border-radius:50%;margin-right:.4em;background:var(--muted)}
 .status.live::before{background:var(--live)}
@@ -76,6 +77,7 @@ export const OVERLAY_SCRIPT = `
   const detail = document.getElementById("detail");
   const period = document.getElementById("period");
   const nextLine = document.getElementById("next");
+  const markLine = document.getElementById("mark");
   // Where viewers may see the page, they see only the neutral line: OBS's browser source (it defines window.obsstudio
   // and its user agent says "OBS/…") or a frame in someone's site. The streamer's detail: a top-level page outside OBS.
   const inFrame = (() => {
@@ -258,6 +260,20 @@ export const OVERLAY_SCRIPT = `
     const [whole, fraction] = text.split(".");
     return whole.replace(/\\B(?=(\\d{3})+(?!\\d))/g, ",") + (fraction === undefined ? "" : "." + fraction);
   };
+  // A signed result's mark: its issuer (read from the signed payload; the verify page checks the signature
+  // itself) and the short link to that page.
+  const signedParts = (r) => {
+    const signed = r.result && r.result.signed;
+    if (!signed) return [];
+    try {
+      const part = signed.jws.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const bytes = Uint8Array.from(atob(part.padEnd(Math.ceil(part.length / 4) * 4, "=")), (c) => c.charCodeAt(0));
+      const payload = JSON.parse(new TextDecoder().decode(bytes));
+      return ["verified by " + payload.iss, location.host + "/v/" + r.id.slice("race_".length)];
+    } catch {
+      return [];
+    }
+  };
   // The final results' line, piece by piece (a later piece, such as a signature's mark, is one more item).
   const finalParts = (r) => ["Final results", ...(r.result ? ["digest " + r.result.digest.slice(0, 12)] : [])];
   const tick = () => {
@@ -270,6 +286,9 @@ export const OVERLAY_SCRIPT = `
       final: () => finalParts(race).join(" · "),
     };
     period.textContent = (times[race.state] || (() => "Cancelled"))();
+    const marks = race.state === "final" ? signedParts(race) : [];
+    markLine.hidden = marks.length === 0;
+    if (marks.length > 0) markLine.textContent = "\u2713 " + marks.join(" \u00b7 ");
     const next = race.next;
     nextLine.hidden = !next;
     if (next) {
