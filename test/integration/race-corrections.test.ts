@@ -172,6 +172,42 @@ describe("a cancelled race's slug", () => {
   });
 });
 
+describe("a series' slug", () => {
+  it("stays held while a race of the series is live, is free once all are cancelled, and falls back after a delete", async () => {
+    const client = grpcRaces();
+    const rules = {
+      slug: "daily-held",
+      title: "Daily",
+      startTimestamp: BigInt(NOW - 60),
+      repeat: RaceRepeat.DAILY,
+    };
+    const first = (await client.createRace({ rules })).race?.id ?? "";
+    await servers.app.races.tick();
+    const next = (await client.getRace({ idOrSlug: first })).race?.nextRaceId ?? "";
+    expect(next).toMatch(/^race_/);
+    // The series' last race cancelled, but its first is live: the slug stays with the series.
+    await client.cancelRace({ id: next });
+    const live = await refusal(client.createRace({ rules: { ...rules, title: "Again" } }));
+    expect([live.code, live.rawMessage]).toEqual([
+      Code.AlreadyExists,
+      'another race of this affiliate already has the slug "daily-held"',
+    ]);
+    await client.cancelRace({ id: first });
+    const later = {
+      slug: "daily-held",
+      title: "Later",
+      startTimestamp: BigInt(NOW + 5 * DAY),
+      endTimestamp: BigInt(NOW + 6 * DAY),
+    };
+    const taken = (await client.createRace({ rules: later })).race?.id ?? "";
+    expect((await client.getRace({ idOrSlug: "daily-held" })).race?.id).toBe(taken);
+    await client.deleteRace({ id: taken });
+    // No race holds the slug: it answers the old series again (its current race, cancelled).
+    const fallback = (await client.getRace({ idOrSlug: "daily-held" })).race;
+    expect([fallback?.id, fallback?.state]).toEqual([next, RaceState.CANCELLED]);
+  });
+});
+
 describe("an update that cannot be misread", () => {
   it("refuses prizes sent without replacePrizes and an unknown field, naming them; keeps the race unchanged", async () => {
     const client = grpcRaces();
