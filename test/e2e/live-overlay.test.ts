@@ -351,7 +351,9 @@ const boxes = (page: Page, selector: string) =>
   );
 
 describe("the overlay at OBS sizes", () => {
-  it("theme=transparent paints nothing outside the rows (the header only its text)", async () => {
+  // The header has a dark backing since issue 35 item 6 (its grey text was unreadable over a busy picture); its text
+  // contrast over any picture is race-overlay-states.test.ts's. Still nothing outside the rows and the header.
+  it("theme=transparent paints nothing outside the rows and the header (the header on its backing)", async () => {
     const { page, violations } = await openWithRows(
       `/board?key=${key}&${PERIOD}&numUsers=10&theme=transparent`,
       800,
@@ -363,8 +365,8 @@ describe("the overlay at OBS sizes", () => {
     if (header === undefined) throw new Error("no header");
     const counts = await coverage(png, await boxes(page, ".row"), header);
     expect([counts.width, counts.height, counts.outside]).toEqual([800, 480, 0]);
-    expect(counts.headerShare).toBeGreaterThan(0);
-    expect(counts.headerShare).toBeLessThan(0.4);
+    // The backing fills the header but its rounded corners and the 4 px margin measured around it (0.79 at 800 × 480).
+    expect(counts.headerShare).toBeGreaterThan(0.7);
     expect(violations).toEqual([]);
     await page.close();
   });

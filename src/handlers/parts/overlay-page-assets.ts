@@ -63,7 +63,8 @@ h1{font-size:1.25em;margin:0;font-weight:800;letter-spacing:.02em;min-width:0;ma
 @media (max-width:30em){.race .row{grid-template-columns:2em 1.8em minmax(0,1fr) minmax(6em,auto)}.race .total{display:none}}
 `.trim();
 
-export const OVERLAY_SCRIPT = `
+/** The script as written here, with its comments. */
+const SCRIPT_SOURCE = `
 (() => {
   "use strict";
   const config = JSON.parse(document.getElementById("config").textContent);
@@ -453,3 +454,8 @@ export const OVERLAY_SCRIPT = `
   }
 })();
 `.trim();
+
+/** The script as the page carries it: whole-line comments left out (they stay above, for readers of the source). */
+export const OVERLAY_SCRIPT = SCRIPT_SOURCE.split("\n")
+  .filter((line) => !/^\s*\/\//.test(line))
+  .join("\n");
