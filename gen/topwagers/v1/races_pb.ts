@@ -779,7 +779,8 @@ export type RaceChange = Message<"topwagers.v1.RaceChange"> & {
   at: bigint;
 
   /**
-   * "created", "updated", "cancelled" or "frozen" (more kinds may be added).
+   * "created", "updated", "cancelled", "frozen" or "deleted" (more kinds may
+   * be added).
    *
    * @generated from field: string kind = 2;
    */
