@@ -113,7 +113,9 @@ function violationLines(violations: readonly Violation[]): string {
   return violations
     .map((v) => {
       const option = v.field === undefined ? undefined : OPTION_OF[v.field.replace(/\[\d+\]$/, "")];
-      return option === undefined ? v.message : `${option}: ${v.message}`;
+      // The rules name the request's field; here it is an option.
+      const message = v.message.replace("send allowPast: true", "pass --allow-past");
+      return option === undefined ? message : `${option}: ${message}`;
     })
     .join("\n       ");
 }

@@ -277,7 +277,7 @@ describe("topwagers races", () => {
     const refused = await races(...typo);
     expect(refused.code).toBe(2);
     expect(refused.stderr.split("\n")[0]).toMatch(
-      /^error: --end: endTimestamp 1767225599 has already passed \(the server's clock is at \d+\): the race would be frozen as it stands\. Check the year, or send allowPast: true to record a race that is over$/,
+      /^error: --end: endTimestamp 1767225599 has already passed \(the server's clock is at \d+\): the race would be frozen as it stands\. Check the year, or pass --allow-past to record a race that is over$/,
     );
     const made = await races(...typo, "--allow-past", "--json");
     expect(made.code).toBe(0);
