@@ -8,6 +8,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
 import { argv, runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { type ServerProcess, startServerProcess } from "../support/processes.js";
@@ -41,7 +42,7 @@ async function deliveriesOf(endpointId: string): Promise<
     state: string;
     attempts: number;
     lastStatus: number | null;
-    attemptLog: { status: number | null }[];
+    attemptLog: { status: number | null; error: string | null }[];
   }[]
 > {
   const listed = await webhooks("deliveries", endpointId, "--json");
@@ -166,9 +167,17 @@ describe("topwagers webhooks, delivered by the servers", () => {
         (list) => list[0]?.state === "delivered",
         20_000,
       );
-      // The killed server never recorded its attempt: the survivor's is the first.
-      expect(log.map((d) => [d.state, d.attempts, d.attemptLog.map((x) => x.status)])).toEqual([
-        ["delivered", 1, [200]],
+      // The killed server never recorded its attempt: the survivor logs it as unknown (the receiver got it),
+      // then its own, delivered. Two POSTs arrived; the log shows both.
+      expect(log.map((d) => [d.state, d.attempts, d.attemptLog.map((x) => [x.status, x.error])])).toEqual([
+        [
+          "delivered",
+          2,
+          [
+            [null, LOST_ATTEMPT_ERROR],
+            [200, null],
+          ],
+        ],
       ]);
     } finally {
       await hanging.close();
