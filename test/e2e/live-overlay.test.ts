@@ -24,6 +24,7 @@ import { listenOnFreePort } from "../support/listen.js";
 import { OpenApiChecker } from "../support/openapi.js";
 import { until } from "../support/polling.js";
 import { freePort, type ServerProcess, startServerProcess } from "../support/processes.js";
+import { raceServiceCall } from "../support/rest.js";
 
 const SCREENSHOT = fileURLToPath(new URL("../../test-artifacts/overlay.png", import.meta.url));
 const DOCS_SCREENSHOT = fileURLToPath(new URL("../../docs/overlay.png", import.meta.url));
@@ -510,23 +511,19 @@ describe("the race overlay on the server", () => {
       wager("race-1", "900", now - 30),
       wager("race-2", "12.344", now - 30),
     ]);
-    const created = await fetch(`${server.baseUrl}/topwagers.v1.RaceService/CreateRace`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        rules: {
-          slug: "sprint",
-          title: "$300 sprint race",
-          startTimestamp: String(now - 60),
-          endTimestamp: String(now + 5),
-          prizes: ["200.00", "100.00"],
-          currency: "USD",
-          reviewSeconds: 0,
-          shown: 3,
-        },
-      }),
+    // Defined as curl defines it (Connect JSON); anything but 200 fails here.
+    await raceServiceCall(server.baseUrl, owner, "CreateRace", {
+      rules: {
+        slug: "sprint",
+        title: "$300 sprint race",
+        startTimestamp: String(now - 60),
+        endTimestamp: String(now + 5),
+        prizes: ["200.00", "100.00"],
+        currency: "USD",
+        reviewSeconds: 0,
+        shown: 3,
+      },
     });
-    expect(created.status).toBe(200);
     const { page, violations } = await open(`/board?key=${viewer}&race=sprint&theme=dark`, { width: 800, height: 480 });
     expect(await rowsWhenShown(page, 3)).toEqual([
       ["1", "ace_1443", "1,500.50"],
@@ -565,20 +562,16 @@ describe("the race overlay on the server", () => {
       { id: "steady-0", affiliateId: "aff-steady", username: "kai_1500", avatar: `${avatars}/kai_1500.svg` },
     ]);
     await addWagers(database.db, [wager("steady-0", "10", now - 30)]);
-    const created = await fetch(`${server.baseUrl}/topwagers.v1.RaceService/CreateRace`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        rules: {
-          slug: "weekly",
-          title: "Weekly race",
-          startTimestamp: String(now - 60),
-          endTimestamp: String(now + 86_400),
-          prizes: ["50"],
-        },
-      }),
+    // Defined as curl defines it (Connect JSON); anything but 200 fails here.
+    await raceServiceCall(server.baseUrl, owner, "CreateRace", {
+      rules: {
+        slug: "weekly",
+        title: "Weekly race",
+        startTimestamp: String(now - 60),
+        endTimestamp: String(now + 86_400),
+        prizes: ["50"],
+      },
     });
-    expect(created.status).toBe(200);
     const { page, requests } = await open(`/board?key=${viewer}&race=weekly`, { width: 800, height: 480 });
     await until(
       "the avatar shown",
