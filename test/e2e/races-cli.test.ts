@@ -4,6 +4,7 @@
  * in a time zone; its standings with a tie; the list by state; cancelling; every option at fault
  * named with exit 2, a race of another affiliate exit 1. Needs `npm run -s build`.
  */
+import { userInfo } from "node:os";
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { argv, runCli } from "../support/cli.js";
@@ -270,6 +271,23 @@ describe("topwagers races", () => {
     expect(gone.code).toBe(1);
     const old = await races("show", race.id, "--affiliate", "cli-ny", "--json");
     expect((JSON.parse(old.stdout) as { state: string }).state).toBe("cancelled");
+
+    // Each change is in the race's history as the CLI's, with the operating-system user that ran it.
+    const [history] = await database.db.read.query<RowDataPacket[]>(
+      `SELECT race_public_id, kind, actor_kind, CAST(actor_id AS CHAR) AS actor_id, CAST(detail AS CHAR) AS detail
+         FROM race_history WHERE race_public_id IN (?, ?) ORDER BY id`,
+      [race.id, second],
+    );
+    const user = userInfo().username;
+    expect(history.map((row) => [row.race_public_id, row.kind, row.actor_kind, row.actor_id])).toEqual([
+      [race.id, "created", "cli", user],
+      [race.id, "updated", "cli", user],
+      [race.id, "cancelled", "cli", user],
+      [second, "created", "cli", user],
+      [second, "deleted", "cli", user],
+    ]);
+    const fields = (JSON.parse(String(history[1]?.detail)) as { fields: { field: string }[] }).fields;
+    expect(fields.map((change) => change.field)).toEqual(["title", "endTimestamp", "prizes"]);
   });
 
   it("refuses a race that has already ended unless --allow-past", async () => {
