@@ -1,10 +1,14 @@
 /**
  * The race clock of server.ts: a tick at once, then one every interval after the last one finished
  * (never two at once), a failed tick logged and the clock going on, and stop() waiting for the tick
- * under way and starting no other.
+ * under way and starting no other; a race's failed step logged once (without failing the tick), counted by
+ * step, and how late the oldest step is read into its gauge.
  */
+import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/logger.js";
+import { raceClockMetrics } from "../../src/observability/race-clock-metrics.js";
+import type { StepFailure } from "../../src/races/step-retry.js";
 import { startRaceClock } from "../../src/server.js";
 
 const NOTHING = { started: 0, ended: 0, frozen: 0 };
@@ -42,5 +46,55 @@ describe("startRaceClock", () => {
     expect(ticks).toBeGreaterThanOrEqual(3);
     expect(most).toBe(1);
     expect(warnings).toHaveLength(1);
+  });
+
+  it("logs a race's failed step once with its fields, counts it by step, and reads the overdue gauge", async () => {
+    const warnings: [Record<string, unknown>, string][] = [];
+    const registry = new Registry();
+    const failure: StepFailure = {
+      raceId: "race_stuck",
+      affiliateId: "aff",
+      slug: "stuck",
+      step: "freeze",
+      failures: 3,
+      overdueSeconds: 4,
+      retryAt: 1_800_000_008,
+      error: new Error("refused"),
+    };
+    let ticks = 0;
+    const clock = startRaceClock(
+      {
+        async tick(onFailure) {
+          ticks += 1;
+          if (ticks === 1) onFailure?.(failure);
+          return NOTHING;
+        },
+        overdueSeconds: async () => 42,
+      },
+      60_000,
+      Object.assign(Object.create(silentLogger) as typeof silentLogger, {
+        warn: (details: Record<string, unknown>, message: string) => warnings.push([details, message]),
+      }),
+      raceClockMetrics(registry),
+    );
+    await clock.stop();
+    expect(ticks).toBe(1);
+    expect(warnings).toHaveLength(1);
+    const [fields, message] = warnings[0] as [Record<string, unknown>, string];
+    expect(message).toBe("race race_stuck: its freeze failed; tried again later");
+    expect(fields).toEqual({
+      raceId: "race_stuck",
+      affiliateId: "aff",
+      slug: "stuck",
+      step: "freeze",
+      failures: 3,
+      overdueSeconds: 4,
+      retryAt: 1_800_000_008,
+      err: failure.error,
+    });
+    const text = await registry.metrics();
+    expect(text).toContain('topwagers_race_step_failures_total{step="freeze"} 1\n');
+    expect(text).toContain('topwagers_race_step_failures_total{step="start"} 0\n');
+    expect(text).toContain("topwagers_race_step_overdue_seconds 42\n");
   });
 });
