@@ -9,6 +9,8 @@
  *   its slug, or any race by its id): `{"data":{…the race…},"errors":null}` (race-json.ts).
  * - `GET {BASE_PATH}/races/{slug-or-id}/history`: that race's history (codecs/race-history.ts), the
  *   excluded users as counts (REST never names them).
+ * - `DELETE {BASE_PATH}/races/{slug-or-id}`: deletes a race nobody has seen yet (DeleteRace's rules;
+ *   the key needs `races:write`), answering the race as it was.
  *
  * Admission is the live stream's: the key in `Authorization: Bearer`, or a publishable key in
  * `?key=` (a secret key there is refused); the key's rate limit counts each call; a publishable
@@ -33,6 +35,7 @@ import { bodyOf, NO_HEADERS, refuse, send } from "./parts/rest-reply.js";
 export const RACES_PATH = "/races";
 export const GET_RACE_PROCEDURE = "topwagers.v1.RaceService/GetRace";
 export const LIST_RACES_PROCEDURE = "topwagers.v1.RaceService/ListRaces";
+export const DELETE_RACE_PROCEDURE = "topwagers.v1.RaceService/DeleteRace";
 
 export interface RaceRestOptions {
   readonly basePath: string;
@@ -80,9 +83,14 @@ export class RaceRest {
     let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
     let failure: unknown;
     let keyId: string | undefined;
+    const deletable = this.raceOf(path)?.history === false;
+    if (exchange.method === "DELETE" && deletable) return this.remove(exchange, rawUrl, path);
     try {
       if (exchange.method !== "GET") {
-        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use GET for ${this.route(path)}`, { allow: "GET" });
+        const allowed = deletable ? "GET or DELETE" : "GET";
+        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use ${allowed} for ${this.route(path)}`, {
+          allow: deletable ? "GET, DELETE" : "GET",
+        });
       }
       const params = queryParams(rawUrl);
       // A page cannot always set headers (an <img>, EventSource): a publishable key may come as ?key=.
@@ -109,6 +117,43 @@ export class RaceRest {
       await refuse(exchange, reason, rateHeaders, this.options.logger);
     } finally {
       this.options.observe?.(one ? GET_RACE_PROCEDURE : LIST_RACES_PROCEDURE, "rest", startedAt, failure, {
+        keyId,
+        clientAddress: exchange.clientAddress,
+        path: this.route(path),
+      });
+    }
+  }
+
+  /**
+   * `DELETE {BASE_PATH}/races/{slug-or-id}`: deletes a race nobody has seen yet (RaceService's DeleteRace; a slug
+   * names its series' current race) with a key that has `races:write`; answers the race as it was.
+   */
+  private async remove(exchange: Exchange, rawUrl: string, path: string): Promise<void> {
+    const startedAt = process.hrtime.bigint();
+    let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
+    let failure: unknown;
+    let keyId: string | undefined;
+    try {
+      const { races } = this.options;
+      const key = queryParams(rawUrl).get("key");
+      const admitted = await this.options.admission.admitWithUrlKey(exchange.headers, key, exchange.clientAddress);
+      keyId = admitted.caller.keyId;
+      rateHeaders = admitted.headers;
+      requireRaceScope(admitted.caller, "races:write");
+      const { affiliateId } = admitted.caller;
+      const named = decodeSegment(this.raceOf(path)?.segment ?? "");
+      const race = answer(await guard(() => races.get(affiliateId, named)), "", null);
+      const actor = { kind: "key", id: admitted.caller.keyId } as const;
+      const view = answer(await guard(() => races.delete(affiliateId, race.race.id, actor)), "", null);
+      const sending = send(exchange, 200, bodyOf(`{"data":${raceJson(view)},"errors":null}`), rateHeaders, {
+        "cache-control": "no-store",
+      });
+      if (sending !== undefined) await sending;
+    } catch (reason) {
+      failure = reason;
+      await refuse(exchange, reason, rateHeaders, this.options.logger);
+    } finally {
+      this.options.observe?.(DELETE_RACE_PROCEDURE, "rest", startedAt, failure, {
         keyId,
         clientAddress: exchange.clientAddress,
         path: this.route(path),

@@ -144,6 +144,56 @@ describe("deleting a race nobody has seen", () => {
   });
 });
 
+describe("DELETE /races/{slug-or-id}", () => {
+  it("deletes a scheduled race with a secret key, refuses a publishable one (403) and a started race (400)", async () => {
+    const client = grpcRaces();
+    const rules = {
+      slug: "rest-delete",
+      title: "Rest delete",
+      startTimestamp: BigInt(NOW + 3 * DAY),
+      endTimestamp: BigInt(NOW + 4 * DAY),
+    };
+    const id = (await client.createRace({ rules })).race?.id ?? "";
+    const publishable = (
+      await createKey(servers.database.db, "corrections", null, { publishable: true, allowedOrigins: [] })
+    ).secret;
+    const refused = await restCall(`${servers.publicUrl}/races/${id}`, { method: "DELETE", key: publishable });
+    expect([refused.status, refused.json]).toEqual([
+      403,
+      { data: null, errors: [{ code: "permission_denied", message: "this API key lacks the scope races:write" }] },
+    ]);
+    const deleted = await restCall(`${servers.publicUrl}/races/rest-delete`, { method: "DELETE", key });
+    const data = (deleted.json as { data: { id: string; state: string }; errors: null }).data;
+    expect([deleted.status, deleted.headers["cache-control"], data.id, data.state]).toEqual([
+      200,
+      "no-store",
+      id,
+      "scheduled",
+    ]);
+    const gone = await restCall(`${servers.publicUrl}/races/${id}`, { method: "GET", key });
+    expect(gone.status).toBe(404);
+
+    const live = (
+      await client.createRace({
+        rules: { slug: "rest-live", title: "Live", startTimestamp: BigInt(NOW - 60), endTimestamp: BigInt(NOW + DAY) },
+      })
+    ).race?.id;
+    const started = await restCall(`${servers.publicUrl}/races/${live}`, { method: "DELETE", key });
+    expect([started.status, started.json]).toEqual([
+      400,
+      {
+        data: null,
+        errors: [
+          {
+            code: "failed_precondition",
+            message: `race ${live} started at ${NOW - 60}. Only a race not started yet is deleted: cancel it instead`,
+          },
+        ],
+      },
+    ]);
+  });
+});
+
 describe("a cancelled race's slug", () => {
   it("is taken by a new race; the old race stays readable by id and the slug answers the new one", async () => {
     const client = grpcRaces();

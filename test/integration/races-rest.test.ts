@@ -483,8 +483,8 @@ describe("admission", () => {
     const post = await restCall(`${servers.publicUrl}${BASE}/races/http`, { key, body: {} });
     expect([post.status, post.headers.allow, post.json]).toEqual([
       405,
-      "GET",
-      { data: null, errors: [{ code: "method_not_allowed", message: `use GET for ${BASE}/races/{slug}` }] },
+      "GET, DELETE",
+      { data: null, errors: [{ code: "method_not_allowed", message: `use GET or DELETE for ${BASE}/races/{slug}` }] },
     ]);
     const response = await fetch(`${servers.publicUrl}${BASE}/races/http`, {
       headers: { authorization: `Bearer ${key}`, "accept-encoding": "gzip" },
