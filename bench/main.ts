@@ -74,7 +74,7 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   races: {
     run: runRacesBench,
     usage:
-      "races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50] [--tick-concurrency N]   1,000 races ending in one second: time until all frozen, board p99 during the freeze, race read vs board",
+      "races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50] [--tick-concurrency N] [--signing on|off]   1,000 races ending in one second (signed at the freeze unless --signing off): time until all frozen, board p99 during the freeze, race read vs board, sign and verify cost",
   },
   webhooks: {
     run: runWebhooksBench,

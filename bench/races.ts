@@ -2,7 +2,7 @@
  * Races scenario: many races ending in the same second, frozen by the clock while boards are read.
  *
  *   npm run bench -- races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50]
- *                          [--tick-concurrency N]
+ *                          [--tick-concurrency N] [--signing on|off]
  *
  * On the seeded data set (as the query scenario seeds it, reused), creates `races` races over the
  * `affiliates` largest affiliates (10 prize ranks, a minimum, a few excluded users; every race on
@@ -16,17 +16,28 @@ import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import type mysql from "mysql2/promise";
 import { Races } from "../src/races/races.js";
+import { ensureActiveKey } from "../src/signing/keys.js";
+import { Signer } from "../src/signing/signer.js";
 import { type Database, openDatabase } from "../src/storage/database.js";
 import { migrate } from "../src/storage/migration-runner.js";
+import { mariadbSigningKeys } from "../src/storage/signing-keys.js";
 import { mariadbRaces, mariadbStandings } from "../src/storage/stores.js";
+import { WebhookSecretBox } from "../src/storage/webhook-secrets.js";
 import { databaseUrl, describeDataset, ensureSeeded } from "./query.js";
+import { signAndVerifyCost } from "./signing-cost.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
 const AVATAR = "https://x.example/a.png";
 const PRIZES = ["1000.00", "500.00", "250.00", "100.00", "50.00", "25.00", "10.00", "10.00", "5.00", "5.00"];
 
-function racesOn(db: Database, clock: { now: number }, tickConcurrency: number | undefined): Races {
+function racesOn(
+  db: Database,
+  clock: { now: number },
+  tickConcurrency: number | undefined,
+  signer: Signer | undefined,
+): Races {
   return new Races({
+    ...(signer === undefined ? {} : { signer }),
     ...(tickConcurrency === undefined ? {} : { tickConcurrency }),
     store: mariadbRaces(db.write),
     standings: mariadbStandings(db.read),
@@ -59,8 +70,11 @@ export async function runRacesBench(args: string[]): Promise<void> {
       instances: { type: "string", default: "1" },
       runs: { type: "string", default: "50" },
       "tick-concurrency": { type: "string" },
+      // on: every result is signed at its freeze (an active key is made when there is none); off: unsigned.
+      signing: { type: "string", default: "on" },
     },
   });
+  const signing = values.signing === "on";
   const wagers = Number(values.wagers);
   const raceCount = Number(values.races);
   const affiliateCount = Number(values.affiliates);
@@ -79,11 +93,17 @@ export async function runRacesBench(args: string[]): Promise<void> {
   const clock = { now: start - 60 };
   const dbs: Database[] = [data.db];
   for (let i = 1; i < instanceCount; i++) dbs.push(await openDatabase({ url, poolSize: 4, queryTimeoutMs: 600_000 }));
-  const instances = dbs.map((db) => racesOn(db, clock, tickConcurrency));
+  const keys = mariadbSigningKeys(data.db.write, new WebhookSecretBox(undefined));
+  if (signing) await ensureActiveKey(keys, Math.floor(Date.now() / 1000));
+  const signer = signing ? new Signer(keys, { issuer: "https://casino.example" }) : undefined;
+  const instances = dbs.map((db) => racesOn(db, clock, tickConcurrency, signer));
   const first = instances[0] as Races;
   try {
     await data.db.write.query(
       "DELETE rr FROM race_results rr JOIN races r ON r.id = rr.race_id WHERE r.slug LIKE 'bench-%'",
+    );
+    await data.db.write.query(
+      "DELETE s FROM race_signed_results s JOIN races r ON r.id = s.race_id WHERE r.slug LIKE 'bench-%'",
     );
     await data.db.write.query("DELETE FROM races WHERE slug LIKE 'bench-%'");
     const [largest] = await data.db.read.query<mysql.RowDataPacket[]>(
@@ -178,7 +198,11 @@ export async function runRacesBench(args: string[]): Promise<void> {
       "SELECT COUNT(*) AS n, COUNT(DISTINCT digest) AS d FROM races WHERE slug LIKE 'bench-%' AND frozen_at IS NOT NULL",
     );
 
-    const command = `npm run bench -- races --wagers ${wagers} --races ${raceCount} --affiliates ${affiliateCount} --instances ${instanceCount} --runs ${runs}${tickConcurrency === undefined ? "" : ` --tick-concurrency ${tickConcurrency}`}`;
+    const [signedRows] = await data.db.read.query<mysql.RowDataPacket[]>(
+      "SELECT COUNT(*) AS n FROM race_signed_results s JOIN races r ON r.id = s.race_id WHERE r.slug LIKE 'bench-%'",
+    );
+    const cost = await signAndVerifyCost(2_000);
+    const command = `npm run bench -- races --wagers ${wagers} --races ${raceCount} --affiliates ${affiliateCount} --instances ${instanceCount} --runs ${runs}${tickConcurrency === undefined ? "" : ` --tick-concurrency ${tickConcurrency}`} --signing ${values.signing}`;
     process.stdout.write(
       [
         "",
@@ -187,12 +211,14 @@ export async function runRacesBench(args: string[]): Promise<void> {
         `data: ${wagers} wagers; races on ${new Date(start * 1000).toISOString()} – ${new Date(end * 1000).toISOString()}`,
         "",
         table(
-          ["races", "instances", "frozen", "ticks", "seconds until all frozen", "races/s"],
+          ["races", "instances", "signing", "frozen", "signed", "ticks", "seconds until all frozen", "races/s"],
           [
             [
               raceCount,
               instanceCount,
+              values.signing,
               Number(frozen[0]?.n),
+              Number(signedRows[0]?.n),
               ticks,
               fmt(freezeSeconds, 1),
               fmt(raceCount / freezeSeconds, 0),
@@ -209,6 +235,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
           ],
         ),
         `p99 during / before: ${fmt(percentile(during, 99) / percentile(before, 99), 2)}x (target ≤ 2x)`,
+        `one signature (10-entry result, canonical JSON + EdDSA JWS): ${fmt(cost.signMicros, 1)} µs; one verification (jose): ${fmt(cost.verifyMicros, 1)} µs (2,000 of each)`,
         "",
         `a live race (GetRace: definition, next race, placement; 10 prizes) vs the plain board of its month, cache off, ${runs} runs:`,
         table(["affiliate", "board p50 ms", "board p95 ms", "race p50 ms", "race p95 ms", "race/board p95"], readRows),
