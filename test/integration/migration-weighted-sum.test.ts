@@ -258,9 +258,17 @@ describe("migration 12 on a database written by version 11", () => {
     expect((await storedAgainstRaw()).wrong).toBe(0);
 
     const report = await migrate(database.db.write, MIGRATIONS, { onProgress: (line) => migrationLines.push(line) });
-    expect(report.applied.map((m) => m.version)).toEqual([12]);
-    expect(migrationLines[0]).toMatch(/^weighted_sum backfill of wager_daily: resuming \(about \d+ rows\)$/);
-    expect(migrationLines[migrationLines.length - 1]).toMatch(
+    expect(report.applied.map((m) => m.version)).toEqual(
+      MIGRATIONS.filter((m) => m.version >= 12).map((m) => m.version),
+    );
+    // A line as each migration starts; between 12's and 13's, the backfill's own lines.
+    expect(migrationLines[0]).toBe(`applying migration 12: ${migration12?.name}`);
+    const backfillLines = migrationLines.slice(
+      1,
+      migrationLines.indexOf(`applying migration 13: ${MIGRATIONS[12]?.name}`),
+    );
+    expect(backfillLines[0]).toMatch(/^weighted_sum backfill of wager_daily: resuming \(about \d+ rows\)$/);
+    expect(backfillLines[backfillLines.length - 1]).toMatch(
       /^weighted_sum backfill of wager_daily: done in \d+\.\d s, \d+ rows set in all$/,
     );
     const progress = await rows("SELECT COUNT(*) AS n FROM schema_backfill_progress WHERE done_at IS NOT NULL");

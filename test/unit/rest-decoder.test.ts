@@ -14,13 +14,26 @@ describe("decodeRequestFields", () => {
       decodeRequestFields({ startTimestamp: 1733115600, endTimestamp: "1790812800", numUsers: "-3", extra: true }),
     ).toEqual({
       values: { startTimestamp: 1733115600n, endTimestamp: 1790812800n, numUsers: -3n },
+      signed: false,
       violations: [],
     });
+  });
+
+  it('reads "signed": true as a request for a signed board, and names a signed that is not a boolean', () => {
+    expect(decodeRequestFields({ signed: true })).toEqual({
+      values: { startTimestamp: undefined, endTimestamp: undefined, numUsers: undefined },
+      signed: true,
+      violations: [],
+    });
+    expect(decodeRequestFields({ signed: "yes" }).violations).toEqual([
+      { field: "signed", message: 'signed must be true or false, got "yes"' },
+    ]);
   });
 
   it("leaves absent fields undefined", () => {
     expect(decodeRequestFields({})).toEqual({
       values: { startTimestamp: undefined, endTimestamp: undefined, numUsers: undefined },
+      signed: false,
       violations: [],
     });
   });
@@ -81,6 +94,7 @@ describe("DecodedBodies (request bodies seen lately, decoded once)", () => {
     const first = bodies.decode(body(JAN));
     expect(first).toEqual({
       values: { startTimestamp: 1735689600n, endTimestamp: 1738367999n, numUsers: 10n, rankBy: undefined },
+      signed: false,
       violations: [],
     });
     expect(bodies.decode(body(JAN))).toBe(first);
