@@ -19,6 +19,7 @@
  * none, 405, 429, 400 naming the query parameter, 503).
  */
 import type { Admission } from "../auth/admission.js";
+import type { Caller } from "../auth/authenticator.js";
 import { raceHistoryJson } from "../codecs/race-history.js";
 import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
 import { HttpRefusal, invalidArgument } from "../errors/catalogue.js";
@@ -29,7 +30,7 @@ import type { Races } from "../races/races.js";
 import { cacheControl } from "../transport/cache-control.js";
 import type { Exchange } from "../transport/exchange.js";
 import type { Violation } from "../values/violation.js";
-import { answer, guard, requireRaceScope } from "./parts/race-answers.js";
+import { answer, guard, type RaceAccess, requireRaceScope } from "./parts/race-answers.js";
 import { bodyOf, NO_HEADERS, refuse, send } from "./parts/rest-reply.js";
 
 export const RACES_PATH = "/races";
@@ -45,6 +46,18 @@ export interface RaceRestOptions {
   readonly maxAgeSeconds: number;
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
+}
+
+/** What differs between the REST calls of races (RaceRest.answerCall does the rest). */
+interface RaceRestCall {
+  readonly procedure: string;
+  readonly scope: RaceAccess;
+  /** The answer's Cache-Control. */
+  readonly cacheControl: string;
+  /** A refusal to answer before admission (a method the path does not take). */
+  readonly refusal?: HttpRefusal | undefined;
+  /** The answer's data, as JSON text. */
+  readonly produce: (caller: Caller, params: URLSearchParams) => Promise<string>;
 }
 
 export class RaceRest {
@@ -78,22 +91,50 @@ export class RaceRest {
   }
 
   async handle(exchange: Exchange, rawUrl: string, path: string): Promise<void> {
+    const deletable = this.raceOf(path)?.history === false;
+    if (exchange.method === "DELETE" && deletable) {
+      return this.answerCall(exchange, rawUrl, path, {
+        procedure: DELETE_RACE_PROCEDURE,
+        scope: "races:write",
+        cacheControl: "no-store",
+        produce: (caller) => this.remove(caller, path),
+      });
+    }
+    const asked = this.raceOf(path);
+    return this.answerCall(exchange, rawUrl, path, {
+      procedure: path !== this.path ? GET_RACE_PROCEDURE : LIST_RACES_PROCEDURE,
+      scope: "races:read",
+      cacheControl: cacheControl(this.options.maxAgeSeconds),
+      refusal:
+        exchange.method === "GET"
+          ? undefined
+          : new HttpRefusal(
+              "METHOD_NOT_ALLOWED",
+              `use ${deletable ? "GET or DELETE" : "GET"} for ${this.route(path)}`,
+              {
+                allow: deletable ? "GET, DELETE" : "GET",
+              },
+            ),
+      produce: ({ affiliateId }, params) =>
+        asked === undefined
+          ? this.list(affiliateId, params)
+          : this.race(affiliateId, decodeSegment(asked.segment), asked.history),
+    });
+  }
+
+  /**
+   * One REST call of races, observed: refused at once with `call.refusal` (a wrong method); else the key admitted
+   * from Authorization or, for a page that cannot set headers (an <img>, EventSource), a publishable key in ?key=;
+   * the scope required; `{"data":<what produce answers>,"errors":null}` sent with the call's Cache-Control.
+   */
+  private async answerCall(exchange: Exchange, rawUrl: string, path: string, call: RaceRestCall): Promise<void> {
     const startedAt = process.hrtime.bigint();
-    const one = path !== this.path;
     let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
     let failure: unknown;
     let keyId: string | undefined;
-    const deletable = this.raceOf(path)?.history === false;
-    if (exchange.method === "DELETE" && deletable) return this.remove(exchange, rawUrl, path);
     try {
-      if (exchange.method !== "GET") {
-        const allowed = deletable ? "GET or DELETE" : "GET";
-        throw new HttpRefusal("METHOD_NOT_ALLOWED", `use ${allowed} for ${this.route(path)}`, {
-          allow: deletable ? "GET, DELETE" : "GET",
-        });
-      }
+      if (call.refusal !== undefined) throw call.refusal;
       const params = queryParams(rawUrl);
-      // A page cannot always set headers (an <img>, EventSource): a publishable key may come as ?key=.
       const admitted = await this.options.admission.admitWithUrlKey(
         exchange.headers,
         params.get("key"),
@@ -101,22 +142,17 @@ export class RaceRest {
       );
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
-      requireRaceScope(admitted.caller, "races:read");
-      const { affiliateId } = admitted.caller;
-      const asked = this.raceOf(path);
-      const text =
-        asked === undefined
-          ? await this.list(affiliateId, params)
-          : await this.race(affiliateId, decodeSegment(asked.segment), asked.history);
+      requireRaceScope(admitted.caller, call.scope);
+      const text = await call.produce(admitted.caller, params);
       const sending = send(exchange, 200, bodyOf(`{"data":${text},"errors":null}`), rateHeaders, {
-        "cache-control": cacheControl(this.options.maxAgeSeconds),
+        "cache-control": call.cacheControl,
       });
       if (sending !== undefined) await sending;
     } catch (reason) {
       failure = reason;
       await refuse(exchange, reason, rateHeaders, this.options.logger);
     } finally {
-      this.options.observe?.(one ? GET_RACE_PROCEDURE : LIST_RACES_PROCEDURE, "rest", startedAt, failure, {
+      this.options.observe?.(call.procedure, "rest", startedAt, failure, {
         keyId,
         clientAddress: exchange.clientAddress,
         path: this.route(path),
@@ -128,37 +164,14 @@ export class RaceRest {
    * `DELETE {BASE_PATH}/races/{slug-or-id}`: deletes a race nobody has seen yet (RaceService's DeleteRace; a slug
    * names its series' current race) with a key that has `races:write`; answers the race as it was.
    */
-  private async remove(exchange: Exchange, rawUrl: string, path: string): Promise<void> {
-    const startedAt = process.hrtime.bigint();
-    let rateHeaders: Readonly<Record<string, string>> = NO_HEADERS;
-    let failure: unknown;
-    let keyId: string | undefined;
-    try {
-      const { races } = this.options;
-      const key = queryParams(rawUrl).get("key");
-      const admitted = await this.options.admission.admitWithUrlKey(exchange.headers, key, exchange.clientAddress);
-      keyId = admitted.caller.keyId;
-      rateHeaders = admitted.headers;
-      requireRaceScope(admitted.caller, "races:write");
-      const { affiliateId } = admitted.caller;
-      const named = decodeSegment(this.raceOf(path)?.segment ?? "");
-      const race = answer(await guard(() => races.get(affiliateId, named)), "", null);
-      const actor = { kind: "key", id: admitted.caller.keyId } as const;
-      const view = answer(await guard(() => races.delete(affiliateId, race.race.id, actor)), "", null);
-      const sending = send(exchange, 200, bodyOf(`{"data":${raceJson(view)},"errors":null}`), rateHeaders, {
-        "cache-control": "no-store",
-      });
-      if (sending !== undefined) await sending;
-    } catch (reason) {
-      failure = reason;
-      await refuse(exchange, reason, rateHeaders, this.options.logger);
-    } finally {
-      this.options.observe?.(DELETE_RACE_PROCEDURE, "rest", startedAt, failure, {
-        keyId,
-        clientAddress: exchange.clientAddress,
-        path: this.route(path),
-      });
-    }
+  private async remove(caller: Caller, path: string): Promise<string> {
+    const { races } = this.options;
+    const { affiliateId } = caller;
+    const named = decodeSegment(this.raceOf(path)?.segment ?? "");
+    const race = answer(await guard(() => races.get(affiliateId, named)), "", null);
+    const actor = { kind: "key", id: caller.keyId } as const;
+    const view = answer(await guard(() => races.delete(affiliateId, race.race.id, actor)), "", null);
+    return raceJson(view);
   }
 
   private async race(affiliateId: number, idOrSlug: string, history: boolean): Promise<string> {
