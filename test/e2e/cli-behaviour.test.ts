@@ -184,6 +184,7 @@ describe("--json prints one JSON document on stdout", () => {
       name: "a race's history: every change with when and by whom, and the voids that reached its standings",
     },
     { version: 15, name: "a cancelled or deleted race's slug can be used again" },
+    { version: 16, name: "webhook events indexed by the race they are about" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 
