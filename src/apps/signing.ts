@@ -22,14 +22,26 @@ export interface Signing {
   readonly skin: SigningKeysSkin;
 }
 
+/** How often the "no signing key is active" warning may be logged. */
+const NO_KEY_WARNING_EVERY_MS = 60_000;
+
 export function buildSigning(config: Pick<Config, "issuer" | "webhooks">, database: Database, logger: Logger): Signing {
   const store = mariadbSigningKeys(
     database.write,
     new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys),
   );
+  let warnedAt = Number.NEGATIVE_INFINITY;
   const signer = new Signer(store, {
     issuer: config.issuer,
     onSigned: (kid) => logger.debug({ kid }, "signed with the active signing key"),
+    // A deployment that never made a key freezes its races unsigned: say so, at most once a minute.
+    onNoActiveKey: () => {
+      if (Date.now() - warnedAt < NO_KEY_WARNING_EVERY_MS) return;
+      warnedAt = Date.now();
+      logger.warn(
+        "no signing key is active: final race results and signed boards go out unsigned (topwagers signing-keys make --activate; docs/verify.md)",
+      );
+    },
   });
   const published = new PublishedKeys(store, { issuer: config.issuer });
   const boards = new BoardSignatures({

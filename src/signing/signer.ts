@@ -21,6 +21,8 @@ export interface SignerOptions {
   readonly now?: () => number;
   /** Told of each signature (the key's id, never the key): a debug log line. */
   readonly onSigned?: (kid: string) => void;
+  /** Told each time something was to be signed while no key is active (so it goes out unsigned). */
+  readonly onNoActiveKey?: () => void;
 }
 
 interface HeldKey {
@@ -49,7 +51,10 @@ export class Signer implements PayloadSigner {
 
   async sign(payload: Readonly<Record<string, unknown>>): Promise<SignedPayload | undefined> {
     const held = await this.activeKey();
-    if (held === undefined) return undefined;
+    if (held === undefined) {
+      this.options.onNoActiveKey?.();
+      return undefined;
+    }
     const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
       .setProtectedHeader({ alg: "EdDSA", kid: held.kid })
       .sign(held.key);
