@@ -3,7 +3,7 @@
  * that already ran (a migration interrupted after its DDL committed, or run by
  * a second instance that took over an expired lease) is skipped instead of
  * failing on a duplicate column or index. Table, column and index names and
- * definitions are constants of ./schema-migrations.ts, never input.
+ * definitions are constants of the migrations (./schema-migrations.ts and the bodies it lists), never input.
  */
 import type { PoolConnection, RowDataPacket } from "mysql2/promise";
 
@@ -12,6 +12,9 @@ export interface MigrationContext {
   readonly connection: PoolConnection;
   readonly progress: (text: string) => void;
 }
+
+/** One step of a migration: a statement, or code for a step that must check the schema first. */
+export type MigrationStep = string | ((context: MigrationContext) => Promise<void>);
 
 /** MariaDB/MySQL: duplicate column name, duplicate key name, can't drop (no such column or key). */
 const ER_DUP_FIELDNAME = 1060;
