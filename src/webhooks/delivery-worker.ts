@@ -1,6 +1,6 @@
 /**
  * The delivery worker: every instance runs one. It claims due deliveries from the outbox (leases,
- * see storage/webhooks.ts), sends each as one signed attempt and records the outcome:
+ * see storage/webhook-claims.ts), sends each as one signed attempt and records the outcome:
  *
  * - 2xx: delivered. 410 Gone: the endpoint is disabled and the delivery failed.
  * - anything else (another status, a redirect, a refused address, a network error, the timeout):
