@@ -10,7 +10,7 @@ const DOMAIN = "^src/(leaderboard|values|cache|ingest|races|webhooks)/|^src/auth
 /** Infrastructure the domain never imports (its errors are its own; skins map them). */
 const OUTER =
   "^src/(transport|apps|handlers|codecs|auth|errors|compat|storage|outbound|cli|observability|limits)/" +
-  "|^src/(server|config|entry|main)[.]ts$|^gen/" +
+  "|^src/(server|config|entry|main)[.]ts$|^src/config/|^gen/" +
   "|node_modules/(@connectrpc|@bufbuild|mysql2|ioredis|rate-limiter-flexible|prom-client|@opentelemetry)/";
 
 module.exports = {
@@ -77,7 +77,7 @@ module.exports = {
       to: {
         path:
           "^src/(leaderboard|ingest|webhooks|outbound|handlers|codecs|apps|transport|auth|errors|observability|cli|limits|cache)/" +
-          "|^src/(server|config)[.]ts$|^gen/|node_modules/(@connectrpc|@bufbuild|ioredis)/",
+          "|^src/(server|config)[.]ts$|^src/config/|^gen/|node_modules/(@connectrpc|@bufbuild|ioredis)/",
       },
     },
     {
