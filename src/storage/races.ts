@@ -1,5 +1,6 @@
 /**
- * SQL for races (migration 10): definitions, the steps that happen once, and frozen results.
+ * SQL for races (migration 10): definitions, the owner's changes, the reads and frozen results; the clock's
+ * scan for due races. The clock's steps themselves (announcing a start or an end, the freeze): ./race-steps.ts.
  *
  * A step that must happen once however many instances try (announcing a start or an end,
  * creating a series' next race, the freeze, a cancellation) is a conditional UPDATE of the race's
@@ -10,18 +11,14 @@
  * UPDATE then matches nothing.
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import { CLOCK_ACTOR, type NewRaceHistoryEntry, type RaceActor } from "../ports/race-history.js";
+import type { NewRaceHistoryEntry, RaceActor } from "../ports/race-history.js";
 import type {
   FrozenEntry,
-  FrozenResult,
   NewRace,
-  OwedSteps,
   RaceDefinition,
   RaceEvent,
   RaceListQuery,
   RaceRepeat,
-  ResultSealer,
-  SignedResult,
   StoredRace,
 } from "../ports/races.js";
 import { canonicalDecimal } from "../values/decimal.js";
@@ -29,7 +26,6 @@ import type { RankBy } from "../values/weights.js";
 import { ensureAffiliate } from "./affiliates.js";
 import { enqueueRaceEvent } from "./race-events.js";
 import { appendRaceHistory } from "./race-history.js";
-import { signIntoChain } from "./signed-results.js";
 import { inTransaction } from "./transactions.js";
 
 const SELECT_RACE = `SELECT r.public_id, r.affiliate_id, a.external_id AS affiliate_external_id, r.slug,
@@ -249,7 +245,7 @@ export async function updateRace(
     if (entry !== null) await appendRaceHistory(connection, id, at, entry);
     const next = nextStepAt({ ...current, ...definition });
     // A changed period (start, repeat or time zone) anchors the series anew on this race, whatever its index:
-    // its next race follows its own end (races/races.ts counts from the anchor). An unchanged one keeps it.
+    // its next race follows its own end (races/race-clock.ts counts from the anchor). An unchanged one keeps it.
     const periodChanged =
       current.startTimestamp !== definition.startTimestamp ||
       current.repeat !== definition.repeat ||
@@ -355,123 +351,4 @@ export const DUE_RACES_SQL = `${SELECT_RACE.replace(" JOIN affiliates", " STRAIG
 export async function dueRaces(pool: Pool, now: number, limit: number): Promise<StoredRace[]> {
   const [rows] = await pool.query<RowDataPacket[]>(DUE_RACES_SQL, [now, limit]);
   return rows.map(raceOf);
-}
-
-/** Sets one once-flag of a race; true when this transaction set it. */
-async function claimStep(
-  connection: PoolConnection,
-  id: string,
-  column: "start_announced" | "end_announced",
-): Promise<StoredRace | undefined> {
-  const [result] = await connection.query<ResultSetHeader>(
-    `UPDATE races SET ${column} = 1 WHERE public_id = ? AND ${column} = 0 AND cancelled_at IS NULL AND frozen_at IS NULL`,
-    [id],
-  );
-  if (result.affectedRows !== 1) return undefined;
-  return raceById(connection, id);
-}
-
-async function setNextStep(connection: PoolConnection, race: StoredRace): Promise<void> {
-  await connection.query("UPDATE races SET next_step_at = ? WHERE public_id = ?", [nextStepAt(race), race.id]);
-}
-
-/** Creates a series' next race (once: it may exist already, made by a step retried elsewhere). */
-async function insertNextRace(connection: PoolConnection, id: string, next: NewRace): Promise<void> {
-  try {
-    await insertRace(connection, next);
-    await appendRaceHistory(connection, next.id, next.createdAt, { kind: "created", actor: CLOCK_ACTOR, fields: [] });
-  } catch (error) {
-    if ((error as { errno?: number }).errno !== 1062) throw error;
-  }
-  await connection.query("UPDATE races SET next_created = 1 WHERE public_id = ?", [id]);
-}
-
-export async function announceStart(
-  pool: Pool,
-  id: string,
-  event: RaceEvent,
-  next: NewRace | null,
-  at: number,
-): Promise<boolean> {
-  return inTransaction(pool, async (connection) => {
-    const race = await claimStep(connection, id, "start_announced");
-    if (race === undefined) return false;
-    await setNextStep(connection, race);
-    if (next !== null) await insertNextRace(connection, id, next);
-    await enqueueRaceEvent(connection, race.affiliateId, event, at);
-    return true;
-  });
-}
-
-export async function announceEnd(pool: Pool, id: string, event: RaceEvent, at: number): Promise<boolean> {
-  return inTransaction(pool, async (connection) => {
-    const race = await claimStep(connection, id, "end_announced");
-    if (race === undefined) return false;
-    await setNextStep(connection, race);
-    await enqueueRaceEvent(connection, race.affiliateId, event, at);
-    return true;
-  });
-}
-
-export async function freezeRace(
-  pool: Pool,
-  id: string,
-  result: FrozenResult,
-  event: (signed: SignedResult | undefined) => RaceEvent,
-  owed: OwedSteps,
-  history: NewRaceHistoryEntry,
-  seal?: ResultSealer,
-): Promise<boolean> {
-  return inTransaction(pool, async (connection) => {
-    // What is still owed is read under the row's lock, so no start or end is announced twice.
-    const [locked] = await connection.query<RowDataPacket[]>(
-      `SELECT id, affiliate_id, start_ts, end_ts, start_announced, end_announced FROM races
-        WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL FOR UPDATE`,
-      [id],
-    );
-    const row = locked[0];
-    if (row === undefined) return false;
-    // On Galera the lock is the node's own: two nodes' UPDATEs of this row conflict at certification,
-    // and the loser's retry finds it frozen.
-    const [update] = await connection.query<ResultSetHeader>(
-      `UPDATE races SET frozen_at = ?, digest = ?, unallocated = ?, next_step_at = NULL,
-          start_announced = 1, end_announced = 1
-        WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL`,
-      [result.at, result.digest, result.unallocated, id],
-    );
-    if (update.affectedRows !== 1) return false;
-    const internalId = Number(row.id);
-    const affiliateId = Number(row.affiliate_id);
-    if (Number(row.start_announced) === 0) {
-      if (owed.next !== null) await insertNextRace(connection, id, owed.next);
-      // Owed events carry their transition's time (the start; the second after the end), not the freeze's.
-      await enqueueRaceEvent(connection, affiliateId, owed.started, Number(row.start_ts));
-    }
-    if (Number(row.end_announced) === 0) {
-      await enqueueRaceEvent(connection, affiliateId, owed.ended, Number(row.end_ts) + 1);
-    }
-    if (result.entries.length > 0) {
-      await connection.query(
-        `INSERT INTO race_results (race_id, position, \`rank\`, user_external_id, username, avatar_url, total,
-            weighted_total, prize) VALUES ?`,
-        [
-          result.entries.map((entry, position) => [
-            internalId,
-            position,
-            entry.rank,
-            Buffer.from(entry.userExternalId, "utf8"),
-            Buffer.from(entry.username, "utf8"),
-            Buffer.from(entry.avatarUrl, "utf8"),
-            entry.total,
-            entry.weightedTotal,
-            entry.prize,
-          ]),
-        ],
-      );
-    }
-    const signed = seal === undefined ? undefined : await signIntoChain(connection, internalId, affiliateId, seal);
-    await enqueueRaceEvent(connection, affiliateId, event(signed), result.at);
-    await appendRaceHistory(connection, id, result.at, history);
-    return true;
-  });
 }

@@ -30,14 +30,12 @@ import { bucketRanges } from "./period-buckets.js";
 import { deferRaceStep, oldestDueStep } from "./race-clock.js";
 import { raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
 import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
+import { announceEnd, announceStart, freezeRace } from "./race-steps.js";
 import {
   affiliateKey,
-  announceEnd,
-  announceStart,
   cancelRace,
   dueRaces,
   findAffiliateKey,
-  freezeRace,
   frozenEntries,
   listRaces,
   raceById,
