@@ -118,7 +118,7 @@ async function webhookSection(db: Database, deliveries: number): Promise<void> {
   process.stdout.write(`webhook history: ${deliveries} delivered deliveries, 40 days old (1 KB events, one attempt)\n`);
   process.stdout.write(`${table(headers, sizeRows(before, deliveries))}\n`);
   const job = startRetention(
-    { deliveredDays: 30, failedDays: 90, everySeconds: 0 },
+    { deliveredDays: 30, failedDays: 90, everySeconds: 0, wagerDays: 0, hourlyDays: 0 },
     db,
     new Registry(),
     createLogger("silent"),

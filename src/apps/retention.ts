@@ -3,13 +3,15 @@
  * database's retention lock) deletes the webhook history past its window in batches of 1,000 rows, pausing between
  * batches so the delivery worker and the API never wait long. One log line and the
  * `topwagers_retention_deleted_rows_total{table}` counter per run. Frozen race results and their signed copies
- * are never deleted (they are the record); wagers and the rollups are kept (docs/operations.md, "Retention").
+ * are never deleted (they are the record). Raw wagers and the hourly rollup are pruned only when their settings ask
+ * (./wager-retention.ts); the other rollups are kept (docs/operations.md, "Retention").
  */
 import { Counter, type Registry } from "prom-client";
 import type { RetentionSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "../storage/database.js";
 import { type PrunedRows, pruneWebhookBatch, withRetentionLock } from "../storage/webhook-retention.js";
+import { type PrunedWagers, pruneWagers, wagerRetentionMetrics } from "./wager-retention.js";
 
 const BATCH = 1_000;
 /** At most this many batches per run; the rest waits for the next run. */
@@ -17,9 +19,12 @@ const MAX_BATCHES = 500;
 const PAUSE_BETWEEN_BATCHES_MS = 50;
 const DAY_MS = 86_400_000;
 
+/** What one run deleted: the webhook history, and (when WAGER_ or HOURLY_ROLLUP_RETENTION_DAYS is set) wagers. */
+export type RetentionRun = PrunedRows & { readonly wagers?: PrunedWagers };
+
 export interface RetentionJob {
   /** One run now (what the timer does); undefined when another instance holds the lock. */
-  runOnce(nowMs?: number): Promise<PrunedRows | undefined>;
+  runOnce(nowMs?: number): Promise<RetentionRun | undefined>;
   stop(): Promise<void>;
 }
 
@@ -36,25 +41,33 @@ export function startRetention(
     registers: [registry],
   });
   for (const table of ["webhook_deliveries", "webhook_attempts", "webhook_events"]) deleted.inc({ table }, 0);
+  const pruningWagers = settings.wagerDays > 0 || settings.hourlyDays > 0;
+  const wagerMetrics = pruningWagers ? wagerRetentionMetrics(registry, deleted) : undefined;
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
-  const runOnce = async (nowMs = Date.now()) => {
-    const started = Date.now();
-    const pruned = await withRetentionLock(database.write, (connection) =>
-      pruneInBatches(
+  const runOnce = async (nowMs = Date.now()): Promise<RetentionRun | undefined> =>
+    withRetentionLock(database.write, async (connection) => {
+      let started = Date.now();
+      const pruned = await pruneInBatches(
         (cutoffs) => pruneWebhookBatch(connection, cutoffs, BATCH),
         settings,
         nowMs,
         () => stopped,
-      ),
-    );
-    if (pruned === undefined) return undefined;
-    deleted.inc({ table: "webhook_deliveries" }, pruned.deliveries);
-    deleted.inc({ table: "webhook_attempts" }, pruned.attempts);
-    deleted.inc({ table: "webhook_events" }, pruned.events);
-    logger.info({ ...pruned, ms: Date.now() - started }, "retention: webhook history past its window deleted");
-    return pruned;
-  };
+      );
+      deleted.inc({ table: "webhook_deliveries" }, pruned.deliveries);
+      deleted.inc({ table: "webhook_attempts" }, pruned.attempts);
+      deleted.inc({ table: "webhook_events" }, pruned.events);
+      logger.info({ ...pruned, ms: Date.now() - started }, "retention: webhook history past its window deleted");
+      if (wagerMetrics === undefined) return pruned;
+      started = Date.now();
+      const wagers = await pruneWagers(connection, settings, Math.floor(nowMs / 1000), () => stopped);
+      wagerMetrics.record(wagers);
+      logger.info(
+        { ...wagers, ms: Date.now() - started },
+        "retention: raw wagers and hourly rows before the horizon deleted",
+      );
+      return { ...pruned, wagers };
+    });
   const tick = () => {
     running = runOnce().catch((error: unknown) => {
       logger.warn({ err: error }, "retention run failed; the next run tries again");

@@ -251,6 +251,7 @@ export async function verifyCommand(args: string[]): Promise<void> {
       rows: report.rows,
       mismatchCount: report.mismatchCount,
       mismatches: report.mismatches,
+      checkedFrom: report.checkedFrom,
     },
     (took) =>
       report.mismatches
@@ -265,6 +266,10 @@ export async function verifyCommand(args: string[]): Promise<void> {
         ? `verify FAILED: ${number.format(report.mismatchCount)} rollup rows disagree with the raw wagers` +
           `${more > 0 ? ` (first ${report.mismatches.length} shown)` : ""}; checked ${number.format(report.wagers)} wagers ` +
           `against ${rows} in ${took}.\n`
-        : `verify OK: ${rows} all equal the totals of ${number.format(report.wagers)} raw wagers (checked in ${took}).\n`),
+        : `verify OK: ${rows} all equal the totals of ${number.format(report.wagers)} raw wagers (checked in ${took}).\n`) +
+      (report.checkedFrom.wagers > 0 || report.checkedFrom.hourly > 0
+        ? `Rows before the retention horizons were not checked (raw wagers from ${report.checkedFrom.wagers}, ` +
+          `hourly rows from ${report.checkedFrom.hourly}, Unix seconds): their raw wagers were pruned.\n`
+        : ""),
   );
 }

@@ -9,6 +9,10 @@ export interface RetentionSettings {
   readonly failedDays: number;
   /** RETENTION_EVERY_S: how often this instance runs the job (one instance at a time runs it); 0: never here. */
   readonly everySeconds: number;
+  /** WAGER_RETENTION_DAYS: raw wagers kept this many days, then pruned (storage/wager-retention.ts); 0 forever. */
+  readonly wagerDays: number;
+  /** HOURLY_ROLLUP_RETENTION_DAYS: hourly rollup rows kept this many days, then pruned; 0 forever. */
+  readonly hourlyDays: number;
 }
 
 export function readRetention(read: EnvReader): RetentionSettings {
@@ -16,5 +20,7 @@ export function readRetention(read: EnvReader): RetentionSettings {
     deliveredDays: read.integer("WEBHOOK_DELIVERED_RETENTION_DAYS", 30, 0, 36_500),
     failedDays: read.integer("WEBHOOK_FAILED_RETENTION_DAYS", 90, 0, 36_500),
     everySeconds: read.integer("RETENTION_EVERY_S", 600, 0, 86_400),
+    wagerDays: read.integer("WAGER_RETENTION_DAYS", 0, 0, 36_500),
+    hourlyDays: read.integer("HOURLY_ROLLUP_RETENTION_DAYS", 0, 0, 36_500),
   };
 }

@@ -72,6 +72,11 @@ export const CATALOGUE = {
   WEBHOOK_NOT_FOUND: Code.NotFound,
   /** No such service on this health endpoint. */
   UNKNOWN_SERVICE: Code.NotFound,
+  /**
+   * The period, wager or void needs rows the retention job deleted (before the retention horizon): refused rather
+   * than answered short. ErrorInfo metadata names the horizon (`horizon`, Unix seconds) and its kind (`kind`).
+   */
+  BEYOND_RETENTION: Code.OutOfRange,
   /** Too much lock contention to commit; nothing was written. */
   CONTENTION: Code.Aborted,
   /** The database is unreachable or too slow right now. */

@@ -5,6 +5,7 @@
  */
 import { ConnectError } from "@connectrpc/connect";
 import { isTransientDatabaseError } from "../storage/database-errors.js";
+import { BeyondRetentionError } from "../values/retention-horizon.js";
 import { internal, ServiceError } from "./catalogue.js";
 
 const UNAVAILABLE_MESSAGE = "the leaderboard database is unavailable right now. Retry shortly";
@@ -24,6 +25,7 @@ export function databaseUnavailable(cause?: unknown): ServiceError {
  */
 export function fromDatabase(error: unknown, message = UNAVAILABLE_MESSAGE): ConnectError {
   if (error instanceof ConnectError) return error;
+  if (error instanceof BeyondRetentionError) return beyondRetention(error);
   if (!isTransientDatabaseError(error)) return internal(error);
   return new ServiceError("DATABASE_UNAVAILABLE", message, { retryAfterSeconds: 1, cause: error });
 }
@@ -35,4 +37,11 @@ export async function databaseCall<T>(call: () => Promise<T>): Promise<T> {
   } catch (error) {
     throw fromDatabase(error);
   }
+}
+
+/** A period, wager or void the retention job's deletions make unanswerable: `out_of_range`, naming the horizon. */
+export function beyondRetention(error: BeyondRetentionError): ServiceError {
+  return new ServiceError("BEYOND_RETENTION", error.message, {
+    info: { kind: error.kind, horizon: String(error.horizon) },
+  });
 }

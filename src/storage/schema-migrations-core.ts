@@ -228,3 +228,20 @@ export const WEIGHTED_SUM_STORED: readonly MigrationStep[] = [
   ...ROLLUP_TABLES.map(weightedSumTrigger),
   backfillWeightedSums(),
 ];
+
+/**
+ * Migration 17: where the retention job has pruned raw wagers and hourly rows (./retention-horizon.ts), so every
+ * instance refuses the same periods, and 8 bytes per pruned wager so that a void of one is refused
+ * (./retention-guards.ts). Two new tables: nothing is copied; older releases ignore them.
+ */
+export const RETENTION_HORIZONS: readonly MigrationStep[] = [
+  `CREATE TABLE IF NOT EXISTS retention_horizons (
+    kind VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+    horizon INT UNSIGNED NOT NULL,
+    moved_at INT UNSIGNED NOT NULL
+  ) ENGINE=InnoDB`,
+  "INSERT IGNORE INTO retention_horizons (kind, horizon, moved_at) VALUES ('wagers', 0, 0), ('hourly', 0, 0)",
+  `CREATE TABLE IF NOT EXISTS pruned_wagers (
+    id_hash BINARY(8) NOT NULL PRIMARY KEY
+  ) ENGINE=InnoDB`,
+];

@@ -18,6 +18,7 @@ import {
   CORE_TABLES,
   HALF_MONTH_TOTALS,
   PUBLISHABLE_KEYS,
+  RETENTION_HORIZONS,
   TOTALS_TABLES,
   VOIDS_AND_CHANGE_FEED,
   WAGER_WEIGHTS,
@@ -138,6 +139,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 16,
     name: "webhook events indexed by the race they are about",
     statements: WEBHOOK_EVENTS_BY_RACE,
+  },
+  {
+    version: 17,
+    name: "retention horizons and the hashes of pruned wagers",
+    statements: RETENTION_HORIZONS,
   },
 ];
 

@@ -26,7 +26,6 @@ import { changeIdsBetween, latestChangeId, pruneChanges, readChanges } from "./d
 import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
-import { bucketRanges } from "./period-buckets.js";
 import { deferRaceStep, oldestDueStep } from "./race-clock.js";
 import { raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
 import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
@@ -44,6 +43,7 @@ import {
   updateRace,
 } from "./races.js";
 import { isOlderThanFloor, readReleaseFloor, releaseTooOldMessage } from "./release-floor.js";
+import { guardedPeriods } from "./retention-horizon.js";
 import { LATEST_SCHEMA_VERSION } from "./schema-migrations.js";
 import { signedResultOf } from "./signed-results.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./transactions.js";
@@ -52,18 +52,22 @@ import { voidWagerBatch } from "./voids.js";
 import { recordWagerBatch } from "./wagers.js";
 import { weightedColumnReader } from "./weighted-backfill.js";
 
-/** Periods answered from the rollups plus raw edges (./period-buckets.ts). */
+/**
+ * Periods answered from the rollups plus raw edges (./period-buckets.ts); a period needing rows the retention job
+ * deleted is refused (./retention-horizon.ts).
+ */
 export function mariadbStandings(pool: Pool): StandingsStore {
   const weighted = weightedColumnReader(pool);
+  const periods = guardedPeriods(pool);
   return {
     topUsers: async (affiliateId, start, end, limit, rankBy) =>
-      topUsersFromBuckets(pool, affiliateId, bucketRanges(start, end), limit, rankBy, await weighted()),
+      topUsersFromBuckets(pool, affiliateId, await periods(start, end), limit, rankBy, await weighted()),
     keyed: {
       boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
-        boardInOneSnapshot(pool, affiliateId, bucketRanges(start, end), limit, rankBy, await weighted()),
+        boardInOneSnapshot(pool, affiliateId, await periods(start, end), limit, rankBy, await weighted()),
       userKeys: (externalIds) => userKeysOf(pool, externalIds),
       totalsOf: async (affiliateId, start, end, userKeys) =>
-        totalsOfUsers(pool, affiliateId, bucketRanges(start, end), userKeys, await weighted()),
+        totalsOfUsers(pool, affiliateId, await periods(start, end), userKeys, await weighted()),
     },
   };
 }
@@ -76,9 +80,11 @@ export function mariadbStandings(pool: Pool): StandingsStore {
  */
 export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): StandingsStore {
   const weighted = weightedColumnReader(pool);
+  const periods = guardedPeriods(pool);
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
       const column = await weighted();
+      const ranges = await periods(start, end);
       const connection = await pool.getConnection();
       let waiting = false;
       try {
@@ -86,7 +92,7 @@ export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): Stand
           await connection.query("SET SESSION wsrep_sync_wait = 1");
           waiting = true;
         }
-        return await topUsersFromBuckets(connection, affiliateId, bucketRanges(start, end), limit, rankBy, column);
+        return await topUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, column);
       } finally {
         await releaseAfter(connection, waiting ? "SET SESSION wsrep_sync_wait = 0" : undefined);
       }

@@ -1,8 +1,13 @@
 /**
  * `verify`: recomputes every rollup row from the raw wagers and reports each row that differs, is missing, or should
- * not exist. How it screens and re-checks without locks: docs/architecture.md, "Verifying the rollups".
+ * not exist. How it screens and re-checks without locks: docs/architecture.md, "Verifying the rollups". Once the
+ * retention job pruned raw wagers (or hourly rows), only the buckets that start at or after the horizon are checked
+ * (`checkedFrom`): the rows before it have nothing left to be checked against.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import { bucketCeil } from "../values/calendar.js";
+import type { RetentionHorizons } from "../values/retention-horizon.js";
+import { readHorizons } from "./retention-horizon.js";
 import {
   ROLLUP_SUMS_OF_ROLLUP,
   ROLLUP_SUMS_OF_WAGERS,
@@ -38,6 +43,8 @@ export interface VerifyReport {
   readonly mismatchCount: number;
   /** The first mismatches (up to the requested number), by range, level, affiliate, bucket, user. */
   readonly mismatches: readonly Mismatch[];
+  /** The retention horizons: raw wagers and the buckets starting before them were not checked (0: all were). */
+  readonly checkedFrom: RetentionHorizons;
 }
 
 export interface VerifyOptions {
@@ -73,6 +80,9 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
           PRIMARY KEY USING BTREE (affiliate_id, bucket, user_id)) ENGINE=MEMORY`,
       );
     }
+    const horizons = await readHorizons(connection);
+    const checkedFrom = { wagers: horizons.wagers, hourly: horizons.hourly };
+    const from = firstCheckedBuckets(checkedFrom);
     const ranges = await planRanges(connection, options.wagersPerRange ?? 1_000_000);
     const estimatedTotal = ranges.reduce((sum, r) => sum + r.estimate, 0);
     let checked = 0;
@@ -81,15 +91,15 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
     let mismatchCount = 0;
     const mismatches: Mismatch[] = [];
     for (const range of ranges) {
-      wagers += await groupRawByHour(connection, range);
+      wagers += await groupRawByHour(connection, range, checkedFrom.wagers);
       for (const rollup of ROLLUPS) {
         const [size] = await connection.query<RowDataPacket[]>(
           `SELECT COUNT(*) AS n FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ?`,
           [range.from, range.to],
         );
         rows[rollup.level] += Number(size[0]?.n ?? 0);
-        if (!(await screenLooksWrong(connection, rollup, range))) continue;
-        const found = await exactMismatches(connection, rollup, range);
+        if (!(await screenLooksWrong(connection, rollup, range, from[rollup.level]))) continue;
+        const found = await exactMismatches(connection, rollup, range, from[rollup.level]);
         mismatchCount += found.length;
         if (mismatches.length < maxReported && found.length > 0) {
           mismatches.push(
@@ -101,7 +111,7 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
       options.onProgress?.(checked, estimatedTotal);
     }
     for (const table of Object.values(EXPECTED)) await connection.query(`DROP TEMPORARY TABLE IF EXISTS ${table}`);
-    return { wagers, rows, mismatchCount, mismatches };
+    return { wagers, rows, mismatchCount, mismatches, checkedFrom };
   } finally {
     // The connection goes back to the pool: restore the session defaults.
     await connection.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ").catch(() => undefined);
@@ -112,16 +122,30 @@ export async function verifyRollups(pool: Pool, options: VerifyOptions = {}): Pr
   }
 }
 
-/** Fills the expected tables for a range; returns the number of raw wagers in it. */
-async function groupRawByHour(connection: PoolConnection, range: Range): Promise<number> {
+/**
+ * The first bucket of each level checked under the horizons: the first that starts at or after the wager horizon
+ * (a bucket straddling it lost some of its raw wagers), and for the hourly level not before the hourly horizon.
+ */
+function firstCheckedBuckets(horizons: RetentionHorizons): Readonly<Record<Rollup["level"], number>> {
+  const first = (level: Rollup["level"]) => (horizons.wagers === 0 ? 0 : bucketCeil(level, horizons.wagers));
+  return {
+    hourly: Math.max(first("hourly"), horizons.hourly),
+    daily: first("daily"),
+    halfmonthly: first("halfmonthly"),
+    monthly: first("monthly"),
+  };
+}
+
+/** Fills the expected tables for a range from the wagers placed at or after `since`; returns how many there are. */
+async function groupRawByHour(connection: PoolConnection, range: Range, since: number): Promise<number> {
   for (const table of Object.values(EXPECTED)) await connection.query(`DELETE FROM ${table}`);
   const [hourly, ...coarser] = ROLLUPS as [Rollup, ...Rollup[]];
   await connection.query(
     `INSERT INTO ${EXPECTED.hourly} (affiliate_id, bucket, user_id, ${ROLLUP_VALUE_COLUMNS})
      SELECT affiliate_id, ${hourly.bucketOf("placed_at")} AS b, user_id, ${ROLLUP_SUMS_OF_WAGERS}
-       FROM wagers WHERE affiliate_id BETWEEN ? AND ?
+       FROM wagers WHERE affiliate_id BETWEEN ? AND ? AND placed_at >= ?
       GROUP BY affiliate_id, b, user_id`,
-    [range.from, range.to],
+    [range.from, range.to, since],
   );
   for (const rollup of coarser) {
     await connection.query(
@@ -136,29 +160,40 @@ async function groupRawByHour(connection: PoolConnection, range: Range): Promise
   return Number(count[0]?.n ?? 0);
 }
 
-/** The cheap screen: does any rollup row of this range differ from, lack or exceed the expected rows? */
-async function screenLooksWrong(connection: PoolConnection, rollup: Rollup, range: Range): Promise<boolean> {
+/** The cheap screen: does any rollup row of this range (from bucket `from`) differ from, lack or exceed the expected rows? */
+async function screenLooksWrong(
+  connection: PoolConnection,
+  rollup: Rollup,
+  range: Range,
+  from: number,
+): Promise<boolean> {
   const expected = EXPECTED[rollup.level];
   const [wrong] = await connection.query<RowDataPacket[]>(
     `SELECT 1 FROM ${expected} e
        LEFT JOIN ${rollup.table} r ON r.affiliate_id = e.affiliate_id AND r.bucket = e.bucket AND r.user_id = e.user_id
-      WHERE r.user_id IS NULL OR r.total <> e.total OR r.weight_discount <> e.weight_discount OR r.wagers <> e.wagers
-         OR NOT (r.weighted_sum <=> e.weighted_sum)
+      WHERE e.bucket >= ? AND (r.user_id IS NULL OR r.total <> e.total OR r.weight_discount <> e.weight_discount
+         OR r.wagers <> e.wagers OR NOT (r.weighted_sum <=> e.weighted_sum))
       LIMIT 1`,
+    [from],
   );
   if (wrong.length > 0) return true;
   const [extra] = await connection.query<RowDataPacket[]>(
     `SELECT 1 FROM ${rollup.table} r
        LEFT JOIN ${expected} e ON e.affiliate_id = r.affiliate_id AND e.bucket = r.bucket AND e.user_id = r.user_id
-      WHERE r.affiliate_id BETWEEN ? AND ? AND e.user_id IS NULL
+      WHERE r.affiliate_id BETWEEN ? AND ? AND r.bucket >= ? AND e.user_id IS NULL
       LIMIT 1`,
-    [range.from, range.to],
+    [range.from, range.to, from],
   );
   return extra.length > 0;
 }
 
 /** The authoritative check of one range and level: raw wagers and rollup rows in a single read. */
-async function exactMismatches(connection: PoolConnection, rollup: Rollup, range: Range): Promise<RowDataPacket[]> {
+async function exactMismatches(
+  connection: PoolConnection,
+  rollup: Rollup,
+  range: Range,
+  from: number,
+): Promise<RowDataPacket[]> {
   // The stored weighted total (migration 12) is checked against the raw wagers' weighted amounts, and
   // the discount as well (the virtual `weighted_total` that earlier versions read is derived from it).
   const [found] = await connection.query<RowDataPacket[]>(
@@ -172,18 +207,18 @@ async function exactMismatches(connection: PoolConnection, rollup: Rollup, range
                     SUM(${WEIGHTED_AMOUNT_OF_WAGER}) AS raw_weighted,
                     0 AS rollup_total, 0 AS rollup_discount, 0 AS rollup_wagers, 0 AS rollup_weighted,
                     0 AS weighted_missing, 0 AS in_rollup
-               FROM wagers WHERE affiliate_id BETWEEN ? AND ?
+               FROM wagers WHERE affiliate_id BETWEEN ? AND ? AND placed_at >= ?
               GROUP BY affiliate_id, bucket, user_id
              UNION ALL
              SELECT affiliate_id, bucket, user_id, 0, 0, 0, 0, total, weight_discount, wagers,
                     COALESCE(weighted_sum, 0), weighted_sum IS NULL, 1
-               FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ?) x
+               FROM ${rollup.table} WHERE affiliate_id BETWEEN ? AND ? AND bucket >= ?) x
       GROUP BY affiliate_id, bucket, user_id
      HAVING in_rollup = 0 OR expected_wagers = 0 OR found_weighted IS NULL
          OR expected_total <> found_total OR expected_discount <> found_discount OR expected_wagers <> found_wagers
          OR expected_weighted <> found_weighted
       ORDER BY affiliate_id, bucket, user_id`,
-    [range.from, range.to, range.from, range.to],
+    [range.from, range.to, from, range.from, range.to, from],
   );
   return found;
 }

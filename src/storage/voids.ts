@@ -7,6 +7,7 @@ import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { VoidOutcome } from "../ports/ingest.js";
 import { noteWagerTimes } from "./data-changes.js";
 import { noteRaceVoids } from "./race-history.js";
+import { refusePrunedVoids } from "./retention-guards.js";
 import { ROLLUPS, WEIGHT_DISCOUNT_OF_WAGER, WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 import { DEFAULT_RETRY_POLICY, inTransaction, oncePerConnection, type RetryPolicy } from "./transactions.js";
 
@@ -36,6 +37,11 @@ export async function voidWagerBatch(
       const [applied] = await connection.query<RowDataPacket[]>(
         "SELECT external_id FROM wager_voids WHERE external_id IN (?) AND applied_at IS NOT NULL FOR UPDATE",
         [ids],
+      );
+      const known = new Set([...counting, ...applied].map((r) => String(r.external_id)));
+      await refusePrunedVoids(
+        connection,
+        ids.filter((id) => !known.has(id)),
       );
       if (counting.length > 0) await takeOut(pool, connection, counting);
       return {

@@ -11,6 +11,7 @@ import { FULL_WEIGHT_BPS } from "../values/weights.js";
 import { noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { byCodePoint } from "./lock-order.js";
+import { refuseBeyondHorizon } from "./retention-guards.js";
 import { addIntoRollup, ROLLUP_SUMS_OF_WAGERS, ROLLUPS } from "./rollups.js";
 import {
   DEFAULT_RETRY_POLICY,
@@ -41,6 +42,7 @@ export async function recordWagerBatch(
   return inTransaction(
     pool,
     async (connection): Promise<RecordOutcome> => {
+      await refuseBeyondHorizon(connection, batch);
       const users = await usersByExternalId(connection, userIds);
       const unknown = userIds.filter((id) => !users.has(id));
       if (unknown.length > 0) return { kind: "unknown_users", userIds: unknown };

@@ -185,6 +185,7 @@ describe("--json prints one JSON document on stdout", () => {
     },
     { version: 15, name: "a cancelled or deleted race's slug can be used again" },
     { version: 16, name: "webhook events indexed by the race they are about" },
+    { version: 17, name: "retention horizons and the hashes of pruned wagers" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 
@@ -274,6 +275,7 @@ describe("--json prints one JSON document on stdout", () => {
       rows: { hourly: 2, daily: 1, halfmonthly: 1, monthly: 1 },
       mismatchCount: 0,
       mismatches: [],
+      checkedFrom: { wagers: 0, hourly: 0 },
       seconds: 0,
     });
   }, 30_000);

@@ -14,7 +14,7 @@ import { useTestDatabase } from "../support/database.js";
 
 const NOW_MS = 1_800_000_000_000;
 const DAY_MS = 86_400_000;
-const SETTINGS = { deliveredDays: 30, failedDays: 90, everySeconds: 0 };
+const SETTINGS = { deliveredDays: 30, failedDays: 90, everySeconds: 0, wagerDays: 0, hourlyDays: 0 };
 
 function capturedLogger() {
   const lines: Record<string, unknown>[] = [];

@@ -31,6 +31,7 @@ const EXPECTED: Record<string, [string, number]> = {
   SLUG_TAKEN: ["already_exists", 409],
   WEBHOOK_NOT_FOUND: ["not_found", 404],
   UNKNOWN_SERVICE: ["not_found", 404],
+  BEYOND_RETENTION: ["out_of_range", 400],
   CONTENTION: ["aborted", 409],
   DATABASE_UNAVAILABLE: ["unavailable", 503],
   TOO_MANY_STREAMS: ["resource_exhausted", 429],
