@@ -14,6 +14,7 @@ import { checkWebhookTarget } from "../outbound/address-guard.js";
 import { createWebhookTransport } from "../outbound/webhook-sender.js";
 import { packageInfo } from "../package-info.js";
 import type { Database } from "../storage/database.js";
+import { isTransientDatabaseError } from "../storage/database-errors.js";
 import { resealSecrets } from "../storage/secret-reseal.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../storage/webhooks.js";
@@ -22,6 +23,8 @@ import { WebhookAdmin } from "../webhooks/endpoint-admin.js";
 
 /** How often the queue gauges (oldest due delivery, disabled endpoints) are read, on every instance. */
 const QUEUE_STATE_EVERY_MS = 5_000;
+/** While the database stays away, the worker says so again at most this often (not at every poll). */
+const OUTAGE_REMINDER_MS = 60_000;
 
 export interface WebhookDelivery {
   readonly store: MariadbWebhookStore;
@@ -127,8 +130,13 @@ async function resealAtStart(settings: WebhookSettings, database: Database, logg
   }
 }
 
-/** Counts every attempt and finished delivery, and logs a delivery that failed for good. */
+/**
+ * Counts every attempt and finished delivery, and logs a delivery that failed for good. A database that is away
+ * (every claim fails at each poll) is one warning when it starts, a reminder a minute while it lasts, and one
+ * line when the worker gets an answer again; any other failed step is one warning each.
+ */
 function deliveryObserver(metrics: Metrics, logger: Logger): DeliveryObserver {
+  let outage: { sinceMs: number; failedSteps: number; remindedAtMs: number } | undefined;
   return {
     attempt(result) {
       metrics.webhookAttempts.inc({ result });
@@ -153,7 +161,34 @@ function deliveryObserver(metrics: Metrics, logger: Logger): DeliveryObserver {
       );
     },
     error(error) {
-      logger.warn({ err: error }, "webhook delivery worker: a step failed; retrying at the next poll");
+      if (!isTransientDatabaseError(error)) {
+        logger.warn({ err: error }, "webhook delivery worker: a step failed; retrying at the next poll");
+        return;
+      }
+      const now = Date.now();
+      if (outage === undefined) {
+        outage = { sinceMs: now, failedSteps: 1, remindedAtMs: now };
+        // Nothing is lost meanwhile (docs/webhooks.md): events wait in the outbox, outcomes of attempts
+        // already sent are kept and recorded once the database answers (within their lease).
+        logger.warn({ err: error }, "webhook delivery worker: the database is unavailable");
+        return;
+      }
+      outage.failedSteps += 1;
+      if (now - outage.remindedAtMs >= OUTAGE_REMINDER_MS) {
+        outage.remindedAtMs = now;
+        logger.warn(
+          { err: error, failedSteps: outage.failedSteps, sinceMs: outage.sinceMs },
+          "webhook delivery worker: the database is still unavailable",
+        );
+      }
+    },
+    recovered() {
+      if (outage === undefined) return;
+      logger.info(
+        { failedSteps: outage.failedSteps, outageMs: Date.now() - outage.sinceMs },
+        "webhook delivery worker: the database answers again",
+      );
+      outage = undefined;
     },
   };
 }

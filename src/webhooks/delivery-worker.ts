@@ -41,7 +41,10 @@ export interface DeliveryObserver {
   attempt?(result: AttemptResult, durationMs: number, delivery: ClaimedWebhookDelivery): void;
   /** A delivery failed for good: after its last attempt, by a 410, or its endpoint was disabled. */
   finalFailure?(delivery: ClaimedWebhookDelivery, attempt: WebhookAttempt | undefined, reason: string): void;
+  /** A step failed (a claim, recording outcomes, failing a delivery); the worker goes on at its next poll. */
   error?(error: unknown): void;
+  /** A claim or a record succeeded again after a step failed (the database answers again). */
+  recovered?(): void;
 }
 
 export interface DeliveryWorkerOptions {
@@ -67,10 +70,14 @@ export interface DeliveryWorkerOptions {
 /** Outcomes recorded together: at most this many, waiting at most RECORD_DELAY_MS for company. */
 const RECORD_BATCH = 32;
 const RECORD_DELAY_MS = 5;
+/** Outcomes that could not be recorded (the database is away) are tried again this often while their lease lasts. */
+const RECORD_RETRY_MS = 500;
 
 interface PendingRecord {
   readonly delivery: ClaimedWebhookDelivery;
   readonly outcome: WebhookAttemptOutcome;
+  /** When the claim's lease runs out: past it the delivery may be another claim's, and the outcome is dropped. */
+  readonly leaseEndsAtMs: number;
   readonly resolve: (recorded: boolean) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -89,6 +96,10 @@ export class DeliveryWorker {
   /** Outcomes waiting to be recorded in one transaction (one commit for many attempts). */
   private records: PendingRecord[] = [];
   private recordTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A step failed and nothing has succeeded since (told to the observer once it does). */
+  private failing = false;
+  /** stop() was called: outcomes that cannot be recorded are no longer kept for another try. */
+  private stopping = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.maxInFlight = options.maxInFlight ?? 32;
@@ -108,6 +119,7 @@ export class DeliveryWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = false;
     this.loop = this.run();
   }
 
@@ -119,6 +131,7 @@ export class DeliveryWorker {
   /** Stops claiming and waits for the attempts in flight to be recorded. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping = true;
     this.wake();
     await this.loop;
     await Promise.allSettled([...this.inFlight.values()]);
@@ -137,7 +150,7 @@ export class DeliveryWorker {
       try {
         claimed = await this.claim();
       } catch (error) {
-        this.options.observer?.error?.(error);
+        this.failed(error);
       }
       // A full claim: more may be due; go again as soon as an attempt ends (it wakes the loop).
       // Some claimed: look again at once. Nothing due: wait a poll (or a wake-up).
@@ -156,18 +169,20 @@ export class DeliveryWorker {
   private async claim(): Promise<number> {
     const free = this.maxInFlight - this.inFlight.size;
     if (free <= 0) return 0;
+    const nowMs = this.now();
     const claimed = await this.options.store.claimDue({
-      nowMs: this.now(),
+      nowMs,
       limit: free,
       perEndpoint: this.perEndpoint,
       busyEndpoints: this.busy,
       leaseMs: this.leaseMs,
     });
+    this.succeeded();
     this.saturated = claimed.length === free;
     for (const delivery of claimed) {
       this.busy.set(delivery.endpointId, (this.busy.get(delivery.endpointId) ?? 0) + 1);
-      const work = this.deliver(delivery)
-        .catch((error: unknown) => this.options.observer?.error?.(error))
+      const work = this.deliver(delivery, nowMs + this.leaseMs)
+        .catch((error: unknown) => this.failed(error))
         .finally(() => {
           this.inFlight.delete(delivery.id);
           const left = (this.busy.get(delivery.endpointId) ?? 1) - 1;
@@ -180,7 +195,18 @@ export class DeliveryWorker {
     return claimed.length;
   }
 
-  private async deliver(delivery: ClaimedWebhookDelivery): Promise<void> {
+  private failed(error: unknown): void {
+    this.failing = true;
+    this.options.observer?.error?.(error);
+  }
+
+  private succeeded(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.options.observer?.recovered?.();
+  }
+
+  private async deliver(delivery: ClaimedWebhookDelivery, leaseEndsAtMs: number): Promise<void> {
     const { store, observer } = this.options;
     if (!delivery.endpointEnabled) {
       const reason = `endpoint disabled: ${delivery.disabledReason ?? "no reason given"}`;
@@ -201,7 +227,7 @@ export class DeliveryWorker {
       response: answer.kind === "answered" ? answer.response : null,
     };
     const outcome = this.outcome(delivery, attempt, answer, startedAtMs + durationMs);
-    const recorded = await this.record(delivery, outcome);
+    const recorded = await this.record(delivery, outcome, leaseEndsAtMs);
     const result: AttemptResult = !recorded
       ? "lost"
       : outcome.state === "delivered"
@@ -217,9 +243,13 @@ export class DeliveryWorker {
     }
   }
 
-  private record(delivery: ClaimedWebhookDelivery, outcome: WebhookAttemptOutcome): Promise<boolean> {
+  private record(
+    delivery: ClaimedWebhookDelivery,
+    outcome: WebhookAttemptOutcome,
+    leaseEndsAtMs: number,
+  ): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      this.records.push({ delivery, outcome, resolve, reject });
+      this.records.push({ delivery, outcome, leaseEndsAtMs, resolve, reject });
       if (this.records.length >= RECORD_BATCH) this.flushRecords();
       else this.recordTimer ??= setTimeout(() => this.flushRecords(), RECORD_DELAY_MS);
     });
@@ -233,12 +263,32 @@ export class DeliveryWorker {
     if (batch.length === 0) return;
     this.options.store.recordAttempts(batch.map(({ delivery, outcome }) => ({ delivery, outcome }))).then(
       (recorded) => {
+        this.succeeded();
         for (const [index, item] of batch.entries()) item.resolve(recorded[index] === true);
       },
-      (error: unknown) => {
-        for (const item of batch) item.reject(error);
-      },
+      (error: unknown) => this.recordFailed(batch, error),
     );
+  }
+
+  /**
+   * Outcomes that could not be recorded (the database is away, or the answer to the commit was lost) are kept
+   * and tried again every RECORD_RETRY_MS while their lease lasts, until stop(): an attempt that reached
+   * the receiver is then recorded once the database is back, instead of being sent again after the lease. A
+   * retry after a commit that did happen records nothing twice: the claim's token is gone and the outcome
+   * counts as lost. Past its lease an outcome is dropped (the delivery is due again; its log shows the attempt
+   * as unknown).
+   */
+  private recordFailed(batch: readonly PendingRecord[], error: unknown): void {
+    const retryAt = this.now() + RECORD_RETRY_MS;
+    const kept = batch.filter((item) => !this.stopping && item.leaseEndsAtMs > retryAt);
+    // A dropped outcome's delivery reports the error itself (deliver's catch); kept ones report it here.
+    for (const item of batch) if (!kept.includes(item)) item.reject(error);
+    if (kept.length === 0) return;
+    this.failed(error);
+    setTimeout(() => {
+      this.records.push(...kept);
+      this.flushRecords();
+    }, RECORD_RETRY_MS);
   }
 
   private async attempt(delivery: ClaimedWebhookDelivery, startedAtMs: number): Promise<AttemptAnswer> {
