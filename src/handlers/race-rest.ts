@@ -8,7 +8,7 @@
  * - `GET {BASE_PATH}/races/{slug-or-id}`: one race with its standings (a series' current race by
  *   its slug, or any race by its id): `{"data":{…the race…},"errors":null}` (race-json.ts).
  * - `GET {BASE_PATH}/races/{slug-or-id}/history`: that race's history (codecs/race-history.ts), the
- *   excluded users as counts (REST never names them).
+ *   excluded users as counts (REST never names them); a deleted race's too, by its id, ending with the deletion.
  * - `DELETE {BASE_PATH}/races/{slug-or-id}`: deletes a race nobody has seen yet (DeleteRace's rules;
  *   the key needs `races:write`), answering the race as it was.
  *
@@ -176,7 +176,12 @@ export class RaceRest {
 
   private async race(affiliateId: number, idOrSlug: string, history: boolean): Promise<string> {
     const { races } = this.options;
-    const view = answer(await guard(() => races.get(affiliateId, idOrSlug)), "", null);
+    const found = await guard(() => races.get(affiliateId, idOrSlug));
+    if (history && found.kind === "not-found") {
+      // A deleted race is not found, but its history is still its readers' (ending with the deletion).
+      return raceHistoryJson(answer(await guard(() => races.deletedHistory(affiliateId, idOrSlug, true)), "", null));
+    }
+    const view = answer(found, "", null);
     if (!history) return raceJson(view);
     return raceHistoryJson(await guard(() => races.history(view.race, true)));
   }

@@ -83,4 +83,6 @@ export interface RaceHistoryStore {
   voidCounts(id: string): Promise<RaceVoidCounts>;
   /** Every user of the race whose wagers were voided while it ran, with their totals now (the freeze reads it). */
   voidedUsers(id: string): Promise<VoidedRaceUser[]>;
+  /** The internal key of the affiliate that owned the deleted race `id`; undefined when it is not a deleted race. */
+  deletedOwner(id: string): Promise<number | undefined>;
 }

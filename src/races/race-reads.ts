@@ -47,6 +47,17 @@ export class RaceReads {
     return historyOf(this.options.store, race.id, hideUserIds);
   }
 
+  /**
+   * The history of a race that was deleted, for a reader of the affiliate that owned it: every entry, the
+   * deletion last (when, by whom). `not-found` for a race that is not deleted, or was another affiliate's:
+   * the race itself stays not found (`get`).
+   */
+  async deletedHistory(affiliateId: number, id: string, hideUserIds: boolean): Promise<RaceOutcome<RaceHistory>> {
+    const owner = isRaceId(id) ? await this.options.store.deletedOwner(id) : undefined;
+    if (owner !== affiliateId) return { kind: "not-found", id };
+    return { kind: "ok", value: await historyOf(this.options.store, id, hideUserIds) };
+  }
+
   async list(
     affiliateId: number,
     request: RaceListRequest,

@@ -1,7 +1,7 @@
 /**
  * Races as every skin calls them: one object over the race services, each in its own file by job:
  * - race-reads.ts: read a race (by id, or a series' current race by slug) and list an affiliate's races, a
- *   signed result, a race's history;
+ *   signed result, a race's history (also a deleted race's);
  * - race-admin.ts: the owner's writes (define, change, delete, cancel);
  * - race-clock.ts: the clock's steps (announcing starts, creating a series' next race, announcing ends) and
  *   race-freeze.ts, its last step, the freeze.
@@ -67,6 +67,10 @@ export class Races {
 
   history(...call: Parameters<RaceReads["history"]>) {
     return this.reads.history(...call);
+  }
+
+  deletedHistory(...call: Parameters<RaceReads["deletedHistory"]>) {
+    return this.reads.deletedHistory(...call);
   }
 
   list(...call: Parameters<RaceReads["list"]>) {

@@ -17,16 +17,21 @@ import type { WeightedColumn } from "./leaderboard-queries.js";
 import { bucketRanges } from "./period-buckets.js";
 import { WEIGHTED_AMOUNT_OF_WAGER } from "./rollups.js";
 
-/** Appends one entry of the race `raceId` (public id), inside the caller's transaction. */
+/**
+ * Appends one entry of the race `raceId` (public id), inside the caller's transaction. `owner`: the owning
+ * affiliate's internal key, kept with a deletion (the race's row is gone after it), never answered.
+ */
 export async function appendRaceHistory(
   connection: PoolConnection,
   raceId: string,
   at: number,
   entry: NewRaceHistoryEntry,
+  owner?: number,
 ): Promise<void> {
   const detail = {
     fields: entry.fields,
     ...(entry.standings === undefined ? {} : { standings: entry.standings }),
+    ...(owner === undefined ? {} : { owner }),
   };
   await connection.query(
     "INSERT INTO race_history (race_public_id, at, kind, actor_kind, actor_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
@@ -49,6 +54,29 @@ export async function readRaceHistory(pool: Pool, raceId: string): Promise<RaceH
       ...(detail.standings === undefined ? {} : { standings: detail.standings }),
     };
   });
+}
+
+/**
+ * The affiliate (internal key) that owned the race `raceId` when it was deleted; undefined when it was not
+ * deleted. A deletion keeps its owner (deleteUnseenRace); one written before it did (0.3.0) is known by an
+ * API key that created or deleted the race (the key's affiliate), else not at all.
+ */
+export async function deletedRaceOwner(pool: Pool, raceId: string): Promise<number | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT kind, actor_kind, actor_id, detail FROM race_history
+      WHERE race_public_id = ? AND kind IN ('created', 'deleted') ORDER BY id`,
+    [raceId],
+  );
+  const deletion = rows.find((row) => String(row.kind) === "deleted");
+  if (deletion === undefined) return undefined;
+  const { owner } = JSON.parse(text(deletion.detail)) as { owner?: number };
+  if (owner !== undefined) return owner;
+  const keyIds = rows.filter((row) => String(row.actor_kind) === "key").map((row) => text(row.actor_id));
+  if (keyIds.length === 0) return undefined;
+  const [keys] = await pool.query<RowDataPacket[]>("SELECT affiliate_id FROM api_keys WHERE id IN (?) LIMIT 1", [
+    keyIds,
+  ]);
+  return keys[0] === undefined ? undefined : Number(keys[0].affiliate_id);
 }
 
 /**

@@ -69,18 +69,26 @@ async function releaseSlugIfOver(
 
 /**
  * Deletes a race nobody has seen: the first of its series (or a one-off race), not started, never announced,
- * not cancelled; its history (append-only) says who deleted it. True when this call deleted it; false when it
- * no longer qualifies (the clock started it, another call deleted or cancelled it).
+ * not cancelled; its history (append-only) says who deleted it, and keeps which affiliate owned it (so the
+ * race's readers still read its history: ./race-history.ts deletedRaceOwner). True when this call deleted it;
+ * false when it no longer qualifies (the clock started it, another call deleted or cancelled it).
  */
 export async function deleteUnseenRace(pool: Pool, id: string, now: number, actor: RaceActor): Promise<boolean> {
   return inTransaction(pool, async (connection) => {
+    const [owned] = await connection.query<RowDataPacket[]>(
+      "SELECT affiliate_id FROM races WHERE public_id = ? FOR UPDATE",
+      [id],
+    );
+    const owner = owned[0];
+    if (owner === undefined) return false;
     const [result] = await connection.query<ResultSetHeader>(
       `DELETE FROM races WHERE public_id = ? AND series_index = 0 AND start_ts > ? AND start_announced = 0
           AND cancelled_at IS NULL AND frozen_at IS NULL`,
       [id, now],
     );
     if (result.affectedRows !== 1) return false;
-    await appendRaceHistory(connection, id, now, { kind: "deleted", actor, fields: [] });
+    const entry = { kind: "deleted", actor, fields: [] };
+    await appendRaceHistory(connection, id, now, entry, Number(owner.affiliate_id));
     return true;
   });
 }

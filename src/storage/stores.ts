@@ -27,7 +27,7 @@ import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
 import { deferRaceStep, oldestDueStep } from "./race-clock.js";
-import { raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
+import { deletedRaceOwner, raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
 import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
 import { announceEnd, announceStart, freezeRace } from "./race-steps.js";
 import {
@@ -192,6 +192,7 @@ export function mariadbRaces(pool: Pool): RaceStore {
     history: (id) => readRaceHistory(pool, id),
     voidCounts: (id) => raceVoidCounts(pool, id),
     voidedUsers: (id) => raceVoidedUsers(pool, id, weighted),
+    deletedOwner: (id) => deletedRaceOwner(pool, id),
     deferStep: (id, until) => deferRaceStep(pool, id, until),
     oldestDueStep: (now, longestWait) => oldestDueStep(pool, now, longestWait),
   };
