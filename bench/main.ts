@@ -19,6 +19,7 @@ import { runQueryBench } from "./query.js";
 import { runRacesBench } from "./races.js";
 import { runSignedBoardsBench } from "./signed-boards.js";
 import { runStorageBench } from "./storage.js";
+import { runPartitionsBench } from "./storage-partitions.js";
 import { runWebhooksBench } from "./webhooks.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
@@ -90,7 +91,12 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   storage: {
     run: runStorageBench,
     usage:
-      "storage [--wagers 5000000] [--deliveries 100000]   bytes per wager in every table; the webhook history per delivery before and after retention",
+      "storage [--wagers 5000000] [--deliveries 100000] [--wager-days 90] [--hourly-days 30]   bytes per wager in every table before and after pruning wagers and hourly rows and after OPTIMIZE; the webhook history per delivery before and after retention",
+  },
+  partitions: {
+    run: runPartitionsBench,
+    usage:
+      "partitions [--wagers 5000000] [--chunk 250000]   removing the oldest month of wagers: DELETE in batches vs DROP PARTITION on a copy partitioned by month, with a concurrent query; insert speed and size of each",
   },
   "signed-boards": {
     run: runSignedBoardsBench,

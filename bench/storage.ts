@@ -1,9 +1,10 @@
 /**
- * Storage scenario (issue 38): what every table costs per wager on the seeded data set (the query bench's
- * topwagers_bench_<size>, seeded once), and what the webhook history costs per delivery before and after the
- * retention job deletes it.
+ * Storage scenario (issue 38): what every table costs per wager on the seeded data set (its own
+ * topwagers_storage_<size>, seeded once like the query bench's: retention deletes from it), before and after the
+ * retention job prunes raw wagers and hourly rows and after OPTIMIZE TABLE (./storage-retention.ts), and what the
+ * webhook history costs per delivery before and after the retention job deletes it.
  *
- *   npm run bench -- storage [--wagers 5000000] [--deliveries 100000]
+ *   npm run bench -- storage [--wagers 5000000] [--deliveries 100000] [--wager-days 90] [--hourly-days 30]
  *
  * Sizes are InnoDB's own (information_schema.TABLES after ANALYZE TABLE: data and index pages in use), so they
  * include page fill and fragmentation as a real database has them.
@@ -14,7 +15,9 @@ import { Registry } from "prom-client";
 import { startRetention } from "../src/apps/retention.js";
 import { createLogger } from "../src/logger.js";
 import { type Database, openDatabase } from "../src/storage/database.js";
+import { migrate } from "../src/storage/migration-runner.js";
 import { databaseUrl, ensureSeeded } from "./query.js";
+import { pruneAsTheServiceWould } from "./storage-retention.js";
 import { fmt, machineDescription, table } from "./support.js";
 
 const DAY_MS = 86_400_000;
@@ -84,22 +87,45 @@ function sizeRows(sizes: readonly TableSize[], per: number): (string | number)[]
 export async function runStorageBench(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { wagers: { type: "string", default: "5000000" }, deliveries: { type: "string", default: "100000" } },
+    options: {
+      wagers: { type: "string", default: "5000000" },
+      deliveries: { type: "string", default: "100000" },
+      "wager-days": { type: "string", default: "90" },
+      "hourly-days": { type: "string", default: "30" },
+    },
   });
   const wagers = Number(values.wagers);
   const deliveries = Number(values.deliveries);
-  const url = databaseUrl(wagers);
+  const url = databaseUrl(wagers).replace("/topwagers_bench_", "/topwagers_storage_");
   await ensureSeeded(url, wagers);
-  const db = await openDatabase({ url, poolSize: 2 });
+  const db = await openDatabase({ url, poolSize: 2, queryTimeoutMs: 3_600_000 });
   try {
+    await migrate(db.write);
     const [count] = await db.write.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM wagers");
-    const exact = Number(count[0]?.n);
+    const [pruned] = await db.write.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM pruned_wagers");
+    const exact = Number(count[0]?.n) + Number(pruned[0]?.n);
     process.stdout.write(`${await machineDescription(url)}\n${exact.toLocaleString("en-US")} wagers (exact count)\n\n`);
-    const wagerTables = (await tableSizes(db)).filter((t) => !t.name.startsWith("webhook_"));
-    const headers = ["table", "rows (estimate)", "data MiB", "index MiB", "bytes per wager"];
-    process.stdout.write(`${table(headers, sizeRows(wagerTables, exact))}\n`);
-    const total = wagerTables.reduce((sum, t) => sum + t.data + t.index, 0);
-    process.stdout.write(`total ${fmt(total / 2 ** 20, 1)} MiB, ${fmt(total / exact, 1)} bytes per wager\n\n`);
+    const wagerTable = async (title: string) => {
+      const sizes = (await tableSizes(db)).filter((t) => !t.name.startsWith("webhook_"));
+      const headers = ["table", "rows (estimate)", "data MiB", "index MiB", "bytes per wager"];
+      const total = sizes.reduce((sum, t) => sum + t.data + t.index, 0);
+      process.stdout.write(`${title}\n${table(headers, sizeRows(sizes, exact))}\n`);
+      process.stdout.write(`total ${fmt(total / 2 ** 20, 1)} MiB, ${fmt(total / exact, 1)} bytes per wager\n\n`);
+    };
+    if (Number(pruned[0]?.n) > 0) {
+      process.stdout.write(`${url} was pruned by an earlier run: drop it to measure again from the seed\n`);
+    } else {
+      await wagerTable("as seeded:");
+      const wagerDays = Number(values["wager-days"]);
+      const hourlyDays = Number(values["hourly-days"]);
+      process.stdout.write(await pruneAsTheServiceWould(db, { wagerDays, hourlyDays }));
+      await wagerTable("after retention (InnoDB keeps the freed pages until reused):");
+      const started = Date.now();
+      for (const t of ["wagers", "wager_hourly", "pruned_wagers"]) await db.write.query(`OPTIMIZE TABLE ${t}`);
+      await wagerTable(
+        `after OPTIMIZE TABLE wagers, wager_hourly, pruned_wagers (${fmt((Date.now() - started) / 1000, 1)} s):`,
+      );
+    }
     if (deliveries > 0) await webhookSection(db, deliveries);
   } finally {
     await db.close();
