@@ -14,7 +14,7 @@
  * event) and every node reads back the same digest.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,8 +24,9 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migr
 import { mariadbIngest } from "../../src/storage/stores.js";
 import { runCli } from "../support/cli.js";
 import { affiliateKey } from "../support/fixtures.js";
+import { startGaleraCluster, synced } from "../support/galera.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
-import { freePort, ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
+import { ingestClientOn, internalPortOf, type ServerProcess, sleep } from "../support/processes.js";
 import { instanceRaces, ok, subscribeToRaceEvents } from "../support/races.js";
 
 const TOKEN = "galera-ingest-token-0123456789abcdef";
@@ -43,53 +44,11 @@ let b: ServerProcess;
 const internalPorts = new Map<ServerProcess, number>();
 let key = "";
 
-async function synced(node: NodeProcess, size: number): Promise<boolean> {
-  const rows = await queryOne(
-    node,
-    "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_local_state_comment') AS state, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_cluster_size') AS size",
-  );
-  return rows.state === "Synced" && Number(rows.size) === size;
-}
-
 async function startCluster(): Promise<void> {
   const cluster = new Topology("galera");
   topology = cluster;
   nodes = cluster.nodes;
-  const ports = await Promise.all(
-    [0, 1, 2].map(async () => ({ g: await freePort(), i: await freePort(), s: await freePort() })),
-  );
-  const address = `gcomm://${ports.map((p) => `127.0.0.1:${p.g}`).join(",")}`;
-  for (const [index, p] of ports.entries()) {
-    const name = `node${index + 1}`;
-    if (index === 0) await cluster.install(name);
-    else mkdirSync(cluster.dir(name), { recursive: true });
-    await cluster.node(name, [
-      "--skip-log-bin",
-      "--binlog-format=ROW",
-      "--default-storage-engine=InnoDB",
-      "--innodb-autoinc-lock-mode=2",
-      "--wsrep-on=ON",
-      "--wsrep-provider=/usr/lib/galera/libgalera_smm.so",
-      "--wsrep-cluster-name=topwagers-test",
-      `--wsrep-cluster-address=${address}`,
-      `--wsrep-node-name=node${index + 1}`,
-      `--wsrep-node-address=127.0.0.1:${p.g}`,
-      `--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${p.g};ist.recv_addr=127.0.0.1:${p.i};gcache.size=32M;${FAST_FAILURE_DETECTION}`,
-      "--wsrep-sst-method=rsync",
-      `--wsrep-sst-receive-address=127.0.0.1:${p.s}`,
-    ]);
-  }
-  await cluster.giveToMysql();
-  const [first, second, third] = nodes as [NodeProcess, NodeProcess, NodeProcess];
-  await first.start(["--wsrep-new-cluster"]);
-  await until("node 1 synced", () => synced(first, 1));
-  const admin = await first.admin();
-  await admin.query("DROP USER IF EXISTS ''@'localhost'");
-  await admin.end();
-  await second.start();
-  await until("node 2 synced", () => synced(second, 2), 60_000);
-  await third.start();
-  await until("node 3 synced", () => synced(third, 3), 60_000);
+  await startGaleraCluster(cluster, 3, FAST_FAILURE_DETECTION);
 }
 
 /** `mariadbd --wsrep-recover` on a crashed node: the "uuid:seqno" it logs, to rejoin by IST. */
