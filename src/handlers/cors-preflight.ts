@@ -1,7 +1,7 @@
 /**
  * A CORS preflight (OPTIONS) of a path a browser page calls with a publishable key: 204 with the CORS headers when
  * some usable publishable key allows the Origin, else 403 in the REST envelope, without them. Which paths take
- * preflights is the routing table's (apps/public.ts): the REST operation, its live stream and the races' reads.
+ * preflights is the routing table's (apps/public-routes.ts): the REST operation, its live stream and the races' reads.
  */
 import type { Admission } from "../auth/admission.js";
 import { HttpRefusal } from "../errors/catalogue.js";

@@ -1,5 +1,5 @@
 /**
- * The caller of an RPC on the public port: the request gate (apps/public.ts) sets it once the API key is
+ * The caller of an RPC on the public port: the request gate (apps/public-skins.ts) sets it once the API key is
  * authenticated and counted; the RPC skins read it.
  */
 import { createContextKey } from "@connectrpc/connect";

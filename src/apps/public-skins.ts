@@ -1,0 +1,148 @@
+/**
+ * The public port's gate and skins over the domain (apps/public-domain.ts): admission (key, rate limit, CORS), the
+ * gate connect-es runs before an RPC, the REST, stream, overlay and docs skins the routing table serves
+ * (apps/public-routes.ts), and the Connect services. What the port serves, not how a request finds it.
+ */
+
+import type { ConnectRouter } from "@connectrpc/connect";
+import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
+import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
+import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
+import { WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
+import { Admission } from "../auth/admission.js";
+import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
+import { requireScope } from "../auth/scopes.js";
+import type { Config } from "../config.js";
+import { BoardStream } from "../handlers/board-stream.js";
+import { CorsPreflight } from "../handlers/cors-preflight.js";
+import { createDocsPage, type DocsPage } from "../handlers/docs-page.js";
+import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
+import { leaderboardRpc } from "../handlers/leaderboard-rpc.js";
+import { OverlayPage } from "../handlers/overlay-page.js";
+import { callerKey } from "../handlers/parts/caller-key.js";
+import { RaceEvents } from "../handlers/race-events.js";
+import { RaceRest } from "../handlers/race-rest.js";
+import { keyAffiliate, RACE_SERVICE_OPTIONS, raceRpc } from "../handlers/race-rpc.js";
+import { RestApi } from "../handlers/rest.js";
+import { WatchRpc } from "../handlers/watch-rpc.js";
+import { keyOwner, webhookService } from "../handlers/webhook-service.js";
+import { FailedAuthLimiter } from "../limits/failed-auth-limiter.js";
+import { KeyRateLimiter, type LimiterFactory, memoryLimiters } from "../limits/rate-limiter.js";
+import type { Logger } from "../logger.js";
+import type { CallObservation } from "../observability/call-observation.js";
+import { clientAddressOf } from "../transport/client-address.js";
+import type { PublicDomain } from "./public-domain.js";
+
+/** The largest request body the public port reads, on every protocol; larger ones are refused unread. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** Services served on the public port, as reflection and health list them. */
+export const PUBLIC_SERVICES = [
+  TopWagersService.typeName,
+  RaceService.typeName,
+  WebhookService.typeName,
+  SigningKeyService.typeName,
+  ...OPEN_SERVICES,
+] as const;
+
+/** How the gate counts calls (PublicAppOptions carries these). */
+export interface AdmissionOptions {
+  readonly limiterFactory?: LimiterFactory;
+  /** Failed authentications per client address and window; more than that get 429. Default 30 per 60 s. */
+  readonly failedAuthPolicy?: { points: number; windowSeconds: number };
+}
+
+/** Key, rate limit (per key, and per address for failed authentications) and CORS of every public call. */
+export function buildAdmission(
+  config: Config,
+  domain: PublicDomain,
+  options: AdmissionOptions,
+  logger: Logger,
+): Admission {
+  const { keys, keyCatchUp } = domain;
+  const limits = new KeyRateLimiter(config.rateLimit, options.limiterFactory ?? memoryLimiters, {
+    points: config.publishableRatePoints,
+    windowSeconds: config.rateLimit.windowSeconds,
+  });
+  return new Admission(keys, limits, new FailedAuthLimiter(options.failedAuthPolicy, logger), keyCatchUp);
+}
+
+/** Every service that is not open needs an affiliate key, counted against its rate limit. */
+export function gate(admission: Admission, calls: CallObservation) {
+  return requestGate(async (context, facts) => {
+    // The published signing keys are for everyone, as the JWKS is.
+    if (context.service.typeName === SigningKeyService.typeName) return;
+    const admitted = await admission.admitBearer(context.requestHeader.get("authorization"), facts.clientAddress);
+    facts.keyId = admitted.caller.keyId;
+    context.values.set(callerKey, admitted.caller);
+    for (const [name, value] of Object.entries(admitted.headers)) context.responseHeader.set(name, value);
+  }, calls);
+}
+
+/** The skins the routing table serves besides the Connect services. */
+export interface Skins {
+  readonly rest: RestApi;
+  readonly races: RaceRest;
+  readonly raceEvents: RaceEvents;
+  readonly watch: WatchRpc;
+  readonly boardStream: BoardStream;
+  readonly overlay: OverlayPage;
+  readonly preflight: CorsPreflight;
+  readonly docs: DocsPage;
+}
+
+export function buildSkins(
+  config: Config,
+  domain: PublicDomain,
+  admission: Admission,
+  calls: CallObservation,
+  logger: Logger,
+): Skins {
+  const { basePath } = config;
+  const { leaderboard, live, races, raceWatch } = domain;
+  const signatures = domain.signing.boards;
+  const observe = calls.observe;
+  const maxBodyBytes = MAX_BODY_BYTES;
+  const clientAddress = clientAddressOf;
+  return {
+    rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger, signatures }),
+    // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
+    races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
+    raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),
+    watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
+    boardStream: new BoardStream({ basePath, admission, live, clientAddress, observe, logger, signatures }),
+    // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
+    overlay: new OverlayPage({
+      basePath,
+      // The page's own request is admitted as its stream's, with the scope of what it shows.
+      admit: async (req, urlKey, scope) => {
+        const admitted = await admission.admitRequest({
+          authorization: req.headers.authorization,
+          urlKey,
+          clientAddress: clientAddressOf(req),
+          origin: req.headers.origin,
+        });
+        requireScope(admitted.caller, scope);
+        return admitted;
+      },
+    }),
+    preflight: new CorsPreflight({ admission, logger }),
+    docs: createDocsPage({ basePath }),
+  };
+}
+
+/**
+ * The Connect services (Connect, gRPC and gRPC-Web through connect-es). To serve a new one, add one line here,
+ * `router.service(RaceService, raceRpc(races))`, and its typeName to PUBLIC_SERVICES (health and reflection).
+ */
+export function connectServices(domain: PublicDomain): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
+    const raceStreams = { watch: domain.raceWatch, slots: domain.live };
+    router.service(RaceService, raceRpc(domain.races, keyAffiliate, raceStreams), RACE_SERVICE_OPTIONS);
+    router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));
+    domain.signing.skin.register(router);
+    registerHealth(router, PUBLIC_SERVICES, domain.readiness);
+    registerReflection(router, PUBLIC_SERVICES);
+  };
+}
