@@ -20,7 +20,8 @@ import { type NodeRequest, type NodeResponse, writeWhole } from "../transport/ht
 import type { Scope } from "../values/scopes.js";
 import type { Violation } from "../values/violation.js";
 import type { RankBy } from "../values/weights.js";
-import { OVERLAY_SCRIPT, OVERLAY_STYLE } from "./parts/overlay-page-assets.js";
+import { OVERLAY_SCRIPT } from "./parts/overlay-page-assets.js";
+import { OVERLAY_STYLE } from "./parts/overlay-page-style.js";
 import { STREAM_PATH } from "./parts/rest-paths.js";
 
 export const BOARD_PAGE_PATH = "/board";
