@@ -5,10 +5,11 @@
  */
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { Pool } from "mysql2/promise";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { closeAfterAll } from "../support/lifecycle.js";
 import { connectEsWatch, metricSample, type OpenStream } from "../support/live.js";
 
 let servers: IngestServers;
@@ -87,11 +88,7 @@ beforeAll(async () => {
   });
 }, 60_000);
 
-afterAll(async () => {
-  for (const viewer of viewers) viewer.close();
-  for (const session of sessions) session.abort();
-  await servers?.close();
-});
+closeAfterAll(viewers, sessions, () => servers);
 
 describe("fan-out", () => {
   it("costs 500 viewers of one board the same database statements per change as one viewer", async () => {

@@ -14,7 +14,7 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   GetTopAffiliateWagersByPeriodRequestSchema,
   GetTopAffiliateWagersByPeriodResponseSchema,
@@ -28,6 +28,7 @@ import { grpcJsMethod } from "../support/calls.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "../support/details.js";
 import { addBoard, createKey } from "../support/fixtures.js";
+import { closeAfterAll } from "../support/lifecycle.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -327,11 +328,7 @@ beforeAll(async () => {
   ];
 });
 
-afterAll(async () => {
-  for (const client of grpcClients) client.close();
-  for (const manager of sessions) manager.abort();
-  await server?.close();
-});
+closeAfterAll(grpcClients, sessions, () => server);
 
 describe("the same answer over every protocol on one port", () => {
   it("returns the full ranked list, every field exact, identical for all seven clients", async () => {

@@ -12,7 +12,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyService } from "../../gen/topwagers/v1/api_keys_pb.js";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import type { PublicApp } from "../../src/apps/public.js";
@@ -20,6 +20,7 @@ import { bearerConnect } from "../support/calls.js";
 import type { TestDatabase } from "../support/database.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { addBoard, affiliateKey } from "../support/fixtures.js";
+import { closeAfterAll } from "../support/lifecycle.js";
 import { Collected, connectEsWatch, metricSample, type OpenStream, RawHttp1Stream } from "../support/live.js";
 import { OPERATION } from "../support/rest.js";
 import { FLEET_ADMIN_TOKEN, startWakingFleet, type WakingFleet } from "../support/waking-fleet.js";
@@ -138,11 +139,7 @@ beforeAll(async () => {
   internalUrl = fleet.internalUrl;
 });
 
-afterAll(async () => {
-  for (const stream of opened) stream.close();
-  for (const session of sessions) session.abort();
-  await fleet?.close();
-});
+closeAfterAll(opened, sessions, () => fleet);
 
 describe("a revoked key's streams", () => {
   it("end on every instance within a second, race and board streams alike, over SSE, Connect, gRPC and gRPC-Web", async () => {

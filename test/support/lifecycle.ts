@@ -20,3 +20,19 @@ export function useStarted<T extends object>(start: () => Promise<T>, stop: (sta
     },
   });
 }
+
+/**
+ * In afterAll: closes what the tests opened along the way (streams, clients), aborts their HTTP/2 sessions, then
+ * closes the server, in that order (the server's close waits for every connection to be gone).
+ */
+export function closeAfterAll(
+  opened: readonly { close(): void }[],
+  sessions: readonly { abort(): void }[],
+  server: () => { close(): Promise<void> } | undefined,
+): void {
+  afterAll(async () => {
+    for (const item of opened) item.close();
+    for (const session of sessions) session.abort();
+    await server()?.close();
+  });
+}
