@@ -6,33 +6,27 @@
  * (started, ended, finalized), carrying the transition's own time (issue 40 item 4). A series created with an anchor
  * in the past starts with the period that holds now (docs/api.md, "Series").
  */
-import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Races } from "../../src/races/races.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey, wager } from "../support/fixtures.js";
-import { instanceRaces, ok, raceNamed, raceTable } from "../support/races.js";
-import { quickDeliveryWorker, startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { instanceRaces, ok, RACE_EVENT_TYPES, raceNamed, raceTable } from "../support/races.js";
+import { quickDeliveryWorker, useWebhookBench } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("race_series_catch_up");
 const DAY = 86_400;
 const REVIEW = 3_600;
 let now = NOV_1 - 100;
-let receiver: WebhookReceiver;
-const transport = createWebhookTransport({ allowPrivate: true, userAgent: "test" });
+const webhooks = useWebhookBench(database);
 
 function instance(): Races {
   return instanceRaces(database.db, { now: () => now, freeze: "primary" });
 }
 
 beforeAll(async () => {
-  receiver = await startWebhookReceiver();
   await addUsers(database.db, [
     { id: "u1", affiliateId: "series-aff", username: "ann", avatar: "" },
     { id: "u2", affiliateId: "series-aff", username: "bob", avatar: "" },
@@ -49,11 +43,6 @@ beforeAll(async () => {
   ]);
 });
 
-afterAll(async () => {
-  transport.close();
-  await receiver?.close();
-});
-
 interface Received {
   type: string;
   timestamp: string;
@@ -62,17 +51,10 @@ interface Received {
 
 describe("a daily series after every instance was down", () => {
   it("freezes each missed race from the data, makes the next ones up to the live one, and sends each event once in order", async () => {
+    const { receiver, transport, store } = webhooks;
     const affiliateId = await affiliateKey(database.db.read, "series-aff");
     const secret = newWebhookSecret();
-    const store = new MariadbWebhookStore(database.db.write, new WebhookSecretBox(randomBytes(32)));
-    await store.insertEndpoint({
-      id: "ep_series",
-      affiliateExternalId: "series-aff",
-      url: `${receiver.url}/series`,
-      description: "",
-      eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
-      secret,
-    });
+    await webhooks.endpoint("ep_series", "series-aff", RACE_EVENT_TYPES, secret);
     const [a, b] = [instance(), instance()];
     const first = ok(
       await a.create(

@@ -4,53 +4,33 @@
  * RedeliverWebhook sends it with its own webhook-id and signature. And the delivery gauges are read from the
  * database by an instance that does not deliver (WEBHOOK_DELIVERY=false), so the docs' alert can fire from it.
  */
-import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { startWebhookDelivery } from "../../src/apps/webhook-delivery.js";
 import { silentLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/observability/metrics.js";
-import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, affiliateKey } from "../support/fixtures.js";
 import { until } from "../support/polling.js";
 import { instanceRaces, ok, raceNamed } from "../support/races.js";
-import { quickDeliveryWorker, startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { quickDeliveryWorker, useWebhookBench } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_disabled_endpoints");
-const secretKey = randomBytes(32);
 let now = NOV_1 - 100;
-let receiver: WebhookReceiver;
-let store: MariadbWebhookStore;
-const transport = createWebhookTransport({ allowPrivate: true, userAgent: "test" });
+const webhooks = useWebhookBench(database);
 
 beforeAll(async () => {
-  receiver = await startWebhookReceiver();
-  store = new MariadbWebhookStore(database.db.write, new WebhookSecretBox(secretKey));
   await addUsers(database.db, [{ id: "u1", affiliateId: "gone-aff", username: "ann", avatar: "" }]);
-});
-
-afterAll(async () => {
-  transport.close();
-  await receiver?.close();
 });
 
 describe("a disabled endpoint", () => {
   it("keeps the events sent while it was disabled as failed deliveries, redelivered once it is re-enabled", async () => {
+    const { receiver, transport, store } = webhooks;
     const affiliateId = await affiliateKey(database.db.read, "gone-aff");
     const secret = newWebhookSecret();
-    const endpoint = await store.insertEndpoint({
-      id: "ep_gone",
-      affiliateExternalId: "gone-aff",
-      url: `${receiver.url}/gone`,
-      description: "",
-      eventTypes: ["race.started", "race.cancelled"],
-      secret,
-    });
+    const endpoint = await webhooks.endpoint("ep_gone", "gone-aff", ["race.started", "race.cancelled"], secret);
     const races = instanceRaces(database.db, { now: () => now, freeze: "primary" });
     const worker = quickDeliveryWorker(store, transport, "t");
     const race = ok(await races.create(affiliateId, raceNamed("gone", "Gone", [NOV_1, NOV_1 + 3600]))).race;
@@ -92,6 +72,7 @@ describe("a disabled endpoint", () => {
   });
 
   it("is counted in the delivery gauges by an instance that does not deliver", async () => {
+    const { store, secretKey } = webhooks;
     const metrics = new Metrics();
     const settings = {
       delivery: false,

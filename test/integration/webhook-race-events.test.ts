@@ -5,54 +5,33 @@
  * race to freeze), signed so that standardwebhooks accepts them; an endpoint of another affiliate or
  * not subscribed gets nothing.
  */
-import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Races } from "../../src/races/races.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
-import type { WebhookEventType } from "../../src/values/webhook-events.js";
 import type { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
-import { instanceRaces, raceNamed } from "../support/races.js";
-import { quickDeliveryWorker, startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { instanceRaces, RACE_EVENT_TYPES, raceNamed } from "../support/races.js";
+import { quickDeliveryWorker, useWebhookBench } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_race_events");
 const END = NOV_16 - 1;
 const REVIEW = 3_600;
 let now = NOV_1 - 100;
 let affiliateId = 0;
-let receiver: WebhookReceiver;
-let store: MariadbWebhookStore;
-const transport = createWebhookTransport({ allowPrivate: true, userAgent: "test" });
+const webhooks = useWebhookBench(database);
 
 function instance(): Races {
   return instanceRaces(database.db, { now: () => now, avatar: "https://a.example/x.png", freeze: "primary" });
 }
 
-/** An endpoint of `affiliate` on the receiver at /<id without "ep_">, subscribed to `eventTypes`. */
-function receiverEndpoint(id: string, affiliate: string, eventTypes: WebhookEventType[], secret = newWebhookSecret()) {
-  return store.insertEndpoint({
-    id,
-    affiliateExternalId: affiliate,
-    url: `${receiver.url}/${id.replace(/^ep_/, "")}`,
-    description: "",
-    eventTypes,
-    secret,
-  });
-}
-
 function worker(): DeliveryWorker {
-  return quickDeliveryWorker(store, transport, "test");
+  return quickDeliveryWorker(webhooks.store, webhooks.transport, "test");
 }
 
 beforeAll(async () => {
-  receiver = await startWebhookReceiver();
-  store = new MariadbWebhookStore(database.db.write, new WebhookSecretBox(randomBytes(32)));
   await addUsers(database.db, [
     { id: "u1", affiliateId: "race-aff", username: "alice", avatar: "" },
     { id: "u2", affiliateId: "race-aff", username: "bob", avatar: "" },
@@ -64,23 +43,13 @@ beforeAll(async () => {
   affiliateId = await affiliateKey(database.db.read, "race-aff");
 });
 
-afterAll(async () => {
-  transport.close();
-  await receiver?.close();
-});
-
 describe("race events as webhooks", () => {
   it("started, ended and finalized (once, with two instances freezing), then a cancellation, each delivered once and verified", async () => {
     const secret = newWebhookSecret();
-    const endpoint = await receiverEndpoint(
-      "ep_races",
-      "race-aff",
-      ["race.started", "race.ended", "race.finalized", "race.cancelled"],
-      secret,
-    );
+    const endpoint = await webhooks.endpoint("ep_races", "race-aff", RACE_EVENT_TYPES, secret);
     // Not subscribed to races, and another affiliate's: neither gets anything.
-    await receiverEndpoint("ep_tests", "race-aff", ["webhook.test"]);
-    await receiverEndpoint("ep_other", "other-aff", ["race.finalized"]);
+    await webhooks.endpoint("ep_tests", "race-aff", ["webhook.test"]);
+    await webhooks.endpoint("ep_other", "other-aff", ["race.finalized"]);
     const [a, b] = [instance(), instance()];
     const created = await a.create(
       affiliateId,
@@ -111,7 +80,7 @@ describe("race events as webhooks", () => {
 
     const w = worker();
     while ((await w.runOnce()) > 0);
-    const got = receiver.received;
+    const got = webhooks.receiver.received;
     expect(got.map((r) => r.path)).toEqual(["/races", "/races", "/races", "/races"]);
     const events = got.map(
       (r) =>
@@ -135,7 +104,7 @@ describe("race events as webhooks", () => {
     for (const request of got) expect(Buffer.byteLength(request.body)).toBeLessThan(20 * 1024);
     const finalized = events.find((e) => e.type === "race.finalized") as (typeof events)[number];
     expect(JSON.stringify(finalized.data)).toMatch(/"digest":"[0-9a-f]{64}"/);
-    const deliveries = await store.listDeliveries(endpoint.id, 10);
+    const deliveries = await webhooks.store.listDeliveries(endpoint.id, 10);
     expect(deliveries.map((d) => [d.eventType, d.state, d.attempts])).toEqual([
       ["race.cancelled", "delivered", 1],
       ["race.finalized", "delivered", 1],

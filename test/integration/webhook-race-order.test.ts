@@ -3,47 +3,28 @@
  * finalized events at once; the receiver fails the first POST (started), and ended and finalized wait for its
  * retry instead of overtaking it. Another race's event is not held back by it.
  */
-import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey, wager } from "../support/fixtures.js";
 import { instanceRaces, ok, raceNamed } from "../support/races.js";
-import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
+import { useWebhookBench } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_race_order");
 let now = NOV_1 - 100;
-let receiver: WebhookReceiver;
-const transport = createWebhookTransport({ allowPrivate: true, userAgent: "test" });
+const webhooks = useWebhookBench(database);
 
 beforeAll(async () => {
-  receiver = await startWebhookReceiver();
   await addUsers(database.db, [{ id: "u1", affiliateId: "order-aff", username: "ann", avatar: "" }]);
   await addWagers(database.db, [wager("u1", "12", NOV_1 + 5)]);
 });
 
-afterAll(async () => {
-  transport.close();
-  await receiver?.close();
-});
-
 describe("one race's events to an endpoint", () => {
   it("go out in order: ended and finalized wait for a failed started's retry; another race's event does not", async () => {
+    const { receiver, transport, store } = webhooks;
     const affiliateId = await affiliateKey(database.db.read, "order-aff");
-    const store = new MariadbWebhookStore(database.db.write, new WebhookSecretBox(randomBytes(32)));
-    await store.insertEndpoint({
-      id: "ep_order",
-      affiliateExternalId: "order-aff",
-      url: `${receiver.url}/order`,
-      description: "",
-      eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
-      secret: newWebhookSecret(),
-    });
+    await webhooks.endpoint("ep_order", "order-aff");
     const races = instanceRaces(database.db, { now: () => now, freeze: "primary" });
     const caught = ok(await races.create(affiliateId, raceNamed("caught", "Caught up", [NOV_1, NOV_1 + 60]))).race;
     const other = ok(

@@ -15,6 +15,7 @@ import type { Database } from "../../src/storage/database.js";
 import { causalStandings, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import type { WebhookEventType } from "../../src/values/webhook-events.js";
 
 export interface InstanceRaces {
   /** The instance's clock (Unix seconds), which the test moves. */
@@ -51,6 +52,14 @@ export function instanceRaces(db: Database, options: InstanceRaces): Races {
   });
 }
 
+/** Every race event type: what an endpoint subscribed to a race's whole life lists. */
+export const RACE_EVENT_TYPES: readonly WebhookEventType[] = [
+  "race.started",
+  "race.ended",
+  "race.finalized",
+  "race.cancelled",
+];
+
 /** An endpoint of the affiliate subscribed to every race event: each state change writes its event in the outbox. */
 export async function subscribeToRaceEvents(write: Pool, id: string, affiliateExternalId: string): Promise<void> {
   await new MariadbWebhookStore(write, new WebhookSecretBox(undefined)).insertEndpoint({
@@ -58,7 +67,7 @@ export async function subscribeToRaceEvents(write: Pool, id: string, affiliateEx
     affiliateExternalId,
     url: "https://hooks.example.com/races",
     description: "",
-    eventTypes: ["race.started", "race.ended", "race.finalized", "race.cancelled"],
+    eventTypes: RACE_EVENT_TYPES,
     secret: "whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=",
   });
 }

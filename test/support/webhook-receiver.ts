@@ -1,12 +1,21 @@
 /**
  * A webhook receiver on 127.0.0.1 for tests: records every request (headers, body, when) and answers
  * what the test says, per request. Verifies nothing itself: tests verify with `standardwebhooks`. And a delivery
- * worker for such tests.
+ * worker for such tests, and the whole bench (receiver, transport, store, endpoints) a race-event test stands on.
  */
+import { randomBytes } from "node:crypto";
 import http from "node:http";
-import type { WebhookStore } from "../../src/ports/webhooks.js";
+import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
+import type { StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
+import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import type { WebhookEventType } from "../../src/values/webhook-events.js";
 import { DeliveryWorker, type WebhookTransport } from "../../src/webhooks/delivery-worker.js";
+import { newWebhookSecret } from "../../src/webhooks/signature.js";
+import type { TestDatabase } from "./database.js";
+import { useStarted } from "./lifecycle.js";
 import { listenOnFreePort } from "./listen.js";
+import { RACE_EVENT_TYPES } from "./races.js";
 
 export interface ReceivedWebhook {
   readonly path: string;
@@ -104,4 +113,53 @@ export function quickDeliveryWorker(
   instance: string,
 ): DeliveryWorker {
   return new DeliveryWorker({ store, transport, retryScale: 0.001, timeoutMs: 3_000, pollMs: 20, instance });
+}
+
+export interface WebhookBench {
+  readonly receiver: WebhookReceiver;
+  /** The instance's transport, private addresses allowed (the receiver is on 127.0.0.1). */
+  readonly transport: ReturnType<typeof createWebhookTransport>;
+  /** The test database's webhook store, endpoint secrets sealed with `secretKey`. */
+  readonly store: MariadbWebhookStore;
+  readonly secretKey: Buffer;
+  /** An endpoint of `affiliate` on the receiver at /<id without "ep_">, subscribed to `eventTypes`. */
+  endpoint(
+    id: string,
+    affiliate: string,
+    eventTypes?: readonly WebhookEventType[],
+    secret?: string,
+  ): Promise<StoredWebhookEndpoint>;
+}
+
+/**
+ * A receiver, the transport that reaches it and a store on `database`, for the enclosing describe (or file):
+ * started in beforeAll (after the database's), the transport and the receiver closed in afterAll.
+ */
+export function useWebhookBench(database: TestDatabase): WebhookBench {
+  return useStarted(
+    async () => {
+      const receiver = await startWebhookReceiver();
+      const secretKey = randomBytes(32);
+      const store = new MariadbWebhookStore(database.db.write, new WebhookSecretBox(secretKey));
+      return {
+        receiver,
+        transport: createWebhookTransport({ allowPrivate: true, userAgent: "test" }),
+        store,
+        secretKey,
+        endpoint: (id, affiliate, eventTypes = RACE_EVENT_TYPES, secret = newWebhookSecret()) =>
+          store.insertEndpoint({
+            id,
+            affiliateExternalId: affiliate,
+            url: `${receiver.url}/${id.replace(/^ep_/, "")}`,
+            description: "",
+            eventTypes,
+            secret,
+          }),
+      } satisfies WebhookBench;
+    },
+    async (bench) => {
+      bench.transport.close();
+      await bench.receiver.close();
+    },
+  );
 }
