@@ -6,7 +6,7 @@
  * the requests example in Debian's Python (skipped, saying what to install,
  * without python3-requests).
  */
-import { execFile, execFileSync, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,12 +15,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_AFFILIATE, loadDemoData } from "../../src/cli/demo.js";
 import { NOV_16 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";
+import { PYTHON, withoutPythonModules } from "../support/python.js";
 import { raceServiceCall } from "../support/rest.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const API_MD = readFileSync(join(ROOT, "docs", "api.md"), "utf8");
-const PYTHON = "/usr/bin/python3";
 
 /** The fenced code blocks of the section under `heading`, in order, with their language. */
 function codeBlocks(heading: string, language: string): string[] {
@@ -201,14 +201,10 @@ describe("docs/api.md examples", () => {
     );
   });
 
-  const noRequests = (() => {
-    try {
-      execFileSync(PYTHON, ["-c", "import requests"], { stdio: "ignore" });
-      return undefined;
-    } catch {
-      return "SKIPPED: the Python requests example needs /usr/bin/python3 with requests (apt-get install -y python3-requests)";
-    }
-  })();
+  const noRequests = withoutPythonModules(
+    "requests",
+    "SKIPPED: the Python requests example needs /usr/bin/python3 with requests (apt-get install -y python3-requests)",
+  );
 
   it.skipIf(noRequests !== undefined)(
     noRequests ?? "Python requests: prints the current half-month with exact totals, and the error for a bad key",

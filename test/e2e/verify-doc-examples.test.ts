@@ -4,17 +4,17 @@
  * result and refuse one with a byte of its payload changed. The Python check is an implementation independent of
  * ours: Debian's PyJWT with cryptography (skipped, saying what to install, without them).
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PYTHON, withoutPythonModules } from "../support/python.js";
 import { useTestServer } from "../support/server.js";
 import { activeSigningKey, signedRace } from "../support/signed-races.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const VERIFY_MD = readFileSync(join(ROOT, "docs", "verify.md"), "utf8");
-const PYTHON = "/usr/bin/python3";
 const ISSUER = "https://casino.example";
 const server = useTestServer("verify_docs", { ISSUER });
 
@@ -35,14 +35,10 @@ function run(file: string, args: string[], cwd: string): Promise<{ code: number;
   });
 }
 
-const pythonMissing = (() => {
-  try {
-    execFileSync(PYTHON, ["-c", "import jwt, cryptography"], { stdio: "ignore" });
-    return undefined;
-  } catch {
-    return "SKIPPED: Debian's PyJWT is missing; install it with: apt-get install -y python3-jwt python3-cryptography";
-  }
-})();
+const pythonMissing = withoutPythonModules(
+  "jwt, cryptography",
+  "SKIPPED: Debian's PyJWT is missing; install it with: apt-get install -y python3-jwt python3-cryptography",
+);
 
 let work = "";
 let raceId = "";
