@@ -19,7 +19,7 @@ import http from "node:http";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OverlayPage } from "../../src/handlers/overlay-page.js";
-import { CHROMIUM, CHROMIUM_ARGS, overlayRows, rowsWhenShown } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, framedOverlay, overlayRows, rowsWhenShown } from "../support/browser.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { DIGEST, ENDS_AT, overlayRace } from "../support/overlay-races.js";
 import { until } from "../support/polling.js";
@@ -323,14 +323,10 @@ describe("the transparent theme", () => {
     for (const state of ["scheduled", "live", "final", "cancelled"]) {
       const frame = `/board?key=tw_pub_x&race=${state}&theme=transparent`;
       const page = await open(`/host?frame=${encodeURIComponent(frame)}`);
-      const overlay = await until(
-        "the framed overlay",
-        async () => page.frame({ url: /\/board\?/ }),
-        (f) => f !== null,
-      );
-      await until(
+      await framedOverlay(
+        page,
         "the race in the frame",
-        async () => overlay?.textContent("#period"),
+        (overlay) => overlay.textContent("#period"),
         (text) => (text ?? "") !== "",
       );
       const contrasts = (await page.evaluate(LOWEST_CONTRASTS)) as Record<string, Record<string, number>>;
@@ -361,17 +357,13 @@ describe("a refused race page", () => {
     expect([await obs.textContent("#message"), await obs.isVisible("#detail")]).toEqual([NEUTRAL, false]);
     await obs.close();
     const host = await open(`/host?frame=${encodeURIComponent(REFUSED)}`);
-    const framed = await until(
-      "the framed overlay",
-      async () => host.frame({ url: /\/board\?/ }),
-      (f) => f !== null,
-    );
-    await until(
+    const framed = await framedOverlay(
+      host,
       "the refusal in the frame",
-      async () => framed?.textContent("#message"),
+      (overlay) => overlay.textContent("#message"),
       (text) => text === NEUTRAL,
     );
-    expect(await framed?.isVisible("#detail")).toBe(false);
+    expect(await framed.isVisible("#detail")).toBe(false);
     await host.close();
   });
 });

@@ -2,7 +2,7 @@
  * Debian's Chromium for the browser tests (driven by playwright-core), started the same way by each, and what
  * the overlay page shows in it.
  */
-import type { Page } from "playwright-core";
+import type { Frame, Page } from "playwright-core";
 import { until } from "./polling.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
@@ -41,4 +41,24 @@ export function rowsWhenShown(page: Page, count: number, withPrize = false) {
     () => overlayRows(page, withPrize),
     (rows) => rows.length === count,
   );
+}
+
+/**
+ * The overlay framed by `host` (a page whose frame loads /board), once the frame is there and what `read` reads in it
+ * passes `ok` (each wait failing after 5 s with `what` and what it saw).
+ */
+export async function framedOverlay<T>(
+  host: Page,
+  what: string,
+  read: (overlay: Frame) => Promise<T>,
+  ok: (value: T) => boolean,
+): Promise<Frame> {
+  const overlay = await until(
+    "the framed overlay",
+    async () => host.frame({ url: /\/board\?/ }),
+    (frame) => frame !== null,
+  );
+  if (overlay === null) throw new Error("no framed overlay");
+  await until(what, () => read(overlay), ok);
+  return overlay;
 }
