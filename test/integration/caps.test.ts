@@ -40,6 +40,16 @@ function refusalOf(answer: Answer) {
   return [answer.status, answer.retryAfter, answer.body.code, answer.body.message, info?.reason, info?.metadata];
 }
 
+/** The refusal of a cap at 2 on what an affiliate has: 400 failed_precondition, LIMIT_REACHED naming the setting. */
+const limitReached = (message: string, setting: string) => [
+  400,
+  null,
+  "failed_precondition",
+  message,
+  "LIMIT_REACHED",
+  { setting, limit: "2" },
+];
+
 const endpoint = (n: number) => ({ url: `http://127.0.0.1:9/hook-${n}`, eventTypes: ["webhook.test"] });
 
 describe("the caps", () => {
@@ -49,14 +59,12 @@ describe("the caps", () => {
     const second = await call(secret, "WebhookService/CreateWebhookEndpoint", endpoint(2));
     expect([first.status, second.status]).toEqual([200, 200]);
     const third = await call(secret, "WebhookService/CreateWebhookEndpoint", endpoint(3));
-    expect(refusalOf(third)).toEqual([
-      400,
-      null,
-      "failed_precondition",
-      "the affiliate has 2 webhook endpoints, the most allowed (WEBHOOK_ENDPOINTS_PER_AFFILIATE). Delete one first",
-      "LIMIT_REACHED",
-      { setting: "WEBHOOK_ENDPOINTS_PER_AFFILIATE", limit: "2" },
-    ]);
+    expect(refusalOf(third)).toEqual(
+      limitReached(
+        "the affiliate has 2 webhook endpoints, the most allowed (WEBHOOK_ENDPOINTS_PER_AFFILIATE). Delete one first",
+        "WEBHOOK_ENDPOINTS_PER_AFFILIATE",
+      ),
+    );
     const firstId = (first.body.endpoint as { id: string }).id;
     expect((await call(secret, "WebhookService/DeleteWebhookEndpoint", { id: firstId })).status).toBe(200);
     expect((await call(secret, "WebhookService/CreateWebhookEndpoint", endpoint(4))).status).toBe(200);
@@ -106,14 +114,12 @@ describe("the caps", () => {
     const first = await call(secret, "RaceService/CreateRace", rules("one"));
     const second = await call(secret, "RaceService/CreateRace", rules("two"));
     expect([first.status, second.status]).toEqual([200, 200]);
-    expect(refusalOf(await call(secret, "RaceService/CreateRace", rules("three")))).toEqual([
-      400,
-      null,
-      "failed_precondition",
-      "the affiliate has 2 scheduled and live races, the most allowed (RACES_PER_AFFILIATE). Cancel one first",
-      "LIMIT_REACHED",
-      { setting: "RACES_PER_AFFILIATE", limit: "2" },
-    ]);
+    expect(refusalOf(await call(secret, "RaceService/CreateRace", rules("three")))).toEqual(
+      limitReached(
+        "the affiliate has 2 scheduled and live races, the most allowed (RACES_PER_AFFILIATE). Cancel one first",
+        "RACES_PER_AFFILIATE",
+      ),
+    );
     const firstId = (first.body.race as { id: string }).id;
     expect((await call(secret, "RaceService/CancelRace", { id: firstId })).status).toBe(200);
     expect((await call(secret, "RaceService/CreateRace", rules("three"))).status).toBe(200);
