@@ -8,7 +8,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
-import type { StoredWebhookEndpoint } from "../../src/ports/webhooks.js";
+import type { StoredWebhookDelivery, StoredWebhookEndpoint } from "../../src/ports/webhooks.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
@@ -78,6 +78,23 @@ async function rows(sql: string, params: unknown[] = []): Promise<RowDataPacket[
 }
 
 const sinceNow = () => receiver.received.length;
+
+/** A delivery as compared here: its state, its attempt count and its log as [attempt, status, error]. */
+const stateAndLog = (stored: StoredWebhookDelivery | undefined) => [
+  stored?.state,
+  stored?.attempts,
+  stored?.attemptLog.map((a) => [a.attempt, a.status, a.error]),
+];
+
+/** Two POSTs arrived, and the log has both: the first as unknown (its outcome never recorded), then the delivered one. */
+const LOST_THEN_DELIVERED = [
+  "delivered",
+  2,
+  [
+    [1, null, LOST_ATTEMPT_ERROR],
+    [2, 200, null],
+  ],
+];
 
 /** The receiver got exactly one webhook since `before`: the test event with `data`, signed with `secret`. */
 function expectOneTestEvent(before: number, messageId: string, secret: string, data: object): void {
@@ -281,14 +298,7 @@ describe("a fleet of workers", () => {
     expect(stale).toBe(false);
     const stored = await store.findDelivery(delivery.id);
     // The dead worker's attempt is in the log as unknown (it may have arrived), then the survivor's.
-    expect([stored?.state, stored?.attempts, stored?.attemptLog.map((a) => [a.attempt, a.status, a.error])]).toEqual([
-      "delivered",
-      2,
-      [
-        [1, null, LOST_ATTEMPT_ERROR],
-        [2, 200, null],
-      ],
-    ]);
+    expect(stateAndLog(stored)).toEqual(LOST_THEN_DELIVERED);
   });
 });
 
@@ -338,14 +348,7 @@ describe("the database lost mid-delivery", () => {
     for (const r of got) expect(new Webhook(secret).verify(r.body, r.headers)).toMatchObject({ data: { lost: true } });
     const stored = await store.findDelivery(delivery.id);
     // Two POSTs arrived, and the log has both: the unrecorded one as unknown, then the delivered one.
-    expect([stored?.state, stored?.attempts, stored?.attemptLog.map((a) => [a.attempt, a.status, a.error])]).toEqual([
-      "delivered",
-      2,
-      [
-        [1, null, LOST_ATTEMPT_ERROR],
-        [2, 200, null],
-      ],
-    ]);
+    expect(stateAndLog(stored)).toEqual(LOST_THEN_DELIVERED);
   });
 });
 
