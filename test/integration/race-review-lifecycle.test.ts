@@ -192,20 +192,22 @@ describe("a later race of a monthly series anchored on the 31st", () => {
 });
 
 describe("cancelling a race of a series", () => {
-  it("before its end stops the series: the next race, made at the start, is cancelled with it", async () => {
+  /** A weekly UTC series from January 4th with `reviewSeconds`, made before and ticked at its start: its first race. */
+  async function startedWeeklySeries(slug: string, reviewSeconds: number) {
     now = JAN_4 - 100;
     const first = ok(
       await races().create(
         affiliateId,
-        raceNamed("weekly-stop", "Weekly", [JAN_4], {
-          repeat: "weekly",
-          timeZone: "UTC",
-          reviewSeconds: 0,
-        }),
+        raceNamed(slug, "Weekly", [JAN_4], { repeat: "weekly", timeZone: "UTC", reviewSeconds }),
       ),
     );
     now = JAN_4;
     await races().tick();
+    return first;
+  }
+
+  it("before its end stops the series: the next race, made at the start, is cancelled with it", async () => {
+    const first = await startedWeeklySeries("weekly-stop", 0);
     const nextId = ok(await races().get(affiliateId, first.race.id)).next?.id ?? "";
     now = JAN_4 + 10;
     expect(ok(await races().cancel(affiliateId, first.race.id)).state).toBe("cancelled");
@@ -226,19 +228,7 @@ describe("cancelling a race of a series", () => {
   });
 
   it("in its review leaves the series running", async () => {
-    now = JAN_4 - 100;
-    const first = ok(
-      await races().create(
-        affiliateId,
-        raceNamed("weekly-review", "Weekly", [JAN_4], {
-          repeat: "weekly",
-          timeZone: "UTC",
-          reviewSeconds: 3 * 86_400,
-        }),
-      ),
-    );
-    now = JAN_4;
-    await races().tick();
+    const first = await startedWeeklySeries("weekly-review", 3 * 86_400);
     now = JAN_11;
     await races().tick();
     now = JAN_11 + 10;
