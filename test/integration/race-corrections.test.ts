@@ -6,11 +6,18 @@
  * field it would not apply (or a field RaceService does not have) is refused naming it; a change to a series'
  * race reaches its next race by default and not with THIS_RACE.
  */
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { RaceRepeat, RaceService, RaceState, RaceUpdateScope } from "../../gen/topwagers/v1/races_pb.js";
+import {
+  RaceRepeat,
+  type RaceRulesSchema,
+  RaceService,
+  RaceState,
+  RaceUpdateScope,
+} from "../../gen/topwagers/v1/races_pb.js";
 import { refusal, sendsBearer } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
@@ -30,6 +37,17 @@ function grpcRaces() {
     RaceService,
     createGrpcTransport({ baseUrl: servers.publicUrl, interceptors: [sendsBearer(key)], sessionManager: session }),
   );
+}
+
+/** A race's rules for days `fromDay` to `toDay` after now (not started yet), with the rest of its rules. */
+function inDays(slug: string, title: string, fromDay: number, toDay: number, rest = {}) {
+  return { slug, title, startTimestamp: BigInt(NOW + fromDay * DAY), endTimestamp: BigInt(NOW + toDay * DAY), ...rest };
+}
+
+/** Makes a race over gRPC starting a minute ago, with the rest of its rules: the race as made. */
+async function raceFromAMinuteAgo(slug: string, title: string, rest: MessageInitShape<typeof RaceRulesSchema>) {
+  const rules = { slug, title, startTimestamp: BigInt(NOW - 60), ...rest };
+  return (await grpcRaces().createRace({ rules })).race;
 }
 
 /** A RaceService call as `curl` makes it: Connect's JSON POST. */
@@ -112,13 +130,7 @@ describe("a race that has already ended", () => {
 describe("deleting a race nobody has seen", () => {
   it("deletes a scheduled race: its id is not found and its slug is free; a live one is refused", async () => {
     const client = grpcRaces();
-    const rules = {
-      slug: "december-typo",
-      title: "Wrong prizes",
-      startTimestamp: BigInt(NOW + 10 * DAY),
-      endTimestamp: BigInt(NOW + 20 * DAY),
-      prizes: ["1"],
-    };
+    const rules = inDays("december-typo", "Wrong prizes", 10, 20, { prizes: ["1"] });
     const created = (await client.createRace({ rules })).race;
     const deleted = await jsonCall("DeleteRace", { id: created?.id });
     expect(deleted.status).toBe(200);
@@ -131,11 +143,7 @@ describe("deleting a race nobody has seen", () => {
     const remade = (await client.createRace({ rules: { ...rules, prizes: ["100"] } })).race;
     expect(remade?.rules?.prizes).toEqual(["100"]);
 
-    const live = (
-      await client.createRace({
-        rules: { slug: "live-one", title: "Live", startTimestamp: BigInt(NOW - 60), endTimestamp: BigInt(NOW + DAY) },
-      })
-    ).race;
+    const live = await raceFromAMinuteAgo("live-one", "Live", { endTimestamp: BigInt(NOW + DAY) });
     const refused = await refusal(client.deleteRace({ id: live?.id ?? "" }));
     expect([refused.code, refused.rawMessage]).toEqual([
       Code.FailedPrecondition,
@@ -147,12 +155,7 @@ describe("deleting a race nobody has seen", () => {
 describe("DELETE /races/{slug-or-id}", () => {
   it("deletes a scheduled race with a secret key, refuses a publishable one (403) and a started race (400)", async () => {
     const client = grpcRaces();
-    const rules = {
-      slug: "rest-delete",
-      title: "Rest delete",
-      startTimestamp: BigInt(NOW + 3 * DAY),
-      endTimestamp: BigInt(NOW + 4 * DAY),
-    };
+    const rules = inDays("rest-delete", "Rest delete", 3, 4);
     const id = (await client.createRace({ rules })).race?.id ?? "";
     const publishable = (
       await createKey(servers.database.db, "corrections", null, { publishable: true, allowedOrigins: [] })
@@ -173,11 +176,7 @@ describe("DELETE /races/{slug-or-id}", () => {
     const gone = await restCall(`${servers.publicUrl}/races/${id}`, { method: "GET", key });
     expect(gone.status).toBe(404);
 
-    const live = (
-      await client.createRace({
-        rules: { slug: "rest-live", title: "Live", startTimestamp: BigInt(NOW - 60), endTimestamp: BigInt(NOW + DAY) },
-      })
-    ).race?.id;
+    const live = (await raceFromAMinuteAgo("rest-live", "Live", { endTimestamp: BigInt(NOW + DAY) }))?.id;
     const started = await restCall(`${servers.publicUrl}/races/${live}`, { method: "DELETE", key });
     expect([started.status, started.json]).toEqual([
       400,
@@ -243,12 +242,7 @@ describe("a series' slug", () => {
       'another race of this affiliate already has the slug "daily-held"',
     ]);
     await client.cancelRace({ id: first });
-    const later = {
-      slug: "daily-held",
-      title: "Later",
-      startTimestamp: BigInt(NOW + 5 * DAY),
-      endTimestamp: BigInt(NOW + 6 * DAY),
-    };
+    const later = inDays("daily-held", "Later", 5, 6);
     const taken = (await client.createRace({ rules: later })).race?.id ?? "";
     expect((await client.getRace({ idOrSlug: "daily-held" })).race?.id).toBe(taken);
     await client.deleteRace({ id: taken });
@@ -261,17 +255,7 @@ describe("a series' slug", () => {
 describe("an update that cannot be misread", () => {
   it("refuses prizes sent without replacePrizes and an unknown field, naming them; keeps the race unchanged", async () => {
     const client = grpcRaces();
-    const race = (
-      await client.createRace({
-        rules: {
-          slug: "prizes-kept",
-          title: "Prizes",
-          startTimestamp: BigInt(NOW - 60),
-          endTimestamp: BigInt(NOW + DAY),
-          prizes: ["50"],
-        },
-      })
-    ).race;
+    const race = await raceFromAMinuteAgo("prizes-kept", "Prizes", { endTimestamp: BigInt(NOW + DAY), prizes: ["50"] });
     const id = race?.id ?? "";
     const ignored = await jsonCall("UpdateRace", { id, prizes: ["77"] });
     expect([ignored.status, jsonError(ignored.json)]).toEqual([
@@ -312,17 +296,7 @@ describe("an update that cannot be misread", () => {
 describe("a change to a series' race", () => {
   it("reaches the next race by default, not with THIS_RACE; THIS_RACE is refused before the next race exists", async () => {
     const client = grpcRaces();
-    const first = (
-      await client.createRace({
-        rules: {
-          slug: "daily-series",
-          title: "Daily",
-          startTimestamp: BigInt(NOW - 60),
-          repeat: RaceRepeat.DAILY,
-          prizes: ["10"],
-        },
-      })
-    ).race;
+    const first = await raceFromAMinuteAgo("daily-series", "Daily", { repeat: RaceRepeat.DAILY, prizes: ["10"] });
     const id = first?.id ?? "";
     // The server's clock announces the start and makes the next race.
     await servers.app.races.tick();
