@@ -13,7 +13,7 @@ import { generateApiKey } from "../../src/auth/api-key-secret.js";
 import { findApiKeyById, listUsableApiKeys } from "../../src/storage/api-keys.js";
 import { migrate } from "../../src/storage/migration-runner.js";
 import { MIGRATIONS } from "../../src/storage/schema-migrations.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createDatabaseAtVersion, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, wager } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 
@@ -57,10 +57,7 @@ async function scopesColumn(): Promise<Map<string, string | null>> {
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase(
-    "migration_scopes",
-    MIGRATIONS.filter((m) => m.version <= 8),
-  );
+  database = await createDatabaseAtVersion("migration_scopes", 8);
   await addUsers(database.db, [{ id: "o-1", affiliateId: "aff-old", username: "old one", avatar: "" }]);
   await insertAsBefore("secret", "secret");
   await insertAsBefore("publishable", "publishable");

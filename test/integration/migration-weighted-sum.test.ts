@@ -24,9 +24,10 @@ import { recordWagerBatch } from "../../src/storage/wagers.js";
 import { backfillWeightedSums, weightedSumTrigger } from "../../src/storage/weighted-backfill.js";
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import type { RankBy } from "../../src/values/weights.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createDatabaseAtVersion, type TestDatabase } from "../support/database.js";
 import { NOV_1, OCT_1, OCT_16, SEP_1 } from "../support/dates.js";
 import { toPicoUnits } from "../support/decimals.js";
+import { usersWithoutAvatar } from "../support/fixtures.js";
 import { topUsersFromRawWagers } from "../support/naive-leaderboard.js";
 
 let database: TestDatabase;
@@ -160,17 +161,13 @@ async function storedAgainstRaw(): Promise<{ nulls: number; wrong: number; rows:
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase(
-    "migration_weighted_sum",
-    MIGRATIONS.filter((m) => m.version <= 11),
-  );
+  database = await createDatabaseAtVersion("migration_weighted_sum", 11);
   await upsertUserBatch(
     database.db.write,
-    Array.from({ length: 12 }, (_, i) => ({
+    usersWithoutAvatar(12, (i) => ({
       id: `ws-u${i}`,
       affiliateId: i < 9 ? "aff-ws1" : "aff-ws2",
       username: `user ${i % 5}`,
-      avatar: "",
     })),
   );
   await upsertUserBatch(database.db.write, [

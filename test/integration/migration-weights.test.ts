@@ -17,10 +17,10 @@ import { ROLLUPS } from "../../src/storage/rollups.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { upsertUserBatch } from "../../src/storage/users.js";
 import { verifyRollups } from "../../src/storage/verify.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createDatabaseAtVersion, type TestDatabase } from "../support/database.js";
 import { NOV_1, OCT_1 } from "../support/dates.js";
 import { toPicoUnits, toUnits, unitsToDecimal } from "../support/decimals.js";
-import { createKey } from "../support/fixtures.js";
+import { createKey, usersWithoutAvatar } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";
 
 let database: TestDatabase;
@@ -87,20 +87,16 @@ async function writeAsBeforeWeights(): Promise<void> {
   }
 }
 
+/** Four users of aff-m1 and two of aff-m2, written before the weights. */
+const MIGRATED_USERS = usersWithoutAvatar(6, (i) => ({
+  id: `m-u${i}`,
+  affiliateId: i < 4 ? "aff-m1" : "aff-m2",
+  username: `migrated ${i}`,
+}));
+
 beforeAll(async () => {
-  database = await createTestDatabase(
-    "migration_weights",
-    MIGRATIONS.filter((m) => m.version <= 6),
-  );
-  await upsertUserBatch(
-    database.db.write,
-    Array.from({ length: 6 }, (_, i) => ({
-      id: `m-u${i}`,
-      affiliateId: i < 4 ? "aff-m1" : "aff-m2",
-      username: `migrated ${i}`,
-      avatar: "",
-    })),
-  );
+  database = await createDatabaseAtVersion("migration_weights", 6);
+  await upsertUserBatch(database.db.write, MIGRATED_USERS);
   await writeAsBeforeWeights();
   for (const rollup of ROLLUPS) before.set(rollup.table, await rollupRows(rollup.table));
   await migrate(database.db.write, MIGRATIONS, { onProgress: (line) => migrationLines.push(line) });

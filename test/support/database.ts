@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import mysql, { type RowDataPacket } from "mysql2/promise";
 import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
 import { migrate } from "../../src/storage/migration-runner.js";
-import type { Migration } from "../../src/storage/schema-migrations.js";
+import { MIGRATIONS, type Migration } from "../../src/storage/schema-migrations.js";
 import { toUnits, unitsToDecimal } from "./decimals.js";
 import { useStarted } from "./lifecycle.js";
 
@@ -40,6 +40,14 @@ export async function createTestDatabase(label: string, migrations?: readonly Mi
       await conn.end();
     },
   };
+}
+
+/** A throwaway database with the migrations up to `version` only, to test a later migration on what they wrote. */
+export function createDatabaseAtVersion(label: string, version: number): Promise<TestDatabase> {
+  return createTestDatabase(
+    label,
+    MIGRATIONS.filter((m) => m.version <= version),
+  );
 }
 
 /** A throwaway database for the enclosing describe (or file): made in beforeAll, dropped in afterAll. */

@@ -67,6 +67,14 @@ export async function addWagers(db: Database, wagers: readonly WagerRecord[]): P
   }
 }
 
+/** `count` users without an avatar, the i-th with the id, affiliate and username `user(i)` gives. */
+export function usersWithoutAvatar(
+  count: number,
+  user: (i: number) => { id: string; affiliateId: string; username: string },
+): UserProfile[] {
+  return Array.from({ length: count }, (_, i) => ({ ...user(i), avatar: "" }));
+}
+
 let wagerSequence = 0;
 /** A wager with a fresh id. */
 export function wager(userId: string, amount: string, placedAt: number): WagerRecord {
