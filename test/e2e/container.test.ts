@@ -6,7 +6,7 @@
  * it answers REST and gRPC (@grpc/grpc-js), runs the CLI, and stops on SIGTERM promptly with exit 0.
  * Then deploy/kubernetes/ is played with `podman kube play` (what differs from a cluster: the
  * Kubernetes section of docs/operations.md): the pod reaches MariaDB, is ready, answers REST, stops
- * cleanly. Containers, pods, secrets and the test's image tag are removed afterwards, also when a
+ * cleanly. The documented upgrade (issue 38) runs as written on a database left at schema 8, step by step. Containers, pods, secrets and the test's image tag are removed afterwards, also when a
  * step fails.
  *
  * Needs podman and runc (CI installs them); outside CI the file is skipped when podman is missing.
@@ -17,10 +17,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { gunzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
+import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
-import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
+import { generateApiKey } from "../../src/auth/api-key-secret.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
 import { grpcJsMethod } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
@@ -98,17 +101,21 @@ function podman(...args: string[]) {
   return run("podman", args, { env, maxBuffer: 16 * 1024 * 1024 });
 }
 
+/** A command of a documented block (continuation lines joined), with the comment after it. */
+interface DocumentedCommand {
+  command: string;
+  comment: string;
+}
+
 /**
- * The commands of docs/operations.md's block that runs the image (continuation lines joined), each
- * with the comment after it, and the block's first line (the CONTAINERS_CONF export) apart.
+ * The commands of the docs/operations.md block that holds `marker`, each with the comment after it, and the
+ * block's first line (the CONTAINERS_CONF export) apart.
  */
-function documentedRun(): { setUp: string; commands: { command: string; comment: string }[] } {
+function documentedBlock(marker: string): { setUp: string; commands: DocumentedCommand[] } {
   const doc = readFileSync("docs/operations.md", "utf8");
-  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)]
-    .map((m) => m[1] as string)
-    .find((b) => b.includes("podman run -d --name topwagers"));
-  if (block === undefined) throw new Error("docs/operations.md has no block with `podman run -d --name topwagers`");
-  const commands: { command: string; comment: string }[] = [];
+  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string).find((b) => b.includes(marker));
+  if (block === undefined) throw new Error(`docs/operations.md has no block with \`${marker}\``);
+  const commands: DocumentedCommand[] = [];
   let pending = "";
   for (const line of block.split("\n").filter((l) => l.trim() !== "")) {
     const continued = line.endsWith("\\");
@@ -121,6 +128,11 @@ function documentedRun(): { setUp: string; commands: { command: string; comment:
   }
   const [setUp, ...rest] = commands;
   return { setUp: setUp?.command ?? "", commands: rest };
+}
+
+/** docs/operations.md's block that runs the image (the one that also creates a key with the CLI). */
+function documentedRun(): { setUp: string; commands: DocumentedCommand[] } {
+  return documentedBlock("keys create --affiliate aff-1");
 }
 
 /** docs/operations.md's `podman kube play` walkthrough: its block, as one bash script. */
@@ -152,6 +164,51 @@ function asRun(command: string, setUp: string, ports: { public: number; internal
     .replaceAll("8080", String(ports.public))
     .replaceAll("9090", String(ports.internal));
   return run("bash", ["-c", `set -e\n${setUp}\n${script}`], { env: process.env, maxBuffer: 16 * 1024 * 1024 });
+}
+
+/**
+ * What 0.1.0 wrote at schema 8 (before scopes, weighted sums and races), as its own statements would have: DAY_BOARD's
+ * users and wagers with their four rollups, and a secret key. Answers the key's secret.
+ */
+async function seedAsAtSchema8(pool: Pool): Promise<string> {
+  const at = JAN_1_2025;
+  await pool.query("INSERT INTO affiliates (external_id, created_at) VALUES ('up-aff', ?)", [at]);
+  await pool.query(
+    "INSERT INTO users (external_id, affiliate_id, username, avatar_url, updated_at) VALUES ('up-u1', 1, 'alice', ?, ?), ('up-u2', 1, 'bob', ?, ?)",
+    [AVATAR, at, AVATAR, at],
+  );
+  await pool.query(
+    "INSERT INTO wagers (external_id, user_id, affiliate_id, amount, placed_at) VALUES ('up-w1', 1, 1, '10.50', ?), ('up-w2', 1, 1, '2.25', ?), ('up-w3', 2, 1, '5', ?)",
+    [at + 60, at + 7200, at + 3600],
+  );
+  await pool.query(
+    "INSERT INTO wager_hourly (affiliate_id, bucket, user_id, total, wagers) VALUES (1, ?, 1, '10.50', 1), (1, ?, 1, '2.25', 1), (1, ?, 2, '5', 1)",
+    [at, at + 7200, at + 3600],
+  );
+  // 1 January 2025 starts its day, its half-month and its month.
+  for (const table of ["wager_daily", "wager_halfmonthly", "wager_monthly"]) {
+    await pool.query(
+      `INSERT INTO ${table} (affiliate_id, bucket, user_id, total, wagers) VALUES (1, ?, 1, '12.75', 2), (1, ?, 2, '5', 1)`,
+      [at, at],
+    );
+  }
+  const key = generateApiKey();
+  await pool.query(
+    "INSERT INTO api_keys (id, key_hash, affiliate_id, label, created_at) VALUES (?, ?, 1, 'made by 0.1.0', ?)",
+    [key.id, key.hash, at],
+  );
+  return key.secret;
+}
+
+/** A shell step's exit code and output, whether it failed or not. */
+async function exitAndOutput(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run("bash", ["-c", script], { env: process.env, maxBuffer: 16 * 1024 * 1024 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
 }
 
 describe.skipIf(!podmanInstalled)("the container image", () => {
@@ -493,5 +550,124 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
       await expect(podman("pod", "exists", `${walk}-pod-0`)).rejects.toThrow();
       await expect(podman("secret", "inspect", walk)).rejects.toThrow();
     }, 120_000);
+  });
+  describe("docs/operations.md's upgrade block", () => {
+    const upgradeName = `topwagers-upgrade-${suffix}`;
+    let old: TestDatabase | undefined;
+    let work: string | undefined;
+
+    afterAll(async () => {
+      await podman("rm", "--force", "--time", "0", upgradeName).catch(() => undefined);
+      await old?.drop();
+      if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    }, 60_000);
+
+    it("runs as written on a database left at schema 8: each step's output, then the old key reads the same board", async () => {
+      old = await createTestDatabase(
+        "container_upgrade",
+        MIGRATIONS.filter((m) => m.version <= 8),
+      );
+      const oldKey = await seedAsAtSchema8(old.db.write);
+      work = mkdtempSync(path.join(tmpdir(), "topwagers-upgrade-"));
+      const backup = path.join(work, "topwagers-before-upgrade.sql.gz");
+      const upgradePorts = { public: await freePort(), internal: await freePort() };
+      const databaseName = new URL(old.url).pathname.slice(1);
+      // The running instance to replace: only this build's image exists here, so it stands in for the old release,
+      // serving without migrating (MIGRATE_ON_START=false), as an older release would on its own schema.
+      await podman(
+        ...["run", "-d", "--name", upgradeName, "--network=host", "-e", `DATABASE_URL=${old.url}`],
+        ...["-e", "MIGRATE_ON_START=false", "-e", `PORT=${upgradePorts.public}`],
+        ...["-e", `INTERNAL_PORT=${upgradePorts.internal}`, tag],
+      );
+      const { setUp, commands } = documentedBlock("topwagers-before-upgrade.sql.gz");
+      expect(setUp).toBe("export CONTAINERS_CONF=$PWD/containers/containers.conf");
+      expect(commands.map((c) => c.command.split(/\s/, 3).join(" "))).toEqual([
+        "podman run --rm",
+        "mariadb-dump --single-transaction --quick",
+        "podman run --rm",
+        "podman stop topwagers",
+        "podman run -d",
+        "curl -s --retry",
+        "podman run --rm",
+      ]);
+      // Each step as written, with this test's image, names, backup file, database and ports; run in turn.
+      const asWritten = (command: string) =>
+        command
+          .replaceAll("localhost/topwagers:latest", tag)
+          .replace(/--name topwagers\b/, `--name ${upgradeName}`)
+          .replace(
+            /^podman stop topwagers && podman rm topwagers$/,
+            `podman stop ${upgradeName} && podman rm ${upgradeName}`,
+          )
+          .replace("-u topwagers -psecret topwagers", `-u root ${databaseName}`)
+          .replace("topwagers-before-upgrade.sql.gz", backup)
+          .replaceAll("mysql://topwagers:secret@127.0.0.1:3306/topwagers", old?.url ?? "")
+          .replaceAll("8080", String(upgradePorts.public))
+          .replaceAll("9090", String(upgradePorts.internal));
+      const step = (index: number) =>
+        exitAndOutput(`set -eo pipefail\n${setUp}\n${asWritten(commands[index]?.command ?? "false")}`);
+      const newer = MIGRATIONS.filter((m) => m.version > 8);
+
+      // migrate --status: the eight applied, the newer ones pending, exit 1.
+      const status = await step(0);
+      expect(status.code).toBe(1);
+      const statusLines = status.stdout.trimEnd().split("\n");
+      expect(statusLines.filter((l) => l.startsWith("applied")).map((l) => l.split(/\s+/, 2)[1])).toEqual([
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7",
+        "8",
+      ]);
+      expect(statusLines.filter((l) => l.startsWith("pending"))).toEqual(
+        newer.map((m) => `pending  ${String(m.version).padStart(3)}  ${m.name}`),
+      );
+      expect(statusLines.at(-1)).toBe(
+        `Schema is at version 8; ${newer.length} pending (apply with: topwagers migrate).`,
+      );
+
+      // The backup: the old schema's tables with their rows.
+      expect((await step(1)).code).toBe(0);
+      const dumped = gunzipSync(readFileSync(backup)).toString("utf8");
+      expect(dumped).toContain("CREATE TABLE `wagers`");
+      expect(dumped).toContain(`(1,'up-w1',1,1,10.50000000,${JAN_1_2025 + 60},10000)`);
+      expect(dumped).not.toContain("CREATE TABLE `races`");
+
+      // migrate: each newer migration as it is recorded, in order, then the version.
+      const migrate = await step(2);
+      expect(migrate.code).toBe(0);
+      const migrateLines = migrate.stdout.trimEnd().split("\n");
+      expect(migrateLines.map((l) => l.replace(/ \(\d+\.\d s\)$/, " (… s)"))).toEqual([
+        ...newer.map((m) => `Applied migration ${m.version}: ${m.name} (… s)`),
+        `Schema is at version ${LATEST_SCHEMA_VERSION}.`,
+      ]);
+      expect(migrate.stderr).toContain(`applying migration 9: api key scopes\n`);
+
+      // The old instance stopped and removed; the new one started, ready on the latest schema.
+      expect((await step(3)).code).toBe(0);
+      await expect(podman("container", "exists", upgradeName)).rejects.toThrow();
+      expect((await step(4)).code).toBe(0);
+      const ready = await step(5);
+      expect(ready.code).toBe(0);
+      expect(JSON.parse(ready.stdout)).toEqual({ status: "ready", schemaVersion: LATEST_SCHEMA_VERSION, ...RELEASE });
+
+      // verify: every rollup the old release wrote (and the backfilled weighted sums) equals the raw wagers.
+      const verify = await step(6);
+      expect(verify.code).toBe(0);
+      expect(verify.stdout).toMatch(
+        /^verify OK: 3 hourly, 2 daily, 2 half-month and 2 monthly rows all equal the totals of 3 raw wagers \(checked in \d+:\d\d\)\.\n$/,
+      );
+
+      // The key made by the old release reads the same board from the new one (migration 9 gave it every scope).
+      const board = await restTop(`http://127.0.0.1:${upgradePorts.public}`, oldKey, {
+        startTimestamp: JAN_1_2025,
+        endTimestamp: JAN_1_2025 + 86_399,
+        numUsers: 10,
+      });
+      expect({ status: board.status, body: board.json }).toEqual(DAY_BOARD);
+    }, 180_000);
   });
 });
