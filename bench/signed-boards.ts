@@ -4,12 +4,19 @@
  * signing key. A board version is signed once (topwagers_board_signatures_total is read at the end), so asking
  * for signatures should cost callers almost nothing.
  *
+ * Each run also reads the server's CPU time (utime + stime of its process, /proc) and divides it by the calls it
+ * answered: CPU per call does not depend on how much of the shared machine the server got in those seconds, so
+ * its ratio (unsigned / signed: the share of unsigned throughput the server can give signed calls) is the steady
+ * measure on a loaded machine, beside the raw throughput's ratio.
+ *
  *   npm run bench -- signed-boards [--seconds 8] [--rounds 2] [--connections 32] [--streams 32]
  *
  * REST: autocannon POSTs of one board (warm cache). SSE: a loop of `streams` concurrent viewers that each open
  * the board's stream, read its first event and close, again and again (opens per second).
  */
+import { readFileSync } from "node:fs";
 import { request } from "node:http";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
@@ -42,6 +49,27 @@ async function activateKey(databaseUrl: string): Promise<void> {
   }
 }
 
+/** One run's calls answered per second, and the server's CPU time per call (µs). */
+interface Run {
+  readonly perSecond: number;
+  readonly cpuMicrosPerCall: number;
+}
+
+/** The process's CPU time (user + system) in ms, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the command's closing parenthesis.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Runs `load` (which answers how many calls it made) and reads the server's CPU time around it. */
+async function measured(pid: number, seconds: number, load: () => Promise<number>): Promise<Run> {
+  const cpuBefore = cpuMs(pid);
+  const calls = await load();
+  return { perSecond: calls / seconds, cpuMicrosPerCall: ((cpuMs(pid) - cpuBefore) * 1000) / calls };
+}
+
 async function restRun(url: string, key: string, body: string, options: Options): Promise<number> {
   const result = await autocannon({
     url,
@@ -52,7 +80,7 @@ async function restRun(url: string, key: string, body: string, options: Options)
     duration: options.seconds,
   });
   if (result.non2xx + result.errors > 0) throw new Error(`${result.non2xx + result.errors} REST calls failed`);
-  return result.requests.average;
+  return result.requests.total;
 }
 
 /** Opens the stream, reads up to its first board event, closes; resolves when the event came. */
@@ -97,7 +125,7 @@ async function sseRun(port: number, key: string, signed: boolean, options: Optio
       }
     }),
   );
-  return opened / options.seconds;
+  return opened;
 }
 
 async function signatureCount(metricsPort: number): Promise<string> {
@@ -143,7 +171,7 @@ export async function runSignedBoardsBench(args: string[]): Promise<void> {
     { isListening: (line) => line.msg?.startsWith("topwagers listening") === true },
   );
   try {
-    const rows = await measure(service.port, key, options);
+    const rows = await measure(service.port, service.child.pid as number, key, options);
     const signatures = await signatureCount(metricsPort);
     process.stdout.write(report(rows, options, await machineDescription(databaseUrl), signatures));
   } finally {
@@ -151,9 +179,9 @@ export async function runSignedBoardsBench(args: string[]): Promise<void> {
   }
 }
 
-type Row = { readonly round: number; readonly what: "REST" | "SSE"; readonly plain: number; readonly signed: number };
+type Row = { readonly round: number; readonly what: "REST" | "SSE"; readonly plain: Run; readonly signed: Run };
 
-async function measure(port: number, key: string, options: Options): Promise<Row[]> {
+async function measure(port: number, pid: number, key: string, options: Options): Promise<Row[]> {
   const url = `http://127.0.0.1:${port}/top-affiliate-wagers-by-period`;
   const plainBody = JSON.stringify(REQUEST);
   const signedBody = JSON.stringify({ ...REQUEST, signed: true });
@@ -167,9 +195,13 @@ async function measure(port: number, key: string, options: Options): Promise<Row
   for (let round = 1; round <= options.rounds; round++) {
     // Alternate which goes first, so a drift of the shared machine does not favour one side.
     const signedFirst = round % 2 === 0;
-    const rest = await pair(signedFirst, (signed) => restRun(url, key, signed ? signedBody : plainBody, options));
+    const rest = await pair(signedFirst, (signed) =>
+      measured(pid, options.seconds, () => restRun(url, key, signed ? signedBody : plainBody, options)),
+    );
     rows.push({ round, what: "REST", ...rest });
-    const sse = await pair(signedFirst, (signed) => sseRun(port, key, signed, options));
+    const sse = await pair(signedFirst, (signed) =>
+      measured(pid, options.seconds, () => sseRun(port, key, signed, options)),
+    );
     rows.push({ round, what: "SSE", ...sse });
   }
   return rows;
@@ -178,8 +210,8 @@ async function measure(port: number, key: string, options: Options): Promise<Row
 /** One unsigned and one signed run back to back, in the order given. */
 async function pair(
   signedFirst: boolean,
-  run: (signed: boolean) => Promise<number>,
-): Promise<{ plain: number; signed: number }> {
+  run: (signed: boolean) => Promise<Run>,
+): Promise<{ plain: Run; signed: Run }> {
   if (signedFirst) {
     const signed = await run(true);
     return { signed, plain: await run(false) };
@@ -188,37 +220,57 @@ async function pair(
   return { plain, signed: await run(true) };
 }
 
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? Number.NaN) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
 function report(rows: readonly Row[], options: Options, machine: string, signatures: string): string {
-  // The sum over rounds of each side (each round's two runs are back to back), and the median of the rounds' ratios.
-  const ratio = (what: Row["what"]) => {
-    const of = rows.filter((row) => row.what === what);
-    return of.reduce((sum, row) => sum + row.signed, 0) / of.reduce((sum, row) => sum + row.plain, 0);
-  };
-  const median = (what: Row["what"]) => {
-    const ratios = rows.filter((row) => row.what === what).map((row) => row.signed / row.plain);
-    ratios.sort((x, y) => x - y);
-    const mid = Math.floor(ratios.length / 2);
-    return ratios.length % 2 === 1 ? (ratios[mid] ?? Number.NaN) : ((ratios[mid - 1] ?? 0) + (ratios[mid] ?? 0)) / 2;
-  };
+  const of = (what: Row["what"]) => rows.filter((row) => row.what === what);
+  // Throughput: the sum over rounds of each side (each round's two runs are back to back), and the median of the
+  // rounds' ratios. CPU: unsigned CPU per call over signed, the median of the rounds.
+  const summed = (what: Row["what"]) =>
+    of(what).reduce((sum, row) => sum + row.signed.perSecond, 0) /
+    of(what).reduce((sum, row) => sum + row.plain.perSecond, 0);
+  const throughput = (what: Row["what"]) => median(of(what).map((row) => row.signed.perSecond / row.plain.perSecond));
+  const cpu = (what: Row["what"]) =>
+    median(of(what).map((row) => row.plain.cpuMicrosPerCall / row.signed.cpuMicrosPerCall));
+  const pct = (ratio: number) => `${fmt(100 * ratio, 1)}%`;
   return [
     "",
     `command: npm run bench -- signed-boards --seconds ${options.seconds} --rounds ${options.rounds} --connections ${options.connections} --streams ${options.streams}`,
-    `machine: ${machine}`,
+    `machine: ${machine}; load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(", ")}`,
     `load: REST autocannon ${options.connections} connections (HTTP/1.1, one board, warm cache); SSE ${options.streams} concurrent viewers each opening the stream, reading its first board and closing, in a loop`,
     "",
     table(
-      ["round", "path", "unsigned /s", "signed /s", "signed vs unsigned"],
+      [
+        "round",
+        "path",
+        "unsigned /s",
+        "signed /s",
+        "signed vs unsigned",
+        "server CPU µs/call unsigned",
+        "signed",
+        "unsigned / signed CPU",
+      ],
       rows.map((row) => [
         row.round,
         row.what === "REST" ? "REST POST (req/s)" : "SSE opens to first board (/s)",
-        fmt(row.plain, 0),
-        fmt(row.signed, 0),
-        `${fmt((100 * row.signed) / row.plain, 1)}%`,
+        fmt(row.plain.perSecond, 0),
+        fmt(row.signed.perSecond, 0),
+        pct(row.signed.perSecond / row.plain.perSecond),
+        fmt(row.plain.cpuMicrosPerCall, 0),
+        fmt(row.signed.cpuMicrosPerCall, 0),
+        pct(row.plain.cpuMicrosPerCall / row.signed.cpuMicrosPerCall),
       ]),
     ),
     "",
-    `signed / unsigned, all rounds summed: REST ${fmt(100 * ratio("REST"), 1)}%, SSE ${fmt(100 * ratio("SSE"), 1)}%; ` +
-      `median of the rounds: REST ${fmt(100 * median("REST"), 1)}%, SSE ${fmt(100 * median("SSE"), 1)}% (target >= 90%).`,
+    `throughput, signed / unsigned: all rounds summed REST ${pct(summed("REST"))}, SSE ${pct(summed("SSE"))}; ` +
+      `median of the rounds REST ${pct(throughput("REST"))}, SSE ${pct(throughput("SSE"))} (target >= 90%).`,
+    `server CPU per call, unsigned / signed (median of the rounds): REST ${pct(cpu("REST"))}, SSE ${pct(cpu("SSE"))}.`,
     `signatures made by the server in the whole run: ${signatures}`,
     "",
   ].join("\n");

@@ -43,8 +43,12 @@ export class RestApi {
   private readonly renderedBodies = new AnswerMemo<Body>();
   /** Request bodies seen lately, decoded: a client site sends the same few bodies again and again. */
   private readonly decodedBodies = new DecodedBodies();
-  /** Signed bodies by the answer's entries (shared by every hit of a cached answer): plain, weighted. */
-  private readonly signedBodies = new WeakMap<object, Map<boolean, Body | Promise<Body>>>();
+  /**
+   * Signed bodies by the cached answer (`memoKey`, else the answer's own entries) and variant (the list length,
+   * whether the weighted total is shown), as renderedBodies keeps the plain ones: a hit of a signed answer costs no
+   * promise, no hash and no rendering.
+   */
+  private readonly signedBodies = new WeakMap<object, Map<number, Body | Promise<Body>>>();
 
   constructor(private readonly options: RestOptions) {
     this.path = `${options.basePath}${OPERATION_PATH}`;
@@ -131,12 +135,14 @@ export class RestApi {
     request: SignedRequest,
   ): Body | Promise<Body> {
     const { ranked } = answer;
-    let bodies = this.signedBodies.get(ranked);
+    const answerKey = answer.memoKey ?? ranked;
+    let bodies = this.signedBodies.get(answerKey);
     if (bodies === undefined) {
       bodies = new Map();
-      this.signedBodies.set(ranked, bodies);
+      this.signedBodies.set(answerKey, bodies);
     }
-    let body = bodies.get(weighted);
+    const variant = answer.numUsers * 2 + (weighted ? 1 : 0);
+    let body = bodies.get(variant);
     if (body === undefined) {
       const version = {
         key: ranked,
@@ -154,11 +160,11 @@ export class RestApi {
       const made = bodies;
       const signing = signatures.signedJson(version, board).then((signed) => {
         const signedBody = bodyOf(withSigned(renderEntries(ranked, weighted), signed));
-        made.set(weighted, signedBody);
+        made.set(variant, signedBody);
         return signedBody;
       });
-      signing.catch(() => made.delete(weighted));
-      made.set(weighted, signing);
+      signing.catch(() => made.delete(variant));
+      made.set(variant, signing);
       body = signing;
     }
     return body;
