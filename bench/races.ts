@@ -25,6 +25,7 @@ import { mariadbRaces, mariadbStandings } from "../src/storage/stores.js";
 import { WebhookSecretBox } from "../src/storage/webhook-secrets.js";
 import { databaseUrl, describeDataset, ensureSeeded } from "./query.js";
 import { signAndVerifyCost } from "./signing-cost.js";
+import { StatementTally } from "./statement-tally.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
 const AVATAR = "https://x.example/a.png";
@@ -93,6 +94,8 @@ export async function runRacesBench(args: string[]): Promise<void> {
   const clock = { now: start - 60 };
   const dbs: Database[] = [data.db];
   for (let i = 1; i < instanceCount; i++) dbs.push(await openDatabase({ url, poolSize: 4, queryTimeoutMs: 600_000 }));
+  // The freezing instance's statements (its writes and the freeze's board reads; not the reader's boards).
+  const statements = new StatementTally(data.db.write);
   const keys = mariadbSigningKeys(data.db.write, new WebhookSecretBox(undefined));
   if (signing) await ensureActiveKey(keys, Math.floor(Date.now() / 1000));
   const signer = signing ? new Signer(keys, { issuer: "https://casino.example" }) : undefined;
@@ -174,6 +177,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
     const during: number[] = [];
     reading = true;
     const duringLoop = readLoop(during);
+    statements.counting = true;
     const freezeStarted = performance.now();
     let ticks = 0;
     const tickUntilDone = async (races: Races) => {
@@ -190,6 +194,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
     };
     await Promise.all(instances.map(tickUntilDone));
     const freezeSeconds = (performance.now() - freezeStarted) / 1000;
+    statements.counting = false;
     reading = false;
     await duringLoop;
     before.sort((a, b) => a - b);
@@ -235,6 +240,9 @@ export async function runRacesBench(args: string[]): Promise<void> {
           ],
         ),
         `p99 during / before: ${fmt(percentile(during, 99) / percentile(before, 99), 2)}x (target ≤ 2x)`,
+        `statements of the freezing instance per race frozen (the clock's scans included): ${fmt(statements.total(raceCount).count, 1)}, ${fmt(statements.total(raceCount).ms, 2)} ms of waiting for them`,
+        table(["statement", "per race", "ms per race"], statements.rows(raceCount)),
+        "",
         `one signature (10-entry result, canonical JSON + EdDSA JWS): ${fmt(cost.signMicros, 1)} µs; one verification (jose): ${fmt(cost.verifyMicros, 1)} µs (2,000 of each)`,
         "",
         `a live race (GetRace: definition, next race, placement; 10 prizes) vs the plain board of its month, cache off, ${runs} runs:`,
