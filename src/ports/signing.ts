@@ -46,7 +46,16 @@ export interface SignedPayload {
   readonly kid: string;
 }
 
+/** Signs a JSON object (with the operator's issuer added) with one key, reading nothing. */
+export type KeyedSigner = (payload: Readonly<Record<string, unknown>>) => Promise<SignedPayload>;
+
 /** Signs a JSON object (with the operator's issuer added) with the active key; undefined when no key is active. */
 export interface PayloadSigner {
   sign(payload: Readonly<Record<string, unknown>>): Promise<SignedPayload | undefined>;
+  /**
+   * The key active now, read (when not held) before the caller needs it: a signer bound to it, or undefined when
+   * no key is active. For signing inside a transaction, where a read of the key could wait for a pool connection
+   * that another transaction, waiting for this one's locks, holds.
+   */
+  withActiveKey(): Promise<KeyedSigner | undefined>;
 }

@@ -50,15 +50,22 @@ export async function freezeRace(
   const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated: placement.unallocated };
   const event = (signed: SignedResult | undefined) =>
     finalizedEvent(frozen, { entries, unallocated: placement.unallocated }, signed);
-  const history = await freezeHistory(options.store, race.id, placement.rows, placementRules(race, counted));
   const { signer } = options;
-  // The signed result carries the race's history as recorded before its freeze (no change is allowed after the end).
+  // The signed result carries the race's history as recorded before its freeze (no change is allowed after the
+  // end): read beside the voids the freeze's own entry counts, at once. So is the active key: signing inside the
+  // freeze's transaction reads nothing, and a freeze holding its affiliate's lock never waits for a connection
+  // that another freeze, waiting for that lock, holds.
+  const [history, recorded, sign] = await Promise.all([
+    freezeHistory(options.store, race.id, placement.rows, placementRules(race, counted)),
+    signer === undefined ? undefined : options.store.history(race.id),
+    signer?.withActiveKey(),
+  ]);
   const seal =
-    signer === undefined
+    sign === undefined || recorded === undefined
       ? undefined
-      : resultSealer(signer, {
+      : resultSealer(sign, {
           ...{ race, entries, unallocated: placement.unallocated, frozenAt: now, digest },
-          historySummary: raceHistorySummary(await options.store.history(race.id), history.standings ?? NO_VOIDS),
+          historySummary: raceHistorySummary(recorded, history.standings ?? NO_VOIDS),
         });
   const owed = {
     started: raceEvent("race.started", race),

@@ -5,7 +5,7 @@
  * Amounts are decimal strings, times Unix seconds, so no verifier meets a floating-point number.
  */
 import type { ChainLink, FrozenEntry, RaceEvent, ResultSealer, SignedResult, StoredRace } from "../ports/races.js";
-import type { PayloadSigner } from "../ports/signing.js";
+import type { KeyedSigner } from "../ports/signing.js";
 import { type EventResult, frozenEntryData, raceEvent } from "./race-event-data.js";
 import type { RaceHistorySummary } from "./race-history.js";
 
@@ -46,9 +46,9 @@ export function resultPayload(input: SignedResultInput): Record<string, unknown>
   };
 }
 
-/** The freeze's sealer: signs the result once its place in the chain is known. */
-export function resultSealer(signer: PayloadSigner, unsigned: Omit<SignedResultInput, "link">): ResultSealer {
-  return (link) => signer.sign(resultPayload({ ...unsigned, link }));
+/** The freeze's sealer: signs the result with the key given once its place in the chain is known. */
+export function resultSealer(sign: KeyedSigner, unsigned: Omit<SignedResultInput, "link">): ResultSealer {
+  return (link) => sign(resultPayload({ ...unsigned, link }));
 }
 
 /**

@@ -11,7 +11,7 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import canonicalize from "canonicalize";
 import { CompactSign } from "jose";
-import type { ActiveSigningKey, PayloadSigner, SignedPayload, SigningKeyStore } from "../ports/signing.js";
+import type { ActiveSigningKey, KeyedSigner, PayloadSigner, SignedPayload, SigningKeyStore } from "../ports/signing.js";
 
 export interface SignerOptions {
   /** Names the operator in every signature (`iss`), e.g. "https://casino.example" (ISSUER). */
@@ -50,17 +50,24 @@ export class Signer implements PayloadSigner {
   }
 
   async sign(payload: Readonly<Record<string, unknown>>): Promise<SignedPayload | undefined> {
+    const keyed = await this.withActiveKey();
+    return keyed === undefined ? undefined : keyed(payload);
+  }
+
+  async withActiveKey(): Promise<KeyedSigner | undefined> {
     const held = await this.activeKey();
     if (held === undefined) {
       this.options.onNoActiveKey?.();
       return undefined;
     }
-    const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
-      .setProtectedHeader({ alg: "EdDSA", kid: held.kid })
-      .sign(held.key);
-    this.count += 1;
-    this.options.onSigned?.(held.kid);
-    return { jws, kid: held.kid };
+    return async (payload) => {
+      const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
+        .setProtectedHeader({ alg: "EdDSA", kid: held.kid })
+        .sign(held.key);
+      this.count += 1;
+      this.options.onSigned?.(held.kid);
+      return { jws, kid: held.kid };
+    };
   }
 
   /** Forgets the held key: the next signature reads the active key again (after an activation here). */

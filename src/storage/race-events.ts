@@ -5,7 +5,7 @@
  */
 import type { PoolConnection } from "mysql2/promise";
 import type { RaceEvent } from "../ports/races.js";
-import { enqueueWebhookEvent } from "./webhook-outbox.js";
+import { type AffiliateEndpoints, affiliateEndpoints, enqueueWebhookEvent } from "./webhook-outbox.js";
 
 export async function enqueueRaceEvent(
   connection: PoolConnection,
@@ -14,4 +14,19 @@ export async function enqueueRaceEvent(
   at: number,
 ): Promise<void> {
   await enqueueWebhookEvent(connection, { affiliateId, type: event.type, data: event.data, at });
+}
+
+/**
+ * The events of one transaction's state change for one affiliate (the freeze's owed start and end, and the
+ * result): the affiliate's endpoints are read once, at the first event, for all of them.
+ */
+export function raceEventsOf(
+  connection: PoolConnection,
+  affiliateId: number,
+): (event: RaceEvent, at: number) => Promise<void> {
+  let endpoints: AffiliateEndpoints | undefined;
+  return async (event, at) => {
+    endpoints ??= await affiliateEndpoints(connection, affiliateId);
+    await enqueueWebhookEvent(connection, { affiliateId, type: event.type, data: event.data, at }, endpoints);
+  };
 }

@@ -16,7 +16,7 @@ import type {
   SignedResult,
   StoredRace,
 } from "../ports/races.js";
-import { enqueueRaceEvent } from "./race-events.js";
+import { enqueueRaceEvent, raceEventsOf } from "./race-events.js";
 import { appendRaceHistory } from "./race-history.js";
 import { insertRace, nextStepAt, raceById } from "./races.js";
 import { signIntoChain } from "./signed-results.js";
@@ -107,13 +107,15 @@ export async function freezeRace(
     if (update.affectedRows !== 1) return false;
     const internalId = Number(row.id);
     const affiliateId = Number(row.affiliate_id);
+    // Up to three events (the owed start and end, the result): the affiliate's endpoints are read once.
+    const enqueue = raceEventsOf(connection, affiliateId);
     if (Number(row.start_announced) === 0) {
       if (owed.next !== null) await insertNextRace(connection, id, owed.next);
       // Owed events carry their transition's time (the start; the second after the end), not the freeze's.
-      await enqueueRaceEvent(connection, affiliateId, owed.started, Number(row.start_ts));
+      await enqueue(owed.started, Number(row.start_ts));
     }
     if (Number(row.end_announced) === 0) {
-      await enqueueRaceEvent(connection, affiliateId, owed.ended, Number(row.end_ts) + 1);
+      await enqueue(owed.ended, Number(row.end_ts) + 1);
     }
     if (result.entries.length > 0) {
       await connection.query(
@@ -135,7 +137,7 @@ export async function freezeRace(
       );
     }
     const signed = seal === undefined ? undefined : await signIntoChain(connection, internalId, affiliateId, seal);
-    await enqueueRaceEvent(connection, affiliateId, event(signed), result.at);
+    await enqueue(event(signed), result.at);
     await appendRaceHistory(connection, id, result.at, history);
     return true;
   });

@@ -34,23 +34,38 @@ function subscribes(eventTypes: unknown, type: string): boolean {
 /** What a delivery made for a disabled endpoint says (docs/webhooks.md): failed, kept, redeliverable. */
 export const DISABLED_AT_SEND = "the endpoint was disabled when the event was sent; redeliver it once re-enabled";
 
+/** An affiliate's endpoints as the outbox reads them: id, subscription, whether enabled. */
+export type AffiliateEndpoints = readonly RowDataPacket[];
+
+/** The affiliate's endpoints, for one or more events of the caller's transaction (enqueueWebhookEvent). */
+export async function affiliateEndpoints(connection: PoolConnection, affiliateId: number): Promise<AffiliateEndpoints> {
+  // A plain read: an endpoint created by a transaction that has not committed yet does not get this event.
+  const [endpoints] = await connection.query<RowDataPacket[]>(
+    "SELECT id, event_types, enabled FROM webhook_endpoints WHERE affiliate_id = ? ORDER BY id",
+    [affiliateId],
+  );
+  return endpoints;
+}
+
 /**
  * Writes the event and one delivery per endpoint of the affiliate subscribed to its type, on the caller's
  * connection inside the caller's open transaction: they commit or roll back with the state change. An enabled
  * endpoint's delivery is due now; a disabled one's is written failed at once (never sent, kept in its log
  * for RedeliverWebhook once re-enabled), so nothing sent while an endpoint is disabled is lost. Nothing is
  * written when no endpoint subscribes. Throws (rolling the caller back) on an unknown type, a time not in
- * Unix seconds or a body of 20 KB or more.
+ * Unix seconds or a body of 20 KB or more. `endpoints`: the affiliate's, when the transaction read them already
+ * for an earlier event (one read for the several events of one state change); else read here.
  */
-export async function enqueueWebhookEvent(connection: PoolConnection, event: WebhookEventInput): Promise<void> {
+export async function enqueueWebhookEvent(
+  connection: PoolConnection,
+  event: WebhookEventInput,
+  endpoints?: AffiliateEndpoints,
+): Promise<void> {
   if (!isWebhookEventType(event.type)) throw new Error(`unknown webhook event type ${event.type}`);
   const body = webhookBody(event.type, event.at, event.data);
-  // A plain read: an endpoint created by a transaction that has not committed yet does not get this event.
-  const [endpoints] = await connection.query<RowDataPacket[]>(
-    "SELECT id, event_types, enabled FROM webhook_endpoints WHERE affiliate_id = ? ORDER BY id",
-    [event.affiliateId],
+  const subscribed = (endpoints ?? (await affiliateEndpoints(connection, event.affiliateId))).filter((row) =>
+    subscribes(row.event_types, event.type),
   );
-  const subscribed = endpoints.filter((row) => subscribes(row.event_types, event.type));
   if (subscribed.length === 0) return;
   const enabled = subscribed.filter((row) => Number(row.enabled) === 1).map((row) => String(row.id));
   const disabled = subscribed.filter((row) => Number(row.enabled) !== 1).map((row) => String(row.id));
