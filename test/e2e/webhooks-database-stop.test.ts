@@ -7,13 +7,11 @@
  * delivered), nothing is sent twice, and every POST is in the delivery log exactly once. While the database is
  * away the worker logs one warning, not one per poll, and one line when delivery resumes.
  */
-import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, ensureDatabaseExists, openDatabase } from "../../src/storage/database.js";
 import { migrate } from "../../src/storage/migration-runner.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { until } from "../support/mariadb-topology.js";
 import {
   type LogLine,
@@ -24,6 +22,7 @@ import {
   startMariaDb,
   startServerProcess,
 } from "../support/processes.js";
+import { allDelivered, deliveryLogOf, receiptsOf, testEventsTo } from "../support/webhook-deliveries.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const available = mariaDbAvailable();
@@ -71,53 +70,9 @@ async function closeAll(): Promise<void> {
 
 afterAll(closeAll, 60_000);
 
-/** `count` endpoints named `ep_<label><n>` with `perEndpoint` test events each; the message ids. */
-async function eventsTo(label: string, count: number, perEndpoint: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let e = 0; e < count; e++) {
-    const endpoint = await store.insertEndpoint({
-      id: `ep_${label}${e}`,
-      affiliateExternalId: "aff-stop",
-      url: `${receiver?.url}/${label}/${e}`,
-      description: `${label} ${e}`,
-      eventTypes: ["webhook.test"],
-      secret: newWebhookSecret(),
-    });
-    for (let n = 0; n < perEndpoint; n++) {
-      ids.push((await store.sendTestEvent(endpoint.id, 1793491200 + n, { endpoint: e, n })).messageId);
-    }
-  }
-  return ids;
-}
-
-function receiptsUnder(label: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const request of receiver?.received ?? []) {
-    if (!request.path.startsWith(`/${label}/`)) continue;
-    const id = request.headers["webhook-id"] ?? "";
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
-}
-
-/** message id → [state, [attempt, status][]] for the deliveries to `ep_<label>…`. */
-async function deliveryLog(label: string): Promise<Map<string, [string, [number, number | null][]]>> {
-  const [rows] = await (database as Database).write.query<RowDataPacket[]>(
-    `SELECT e.message_id, d.state, a.attempt, a.status
-       FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-       LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
-      WHERE d.endpoint_id LIKE ? ORDER BY d.id, a.attempt`,
-    [`ep\\_${label}%`],
-  );
-  const log = new Map<string, [string, [number, number | null][]]>();
-  for (const row of rows) {
-    const id = String(row.message_id);
-    const entry = log.get(id) ?? [String(row.state), []];
-    if (row.attempt !== null) entry[1].push([Number(row.attempt), row.status === null ? null : Number(row.status)]);
-    log.set(id, entry);
-  }
-  return log;
-}
+const eventsTo = (label: string, endpoints: number, perEndpoint: number) =>
+  testEventsTo(store, receiver as WebhookReceiver, label, endpoints, perEndpoint);
+const receiptsUnder = (label: string) => receiptsOf(receiver as WebhookReceiver, label);
 
 const workerLines = (from: number): LogLine[] =>
   (server?.logs ?? []).slice(from).filter((line) => line.msg.startsWith("webhook delivery"));
@@ -132,28 +87,29 @@ async function deliverThrough(label: string, outage: () => Promise<void>): Promi
   const ids = await eventsTo(label, 3, 6);
   await until("attempts in flight at the receiver", async () => receiptsUnder(label).size >= 3, 20_000);
   await outage();
-  await until(
-    `${ids.length} deliveries delivered`,
-    async () => {
-      const log = await deliveryLog(label);
-      return log.size === ids.length && [...log.values()].every(([state]) => state === "delivered");
-    },
-    40_000,
-  );
+  const pool = (database as Database).write;
+  await until(`${ids.length} deliveries delivered`, () => allDelivered(pool, label, ids.length), 40_000);
   const lines = workerLines(logFrom);
   console.log(`${label}: the worker's log lines:\n${lines.map((line) => JSON.stringify(line)).join("\n")}`);
   const receipts = receiptsUnder(label);
-  const log = await deliveryLog(label);
+  const log = await deliveryLogOf(pool, label);
   expect([...receipts.keys()].sort()).toEqual([...ids].sort());
   expect(ids.filter((id) => receipts.get(id) !== 1)).toEqual([]);
-  for (const id of ids) expect(log.get(id)).toEqual(["delivered", [[1, 200]]]);
+  for (const id of ids) expect(log.get(id)).toEqual(["delivered", [[1, 200, ""]]]);
   return lines;
+}
+
+/** The running mariadbd's PID (never 0, which would signal this whole process group). */
+function mariadbPid(): number {
+  const pid = mariadb?.pid;
+  if (pid === undefined || pid <= 0) throw new Error("the throwaway mariadbd is not running");
+  return pid;
 }
 
 describe.skipIf(!available)("the database stopped mid-delivery", () => {
   it("killed (SIGKILL) and started again: every event delivered once, each attempt recorded once, one warning", async () => {
     const lines = await deliverThrough("killed", async () => {
-      const pid = mariadb?.pid ?? 0;
+      const pid = mariadbPid();
       process.kill(pid, "SIGKILL");
       await until("mariadbd gone", async () => {
         try {
@@ -173,7 +129,7 @@ describe.skipIf(!available)("the database stopped mid-delivery", () => {
 
   it("frozen (SIGSTOP) and thawed (SIGCONT): every event delivered once, each attempt recorded once", async () => {
     const lines = await deliverThrough("frozen", async () => {
-      const pid = mariadb?.pid ?? 0;
+      const pid = mariadbPid();
       process.kill(pid, "SIGSTOP");
       try {
         await sleep(OUTAGE_MS);

@@ -21,9 +21,9 @@ import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import { type AttemptResult, DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { startGaleraCluster } from "../support/galera.js";
 import { type NodeProcess, queryOne, Topology, until } from "../support/mariadb-topology.js";
+import { allDelivered, deliveryLogOf, receiptsOf, testEventsTo } from "../support/webhook-deliveries.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const DB = "tw_webhooks_galera";
@@ -89,58 +89,6 @@ async function stopWorkers(): Promise<void> {
   await Promise.all(running.splice(0).map((worker) => worker.stop()));
 }
 
-/** `count` endpoints under `path` on the receiver and `perEndpoint` test events to each; the message ids. */
-async function eventsTo(path: string, count: number, perEndpoint: number): Promise<string[]> {
-  const store = stores[0] as MariadbWebhookStore;
-  const ids: string[] = [];
-  for (let e = 0; e < count; e++) {
-    const endpoint = await store.insertEndpoint({
-      id: `ep_${path}${e}`,
-      affiliateExternalId: "aff-galera",
-      url: `${receiver?.url}/${path}/${e}`,
-      description: `${path} ${e}`,
-      eventTypes: ["webhook.test"],
-      secret: newWebhookSecret(),
-    });
-    for (let n = 0; n < perEndpoint; n++) {
-      ids.push((await store.sendTestEvent(endpoint.id, 1793491200 + n, { endpoint: e, n })).messageId);
-    }
-  }
-  return ids;
-}
-
-/** How many POSTs the receiver got, by webhook-id, for the paths under `path`. */
-function receiptsUnder(path: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const request of receiver?.received ?? []) {
-    if (!request.path.startsWith(`/${path}/`)) continue;
-    const id = request.headers["webhook-id"] ?? "";
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
-}
-
-/** Each delivery to endpoints under `path` as node `index` reads it: message id → [state, attempt log]. */
-async function logOn(index: number, path: string): Promise<Map<string, [string, [number, number | null, string][]]>> {
-  const [rows] = await (databases[index] as Database).write.query<RowDataPacket[]>(
-    `SELECT e.message_id, d.state, a.attempt, a.status, a.error, a.instance
-       FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-       LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
-      WHERE d.endpoint_id LIKE ? ORDER BY d.id, a.attempt`,
-    [`ep\\_${path}%`],
-  );
-  const log = new Map<string, [string, [number, number | null, string][]]>();
-  for (const row of rows) {
-    const id = String(row.message_id);
-    const entry = log.get(id) ?? [String(row.state), []];
-    if (row.attempt !== null) {
-      entry[1].push([Number(row.attempt), row.status === null ? null : Number(row.status), String(row.error ?? "")]);
-    }
-    log.set(id, entry);
-  }
-  return log;
-}
-
 /** Galera's counters of conflicts on a node: certification failures and brute-force aborts. */
 async function conflicts(node: NodeProcess): Promise<number> {
   const row = await queryOne(
@@ -150,18 +98,20 @@ async function conflicts(node: NodeProcess): Promise<number> {
   return Number(row.n);
 }
 
-async function allDelivered(path: string, total: number): Promise<void> {
-  for (const index of [0, 1]) {
+async function deliveredOnBoth(label: string, total: number): Promise<void> {
+  for (const [index, database] of databases.entries()) {
     await until(
-      `${total} deliveries under ${path} delivered, read on node ${index + 1}`,
-      async () => {
-        const log = await logOn(index, path);
-        return log.size === total && [...log.values()].every(([state]) => state === "delivered");
-      },
+      `${total} deliveries labelled ${label} delivered, read on node ${index + 1}`,
+      () => allDelivered(database.write, label, total),
       60_000,
     );
   }
 }
+
+const logOn = (index: number, label: string) => deliveryLogOf((databases[index] as Database).write, label);
+const receiptsUnder = (label: string) => receiptsOf(receiver as WebhookReceiver, label);
+const eventsTo = (label: string, endpoints: number, perEndpoint: number) =>
+  testEventsTo(stores[0] as MariadbWebhookStore, receiver as WebhookReceiver, label, endpoints, perEndpoint);
 
 describe("the webhook claim on a two-node Galera cluster", () => {
   it("two workers, one per node, claiming the same events at once: each arrives once, one attempt each", async () => {
@@ -173,7 +123,7 @@ describe("the webhook claim on a two-node Galera cluster", () => {
     const workers = [workerOn(0, 60_000, results), workerOn(1, 60_000, results)];
     for (const worker of workers) worker.start();
     await receiver?.waitFor(ids.length, 90_000);
-    await allDelivered("many", ids.length);
+    await deliveredOnBoth("many", ids.length);
     await stopWorkers();
 
     const receipts = receiptsUnder("many");
@@ -216,8 +166,8 @@ describe("the webhook claim on a two-node Galera cluster", () => {
     const results: AttemptResult[] = [];
     const workers = [workerOn(0, 1_500, results), workerOn(1, 1_500, results)];
     for (const worker of workers) worker.start();
-    await allDelivered("slow", SLOW);
-    await allDelivered("fast", fastIds.length);
+    await deliveredOnBoth("slow", SLOW);
+    await deliveredOnBoth("fast", fastIds.length);
     // The stalled attempts end (4 s) and are refused: their claim was taken over.
     await until("the stalled attempts ended", async () => results.filter((r) => r === "lost").length >= SLOW, 15_000);
     await stopWorkers();
