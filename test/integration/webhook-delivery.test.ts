@@ -8,7 +8,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
-import type { StoredWebhookDelivery, StoredWebhookEndpoint } from "../../src/ports/webhooks.js";
+import type { StoredWebhookDelivery, StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
@@ -349,6 +349,42 @@ describe("the database lost mid-delivery", () => {
     const stored = await store.findDelivery(delivery.id);
     // Two POSTs arrived, and the log has both: the unrecorded one as unknown, then the delivered one.
     expect(stateAndLog(stored)).toEqual(LOST_THEN_DELIVERED);
+  });
+
+  it("an outcome that cannot be recorded is kept and recorded once the database answers within the lease: sent once", async () => {
+    const { endpoint: ep } = await endpoint();
+    const delivery = await store.sendTestEvent(ep.id, 1793491200, { kept: true });
+    const gone = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:3306"), { code: "ECONNREFUSED" });
+    // Recording fails three times (the database is away for about 1.5 s of retries), then works.
+    let refusals = 3;
+    const away: WebhookStore = Object.create(store, {
+      recordAttempts: {
+        value: (items: Parameters<WebhookStore["recordAttempts"]>[0]) =>
+          refusals-- > 0 ? Promise.reject(gone) : store.recordAttempts(items),
+      },
+    });
+    const told: string[] = [];
+    const transport = createWebhookTransport({ allowPrivate: true, userAgent: "topwagers-test" });
+    transports.push(transport);
+    const kept = new DeliveryWorker({
+      store: away,
+      transport,
+      retryScale: SCALE,
+      timeoutMs: 3_000,
+      leaseMs: 10_000,
+      pollMs: 20,
+      instance: "kept",
+      observer: {
+        error: (error) => told.push(error === gone ? "error" : String(error)),
+        recovered: () => told.push("recovered"),
+      },
+    });
+    const before = sinceNow();
+    expect(await kept.runOnce()).toBe(1);
+    expect(receiver.received.slice(before).map((r) => r.headers["webhook-id"])).toEqual([delivery.messageId]);
+    expect(told).toEqual(["error", "error", "error", "recovered"]);
+    expect(stateAndLog(await store.findDelivery(delivery.id))).toEqual(["delivered", 1, [[1, 200, null]]]);
+    expect(await kept.runOnce()).toBe(0);
   });
 });
 
