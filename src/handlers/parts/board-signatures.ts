@@ -5,8 +5,8 @@
  *
  * A board version is signed **once**, however many viewers ask for it: the signature is kept with the
  * answer every caller of it shares (a live board's snapshot, a cached REST answer's entries: a WeakMap, so it
- * goes when the answer goes) and by the version's content (the last 10,000), and the first caller's signing is
- * the one every other caller awaits. `signatures` counts what this instance signed
+ * goes when the answer goes) and by the version's content (./version-signatures.ts, the last 10,000), and the
+ * first caller's signing is the one every other caller awaits. `signatures` counts what this instance signed
  * (topwagers_board_signatures_total).
  *
  * What a verifier gets is the `signed` member: `payload` (the signed JSON object, `iss` included; money as
@@ -17,6 +17,7 @@
 import type { RankedUser } from "../../leaderboard/leaderboard.js";
 import type { PayloadSigner } from "../../ports/signing.js";
 import type { RankBy } from "../../values/weights.js";
+import { VersionSignatures } from "./version-signatures.js";
 
 /** The board a snapshot is of: whose, which inclusive period, ranked by what. */
 export interface SignedBoardOf {
@@ -46,21 +47,19 @@ export interface BoardSignaturesOptions {
   readonly now?: () => number;
 }
 
-/** Versions remembered by content beside the answers that hold them (each entry is one signed answer's text). */
-const MAX_VERSIONS_KEPT = 10_000;
-
 export class BoardSignatures {
   private readonly bySnapshot = new WeakMap<object, Promise<string>>();
-  /** Recent versions by board and content, oldest first (a Map iterates in insertion order). */
-  private readonly byVersion = new Map<string, Promise<string>>();
+  /** Versions by board and content, beside the answers that hold them. */
+  private readonly versions: VersionSignatures;
   private readonly names = new Map<number, Promise<string>>();
-  private count = 0;
 
-  constructor(private readonly options: BoardSignaturesOptions) {}
+  constructor(private readonly options: BoardSignaturesOptions) {
+    this.versions = new VersionSignatures(options);
+  }
 
   /** Board versions this instance signed since it started. */
   get signatures(): number {
-    return this.count;
+    return this.versions.signatures;
   }
 
   /**
@@ -72,22 +71,15 @@ export class BoardSignatures {
     if (signing !== undefined) return signing;
     // The same version computed again (another answer object with the same content) keeps its signature too.
     const id = `${board.affiliateId}/${board.start}/${board.end}/${board.rankBy}/${snapshot.ranked.length}/${snapshot.version}`;
-    signing = this.byVersion.get(id);
-    if (signing === undefined) {
-      signing = this.sign(snapshot, board);
-      this.byVersion.set(id, signing);
-      if (this.byVersion.size > MAX_VERSIONS_KEPT) this.byVersion.delete(this.byVersion.keys().next().value as string);
-      // A failed signing is not kept: the next viewer of this version tries again.
-      signing.catch(() => this.byVersion.delete(id));
-    }
+    signing = this.versions.signedJson(id, () => this.payload(snapshot, board));
     const { key } = snapshot;
     this.bySnapshot.set(key, signing);
     signing.catch(() => this.bySnapshot.delete(key));
     return signing;
   }
 
-  private async sign(snapshot: SignedVersion, board: SignedBoardOf): Promise<string> {
-    const payload = {
+  private async payload(snapshot: SignedVersion, board: SignedBoardOf): Promise<Record<string, unknown>> {
+    return {
       type: "topwagers.board",
       affiliate: await this.affiliateName(board.affiliateId),
       period: { start: board.start, end: board.end },
@@ -102,15 +94,6 @@ export class BoardSignatures {
       })),
       signedAt: (this.options.now ?? (() => Math.floor(Date.now() / 1000)))(),
     };
-    const signed = await this.options.signer.sign(payload);
-    if (signed === undefined) return "null";
-    this.count += 1;
-    const [header = "", , signature = ""] = signed.jws.split(".");
-    return JSON.stringify({
-      payload: { ...payload, iss: this.options.issuer },
-      kid: signed.kid,
-      jws: `${header}..${signature}`,
-    });
   }
 
   private affiliateName(affiliateId: number): Promise<string> {
