@@ -108,7 +108,10 @@ export function buildSkins(
     rest: new RestApi({ basePath, admission, leaderboard, maxBodyBytes, observe, logger, signatures }),
     // As boards: a caller may reuse an answer for a second while the cache is on (leaderboard.ts).
     races: new RaceRest({ basePath, admission, races, maxAgeSeconds: config.cacheTtlMs > 0 ? 1 : 0, observe, logger }),
-    raceEvents: new RaceEvents({ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger }),
+    raceEvents: new RaceEvents({
+      ...{ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger },
+      signatures: domain.signing.races,
+    }),
     watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
     boardStream: new BoardStream({ basePath, admission, live, clientAddress, observe, logger, signatures }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.

@@ -92,7 +92,7 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   // A registry handed in (a test's, or one shared between apps) reads no gauges of this app.
   if (options.metrics === undefined) {
     metrics.readFrom(readingsOf(domain, database, options.redisConnected));
-    registerSignatureMetrics(metrics.registry, domain.signing.boards);
+    registerSignatureMetrics(metrics.registry, domain.signing.boards, domain.signing.races);
   }
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });

@@ -5,6 +5,7 @@
  */
 import type { Config } from "../config.js";
 import { BoardSignatures } from "../handlers/parts/board-signatures.js";
+import { VersionSignatures } from "../handlers/parts/version-signatures.js";
 import { SigningKeysSkin } from "../handlers/signing-keys.js";
 import type { Logger } from "../logger.js";
 import { PublishedKeys } from "../signing/published-keys.js";
@@ -18,6 +19,8 @@ export interface Signing {
   readonly signer: Signer;
   /** Live board versions signed once each for the viewers that ask (handlers/parts/board-signatures.ts). */
   readonly boards: BoardSignatures;
+  /** Live race versions signed once each for the race stream's viewers that ask (handlers/race-events.ts). */
+  readonly races: VersionSignatures;
   readonly published: PublishedKeys;
   readonly skin: SigningKeysSkin;
 }
@@ -49,5 +52,6 @@ export function buildSigning(config: Pick<Config, "issuer" | "webhooks">, databa
     issuer: config.issuer,
     affiliateName: (id) => affiliateExternalIdOf(database.write, id),
   });
-  return { signer, published, skin: new SigningKeysSkin(published, logger), boards };
+  const races = new VersionSignatures({ signer, issuer: config.issuer });
+  return { signer, published, skin: new SigningKeysSkin(published, logger), boards, races };
 }

@@ -8,6 +8,10 @@
  * version. A slug follows its series on to the next race. Admission is the race reads' (a
  * publishable key may come as `?key=`; the key needs `races:read`); refusals are their JSON
  * envelope with its statuses (401, 403, 404, 405, 429, 503), never an event stream.
+ *
+ * `signed=true` adds each version's signature to its event (`"signed"` after `"errors"`, over
+ * races/live-race-payload.ts), signed once per version however many viewers ask
+ * (./parts/version-signatures.ts); without it the events are exactly as before.
  */
 import type { Admission } from "../auth/admission.js";
 import { raceJson } from "../codecs/race-json.js";
@@ -16,6 +20,7 @@ import type { HeldStream } from "../leaderboard/live-boards.js";
 import type { ViewerOwner } from "../leaderboard/stream-quota.js";
 import type { Logger } from "../logger.js";
 import type { ObserveCall } from "../observability/call-observation.js";
+import { liveRacePayload } from "../races/live-race-payload.js";
 import { RaceNotWatchable, type RaceViewer, type RaceWatch } from "../races/race-watch.js";
 import type { RaceView } from "../races/races.js";
 import { nodeExchange } from "../transport/exchange.js";
@@ -23,6 +28,7 @@ import { type NodeRequest, type NodeResponse, writeHead } from "../transport/htt
 import { liveError, StreamResponse, type StreamSlots } from "./parts/live-streams.js";
 import { answer, requireRaceScope } from "./parts/race-answers.js";
 import { refuse } from "./parts/rest-reply.js";
+import type { VersionSignatures } from "./parts/version-signatures.js";
 
 export const WATCH_RACE_PROCEDURE = "topwagers.v1.RaceService/WatchRace";
 
@@ -41,6 +47,23 @@ function eventOf(view: RaceView, version: string): Buffer {
   return bytes;
 }
 
+/** Each race answer's signed event, made once for every viewer that asked (its signature once per version). */
+const encodedSigned = new WeakMap<RaceView, Promise<Buffer>>();
+function signedEventOf(signatures: VersionSignatures, view: RaceView, version: string): Promise<Buffer> {
+  let bytes = encodedSigned.get(view);
+  if (bytes === undefined) {
+    const payload = () => liveRacePayload(view, version, Math.floor(Date.now() / 1000));
+    bytes = signatures.signedJson(`${view.race.id}/${version}`, payload).then((signed) => {
+      const data = `{"data":${raceJson(view, version)},"errors":null,"signed":${signed}}`;
+      return Buffer.from(`event: race\nid: ${version}\ndata: ${data}\n\n`);
+    });
+    encodedSigned.set(view, bytes);
+    // A failed signing is not kept: the next viewer of this answer tries again.
+    bytes.catch(() => encodedSigned.delete(view));
+  }
+  return bytes;
+}
+
 export interface RaceEventsOptions {
   readonly basePath: string;
   readonly admission: Admission;
@@ -50,6 +73,8 @@ export interface RaceEventsOptions {
   readonly clientAddress: (req: NodeRequest) => string;
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
+  /** Signs race versions for viewers that ask (`signed=true`); absent: the parameter is ignored. */
+  readonly signatures?: VersionSignatures;
 }
 
 export class RaceEvents {
@@ -101,7 +126,12 @@ export class RaceEvents {
     call.rateHeaders = admitted.headers;
     requireRaceScope(admitted.caller, "races:read");
     const idOrSlug = decodeSegment(path.slice(this.prefix.length, -"/stream".length));
-    const viewer = new RaceResponseViewer(res, () => beginEventStream(res, admitted.headers));
+    const signatures = params.get("signed") === "true" ? this.options.signatures : undefined;
+    const frame =
+      signatures === undefined
+        ? eventOf
+        : (view: RaceView, version: string) => signedEventOf(signatures, view, version);
+    const viewer = new RaceResponseViewer(res, () => beginEventStream(res, admitted.headers), frame);
     const lastEventId = req.headers["last-event-id"];
     let subscription: { close(): void } | undefined;
     let revoked = false;
@@ -164,12 +194,23 @@ function beginEventStream(res: NodeResponse, rateHeaders: Readonly<Record<string
   res.write(PREAMBLE);
 }
 
-/** One SSE response: the race's events and heartbeats (StreamResponse: headers once, a slow reader cut). */
+/**
+ * One SSE response: the race's events and heartbeats (StreamResponse: headers once, a slow reader cut). A
+ * signed event may still be signing when the race comes: then what follows waits for it, so every event and
+ * heartbeat goes out in the order it came.
+ */
 class RaceResponseViewer implements RaceViewer {
   readonly protocol = "sse";
   private readonly stream: StreamResponse;
+  /** The writes waiting for a signature, in order; `waiting` counts them (0: write at once). */
+  private queue: Promise<unknown> = Promise.resolve();
+  private waiting = 0;
 
-  constructor(res: NodeResponse, begin: () => void) {
+  constructor(
+    res: NodeResponse,
+    begin: () => void,
+    private readonly frame: (view: RaceView, version: string) => Buffer | Promise<Buffer>,
+  ) {
     this.stream = new StreamResponse(res, { begin, finish: () => res.end() });
   }
 
@@ -182,16 +223,37 @@ class RaceResponseViewer implements RaceViewer {
   }
 
   race(view: RaceView, version: string): boolean {
-    return this.stream.write(eventOf(view, version));
+    const frame = this.frame(view, version);
+    if (Buffer.isBuffer(frame) && this.waiting === 0) return this.stream.write(frame);
+    // A version that could not be signed is skipped: the next change brings the next one.
+    this.afterWaiting(async () => this.written(await Promise.resolve(frame).catch(() => undefined)));
+    return true;
   }
 
   heartbeat(): boolean {
-    return this.stream.write(HEARTBEAT);
+    if (this.waiting === 0) return this.stream.write(HEARTBEAT);
+    this.afterWaiting(() => this.written(HEARTBEAT));
+    return true;
   }
 
   /** `revoked`: the key may no longer read the race (see LiveBoards.endKeyStreams); the stream simply ends. */
   end(reason: "slow" | "shutdown" | "revoked"): void {
-    this.stream.end(reason);
+    if (this.waiting === 0) this.stream.end(reason);
+    else this.afterWaiting(() => this.stream.end(reason));
+  }
+
+  private written(bytes: Buffer | undefined): void {
+    if (bytes !== undefined && !this.stream.write(bytes)) this.stream.end("slow");
+  }
+
+  private afterWaiting(step: () => unknown): void {
+    this.waiting += 1;
+    this.queue = this.queue
+      .then(step)
+      .catch(() => undefined)
+      .finally(() => {
+        this.waiting -= 1;
+      });
   }
 }
 

@@ -1,16 +1,27 @@
 /**
  * The signatures an instance makes, for /metrics: `topwagers_board_signatures_total` counts the live board
- * versions it signed (one per version, however many viewers asked: handlers/parts/board-signatures.ts).
+ * versions it signed (one per version, however many viewers asked: handlers/parts/board-signatures.ts),
+ * `topwagers_race_signatures_total` the live race versions (handlers/race-events.ts, signed=true).
  * Read when the registry is scraped; nothing about a key is in it.
  */
 import type { Registry } from "prom-client";
 import { registerCollected } from "../compat/prom-client.js";
 
-export function registerSignatureMetrics(registry: Registry, boards: { readonly signatures: number }): void {
-  registerCollected(registry, {
-    name: "topwagers_board_signatures_total",
-    help: "Live board versions this instance signed for callers that asked (signed=true): one per version.",
-    type: "counter",
-    values: () => [{ labels: {}, value: boards.signatures }],
-  });
+export function registerSignatureMetrics(
+  registry: Registry,
+  boards: { readonly signatures: number },
+  races: { readonly signatures: number },
+): void {
+  const counters = [
+    ["topwagers_board_signatures_total", "Live board versions", boards],
+    ["topwagers_race_signatures_total", "Live race versions", races],
+  ] as const;
+  for (const [name, what, counted] of counters) {
+    registerCollected(registry, {
+      name,
+      help: `${what} this instance signed for callers that asked (signed=true): one per version.`,
+      type: "counter",
+      values: () => [{ labels: {}, value: counted.signatures }],
+    });
+  }
 }
