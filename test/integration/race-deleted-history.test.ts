@@ -5,10 +5,10 @@
  * existed. A deletion recorded before the owner was kept with it (0.3.0) is answered when an API key created or
  * deleted the race, and stays 404 when no key did. Expected bodies are written out by hand.
  */
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
+import { bearerConnect } from "../support/calls.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { OpenApiChecker } from "../support/openapi.js";
@@ -31,11 +31,7 @@ afterAll(async () => {
 });
 
 function raceClient(baseUrl: string, token: string) {
-  const authorize: Interceptor = (next) => async (request) => {
-    request.header.set("authorization", `Bearer ${token}`);
-    return next(request);
-  };
-  return createClient(RaceService, createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [authorize] }));
+  return createClient(RaceService, bearerConnect(baseUrl, token));
 }
 
 async function get(path: string, key: string): Promise<{ status: number; json: unknown }> {

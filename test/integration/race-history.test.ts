@@ -6,14 +6,14 @@
  * reach the race's standings while it runs are counted, and the freeze records which ranks they moved.
  * Expected values are written out by hand from the changes and wagers this file makes.
  */
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
 import { loadConfig } from "../../src/config.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { bearerConnect } from "../support/calls.js";
 import { addUsers, addWagers, createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { listenOnFreePort } from "../support/listen.js";
@@ -49,11 +49,7 @@ afterAll(async () => {
 });
 
 function raceClient(baseUrl: string, token: string) {
-  const authorize: Interceptor = (next) => async (request) => {
-    request.header.set("authorization", `Bearer ${token}`);
-    return next(request);
-  };
-  return createClient(RaceService, createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [authorize] }));
+  return createClient(RaceService, bearerConnect(baseUrl, token));
 }
 
 /** The REST history, checked against docs/openapi.yaml. */
