@@ -6,6 +6,9 @@
  */
 import type { PoolConnection } from "mysql2/promise";
 import { type Counter, Gauge, type Registry } from "prom-client";
+import semver from "semver";
+import { packageInfo } from "../package-info.js";
+import { raiseReleaseFloor } from "../storage/release-floor.js";
 import { readHorizons } from "../storage/retention-horizon.js";
 import {
   affiliatesWithRowsBelow,
@@ -23,6 +26,8 @@ export const PRUNE_BATCH = 5_000;
 /** At most this many batches per kind and run; the rest waits for the next run. */
 const MAX_BATCHES = 1_000;
 const PAUSE_BETWEEN_BATCHES_MS = 20;
+/** The migration that made the horizons (named as the floor's setter, ../storage/schema-migrations.ts). */
+const RETENTION_HORIZONS_MIGRATION = 17;
 
 export interface PrunedWagers {
   /** Raw wagers deleted by this run. */
@@ -69,6 +74,11 @@ export async function pruneWagers(
   const plan = await planHorizons(connection, days, now, before);
   await moveHorizons(connection, plan.target, now);
   const recorded = await readHorizons(connection);
+  const release = packageInfo().version;
+  if ((recorded.wagers > 0 || recorded.hourly > 0) && semver.valid(release) !== null) {
+    // Releases before this one know no horizons and would answer the pruned periods short: they may no longer start.
+    await raiseReleaseFloor(connection, release, RETENTION_HORIZONS_MIGRATION);
+  }
   const below = deletableBelow(recorded, now);
   const deleted = { wagers: 0, hourly: 0 };
   for (const kind of ["wagers", "hourly"] as const) {

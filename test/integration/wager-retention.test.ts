@@ -13,6 +13,7 @@ import { startRetention } from "../../src/apps/retention.js";
 import { fromDatabase } from "../../src/errors/database.js";
 import { codeName, httpStatusForCode } from "../../src/errors/http-status.js";
 import { createLogger } from "../../src/logger.js";
+import { packageInfo } from "../../src/package-info.js";
 import type { StandingsStore } from "../../src/ports/standings.js";
 import { mariadbStandings } from "../../src/storage/stores.js";
 import { verifyRollups } from "../../src/storage/verify.js";
@@ -159,6 +160,10 @@ describe("pruning raw wagers and hourly rows", () => {
       ]),
     );
     expect(await count("SELECT COUNT(*) AS n FROM wagers")).toBe(all.length);
+    // Releases older than this one would answer the pruned periods short: the floor names this release now.
+    expect(await rows("SELECT oldest_release, set_by_migration FROM schema_release_floor")).toBe(
+      JSON.stringify([{ oldest_release: packageInfo().version, set_by_migration: 17 }]),
+    );
     // Refused already: every instance refuses before anything is deleted.
     await expect(
       mariadbStandings(pool()).topUsers(AFF, utc(2026, 3, 5, 10, 30), utc(2026, 3, 6) - 1, 10, "wagered"),
