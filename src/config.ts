@@ -22,10 +22,11 @@ import {
   readTrustedProxies,
   type ServingSettings,
 } from "./config/serving-settings.js";
+import { readSigningKeyFile, type SigningKeyFile } from "./config/signing-settings.js";
 import { readWebhookSettings, type WebhookSettings } from "./config/webhook-settings.js";
 
 export { DEFAULT_DATABASE_URL, urlList } from "./config/database-settings.js";
-export type { Env, RetentionSettings, WebhookSettings };
+export type { Env, RetentionSettings, SigningKeyFile, WebhookSettings };
 export { redact };
 
 export interface Config extends DatabaseSettings, ServingSettings {
@@ -50,6 +51,11 @@ export interface Config extends DatabaseSettings, ServingSettings {
    * (docs/verify.md). Unset: "topwagers".
    */
   readonly issuer: string;
+  /**
+   * SIGNING_KEY_FILE: an Ed25519 private key the operator mounts; when set, every instance signs with it instead of
+   * the database's active key (signing/key-file.ts). Undefined: the database's keys (the default).
+   */
+  readonly signingKeyFile: SigningKeyFile | undefined;
   /** How often the race clock runs (starts, ends, the freeze; src/races/races.ts tick), in ms. */
   readonly raceClockMs: number;
   /** Most scheduled and live races one affiliate may have (RACES_PER_AFFILIATE); a create beyond is refused. */
@@ -118,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     raceClockMs: read.integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
     racesPerAffiliate: read.integer("RACES_PER_AFFILIATE", 50, 1, 100_000),
     streams: readStreamLimits(read),
+    signingKeyFile: readSigningKeyFile(read),
   };
   checkChangeFeedLag(read, config);
   if (read.problems.length > 0) throw new ConfigError(read.problems);

@@ -1,13 +1,14 @@
 /**
  * The signing parts an app is built with: the signer every freeze uses (the active key, read from the
- * database), the published keys behind the JWKS, and their skin. Keys are sealed at rest by the webhook
- * secrets' box (WEBHOOK_SECRET_KEY), see storage/signing-keys.ts.
+ * database, or the key file SIGNING_KEY_FILE when set), the published keys behind the JWKS, and their skin. Keys
+ * in the database are sealed at rest by the webhook secrets' box (WEBHOOK_SECRET_KEY), see storage/signing-keys.ts.
  */
 import type { Config } from "../config.js";
 import { BoardSignatures } from "../handlers/parts/board-signatures.js";
 import { VersionSignatures } from "../handlers/parts/version-signatures.js";
 import { SigningKeysSkin } from "../handlers/signing-keys.js";
 import type { Logger } from "../logger.js";
+import { withKeyFile } from "../signing/key-file.js";
 import { PublishedKeys } from "../signing/published-keys.js";
 import { Signer } from "../signing/signer.js";
 import { affiliateExternalIdOf } from "../storage/affiliates.js";
@@ -28,11 +29,18 @@ export interface Signing {
 /** How often the "no signing key is active" warning may be logged. */
 const NO_KEY_WARNING_EVERY_MS = 60_000;
 
-export function buildSigning(config: Pick<Config, "issuer" | "webhooks">, database: Database, logger: Logger): Signing {
-  const store = mariadbSigningKeys(
+export function buildSigning(
+  config: Pick<Config, "issuer" | "webhooks" | "signingKeyFile">,
+  database: Database,
+  logger: Logger,
+): Signing {
+  const inDatabase = mariadbSigningKeys(
     database.write,
     new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys),
   );
+  const file = config.signingKeyFile;
+  const store =
+    file === undefined ? inDatabase : withKeyFile(inDatabase, file.privateKey, Math.floor(Date.now() / 1000));
   let warnedAt = Number.NEGATIVE_INFINITY;
   const signer = new Signer(store, {
     issuer: config.issuer,

@@ -3,10 +3,18 @@
  * the CLI makes and activates a key (LOG_LEVEL=debug), a real server process (LOG_LEVEL=debug, ACCESS_LOG=true)
  * freezes and signs a race on its clock, and is asked for everything that touches keys; then its stderr, the
  * CLI's output, the answers and /metrics are searched for the private key in base64url, base64 and hex. The key
- * is read for the search from its sealed row with WEBHOOK_SECRET_KEY, as the server opens it.
+ * is read for the search from its sealed row with WEBHOOK_SECRET_KEY, as the server opens it. Then the same with a
+ * key the operator mounts (SIGNING_KEY_FILE, a PKCS#8 PEM): a second server signs a race with it, publishes it
+ * beside the database's key, and says nothing of it anywhere; a file without such a key stops the start with a
+ * problem that names the setting and quotes nothing of the file.
  */
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader } from "jose";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
@@ -53,23 +61,35 @@ beforeAll(async () => {
     }),
   );
   server = await startServerProcess({ ...env(), ACCESS_LOG: "true", RACE_CLOCK_MS: "100" });
-  const signedUrl = `${server.baseUrl}/verify/${race.race.id}/signed`;
+  seen.push(...(await everythingAbout(server, race.race.id)));
+});
+
+/**
+ * Everything a server answers that touches keys, once it has signed the race: the signed result (first), the
+ * JWK Set (second), the verify page, GetSigningKeys and /metrics.
+ */
+async function everythingAbout(on: ServerProcess, raceId: string): Promise<string[]> {
+  const signedUrl = `${on.baseUrl}/verify/${raceId}/signed`;
   await until(
     "the signed result",
     async () => (await fetch(signedUrl)).status,
     (status) => status === 200,
     15_000,
   );
-  seen.push(await (await fetch(signedUrl)).text());
-  seen.push(await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).text());
-  seen.push(await (await fetch(`${server.baseUrl}/verify/${race.race.id}`)).text());
-  const client = createClient(
-    SigningKeyService,
-    createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }),
-  );
-  seen.push(JSON.stringify(await client.getSigningKeys({}), (_k, v) => (typeof v === "bigint" ? String(v) : v)));
-  seen.push(await (await fetch(`http://127.0.0.1:${await internalPortOf(server)}/metrics`)).text());
-});
+  const client = createClient(SigningKeyService, createConnectTransport({ baseUrl: on.baseUrl, httpVersion: "1.1" }));
+  return [
+    await (await fetch(signedUrl)).text(),
+    await (await fetch(`${on.baseUrl}/.well-known/jwks.json`)).text(),
+    await (await fetch(`${on.baseUrl}/verify/${raceId}`)).text(),
+    JSON.stringify(await client.getSigningKeys({}), (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+    await (await fetch(`http://127.0.0.1:${await internalPortOf(on)}/metrics`)).text(),
+  ];
+}
+
+/** Every log line and other output of a server process. */
+function outputOf(on: ServerProcess | undefined): string[] {
+  return [...(on?.logs ?? []).map((line) => JSON.stringify(line)), ...(on?.otherOutput ?? [])];
+}
 
 describe("the private signing key", () => {
   it("is sealed at rest and appears in no log line (debug), CLI output, answer or metric", async () => {
@@ -82,11 +102,102 @@ describe("the private signing key", () => {
     );
     const raw = Buffer.from(d, "base64url");
     expect(raw).toHaveLength(32);
-    const logs = [...(server?.logs ?? []).map((line) => JSON.stringify(line)), ...(server?.otherOutput ?? [])];
+    const logs = outputOf(server);
     // The debug line of the signature is there (LOG_LEVEL=debug took effect), with the key's id only.
     expect(logs.filter((line) => line.includes('"level":20')).map((line) => JSON.parse(line).kid)).toEqual([kid]);
     const everything = [...seen, ...logs].join("\n");
     expect(everything).toContain(kid);
     for (const form of [d, raw.toString("base64"), raw.toString("hex")]) expect(everything).not.toContain(form);
+  });
+});
+
+describe("a signing key from SIGNING_KEY_FILE", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "topwagers-signing-key-"));
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const pem = privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+  const { x, d } = privateKey.export({ format: "jwk" });
+  const file = path.join(dir, "signing-key.pem");
+  let fileServer: ServerProcess | undefined;
+  let answers: string[] = [];
+
+  beforeAll(async () => {
+    writeFileSync(file, pem, { mode: 0o600 });
+    // The database's key stays active in the database; a server with the file signs with the file's key.
+    await server?.stop();
+    server = undefined;
+    const races = instanceRaces(database.db, { now: () => NOV_1 - 100 });
+    const affiliate = await affiliateKey(database.db.read, "secrecy-aff");
+    const race = ok(
+      await races.create(affiliate, {
+        slug: "past-file",
+        title: "Past, signed with the file's key",
+        startTimestamp: NOV_1,
+        endTimestamp: NOV_1 + 3_599,
+        prizes: ["5"],
+        reviewSeconds: 0,
+      }),
+    );
+    fileServer = await startServerProcess({
+      ...env(),
+      SIGNING_KEY_FILE: file,
+      ACCESS_LOG: "true",
+      RACE_CLOCK_MS: "100",
+    });
+    answers = await everythingAbout(fileServer, race.race.id);
+  }, 60_000);
+
+  afterAll(async () => {
+    await fileServer?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("signs with the file's key under its RFC 7638 thumbprint, published beside the database's key", async () => {
+    const kid = await calculateJwkThumbprint({ kty: "OKP", crv: "Ed25519", x: x ?? "" }, "sha256");
+    const signed = JSON.parse(answers[0] ?? "") as { jws: string; kid: string };
+    expect(signed.kid).toBe(kid);
+    expect(decodeProtectedHeader(signed.jws)).toEqual({ alg: "EdDSA", kid });
+    await compactVerify(signed.jws, publicKey);
+    const [rows] = await database.db.read.query<RowDataPacket[]>("SELECT kid, public_x FROM signing_keys");
+    const jwks = JSON.parse(answers[1] ?? "") as { keys: { kid: string; x: string }[] };
+    expect(jwks.keys.map((key) => [key.kid, key.x])).toEqual([
+      ...rows.map((row) => [String(row.kid), String(row.public_x)]),
+      [kid, x],
+    ]);
+  });
+
+  it("is in no log line (debug), answer or metric", () => {
+    const raw = Buffer.from(d ?? "", "base64url");
+    expect(raw).toHaveLength(32);
+    const logs = outputOf(fileServer);
+    expect(logs.filter((line) => line.includes('"level":20')).length).toBeGreaterThan(0);
+    const everything = [...answers, ...logs].join("\n");
+    const pemBody = pem.split("\n").filter((line) => line !== "" && !line.startsWith("-----"));
+    for (const form of [d ?? "", raw.toString("base64"), raw.toString("hex"), ...pemBody]) {
+      expect(everything).not.toContain(form);
+    }
+  });
+
+  it("a file without an Ed25519 private key stops the start (exit 2), naming SIGNING_KEY_FILE and quoting nothing of it", async () => {
+    // A public key only, and an X25519 private key: each holds secret-looking text the message must not echo.
+    const publicOnly = path.join(dir, "public.pem");
+    writeFileSync(publicOnly, publicKey.export({ format: "pem", type: "spki" }).toString());
+    const x25519 = path.join(dir, "x25519.json");
+    const other = generateKeyPairSync("x25519").privateKey.export({ format: "jwk" });
+    writeFileSync(x25519, JSON.stringify(other));
+    for (const bad of [publicOnly, x25519]) {
+      const outcome = await runCli(["migrate", "--status"], database.url, { ...env(), SIGNING_KEY_FILE: bad });
+      expect(outcome.code).toBe(2); // a configuration problem
+      expect(outcome.stderr).toContain(
+        `SIGNING_KEY_FILE must hold an Ed25519 private key as a PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----") or a JWK ({"kty":"OKP","crv":"Ed25519","d":…,"x":…}); "${bad}" holds neither`,
+      );
+      expect(outcome.stderr).not.toContain(String(other.d));
+      expect(outcome.stderr).not.toContain("MCowBQYDK2Vw");
+    }
+    const missing = await runCli(["migrate", "--status"], database.url, {
+      ...env(),
+      SIGNING_KEY_FILE: path.join(dir, "absent.pem"),
+    });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`SIGNING_KEY_FILE cannot be read: "${path.join(dir, "absent.pem")}" (ENOENT)`);
   });
 });
