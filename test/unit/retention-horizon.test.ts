@@ -1,0 +1,47 @@
+/**
+ * Which periods the retention horizons refuse (values/retention-horizon.ts over storage/period-buckets.ts): a
+ * period is answered when none of its pieces reads raw wagers before the wager horizon or hourly rows before the
+ * hourly horizon, whatever the pieces are (a day minus its last hours needs those hours).
+ */
+import { describe, expect, it } from "vitest";
+import { bucketRanges } from "../../src/storage/period-buckets.js";
+import { periodRefusal, wagerRefusal } from "../../src/values/retention-horizon.js";
+
+const utc = (m: number, d: number, h = 0, min = 0) => Date.UTC(2026, m - 1, d, h, min) / 1000;
+const HORIZONS = { wagers: utc(3, 21), hourly: utc(2, 19) };
+const refused = (start: number, endExclusive: number) =>
+  periodRefusal(bucketRanges(start, endExclusive - 1), HORIZONS)?.kind ?? "answered";
+
+describe("periods and the horizons", () => {
+  it.each([
+    ["a month before both", utc(1, 1), utc(2, 1), "answered"],
+    ["whole days before both", utc(1, 3), utc(2, 27), "answered"],
+    ["whole hours between them", utc(3, 1, 5), utc(3, 2, 17), "answered"],
+    ["whole hours before both", utc(2, 3, 5), utc(2, 3, 17), "hourly"],
+    ["a day but its last hour, before both (a day minus an hour)", utc(2, 3), utc(2, 3, 23), "hourly"],
+    ["half an hour between them", utc(3, 1, 5, 30), utc(3, 2), "wagers"],
+    ["half an hour and whole hours before both (the hours' piece comes first)", utc(1, 5, 5, 30), utc(1, 6), "hourly"],
+    ["a quarter of an hour before both", utc(1, 5, 5, 30), utc(1, 5, 5, 45), "wagers"],
+    ["whole days up to a minute after the horizon", utc(3, 10), utc(3, 25, 0, 1), "answered"],
+    ["anything after both", utc(3, 22, 7, 13), utc(4, 2, 9, 59), "answered"],
+  ])("%s: %s", (_name, start, end, expected) => {
+    expect(refused(start, end)).toBe(expected);
+  });
+
+  it("names the horizon and the unit a period there must use", () => {
+    expect(periodRefusal(bucketRanges(utc(1, 5, 5, 30), utc(1, 5, 5, 45) - 1), HORIZONS)?.message).toBe(
+      "this period needs raw wagers from before the retention horizon 2026-03-21 UTC (Unix time 1774051200) and " +
+        "those were deleted. Before the horizon a period must start and end on whole UTC days",
+    );
+    expect(periodRefusal(bucketRanges(utc(3, 1, 5, 30), utc(3, 2) - 1), HORIZONS)?.message).toMatch(
+      /on whole UTC hours$/,
+    );
+  });
+
+  it("refuses a wager only before the wager horizon", () => {
+    expect(wagerRefusal("w1", utc(3, 21), HORIZONS)).toBeUndefined();
+    expect(wagerRefusal("w1", utc(3, 1), HORIZONS)?.kind).toBe("wagers");
+    expect(wagerRefusal("w1", utc(3, 21) - 1, HORIZONS)?.horizon).toBe(utc(3, 21));
+    expect(wagerRefusal("w1", 1, { wagers: 0, hourly: 0 })).toBeUndefined();
+  });
+});
