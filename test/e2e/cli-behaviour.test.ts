@@ -5,11 +5,11 @@
  * exit codes; every `--json` output parsed.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliResult, closed, collectOutput, runCli } from "../support/cli.js";
+import { type CliResult, closed, collectOutput, importFile, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { freePort, startServerProcess, statusThenStop } from "../support/processes.js";
 import { VERSION_LINE } from "../support/release.js";
@@ -236,17 +236,13 @@ describe("--json prints one JSON document on stdout", () => {
   }, 30_000);
 
   it("import --json, then verify --json", async () => {
-    const file = path.join(work, "history.jsonl");
-    writeFileSync(
-      file,
-      [
-        '{"type":"user","id":"cli-u1","affiliateId":"cli-aff","username":"alice"}',
-        '{"type":"wager","id":"cli-w1","userId":"cli-u1","amount":"12.50","placedAt":1733115600}',
-        '{"type":"wager","id":"cli-w2","userId":"cli-u1","amount":"0.25","placedAt":1733119200}',
-        "not json",
-        "",
-      ].join("\n"),
-    );
+    const file = importFile(work, "history.jsonl", [
+      '{"type":"user","id":"cli-u1","affiliateId":"cli-aff","username":"alice"}',
+      '{"type":"wager","id":"cli-w1","userId":"cli-u1","amount":"12.50","placedAt":1733115600}',
+      '{"type":"wager","id":"cli-w2","userId":"cli-u1","amount":"0.25","placedAt":1733119200}',
+      "not json",
+      "",
+    ]);
     const imported = await runCli(["import", file, "--json"], database.url);
     expect(imported.code).toBe(1); // one bad line
     const report = json(imported) as Record<string, unknown>;

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_ENTRY, collectOutput, runCli } from "../support/cli.js";
+import { CLI_ENTRY, collectOutput, importFile, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createKey } from "../support/fixtures.js";
 
@@ -114,31 +114,23 @@ describe("| head -1 ends every command quietly with exit 0", () => {
 
 describe("import reports bad lines in line order", () => {
   it("lines refused at the batch write (unknown user, conflict) come in order with the others", async () => {
-    const earlier = path.join(work, "earlier.jsonl");
-    writeFileSync(
-      earlier,
-      [
-        '{"type":"user","id":"ord-u1","affiliateId":"ord-aff","username":"alice"}',
-        '{"type":"wager","id":"ord-w0","userId":"ord-u1","amount":"5","placedAt":1733115600}',
-      ].join("\n"),
-    );
+    const earlier = importFile(work, "earlier.jsonl", [
+      '{"type":"user","id":"ord-u1","affiliateId":"ord-aff","username":"alice"}',
+      '{"type":"wager","id":"ord-w0","userId":"ord-u1","amount":"5","placedAt":1733115600}',
+    ]);
     expect((await runCli(["import", earlier], database.url)).code).toBe(0);
-    const file = path.join(work, "order.jsonl");
-    writeFileSync(
-      file,
-      [
-        '{"type":"user","id":"ord-u2","affiliateId":"ord-aff","username":"bob"}', // 1
-        '{"type":"wager","id":"ord-w1","userId":"ord-u2","amount":"1","placedAt":1733115601}', // 2
-        '{"type":"wager","id":"ord-w2","userId":"ord-ghost","amount":"1","placedAt":1733115602}', // 3: unknown user
-        "not json", // 4
-        '{"type":"wager","id":"ord-w1","userId":"ord-u2","amount":"2","placedAt":1733115601}', // 5: repeats line 2
-        '{"type":"wager","id":"ord-w0","userId":"ord-u1","amount":"6","placedAt":1733115600}', // 6: conflicts
-        '{"type":"wager","id":"ord-w3","userId":"ord-u2","amount":"-1","placedAt":1733115603}', // 7
-        '{"type":"wager","id":"ord-w4","userId":"ord-ghost","amount":"1","placedAt":1733115604}', // 8: unknown user
-        '{"type":"other"}', // 9
-        "",
-      ].join("\n"),
-    );
+    const file = importFile(work, "order.jsonl", [
+      '{"type":"user","id":"ord-u2","affiliateId":"ord-aff","username":"bob"}', // 1
+      '{"type":"wager","id":"ord-w1","userId":"ord-u2","amount":"1","placedAt":1733115601}', // 2
+      '{"type":"wager","id":"ord-w2","userId":"ord-ghost","amount":"1","placedAt":1733115602}', // 3: unknown user
+      "not json", // 4
+      '{"type":"wager","id":"ord-w1","userId":"ord-u2","amount":"2","placedAt":1733115601}', // 5: repeats line 2
+      '{"type":"wager","id":"ord-w0","userId":"ord-u1","amount":"6","placedAt":1733115600}', // 6: conflicts
+      '{"type":"wager","id":"ord-w3","userId":"ord-u2","amount":"-1","placedAt":1733115603}', // 7
+      '{"type":"wager","id":"ord-w4","userId":"ord-ghost","amount":"1","placedAt":1733115604}', // 8: unknown user
+      '{"type":"other"}', // 9
+      "",
+    ]);
     const result = await runCli(["import", file], database.url);
     expect(result.code).toBe(1);
     expect(result.stderr.split("\n").filter((l) => l.startsWith(`${file}:`))).toEqual([
@@ -156,20 +148,16 @@ describe("import reports bad lines in line order", () => {
 describe("import refuses placedAt outside the ingest bounds, naming the line, the field and the bound", () => {
   it("placedAt 1000 and more than 5 minutes ahead are bad lines; the bounds themselves are fine", async () => {
     const now = Math.floor(Date.now() / 1000);
-    const file = path.join(work, "bounds.csv");
-    writeFileSync(
-      file,
-      [
-        "type,id,affiliateId,username,userId,amount,placedAt",
-        "user,b-u1,b-aff,carol,,,",
-        "wager,b-w1,,,b-u1,1,1000",
-        "wager,b-w2,,,b-u1,1,1733115599",
-        "wager,b-w3,,,b-u1,1,1733115600",
-        `wager,b-w4,,,b-u1,1,${now + 3600}`,
-        `wager,b-w5,,,b-u1,1,${now}`,
-        "",
-      ].join("\n"),
-    );
+    const file = importFile(work, "bounds.csv", [
+      "type,id,affiliateId,username,userId,amount,placedAt",
+      "user,b-u1,b-aff,carol,,,",
+      "wager,b-w1,,,b-u1,1,1000",
+      "wager,b-w2,,,b-u1,1,1733115599",
+      "wager,b-w3,,,b-u1,1,1733115600",
+      `wager,b-w4,,,b-u1,1,${now + 3600}`,
+      `wager,b-w5,,,b-u1,1,${now}`,
+      "",
+    ]);
     const result = await runCli(["import", file, "--json"], database.url);
     expect(result.code).toBe(1);
     const early = "placedAt must be 1733115600 (2 December 2024) or later since no period starts earlier";

@@ -10,7 +10,7 @@ import path from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyRollups } from "../../src/storage/verify.js";
-import { runCli, startCli } from "../support/cli.js";
+import { importFile, runCli, startCli } from "../support/cli.js";
 import { type TestDatabase, useTestDatabase, wagerTotals } from "../support/database.js";
 import { OCT_1 } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";
@@ -99,26 +99,22 @@ describe("bad lines", () => {
   const database = useTestDatabase("import_bad_lines");
 
   it("are reported with their line numbers while every good line goes in (JSON Lines)", async () => {
-    const file = path.join(dir, "mixed.jsonl");
-    await writeFile(
-      file,
-      [
-        '{"type":"user","id":"u1","affiliateId":"aff-1","username":"alice","avatar":"https://img.example.com/a.png"}',
-        '{"type":"wager","id":"w1","userId":"u1","amount":"10.5","placedAt":1790812800}',
-        "this is not json",
-        '{"type":"wager","id":"w2","userId":"u1","amount":10.5,"placedAt":1790812800}',
-        '{"type":"wager","id":"w3","userId":"u1","amount":"1e3","placedAt":1790812800}',
-        "",
-        '{"type":"wager","id":"w4","userId":"nobody","amount":"1","placedAt":1790812800}',
-        '{"type":"bet","id":"w5"}',
-        '{"type":"user","id":"u2","affiliate_id":"aff-1","username":"bob"}',
-        '{"type":"wager","id":"w6","user_id":"u2","amount":"0.00000001","placed_at":"1790812801"}',
-        '{"type":"wager","id":"w1","userId":"u1","amount":"10.50","placedAt":1790812800}',
-        '{"type":"wager","id":"w1","userId":"u1","amount":"11","placedAt":1790812800}',
-        '{"type":"user","id":"u3","affiliateId":"aff-1","username":"","avatar":""}',
-        '{"type":"wager","id":"w7","userId":"u1","amount":"2","placedAt":1790812800.5}',
-      ].join("\n"),
-    );
+    const file = importFile(dir, "mixed.jsonl", [
+      '{"type":"user","id":"u1","affiliateId":"aff-1","username":"alice","avatar":"https://img.example.com/a.png"}',
+      '{"type":"wager","id":"w1","userId":"u1","amount":"10.5","placedAt":1790812800}',
+      "this is not json",
+      '{"type":"wager","id":"w2","userId":"u1","amount":10.5,"placedAt":1790812800}',
+      '{"type":"wager","id":"w3","userId":"u1","amount":"1e3","placedAt":1790812800}',
+      "",
+      '{"type":"wager","id":"w4","userId":"nobody","amount":"1","placedAt":1790812800}',
+      '{"type":"bet","id":"w5"}',
+      '{"type":"user","id":"u2","affiliate_id":"aff-1","username":"bob"}',
+      '{"type":"wager","id":"w6","user_id":"u2","amount":"0.00000001","placed_at":"1790812801"}',
+      '{"type":"wager","id":"w1","userId":"u1","amount":"10.50","placedAt":1790812800}',
+      '{"type":"wager","id":"w1","userId":"u1","amount":"11","placedAt":1790812800}',
+      '{"type":"user","id":"u3","affiliateId":"aff-1","username":"","avatar":""}',
+      '{"type":"wager","id":"w7","userId":"u1","amount":"2","placedAt":1790812800.5}',
+    ]);
     const result = await runCli(["import", file], database.url);
     expect(result.code).toBe(1);
     const reported = result.stderr

@@ -9,7 +9,7 @@ import path from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyRollups } from "../../src/storage/verify.js";
-import { runCli, startCli } from "../support/cli.js";
+import { importFile, runCli, startCli } from "../support/cli.js";
 import { useTestDatabase, wagerTotals } from "../support/database.js";
 import { OCT_1 } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";
@@ -40,23 +40,19 @@ describe("void lines", () => {
   const database = useTestDatabase("import_voids");
 
   it("apply before or after their wager line, in JSON Lines and CSV, with exact counts", async () => {
-    const jsonl = path.join(dir, "mixed.jsonl");
-    await writeFile(
-      jsonl,
-      [
-        '{"type":"user","id":"u1","affiliateId":"a1","username":"one"}',
-        '{"type":"user","id":"u2","affiliateId":"a1","username":"two"}',
-        `{"type":"wager","id":"w1","userId":"u1","amount":"10.5","placedAt":${OCT_1}}`,
-        `{"type":"wager","id":"w2","userId":"u1","amount":"20.25","placedAt":${OCT_1 + 60}}`,
-        '{"type":"void","id":"w1"}',
-        '{"type":"void","id":"w3"}',
-        `{"type":"wager","id":"w3","userId":"u2","amount":"7","placedAt":${OCT_1 + 120}}`,
-        '{"type":"void","id":"never-sent"}',
-        '{"type":"void","id":"w1"}',
-        '{"type":"void"}',
-        "",
-      ].join("\n"),
-    );
+    const jsonl = importFile(dir, "mixed.jsonl", [
+      '{"type":"user","id":"u1","affiliateId":"a1","username":"one"}',
+      '{"type":"user","id":"u2","affiliateId":"a1","username":"two"}',
+      `{"type":"wager","id":"w1","userId":"u1","amount":"10.5","placedAt":${OCT_1}}`,
+      `{"type":"wager","id":"w2","userId":"u1","amount":"20.25","placedAt":${OCT_1 + 60}}`,
+      '{"type":"void","id":"w1"}',
+      '{"type":"void","id":"w3"}',
+      `{"type":"wager","id":"w3","userId":"u2","amount":"7","placedAt":${OCT_1 + 120}}`,
+      '{"type":"void","id":"never-sent"}',
+      '{"type":"void","id":"w1"}',
+      '{"type":"void"}',
+      "",
+    ]);
     const result = await runCli(["import", jsonl, "--json"], database.url);
     expect(result.code).toBe(1); // the void line without an id
     expect(result.stderr).toContain(`${jsonl}:10: id is required`);
@@ -77,18 +73,14 @@ describe("void lines", () => {
     });
     expect(await wagerTotals(database)).toEqual([["u1", "20.25", 1]]);
 
-    const csv = path.join(dir, "mixed.csv");
-    await writeFile(
-      csv,
-      [
-        "type,id,userId,amount,placedAt",
-        "void,w2,,,",
-        `wager,w4,u2,5.00000001,${OCT_1 + 7200}`,
-        "void,never-sent,,,",
-        "void,w3,,,",
-        "",
-      ].join("\n"),
-    );
+    const csv = importFile(dir, "mixed.csv", [
+      "type,id,userId,amount,placedAt",
+      "void,w2,,,",
+      `wager,w4,u2,5.00000001,${OCT_1 + 7200}`,
+      "void,never-sent,,,",
+      "void,w3,,,",
+      "",
+    ]);
     const second = await runCli(["import", csv], database.url);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(

@@ -1,10 +1,17 @@
 /** The built CLI (`node dist/src/cli/main.js`) as a child process against a test database. */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 
 export const CLI_ENTRY = path.resolve("dist/src/cli/main.js");
+
+/** Writes a file for `import` to read: `lines` joined with "\n" as given (a last "" ends the file with one). */
+export function importFile(dir: string, name: string, lines: readonly string[]): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, lines.join("\n"));
+  return file;
+}
 
 export interface CliResult {
   readonly code: number | null;
