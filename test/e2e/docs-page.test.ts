@@ -17,8 +17,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
-import { DEC_1, NOV_16 } from "../support/dates.js";
-import { addBoard, createKey } from "../support/fixtures.js";
+import { DEC_1 } from "../support/dates.js";
+import { createKey } from "../support/fixtures.js";
+import { addHalfMonthExample, BLAZE_AVATAR, NOVA_AVATAR } from "../support/half-month-example.js";
 import { startTestServer, useTestServer } from "../support/server.js";
 
 const SCREENSHOT = new URL("../../test-artifacts/docs-page.png", import.meta.url);
@@ -32,9 +33,9 @@ const DOCUMENT = parse(readFileSync(new URL("../../docs/openapi.yaml", import.me
 /** The second half of November 2026 for the demo affiliate, as the API must answer it. */
 const EXPECTED = {
   data: [
-    { username: "nova_1023", avatar: "https://avatars.example.test/nova.png", totalWagered: 15000.5 },
+    { username: "nova_1023", avatar: NOVA_AVATAR, totalWagered: 15000.5 },
     { username: "ace_1443", avatar: DEFAULT_AVATAR, totalWagered: 12000.75 },
-    { username: "blaze_1009", avatar: "https://avatars.example.test/blaze.png", totalWagered: 0.00000001 },
+    { username: "blaze_1009", avatar: BLAZE_AVATAR, totalWagered: 0.00000001 },
   ],
   errors: null,
 };
@@ -45,12 +46,7 @@ let demoKey: string;
 beforeAll(async () => {
   const db = server.database.db;
   demoKey = (await createKey(db, "demo-affiliate")).secret;
-  await addBoard(db, "demo-affiliate", [
-    ["d-1", "nova_1023", "https://avatars.example.test/nova.png", ["15000", NOV_16], ["0.5", DEC_1 - 1]],
-    ["d-2", "ace_1443", "", ["12000.75", NOV_16 + 60]],
-    // blaze's December wager is outside the half-month.
-    ["d-3", "blaze_1009", "https://avatars.example.test/blaze.png", ["0.00000001", NOV_16 + 120], ["500", DEC_1]],
-  ]);
+  await addHalfMonthExample(db, "demo-affiliate");
 });
 
 describe("served files", () => {

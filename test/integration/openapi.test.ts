@@ -5,7 +5,8 @@ import { EARLIEST_START, MAX_TIMESTAMP } from "../../src/leaderboard/period-requ
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
-import { addBoard, createKey } from "../support/fixtures.js";
+import { createKey } from "../support/fixtures.js";
+import { addHalfMonthExample } from "../support/half-month-example.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { type Json, type ObservedResponse, OpenApiChecker } from "../support/openapi.js";
 import { freePort } from "../support/processes.js";
@@ -65,12 +66,7 @@ describe("real responses match the document", () => {
   beforeAll(async () => {
     const db = server.database.db;
     key = (await createKey(db, "aff-docs")).secret;
-    await addBoard(db, "aff-docs", [
-      ["u-1", "nova_1023", "https://avatars.example.test/1.png", ["15000.25", NOV_16], ["0.25", DEC_1 - 1]],
-      ["u-2", "ace_1443", "", ["12000.75", NOV_16 + 3600]],
-      // blaze's second wager, in the first second of December, is not in the half-month.
-      ["u-3", "blaze_1009", "https://avatars.example.test/3.png", ["0.00000001", NOV_16 + 7200], ["99", DEC_1]],
-    ]);
+    await addHalfMonthExample(db, "aff-docs");
   });
 
   it("200: the half-month example, with RateLimit and Cache-Control", async () => {
@@ -78,9 +74,9 @@ describe("real responses match the document", () => {
     expect(reply.status).toBe(200);
     expect(reply.text).toBe(
       '{"data":[' +
-        '{"username":"nova_1023","avatar":"https://avatars.example.test/1.png","totalWagered":15000.5},' +
+        '{"username":"nova_1023","avatar":"https://avatars.example.test/nova.png","totalWagered":15000.5},' +
         `{"username":"ace_1443","avatar":"${DEFAULT_AVATAR}","totalWagered":12000.75},` +
-        '{"username":"blaze_1009","avatar":"https://avatars.example.test/3.png","totalWagered":0.00000001}' +
+        '{"username":"blaze_1009","avatar":"https://avatars.example.test/blaze.png","totalWagered":0.00000001}' +
         '],"errors":null}',
     );
     expect(reply.headers["cache-control"]).toBe("private, max-age=1");
