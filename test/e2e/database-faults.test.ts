@@ -23,8 +23,7 @@ import {
   mariaDbAvailable,
   type ServerProcess,
   sleep,
-  startMariaDb,
-  startServerProcess,
+  startServerOnOwnMariaDb,
 } from "../support/processes.js";
 import { RELEASE } from "../support/release.js";
 import { restTop } from "../support/rest.js";
@@ -171,14 +170,12 @@ function expectServing(s: Sample) {
 
 beforeAll(async () => {
   if (!available) return;
-  mariadb = await startMariaDb();
-  server = await startServerProcess({
-    DATABASE_URL: mariadb.url(DATABASE),
+  ({ mariadb, server } = await startServerOnOwnMariaDb(DATABASE, {
     CACHE_TTL_MS: "0",
     QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
     RATE_LIMIT_POINTS: "1000000",
     STREAM_HEARTBEAT_S: "1",
-  });
+  }));
   key = await withFixtures(async (db) => {
     await addUsers(db, [{ id: "u-ann", affiliateId: "aff-f", username: "ann", avatar: "https://img.example/ann.png" }]);
     await addWagers(db, [

@@ -18,8 +18,7 @@ import {
   type MariaDbProcess,
   mariaDbAvailable,
   type ServerProcess,
-  startMariaDb,
-  startServerProcess,
+  startServerOnOwnMariaDb,
 } from "../support/processes.js";
 import { RELEASE } from "../support/release.js";
 
@@ -78,12 +77,10 @@ async function within(ms: number, condition: () => Promise<boolean>): Promise<vo
 
 beforeAll(async () => {
   if (!available) return;
-  mariadb = await startMariaDb();
-  server = await startServerProcess({
-    DATABASE_URL: mariadb.url(DATABASE),
+  ({ mariadb, server } = await startServerOnOwnMariaDb(DATABASE, {
     INGEST_TOKEN: "health-truth-ingest-token-0123",
     ADMIN_TOKEN: "health-truth-admin-token-0123",
-  });
+  }));
   const internal = await server.waitForLog((line) => line.msg.startsWith("internal listener"));
   internalPort = Number(internal.port);
   bufDir = await mkdtemp(join(tmpdir(), "topwagers-health-truth-"));

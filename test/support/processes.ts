@@ -442,3 +442,20 @@ export async function startMariaDb(): Promise<MariaDbProcess> {
   };
   return instance;
 }
+
+/**
+ * The built server over its own throwaway MariaDB (`startMariaDb`), on database `database` (which the server's
+ * migrations create), with `env`. The MariaDB is destroyed again if the server does not start.
+ */
+export async function startServerOnOwnMariaDb(
+  database: string,
+  env: Record<string, string>,
+): Promise<{ mariadb: MariaDbProcess; server: ServerProcess }> {
+  const mariadb = await startMariaDb();
+  try {
+    return { mariadb, server: await startServerProcess({ DATABASE_URL: mariadb.url(database), ...env }) };
+  } catch (error) {
+    await mariadb.destroy();
+    throw error;
+  }
+}
