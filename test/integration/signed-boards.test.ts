@@ -5,8 +5,6 @@
  * board cost one signature per version (topwagers_board_signatures_total); a viewer that does not ask gets the
  * plain envelope it always got.
  */
-import canonicalize from "canonicalize";
-import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/keys.js";
@@ -16,6 +14,7 @@ import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, metricSample, RawHttp1Stream, type RawReply } from "../support/live.js";
 import { restCall } from "../support/rest.js";
 import { useTestServer } from "../support/server.js";
+import { type Signed, verifiedWithServedKeys } from "../support/signed-races.js";
 
 const SECRET_KEY_HEX = "5a".repeat(32);
 const ISSUER = "https://casino.example";
@@ -34,22 +33,8 @@ afterAll(() => {
   for (const stream of streams) stream.socket.destroy();
 });
 
-interface Signed {
-  readonly payload: Record<string, unknown>;
-  readonly kid: string;
-  readonly jws: string;
-}
-
-/** Verifies a detached signature over `payload` with the served JWKS; the payload as the signature covers it. */
-async function verified(signed: Signed): Promise<unknown> {
-  const jwks = (await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
-  const [header, empty, signature] = signed.jws.split(".");
-  expect(empty).toBe("");
-  const payload = Buffer.from(canonicalize(signed.payload) as string, "utf8").toString("base64url");
-  const result = await compactVerify(`${header}.${payload}.${signature}`, createLocalJWKSet(jwks));
-  expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid });
-  return JSON.parse(new TextDecoder().decode(result.payload));
-}
+/** Verifies a detached signature with the served JWKS; the payload as the signature covers it. */
+const verified = (signed: Signed) => verifiedWithServedKeys(server.baseUrl, signed);
 
 function open(key: string, signed: boolean): RawHttp1Stream {
   const query = `startTimestamp=${START}&endTimestamp=${END}&numUsers=3${signed ? "&signed=true" : ""}`;

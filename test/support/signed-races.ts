@@ -1,7 +1,11 @@
 /**
  * A race frozen and signed as an instance does it (its own Races with a signer on the database's active key),
- * for the tests of what reads signed results (the verify page, the docs' offline checks).
+ * for the tests of what reads signed results (the verify page, the docs' offline checks); and a signed answer checked
+ * against the server's published keys.
  */
+import canonicalize from "canonicalize";
+import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
+import { expect } from "vitest";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/keys.js";
 import { Signer } from "../../src/signing/signer.js";
@@ -43,4 +47,25 @@ export async function signedRace(db: Database, affiliate: string, issuer: string
   now = end + 1;
   await races.tick();
   return created.race.id;
+}
+
+/** A signed answer's `signed` field: the payload as sent, the key id and the detached JWS. */
+export interface Signed {
+  readonly payload: Record<string, unknown>;
+  readonly kid: string;
+  readonly jws: string;
+}
+
+/**
+ * Verifies a detached signature over `payload` with the JWKS the server at `baseUrl` serves (EdDSA, the named key);
+ * the payload as the signature covers it.
+ */
+export async function verifiedWithServedKeys(baseUrl: string, signed: Signed): Promise<unknown> {
+  const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
+  const [header, empty, signature] = signed.jws.split(".");
+  expect(empty).toBe("");
+  const payload = Buffer.from(canonicalize(signed.payload) as string, "utf8").toString("base64url");
+  const result = await compactVerify(`${header}.${payload}.${signature}`, createLocalJWKSet(jwks));
+  expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid });
+  return JSON.parse(new TextDecoder().decode(result.payload));
 }
