@@ -112,7 +112,7 @@ export function buildSkins(
       ...{ basePath, admission, watch: raceWatch, slots: live, clientAddress, observe, logger },
       signatures: domain.signing.races,
     }),
-    watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger }),
+    watch: new WatchRpc({ admission, live, maxBodyBytes, clientAddress, observe, logger, signatures }),
     boardStream: new BoardStream({ basePath, admission, live, clientAddress, observe, logger, signatures }),
     // The page's own request is admitted as its stream's (a publishable key in ?key=), scope included.
     overlay: new OverlayPage({
@@ -140,7 +140,7 @@ export function buildSkins(
  */
 export function connectServices(domain: PublicDomain): (router: ConnectRouter) => void {
   return (router) => {
-    router.service(TopWagersService, leaderboardRpc(domain.leaderboard));
+    router.service(TopWagersService, leaderboardRpc(domain.leaderboard, domain.signing.boards));
     const raceStreams = { watch: domain.raceWatch, slots: domain.live };
     router.service(RaceService, raceRpc(domain.races, keyAffiliate, raceStreams), RACE_SERVICE_OPTIONS);
     router.service(WebhookService, webhookService(domain.webhooks, keyOwner(domain.webhooks)));

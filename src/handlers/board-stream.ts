@@ -165,7 +165,7 @@ function signedSseViewer(
   return new SignedBoardViewer(res, {
     protocol: "sse",
     frame,
-    heartbeat: HEARTBEAT,
+    heartbeat: () => HEARTBEAT,
     begin: () => {
       writeHead(res, 200, sseHeaders(rateHeaders));
       res.write(PREAMBLE);

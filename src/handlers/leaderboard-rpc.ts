@@ -2,12 +2,15 @@
  * The RPC skin of the operation (Connect, gRPC and gRPC-Web): Connect has
  * decoded the message and the request gate has admitted the caller; this runs
  * the operation (leaderboard/operation.ts) and builds the response message.
+ * A request with `signed` gets the board version's signature too (./parts/board-signatures.ts: signed once per
+ * version, shared with REST and the streams); one without it gets exactly the message it always got.
  */
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   GetTopAffiliateWagersByPeriodResponseSchema,
+  SignedBoardSchema,
   type TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { requireScope } from "../auth/scopes.js";
@@ -16,17 +19,27 @@ import { topWagerEntries } from "../codecs/entries-message.js";
 import { requestFields } from "../codecs/period-request-message.js";
 import { unauthenticated } from "../errors/catalogue.js";
 import { fromDomain } from "../errors/domain.js";
+import { boardVersion } from "../leaderboard/board-snapshot.js";
 import type { Leaderboard, RankedUser } from "../leaderboard/leaderboard.js";
 import { answerPeriodRequest, type TopWagersAnswer } from "../leaderboard/operation.js";
 import { cacheControl } from "../transport/cache-control.js";
+import type { BoardSignatures, SignedBoard, SignedBoardOf } from "./parts/board-signatures.js";
 import { callerKey } from "./parts/caller-key.js";
 
 type Answer = ReturnType<typeof create<typeof GetTopAffiliateWagersByPeriodResponseSchema>>;
 
-export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof TopWagersService> {
+/**
+ * The unary skin. `signatures` signs the boards of requests that ask (`signed`); absent, the field is ignored.
+ */
+export function leaderboardRpc(
+  leaderboard: Leaderboard,
+  signatures?: BoardSignatures,
+): ServiceImpl<typeof TopWagersService> {
   // A cache hit reuses the message built for the same cached standings and list length, as REST reuses its
   // rendered bytes: no per-call message construction or decimal parsing.
   const answers = new AnswerMemo<Answer>();
+  // A signed answer's message, kept with the answer's entries (every hit of a cached answer shares them).
+  const signedAnswers = new WeakMap<object, Promise<Answer>>();
   return {
     async getTopAffiliateWagersByPeriod(request, context: HandlerContext) {
       const caller = context.values.get(callerKey);
@@ -41,6 +54,15 @@ export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof Top
         throw fromDomain(reason);
       }
       context.responseHeader.set("cache-control", cacheControl(answer.maxAgeSeconds));
+      if (request.signed === true && signatures !== undefined) {
+        const board = {
+          affiliateId: caller.affiliateId,
+          start: Number(fields.values.startTimestamp),
+          end: Number(fields.values.endTimestamp),
+          rankBy: answer.rankBy,
+        };
+        return signedAnswer(signatures, signedAnswers, answer.ranked, board);
+      }
       return answer.memoKey === undefined
         ? buildAnswer(answer.ranked)
         : answers.get(answer.memoKey, answer.numUsers, () => buildAnswer(answer.ranked));
@@ -57,4 +79,33 @@ export function leaderboardRpc(leaderboard: Leaderboard): ServiceImpl<typeof Top
 
 function buildAnswer(ranked: readonly RankedUser[]): Answer {
   return create(GetTopAffiliateWagersByPeriodResponseSchema, { data: topWagerEntries(ranked) });
+}
+
+/** The answer with its version's signature, built once per answer (its entries) whoever asks. */
+function signedAnswer(
+  signatures: BoardSignatures,
+  made: WeakMap<object, Promise<Answer>>,
+  ranked: readonly RankedUser[],
+  board: SignedBoardOf,
+): Promise<Answer> {
+  let answer = made.get(ranked);
+  if (answer === undefined) {
+    const version = {
+      key: ranked,
+      ranked,
+      get version() {
+        return boardVersion(ranked);
+      },
+    };
+    answer = signatures.signed(version, board).then((signed) => withSignature(buildAnswer(ranked), signed));
+    made.set(ranked, answer);
+    answer.catch(() => made.delete(ranked));
+  }
+  return answer;
+}
+
+function withSignature(answer: Answer, signed: SignedBoard | null): Answer {
+  if (signed !== null)
+    answer.signed = create(SignedBoardSchema, { payload: signed.payload, kid: signed.kid, jws: signed.jws });
+  return answer;
 }

@@ -12,10 +12,15 @@
  * request message → validation (the unary call's rules and messages) → the
  * live board (limits, first snapshot) → headers and frames until the client
  * leaves, the deadline passes or the server stops.
+ *
+ * A request with `signed` gets each board with its version's signature (./parts/board-signatures.ts: signed once
+ * per version, shared with every viewer, the SSE stream's and REST's included); its message is encoded once per
+ * snapshot and codec like the plain ones. Without `signed`, the stream is exactly what it always was.
  */
 import { create, fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
+  SignedBoardSchema,
   type WatchTopAffiliateWagersByPeriodRequest,
   WatchTopAffiliateWagersByPeriodRequestSchema,
   WatchTopAffiliateWagersByPeriodResponseSchema,
@@ -41,7 +46,9 @@ import {
   streamHeaders,
   streamWireOf,
 } from "../transport/rpc-stream-wire.js";
+import type { BoardSignatures, SignedBoard, SignedBoardOf } from "./parts/board-signatures.js";
 import { type Frames, liveError, ResponseViewer, revokedKey, shuttingDown } from "./parts/live-streams.js";
+import { SignedBoardViewer } from "./parts/signed-board-viewer.js";
 
 export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
 
@@ -53,9 +60,13 @@ export interface WatchRpcOptions {
   readonly clientAddress: (req: NodeRequest) => string;
   readonly observe?: ObserveCall;
   readonly logger?: Logger;
+  /** Signs board versions for requests that ask (`signed`); absent: the field is ignored. */
+  readonly signatures?: BoardSignatures;
 }
 
-function boardMessage(snapshot: BoardSnapshot, heartbeat: boolean) {
+type BoardMessage = ReturnType<typeof create<typeof WatchTopAffiliateWagersByPeriodResponseSchema>>;
+
+function boardMessage(snapshot: BoardSnapshot, heartbeat: boolean): BoardMessage {
   return create(WatchTopAffiliateWagersByPeriodResponseSchema, {
     data: heartbeat ? [] : topWagerEntries(snapshot.ranked),
     version: snapshot.version,
@@ -64,18 +75,24 @@ function boardMessage(snapshot: BoardSnapshot, heartbeat: boolean) {
   });
 }
 
-const binary = (heartbeat: boolean) => (snapshot: BoardSnapshot) =>
-  envelope(toBinary(WatchTopAffiliateWagersByPeriodResponseSchema, boardMessage(snapshot, heartbeat)));
-const json = (heartbeat: boolean) => (snapshot: BoardSnapshot) =>
-  envelope(
-    Buffer.from(toJsonString(WatchTopAffiliateWagersByPeriodResponseSchema, boardMessage(snapshot, heartbeat)), "utf8"),
-  );
+/** One message enveloped in the stream's codec. */
+function framed(message: BoardMessage, binary: boolean): Buffer {
+  return binary
+    ? envelope(toBinary(WatchTopAffiliateWagersByPeriodResponseSchema, message))
+    : envelope(Buffer.from(toJsonString(WatchTopAffiliateWagersByPeriodResponseSchema, message), "utf8"));
+}
+
+const binary = (heartbeat: boolean) => (snapshot: BoardSnapshot) => framed(boardMessage(snapshot, heartbeat), true);
+const json = (heartbeat: boolean) => (snapshot: BoardSnapshot) => framed(boardMessage(snapshot, heartbeat), false);
 
 /** The enveloped messages are the same on the three protocols: one encoding per codec. */
 const BINARY_FRAMES: Frames = { board: binary(false), heartbeat: binary(true) };
 const JSON_FRAMES: Frames = { board: json(false), heartbeat: json(true) };
 
 export class WatchRpc {
+  /** Each snapshot's signed board frames (binary, JSON), made once for all its signed viewers. */
+  private readonly signedFrames = new WeakMap<BoardSnapshot, Map<boolean, Promise<Buffer>>>();
+
   constructor(private readonly options: WatchRpcOptions) {}
 
   /** The watch procedure's path, a POST, in a content type of the three protocols. */
@@ -101,12 +118,28 @@ export class WatchRpc {
       const fields = requestFields(request);
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
       const frozenHeaders = headers;
-      const viewer = new ResponseViewer(res, {
+      const frames = wire.binary ? BINARY_FRAMES : JSON_FRAMES;
+      const stream = {
         protocol: wire.protocol,
-        frames: wire.binary ? BINARY_FRAMES : JSON_FRAMES,
         begin: () => writeHead(res, 200, frozenHeaders),
-        finish: (reason) => endStream(res, wire, reason === "revoked" ? revokedKey() : shuttingDown()),
-      });
+        finish: (reason: "shutdown" | "revoked") =>
+          endStream(res, wire, reason === "revoked" ? revokedKey() : shuttingDown()),
+      };
+      const { signatures } = this.options;
+      const board = {
+        affiliateId: admitted.caller.affiliateId,
+        start: query.start,
+        end: query.end,
+        rankBy: query.rankBy ?? "wagered",
+      };
+      const viewer =
+        request.signed === true && signatures !== undefined
+          ? new SignedBoardViewer(res, {
+              ...stream,
+              frame: (snapshot) => this.signedFrame(signatures, snapshot, board, wire.binary),
+              heartbeat: (snapshot) => snapshot.encoded(frames.heartbeat),
+            })
+          : new ResponseViewer(res, { ...stream, frames });
       const subscription = await this.options.live
         .open(
           { affiliateId: admitted.caller.affiliateId, ...query },
@@ -141,6 +174,30 @@ export class WatchRpc {
     }
   }
 
+  /** A snapshot's board message with its version's signature, enveloped once per snapshot and codec. */
+  private signedFrame(
+    signatures: BoardSignatures,
+    snapshot: BoardSnapshot,
+    board: SignedBoardOf,
+    binary: boolean,
+  ): Promise<Buffer> {
+    let frames = this.signedFrames.get(snapshot);
+    if (frames === undefined) {
+      frames = new Map();
+      this.signedFrames.set(snapshot, frames);
+    }
+    let frame = frames.get(binary);
+    if (frame === undefined) {
+      const version = { key: snapshot, ranked: snapshot.ranked, version: snapshot.version };
+      frame = signatures
+        .signed(version, board)
+        .then((signed) => framed(withSignature(boardMessage(snapshot, false), signed), binary));
+      frames.set(binary, frame);
+      frame.catch(() => frames.delete(binary));
+    }
+    return frame;
+  }
+
   private async readRequest(wire: StreamWire, req: NodeRequest): Promise<WatchTopAffiliateWagersByPeriodRequest> {
     const max = this.options.maxBodyBytes;
     const body = await readBody(
@@ -172,4 +229,10 @@ function endStream(res: NodeResponse, wire: StreamWire, error: ConnectError | un
   if (end.trailers !== undefined) res.addTrailers(end.trailers);
   if (end.body === undefined) res.end();
   else res.end(end.body);
+}
+
+function withSignature(message: BoardMessage, signed: SignedBoard | null): BoardMessage {
+  if (signed !== null)
+    message.signed = create(SignedBoardSchema, { payload: signed.payload, kid: signed.kid, jws: signed.jws });
+  return message;
 }

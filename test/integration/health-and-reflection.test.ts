@@ -221,6 +221,7 @@ function expectTopWagersFile(file: FileDescriptorProto): void {
     "TopWagerEntry",
     "WatchTopAffiliateWagersByPeriodRequest",
     "WatchTopAffiliateWagersByPeriodResponse",
+    "SignedBoard",
   ]);
   expect(
     file.service.map((service) => ({
@@ -293,6 +294,13 @@ function expectTopWagersFile(file: FileDescriptorProto): void {
       name: "rank_by",
       number: 4,
       type: FieldDescriptorProto_Type.ENUM,
+      label: FieldDescriptorProto_Label.OPTIONAL,
+      opt: true,
+    },
+    {
+      name: "signed",
+      number: 5,
+      type: FieldDescriptorProto_Type.BOOL,
       label: FieldDescriptorProto_Label.OPTIONAL,
       opt: true,
     },

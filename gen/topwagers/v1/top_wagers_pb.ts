@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/top_wagers.proto.
  */
 export const file_topwagers_v1_top_wagers: GenFile = /*@__PURE__*/
-  fileDesc("Ch10b3B3YWdlcnMvdjEvdG9wX3dhZ2Vycy5wcm90bxIMdG9wd2FnZXJzLnYxIuQBCiRHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QSHAoPc3RhcnRfdGltZXN0YW1wGAEgASgDSACIAQESGgoNZW5kX3RpbWVzdGFtcBgCIAEoA0gBiAEBEhYKCW51bV91c2VycxgDIAEoBUgCiAEBEioKB3JhbmtfYnkYBCABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SAOIAQFCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEIMCgpfbnVtX3VzZXJzQgoKCF9yYW5rX2J5IlIKJUdldFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2USKQoEZGF0YRgBIAMoCzIbLnRvcHdhZ2Vycy52MS5Ub3BXYWdlckVudHJ5IsIBCg1Ub3BXYWdlckVudHJ5EhAKCHVzZXJuYW1lGAEgASgJEg4KBmF2YXRhchgCIAEoCRIVCg10b3RhbF93YWdlcmVkGAMgASgBEh0KFXRvdGFsX3dhZ2VyZWRfZGVjaW1hbBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEgwKBHJhbmsYBiABKA0SGAoQd2VpZ2h0ZWRfd2FnZXJlZBgHIAEoARIgChh3ZWlnaHRlZF93YWdlcmVkX2RlY2ltYWwYCCABKAkilgIKJldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0EhwKD3N0YXJ0X3RpbWVzdGFtcBgBIAEoA0gAiAEBEhoKDWVuZF90aW1lc3RhbXAYAiABKANIAYgBARIWCgludW1fdXNlcnMYAyABKAVIAogBARIbCg5yZXN1bWVfdmVyc2lvbhgEIAEoCUgDiAEBEioKB3JhbmtfYnkYBSABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SASIAQFCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEIMCgpfbnVtX3VzZXJzQhEKD19yZXN1bWVfdmVyc2lvbkIKCghfcmFua19ieSKHAQonV2F0Y2hUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlEikKBGRhdGEYASADKAsyGy50b3B3YWdlcnMudjEuVG9wV2FnZXJFbnRyeRIPCgd2ZXJzaW9uGAIgASgJEg0KBWFzX29mGAMgASgDEhEKCWhlYXJ0YmVhdBgEIAEoCCpMCgZSYW5rQnkSFwoTUkFOS19CWV9VTlNQRUNJRklFRBAAEhMKD1JBTktfQllfV0FHRVJFRBABEhQKEFJBTktfQllfV0VJR0hURUQQAjK1AgoQVG9wV2FnZXJzU2VydmljZRKNAQodR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2QSMi50b3B3YWdlcnMudjEuR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0GjMudG9wd2FnZXJzLnYxLkdldFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2UiA5ACARKQAQofV2F0Y2hUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZBI0LnRvcHdhZ2Vycy52MS5XYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVxdWVzdBo1LnRvcHdhZ2Vycy52MS5XYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2UwAWIGcHJvdG8z");
+  fileDesc("Ch10b3B3YWdlcnMvdjEvdG9wX3dhZ2Vycy5wcm90bxIMdG9wd2FnZXJzLnYxIoQCCiRHZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QSHAoPc3RhcnRfdGltZXN0YW1wGAEgASgDSACIAQESGgoNZW5kX3RpbWVzdGFtcBgCIAEoA0gBiAEBEhYKCW51bV91c2VycxgDIAEoBUgCiAEBEioKB3JhbmtfYnkYBCABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SAOIAQESEwoGc2lnbmVkGAUgASgISASIAQFCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEIMCgpfbnVtX3VzZXJzQgoKCF9yYW5rX2J5QgkKB19zaWduZWQifQolR2V0VG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsudG9wd2FnZXJzLnYxLlRvcFdhZ2VyRW50cnkSKQoGc2lnbmVkGAIgASgLMhkudG9wd2FnZXJzLnYxLlNpZ25lZEJvYXJkIsIBCg1Ub3BXYWdlckVudHJ5EhAKCHVzZXJuYW1lGAEgASgJEg4KBmF2YXRhchgCIAEoCRIVCg10b3RhbF93YWdlcmVkGAMgASgBEh0KFXRvdGFsX3dhZ2VyZWRfZGVjaW1hbBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEgwKBHJhbmsYBiABKA0SGAoQd2VpZ2h0ZWRfd2FnZXJlZBgHIAEoARIgChh3ZWlnaHRlZF93YWdlcmVkX2RlY2ltYWwYCCABKAkitgIKJldhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2RSZXF1ZXN0EhwKD3N0YXJ0X3RpbWVzdGFtcBgBIAEoA0gAiAEBEhoKDWVuZF90aW1lc3RhbXAYAiABKANIAYgBARIWCgludW1fdXNlcnMYAyABKAVIAogBARIbCg5yZXN1bWVfdmVyc2lvbhgEIAEoCUgDiAEBEioKB3JhbmtfYnkYBSABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SASIAQESEwoGc2lnbmVkGAYgASgISAWIAQFCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEIMCgpfbnVtX3VzZXJzQhEKD19yZXN1bWVfdmVyc2lvbkIKCghfcmFua19ieUIJCgdfc2lnbmVkIrIBCidXYXRjaFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVzcG9uc2USKQoEZGF0YRgBIAMoCzIbLnRvcHdhZ2Vycy52MS5Ub3BXYWdlckVudHJ5Eg8KB3ZlcnNpb24YAiABKAkSDQoFYXNfb2YYAyABKAMSEQoJaGVhcnRiZWF0GAQgASgIEikKBnNpZ25lZBgFIAEoCzIZLnRvcHdhZ2Vycy52MS5TaWduZWRCb2FyZCI4CgtTaWduZWRCb2FyZBIPCgdwYXlsb2FkGAEgASgJEgsKA2tpZBgCIAEoCRILCgNqd3MYAyABKAkqTAoGUmFua0J5EhcKE1JBTktfQllfVU5TUEVDSUZJRUQQABITCg9SQU5LX0JZX1dBR0VSRUQQARIUChBSQU5LX0JZX1dFSUdIVEVEEAIytQIKEFRvcFdhZ2Vyc1NlcnZpY2USjQEKHUdldFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kEjIudG9wd2FnZXJzLnYxLkdldFRvcEFmZmlsaWF0ZVdhZ2Vyc0J5UGVyaW9kUmVxdWVzdBozLnRvcHdhZ2Vycy52MS5HZXRUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlIgOQAgESkAEKH1dhdGNoVG9wQWZmaWxpYXRlV2FnZXJzQnlQZXJpb2QSNC50b3B3YWdlcnMudjEuV2F0Y2hUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlcXVlc3QaNS50b3B3YWdlcnMudjEuV2F0Y2hUb3BBZmZpbGlhdGVXYWdlcnNCeVBlcmlvZFJlc3BvbnNlMAFiBnByb3RvMw");
 
 /**
  * GetTopAffiliateWagersByPeriodRequest names the period and the list length.
@@ -59,6 +59,16 @@ export type GetTopAffiliateWagersByPeriodRequest = Message<"topwagers.v1.GetTopA
    * @generated from field: optional topwagers.v1.RankBy rank_by = 4;
    */
   rankBy?: RankBy | undefined;
+
+  /**
+   * True: the answer carries the board's detached signature by the operator's
+   * key in `signed` (docs/verify.md, "A signed live board"). Each board
+   * version is signed once, however many callers ask. Absent or false: the
+   * answer is exactly what it is without this field.
+   *
+   * @generated from field: optional bool signed = 5;
+   */
+  signed?: boolean | undefined;
 };
 
 /**
@@ -81,6 +91,14 @@ export type GetTopAffiliateWagersByPeriodResponse = Message<"topwagers.v1.GetTop
    * @generated from field: repeated topwagers.v1.TopWagerEntry data = 1;
    */
   data: TopWagerEntry[];
+
+  /**
+   * The board's signature: present when the request set `signed` and the
+   * deployment has an active signing key; absent otherwise.
+   *
+   * @generated from field: topwagers.v1.SignedBoard signed = 2;
+   */
+  signed?: SignedBoard | undefined;
 };
 
 /**
@@ -215,6 +233,15 @@ export type WatchTopAffiliateWagersByPeriodRequest = Message<"topwagers.v1.Watch
    * @generated from field: optional topwagers.v1.RankBy rank_by = 5;
    */
   rankBy?: RankBy | undefined;
+
+  /**
+   * True: each board message carries that version's signature in `signed`,
+   * as in GetTopAffiliateWagersByPeriodRequest. Absent or false: the stream's
+   * messages are exactly what they are without this field.
+   *
+   * @generated from field: optional bool signed = 6;
+   */
+  signed?: boolean | undefined;
 };
 
 /**
@@ -262,6 +289,15 @@ export type WatchTopAffiliateWagersByPeriodResponse = Message<"topwagers.v1.Watc
    * @generated from field: bool heartbeat = 4;
    */
   heartbeat: boolean;
+
+  /**
+   * The board version's signature: on a board message (never a heartbeat)
+   * when the request set `signed` and the deployment has an active signing
+   * key; absent otherwise.
+   *
+   * @generated from field: topwagers.v1.SignedBoard signed = 5;
+   */
+  signed?: SignedBoard | undefined;
 };
 
 /**
@@ -270,6 +306,51 @@ export type WatchTopAffiliateWagersByPeriodResponse = Message<"topwagers.v1.Watc
  */
 export const WatchTopAffiliateWagersByPeriodResponseSchema: GenMessage<WatchTopAffiliateWagersByPeriodResponse> = /*@__PURE__*/
   messageDesc(file_topwagers_v1_top_wagers, 4);
+
+/**
+ * SignedBoard is one board version signed by the operator's key: a detached
+ * compact JWS (RFC 7515 appendix F; EdDSA / Ed25519) over the RFC 8785
+ * canonical JSON of `payload`. The same signature REST's `"signed": true` and
+ * SSE's `signed=true` carry for the same version (docs/verify.md).
+ *
+ * @generated from message topwagers.v1.SignedBoard
+ */
+export type SignedBoard = Message<"topwagers.v1.SignedBoard"> & {
+  /**
+   * The signed object as JSON text: `type` ("topwagers.board"), `affiliate`,
+   * `period` (`start`, `end`: inclusive Unix seconds), `rankBy`, `version`,
+   * `entries` (`rank`, `username`, `avatar`, `totalWagered`,
+   * `weightedWagered`: money as exact decimal strings), `signedAt` (Unix
+   * seconds) and `iss` (the operator).
+   *
+   * @generated from field: string payload = 1;
+   */
+  payload: string;
+
+  /**
+   * The id of the key that signed it (also in the JWS's protected header);
+   * look it up in GET /.well-known/jwks.json or SigningKeyService.
+   *
+   * @generated from field: string kid = 2;
+   */
+  kid: string;
+
+  /**
+   * The compact JWS with its payload left out: `header..signature`. Put the
+   * base64url of the canonical form of `payload` between the two dots and
+   * verify it with the key `kid`.
+   *
+   * @generated from field: string jws = 3;
+   */
+  jws: string;
+};
+
+/**
+ * Describes the message topwagers.v1.SignedBoard.
+ * Use `create(SignedBoardSchema)` to create a new message.
+ */
+export const SignedBoardSchema: GenMessage<SignedBoard> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_top_wagers, 5);
 
 /**
  * RankBy is what a board is ordered by.

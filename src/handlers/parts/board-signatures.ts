@@ -9,10 +9,10 @@
  * first caller's signing is the one every other caller awaits. `signatures` counts what this instance signed
  * (topwagers_board_signatures_total).
  *
- * What a verifier gets is the `signed` member: `payload` (the signed JSON object, `iss` included; money as
- * exact decimal strings), `kid`, and `jws`, the compact JWS with its payload left out (RFC 7515 appendix F:
- * `header..signature`). Put the base64url of the RFC 8785 canonical form of `payload` between the two dots
- * and verify it with the JWKS.
+ * What a verifier gets is the `signed` member (over RPC, the SignedBoard message, its `payload` as JSON text):
+ * `payload` (the signed JSON object, `iss` included; money as exact decimal strings), `kid`, and `jws`, the
+ * compact JWS with its payload left out (RFC 7515 appendix F: `header..signature`). Put the base64url of the
+ * RFC 8785 canonical form of `payload` between the two dots and verify it with the JWKS.
  */
 import type { RankedUser } from "../../leaderboard/leaderboard.js";
 import type { PayloadSigner } from "../../ports/signing.js";
@@ -47,8 +47,19 @@ export interface BoardSignaturesOptions {
   readonly now?: () => number;
 }
 
+/** One board version's signature in the parts an RPC message carries (the same signing as the JSON member). */
+export interface SignedBoard {
+  /** The signed object as JSON text, `iss` included. */
+  readonly payload: string;
+  readonly kid: string;
+  /** The compact JWS with its payload left out: `header..signature`. */
+  readonly jws: string;
+}
+
 export class BoardSignatures {
   private readonly bySnapshot = new WeakMap<object, Promise<string>>();
+  /** The same signatures in parts, read once per answer from its JSON member. */
+  private readonly partsBySnapshot = new WeakMap<object, Promise<SignedBoard | null>>();
   /** Versions by board and content, beside the answers that hold them. */
   private readonly versions: VersionSignatures;
   private readonly names = new Map<number, Promise<string>>();
@@ -76,6 +87,21 @@ export class BoardSignatures {
     this.bySnapshot.set(key, signing);
     signing.catch(() => this.bySnapshot.delete(key));
     return signing;
+  }
+
+  /**
+   * This snapshot's signature in its parts (null while the deployment has no active signing key), for the RPC
+   * messages: the very signing `signedJson` gives every wire form, read once per answer.
+   */
+  signed(snapshot: SignedVersion, board: SignedBoardOf): Promise<SignedBoard | null> {
+    let parts = this.partsBySnapshot.get(snapshot.key);
+    if (parts === undefined) {
+      parts = this.signedJson(snapshot, board).then(signedParts);
+      const { key } = snapshot;
+      this.partsBySnapshot.set(key, parts);
+      parts.catch(() => this.partsBySnapshot.delete(key));
+    }
+    return parts;
   }
 
   private async payload(snapshot: SignedVersion, board: SignedBoardOf): Promise<Record<string, unknown>> {
@@ -110,4 +136,11 @@ export class BoardSignatures {
 /** A success envelope (`{"data":[…],"errors":null}`) with the `signed` member added last. */
 export function withSigned(envelope: string, signedJson: string): string {
   return `${envelope.slice(0, -1)},"signed":${signedJson}}`;
+}
+
+/** A `signed` member's JSON text in its parts; null for `null`. */
+function signedParts(json: string): SignedBoard | null {
+  if (json === "null") return null;
+  const member = JSON.parse(json) as { payload: unknown; kid: string; jws: string };
+  return { payload: JSON.stringify(member.payload), kid: member.kid, jws: member.jws };
 }

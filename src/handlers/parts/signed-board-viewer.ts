@@ -1,7 +1,8 @@
 /**
  * A live board's viewer that asked for signed boards (`signed=true`): each snapshot's frame waits for the
- * snapshot's one signature (./board-signatures.ts), so frames go out in the order the boards came, and a
- * connection that does not drain is cut as ResponseViewer cuts it.
+ * snapshot's one signature (./board-signatures.ts), so frames (heartbeats too) go out in the order the boards
+ * came, and a connection that does not drain is cut as ResponseViewer cuts it. The SSE stream and the watch RPC
+ * use it.
  */
 import type { BoardSnapshot } from "../../leaderboard/board-snapshot.js";
 import type { EndReason, Viewer } from "../../leaderboard/live-board.js";
@@ -12,7 +13,8 @@ export interface SignedViewerOptions extends StreamResponseOptions {
   readonly protocol: string;
   /** The snapshot's signed frame (the same bytes for every viewer of its format). */
   readonly frame: (snapshot: BoardSnapshot) => Promise<Buffer>;
-  readonly heartbeat: Buffer;
+  /** The heartbeat's bytes for the board it repeats (the same bytes for every viewer of its format). */
+  readonly heartbeat: (snapshot: BoardSnapshot) => Buffer;
 }
 
 export class SignedBoardViewer implements Viewer {
@@ -47,8 +49,13 @@ export class SignedBoardViewer implements Viewer {
     return true;
   }
 
-  heartbeat(): boolean {
-    return this.stream.write(this.options.heartbeat);
+  heartbeat(snapshot: BoardSnapshot): boolean {
+    const bytes = this.options.heartbeat(snapshot);
+    // After the boards not written yet: a heartbeat never overtakes the board it repeats.
+    this.queue = this.queue.then(() => {
+      if (!this.stream.write(bytes)) this.stream.end("slow");
+    });
+    return true;
   }
 
   end(reason: EndReason): void {
