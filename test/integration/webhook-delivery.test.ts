@@ -13,7 +13,7 @@ import { openDatabase } from "../../src/storage/database.js";
 import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
-import { type AttemptResult, DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
+import { type AttemptResult, type DeliveryObserver, DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
@@ -39,8 +39,15 @@ afterAll(async () => {
 });
 
 function worker(
-  options: { allowPrivate?: boolean; timeoutMs?: number; instance?: string; results?: AttemptResult[] } = {},
-  on = store,
+  options: {
+    allowPrivate?: boolean;
+    timeoutMs?: number;
+    leaseMs?: number;
+    instance?: string;
+    results?: AttemptResult[];
+    observer?: DeliveryObserver;
+  } = {},
+  on: WebhookStore = store,
 ): DeliveryWorker {
   const transport = createWebhookTransport({ allowPrivate: options.allowPrivate ?? true, userAgent: "topwagers-test" });
   transports.push(transport);
@@ -49,9 +56,10 @@ function worker(
     transport,
     retryScale: SCALE,
     timeoutMs: options.timeoutMs ?? 3_000,
+    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
     pollMs: 20,
     instance: options.instance ?? "test",
-    observer: { attempt: (result) => options.results?.push(result) },
+    observer: { attempt: (result) => options.results?.push(result), ...options.observer },
   });
   workers.push(made);
   return made;
@@ -321,18 +329,7 @@ describe("the database lost mid-delivery", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const transport = createWebhookTransport({ allowPrivate: true, userAgent: "topwagers-test" });
-    transports.push(transport);
-    const w = new DeliveryWorker({
-      store: flaky,
-      transport,
-      retryScale: SCALE,
-      timeoutMs: 3_000,
-      leaseMs: 300,
-      pollMs: 20,
-      instance: "flaky",
-      observer: { error: (error) => errors.push(error) },
-    });
+    const w = worker({ leaseMs: 300, instance: "flaky", observer: { error: (error) => errors.push(error) } }, flaky);
     const before = sinceNow();
     expect(await w.runOnce()).toBe(1);
     expect(errors).toEqual([lost]);
@@ -364,21 +361,17 @@ describe("the database lost mid-delivery", () => {
       },
     });
     const told: string[] = [];
-    const transport = createWebhookTransport({ allowPrivate: true, userAgent: "topwagers-test" });
-    transports.push(transport);
-    const kept = new DeliveryWorker({
-      store: away,
-      transport,
-      retryScale: SCALE,
-      timeoutMs: 3_000,
-      leaseMs: 10_000,
-      pollMs: 20,
-      instance: "kept",
-      observer: {
-        error: (error) => told.push(error === gone ? "error" : String(error)),
-        recovered: () => told.push("recovered"),
+    const kept = worker(
+      {
+        leaseMs: 10_000,
+        instance: "kept",
+        observer: {
+          error: (error) => told.push(error === gone ? "error" : String(error)),
+          recovered: () => told.push("recovered"),
+        },
       },
-    });
+      away,
+    );
     const before = sinceNow();
     expect(await kept.runOnce()).toBe(1);
     expect(receiver.received.slice(before).map((r) => r.headers["webhook-id"])).toEqual([delivery.messageId]);
