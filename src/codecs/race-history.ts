@@ -24,6 +24,8 @@ export function raceHistoryJson(history: RaceHistory): string {
       voidedWagers: standings.voidedWagers,
       usersAffected: standings.usersAffected,
       ranksMoved: standings.ranksMoved,
+      // null: a race frozen before late wagers were counted.
+      lateWagers: standings.lateWagers ?? null,
     },
   });
 }
@@ -54,6 +56,10 @@ export function raceHistoryMessage(history: RaceHistory): RaceHistoryMessage {
       usersAffected: standings.usersAffected,
       final: standings.ranksMoved !== null,
       ranksMoved: [...(standings.ranksMoved ?? [])],
+      lateWagers: standings.lateWagers?.wagers ?? 0,
+      lateUsersAffected: standings.lateWagers?.usersAffected ?? 0,
+      lateRanksMoved: [...(standings.lateWagers?.ranksMoved ?? [])],
+      lateCounted: standings.lateWagers !== undefined,
     }),
   });
 }

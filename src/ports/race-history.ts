@@ -40,6 +40,21 @@ export interface RaceStandingsChanges {
   readonly usersAffected: number;
   /** Ranks of the final result whose user or prize differs from a result without those voids; null until final. */
   readonly ranksMoved: readonly number[] | null;
+  /**
+   * Wagers of the race's period recorded after its end, before its freeze (counted from migration 18 on), as
+   * voids are: absent from a race frozen before they were counted.
+   */
+  readonly lateWagers?: LateWagerChanges;
+}
+
+/** How wagers recorded during a race's review changed its standings. */
+export interface LateWagerChanges {
+  /** Wagers dated inside the race's period, recorded after its end and before its freeze. */
+  readonly wagers: number;
+  /** Distinct users those wagers were of. */
+  readonly usersAffected: number;
+  /** Ranks of the final result whose user or prize differs from a result without those wagers; null until final. */
+  readonly ranksMoved: readonly number[] | null;
 }
 
 /** What a change writes (its race and time are the change's own). */
@@ -83,6 +98,10 @@ export interface RaceHistoryStore {
   voidCounts(id: string): Promise<RaceVoidCounts>;
   /** Every user of the race whose wagers were voided while it ran, with their totals now (the freeze reads it). */
   voidedUsers(id: string): Promise<VoidedRaceUser[]>;
+  /** The wagers of the race's period recorded during its review so far (`voidedWagers`: how many). */
+  lateWagerCounts(id: string): Promise<RaceVoidCounts>;
+  /** Every user with such late wagers: their late sums (the `voided*` fields) and their totals now (the freeze). */
+  lateWagerUsers(id: string): Promise<VoidedRaceUser[]>;
   /** The internal key of the affiliate that owned the deleted race `id`; undefined when it is not a deleted race. */
   deletedOwner(id: string): Promise<number | undefined>;
 }

@@ -1,7 +1,7 @@
 /**
  * The clock's last step, the freeze: once a race's review window is over, its board is read from the primary
  * (uncached), placed with every place a prize is paid to, hashed (digest.ts), its history's freeze entry
- * counted (what voids did, race-history.ts), signed when a key is active (signed-result.ts), and written
+ * counted (what voids and late wagers did, race-history.ts), signed when a key is active (signed-result.ts), and written
  * once with the start and end announcements still owed (RaceStore.freeze, one transaction).
  */
 
@@ -50,13 +50,15 @@ export async function freezeRace(
   const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated: placement.unallocated };
   const event = (signed: SignedResult | undefined) =>
     finalizedEvent(frozen, { entries, unallocated: placement.unallocated }, signed);
+  const moreRows = (limit: number) =>
+    boards.topUsers(race.affiliateId, race.startTimestamp, race.endTimestamp, limit, race.rankBy);
   const { signer } = options;
   // The signed result carries the race's history as recorded before its freeze (no change is allowed after the
   // end): read beside the voids the freeze's own entry counts, at once. So is the active key: signing inside the
   // freeze's transaction reads nothing, and a freeze holding its affiliate's lock never waits for a connection
   // that another freeze, waiting for that lock, holds.
   const [history, recorded, sign] = await Promise.all([
-    freezeHistory(options.store, race.id, placement.rows, placementRules(race, counted)),
+    freezeHistory(options.store, race.id, placement.rows, placementRules(race, counted), moreRows),
     signer === undefined ? undefined : options.store.history(race.id),
     signer?.withActiveKey(),
   ]);

@@ -10,9 +10,14 @@
  * - the freeze places the race twice, as it is and with those sums given back to their users
  *   (`ranksMovedByVoids`), and records the ranks whose user or prize differ: `ranksMoved`.
  * Neither names a user nor an amount: a reader learns how many wagers, of how many users, and which ranks.
+ *
+ * Late wagers (dated inside the period, recorded after its end and before the freeze) are counted the same way:
+ * each recording's transaction notes them per race in review (`lateWagers`), and the freeze places the race as it
+ * is and without them (`ranksMovedByLateWagers`).
  */
 import {
   CLOCK_ACTOR,
+  type LateWagerChanges,
   type NewRaceHistoryEntry,
   type RaceFieldChange,
   type RaceHistoryEntry,
@@ -83,10 +88,23 @@ function blank(ids: readonly string[] | undefined): string[] {
   return (ids ?? []).map(() => "");
 }
 
-/** The standings part of a history: the freeze's count once final, else the voids noted so far. */
-export function standingsOf(entries: readonly RaceHistoryEntry[], counted: RaceVoidCounts): RaceStandingsChanges {
+/**
+ * The standings part of a history: the freeze's count once final, else the voids and the late wagers noted so
+ * far (`late`; absent: not counted).
+ */
+export function standingsOf(
+  entries: readonly RaceHistoryEntry[],
+  counted: RaceVoidCounts,
+  late?: RaceVoidCounts,
+): RaceStandingsChanges {
   const frozen = entries.find((entry) => entry.kind === "frozen" && entry.standings !== undefined);
-  return frozen?.standings ?? { ...counted, ranksMoved: null };
+  if (frozen?.standings !== undefined) return frozen.standings;
+  const lateWagers = late === undefined ? {} : { lateWagers: lateChanges(late, null) };
+  return { ...counted, ranksMoved: null, ...lateWagers };
+}
+
+function lateChanges(counted: RaceVoidCounts, ranksMoved: readonly number[] | null): LateWagerChanges {
+  return { wagers: counted.voidedWagers, usersAffected: counted.usersAffected, ranksMoved };
 }
 
 /** What a signed result says of its race's history (issue 36 item 5): no user ids, no amounts. */
@@ -135,10 +153,38 @@ export function ranksMovedByVoids(
   rules: PlacementRules,
 ): number[] {
   if (voided.length === 0) return [];
+  return ranksMovedAgainst(rows, new Map(voided.map((user) => [user.userExternalId, restoredRow(user)])), rules);
+}
+
+/**
+ * The ranks whose user or prize differ between the race's placement on `rows` and its placement had the late
+ * wagers (`late`: each user's late sums in the `voided*` fields) not been recorded: each such user the board
+ * holds placed at their totals now minus the late sums, or left out when nothing else of theirs is left. A late
+ * user the board does not hold ranks after every row it holds, and lower still without the late wagers: it
+ * moves nothing. `rows` must hold, beyond the places counted, one more row per late user (who may come up into
+ * a place a lowered user leaves). Ascending, each rank once.
+ */
+export function ranksMovedByLateWagers(
+  rows: readonly RankedRow[],
+  late: readonly VoidedRaceUser[],
+  rules: PlacementRules,
+): number[] {
+  const held = new Set(rows.map((row) => row.userExternalId));
+  const lowered = late.filter((user) => held.has(user.userExternalId));
+  if (lowered.length === 0) return [];
+  return ranksMovedAgainst(rows, new Map(lowered.map((user) => [user.userExternalId, loweredRow(user)])), rules);
+}
+
+/** The ranks that differ between the placement on `rows` and on `rows` with `replaced` users' rows instead. */
+function ranksMovedAgainst(
+  rows: readonly RankedRow[],
+  replaced: ReadonlyMap<string, RankedRow | undefined>,
+  rules: PlacementRules,
+): number[] {
   const actual = placedAll(rows, rules);
-  const restored = new Map(voided.map((user) => [user.userExternalId, restoredRow(user)]));
-  const without = rows.filter((row) => !restored.has(row.userExternalId));
-  const counterfactual = [...without, ...restored.values()].sort((a, b) => boardOrder(a, b, rules));
+  const without = rows.filter((row) => !replaced.has(row.userExternalId));
+  const others = [...replaced.values()].filter((row): row is RankedRow => row !== undefined);
+  const counterfactual = [...without, ...others].sort((a, b) => boardOrder(a, b, rules));
   const before = placedAll(counterfactual, rules);
   const moved = new Set<number>();
   const length = Math.max(actual.length, before.length);
@@ -172,9 +218,23 @@ function restoredRow(user: VoidedRaceUser): RankedRow {
   };
 }
 
-function sum(a: string, b: string): string {
+/** A late user's row without their late wagers; undefined when they had no other wager of the period. */
+function loweredRow(user: VoidedRaceUser): RankedRow | undefined {
+  const total = sum(user.total, user.voidedTotal, -1n);
+  if (compareAmounts(total, "0") <= 0) return undefined;
+  return {
+    userExternalId: user.userExternalId,
+    username: user.username,
+    avatarUrl: user.avatarUrl,
+    total,
+    weightedTotal: sum(user.weightedTotal, user.voidedWeighted, -1n),
+  };
+}
+
+/** a + sign × b, exactly. */
+function sum(a: string, b: string, sign = 1n): string {
   const scale = Math.max(scaleOf(a), scaleOf(b));
-  return unitsText(toUnits(a, scale) + toUnits(b, scale), scale);
+  return unitsText(toUnits(a, scale) + sign * toUnits(b, scale), scale);
 }
 
 /** The board's order: ranked total descending, then username, then user id, in code point order. */
@@ -187,29 +247,40 @@ function boardOrder(a: RankedRow, b: RankedRow, rules: PlacementRules): number {
 
 /** A race's history as a reader gets it; `hideUserIds`: the excluded users as counts (withoutUserIds). */
 export async function historyOf(store: RaceHistoryStore, raceId: string, hideUserIds: boolean): Promise<RaceHistory> {
-  const [entries, counted] = await Promise.all([store.history(raceId), store.voidCounts(raceId)]);
+  const [entries, counted, late] = await Promise.all([
+    store.history(raceId),
+    store.voidCounts(raceId),
+    store.lateWagerCounts(raceId),
+  ]);
   return {
     raceId,
     entries: hideUserIds ? withoutUserIds(entries) : entries,
-    standings: standingsOf(entries, counted),
+    standings: standingsOf(entries, counted, late),
   };
 }
 
 /**
- * The freeze's entry: what voids did to the race (`rows`: its board as the freeze placed it, `rules` with
- * every counted place shown), by the clock.
+ * The freeze's entry: what voids and late wagers did to the race (`rows`: its board as the freeze placed it,
+ * `rules` with every counted place shown; `moreRows(n)`: the board's first n rows, read when late users may
+ * leave places to rows beyond `rows`), by the clock.
  */
 export async function freezeHistory(
   store: RaceHistoryStore,
   raceId: string,
   rows: readonly RankedRow[],
   rules: PlacementRules,
+  moreRows?: (limit: number) => Promise<readonly RankedRow[]>,
 ): Promise<NewRaceHistoryEntry> {
-  const voided = await store.voidedUsers(raceId);
+  const [voided, late] = await Promise.all([store.voidedUsers(raceId), store.lateWagerUsers(raceId)]);
+  const lateRows = late.length === 0 || moreRows === undefined ? rows : await moreRows(rows.length + late.length);
   const standings: RaceStandingsChanges = {
     voidedWagers: voided.reduce((count, user) => count + user.voidedWagers, 0),
     usersAffected: voided.length,
     ranksMoved: ranksMovedByVoids(rows, voided, rules),
+    lateWagers: lateChanges(
+      { voidedWagers: late.reduce((count, user) => count + user.voidedWagers, 0), usersAffected: late.length },
+      ranksMovedByLateWagers(lateRows, late, rules),
+    ),
   };
   return { kind: "frozen", actor: CLOCK_ACTOR, fields: [], standings };
 }

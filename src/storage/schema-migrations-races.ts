@@ -149,3 +149,21 @@ export const RELEASABLE_SLUGS: readonly MigrationStep[] = [
   addIndexIfMissing("races", "ix_races_slug", "affiliate_id, slug, series_index"),
   dropIndexIfPresent("races", "ux_races_series"),
 ];
+
+/**
+ * Migration 18, "late wagers of a race's period recorded during its review". Per race and user: the wagers dated
+ * inside the race's period that were recorded after its end and before its freeze, and their sums, added to by
+ * each recording's own transaction (storage/race-history.ts noteLateRaceWagers), as race_voids is by voids. The
+ * (affiliate, end) index lets that note read only the races that ended between a wager's time and now.
+ */
+export const RACE_LATE_WAGERS: readonly MigrationStep[] = [
+  `CREATE TABLE IF NOT EXISTS race_late_wagers (
+        race_id INT UNSIGNED NOT NULL,
+        user_id INT UNSIGNED NOT NULL,
+        wagers INT UNSIGNED NOT NULL,
+        amount DECIMAL(30,8) NOT NULL,
+        weighted DECIMAL(34,12) NOT NULL,
+        PRIMARY KEY (race_id, user_id)
+      ) ENGINE=InnoDB`,
+  addIndexIfMissing("races", "ix_races_affiliate_end", "affiliate_id, end_ts"),
+];

@@ -25,7 +25,13 @@ import {
   WEIGHTED_SUM_STORED,
   WEIGHTS_IN_EDGE_INDEX,
 } from "./schema-migrations-core.js";
-import { RACE_HISTORY_TABLES, RACE_TABLES, RELEASABLE_SLUGS, SIGNING_TABLES } from "./schema-migrations-races.js";
+import {
+  RACE_HISTORY_TABLES,
+  RACE_LATE_WAGERS,
+  RACE_TABLES,
+  RELEASABLE_SLUGS,
+  SIGNING_TABLES,
+} from "./schema-migrations-races.js";
 import { WEBHOOK_EVENTS_BY_RACE, WEBHOOK_TABLES } from "./schema-migrations-webhooks.js";
 import type { MigrationContext, MigrationStep } from "./schema-steps.js";
 import { WEIGHTED_SUM_MIGRATION } from "./weighted-backfill.js";
@@ -144,6 +150,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 17,
     name: "retention horizons and the hashes of pruned wagers",
     statements: RETENTION_HORIZONS,
+  },
+  {
+    version: 18,
+    name: "late wagers of a race's period recorded during its review",
+    statements: RACE_LATE_WAGERS,
   },
 ];
 

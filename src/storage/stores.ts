@@ -27,7 +27,7 @@ import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { currentSchemaVersion } from "./migration-runner.js";
 import { deferRaceStep, oldestDueStep } from "./race-clock.js";
-import { deletedRaceOwner, raceVoidCounts, raceVoidedUsers, readRaceHistory } from "./race-history.js";
+import { deletedRaceOwner, raceCorrectedUsers, raceCorrectionCounts, readRaceHistory } from "./race-history.js";
 import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
 import { announceEnd, announceStart, freezeRace } from "./race-steps.js";
 import {
@@ -190,8 +190,10 @@ export function mariadbRaces(pool: Pool): RaceStore {
     freeze: (id, result, event, owed, history, seal) => freezeRace(pool, id, result, event, owed, history, seal),
     signedResult: (id) => signedResultOf(pool, id),
     history: (id) => readRaceHistory(pool, id),
-    voidCounts: (id) => raceVoidCounts(pool, id),
-    voidedUsers: (id) => raceVoidedUsers(pool, id, weighted),
+    voidCounts: (id) => raceCorrectionCounts(pool, "race_voids", id),
+    voidedUsers: (id) => raceCorrectedUsers(pool, "race_voids", id, weighted),
+    lateWagerCounts: (id) => raceCorrectionCounts(pool, "race_late_wagers", id),
+    lateWagerUsers: (id) => raceCorrectedUsers(pool, "race_late_wagers", id, weighted),
     deletedOwner: (id) => deletedRaceOwner(pool, id),
     deferStep: (id, until) => deferRaceStep(pool, id, until),
     oldestDueStep: (now, longestWait) => oldestDueStep(pool, now, longestWait),

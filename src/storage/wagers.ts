@@ -11,6 +11,7 @@ import { FULL_WEIGHT_BPS } from "../values/weights.js";
 import { noteWagerTimes } from "./data-changes.js";
 import { ER_DUP_ENTRY, errnoOf } from "./database-errors.js";
 import { byCodePoint } from "./lock-order.js";
+import { noteLateRaceWagers } from "./race-history.js";
 import { refuseBeyondHorizon } from "./retention-guards.js";
 import { addIntoRollup, ROLLUP_SUMS_OF_WAGERS, ROLLUPS } from "./rollups.js";
 import {
@@ -124,13 +125,13 @@ async function countFresh(
   const counted = voids.removed.size === 0 ? fresh : fresh.filter((w) => !voids.removed.has(w.id));
   if (counted.length > 0) {
     await addToRollups(connection);
-    await noteWagerTimes(
-      connection,
-      counted.map((w) => {
-        const user = users.get(w.userId) as InternalUser;
-        return { affiliateId: user.affiliateId, placedAt: w.placedAt, userId: user.id };
-      }),
-    );
+    const times = counted.map((w) => {
+      const user = users.get(w.userId) as InternalUser;
+      return { affiliateId: user.affiliateId, placedAt: w.placedAt, userId: user.id };
+    });
+    // Races in review whose period holds some of these wagers count them as late (./race-history.ts).
+    await noteLateRaceWagers(connection, STAGE, times);
+    await noteWagerTimes(connection, times);
   }
   return fresh.length - voids.resent;
 }

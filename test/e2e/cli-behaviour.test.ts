@@ -186,6 +186,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 15, name: "a cancelled or deleted race's slug can be used again" },
     { version: 16, name: "webhook events indexed by the race they are about" },
     { version: 17, name: "retention horizons and the hashes of pruned wagers" },
+    { version: 18, name: "late wagers of a race's period recorded during its review" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

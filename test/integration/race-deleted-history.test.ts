@@ -17,6 +17,13 @@ import { restCall } from "../support/rest.js";
 const ADMIN_TOKEN = "test-admin-token-deleted-history-0123";
 const NOW = Math.floor(Date.now() / 1000);
 const DAY = 86_400;
+/** A deleted race never started: no voids and no late wagers. */
+const NOTHING_COUNTED = {
+  voidedWagers: 0,
+  usersAffected: 0,
+  ranksMoved: null,
+  lateWagers: { wagers: 0, usersAffected: 0, ranksMoved: null },
+};
 
 let servers: IngestServers;
 let checker: OpenApiChecker;
@@ -120,7 +127,7 @@ describe("a race deleted with a key", () => {
             },
             { at: at[3], kind: "deleted", actor: key, fields: [] },
           ],
-          standings: { voidedWagers: 0, usersAffected: 0, ranksMoved: null },
+          standings: NOTHING_COUNTED,
         },
         errors: null,
       },
@@ -154,7 +161,7 @@ describe("a race deleted by the admin", () => {
             { at: at[0], kind: "created", actor, fields: [] },
             { at: at[1], kind: "deleted", actor, fields: [] },
           ],
-          standings: { voidedWagers: 0, usersAffected: 0, ranksMoved: null },
+          standings: NOTHING_COUNTED,
         },
         errors: null,
       },
@@ -189,7 +196,7 @@ describe("a deletion recorded before its owner was kept (0.3.0)", () => {
             { at: 1_790_000_000, kind: "created", actor: { kind: "key", id: key.id }, fields: [] },
             { at: 1_790_000_100, kind: "deleted", actor: { kind: "cli", id: "ops" }, fields: [] },
           ],
-          standings: { voidedWagers: 0, usersAffected: 0, ranksMoved: null },
+          standings: NOTHING_COUNTED,
         },
         errors: null,
       },

@@ -15,7 +15,7 @@ import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { bearerConnect } from "../support/calls.js";
 import { addUsers, addWagers, createKey } from "../support/fixtures.js";
-import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
+import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { OpenApiChecker } from "../support/openapi.js";
 import { instanceRaces, ok } from "../support/races.js";
@@ -128,7 +128,16 @@ describe("changes made on one instance, read on another", () => {
       { kind: "cancelled", actor: admin, fields: [] },
     ].map((change, i) => ({ at: at[i], ...change }));
     expect(body).toEqual({
-      data: { raceId, changes, standings: { voidedWagers: 0, usersAffected: 0, ranksMoved: null } },
+      data: {
+        raceId,
+        changes,
+        standings: {
+          voidedWagers: 0,
+          usersAffected: 0,
+          ranksMoved: null,
+          lateWagers: { wagers: 0, usersAffected: 0, ranksMoved: null },
+        },
+      },
       errors: null,
     });
     // The excluded user is neither named nor are their wagers shown.
@@ -213,7 +222,12 @@ describe("voids while a race runs", () => {
   it("counts the voided wagers of the period while reviewing, the ranks not yet", async () => {
     const { text } = await restHistory(b.url, raceId, key);
     const body = JSON.parse(text) as { data: { standings: unknown } };
-    expect(body.data.standings).toEqual({ voidedWagers: 1, usersAffected: 1, ranksMoved: null });
+    expect(body.data.standings).toEqual({
+      voidedWagers: 1,
+      usersAffected: 1,
+      ranksMoved: null,
+      lateWagers: { wagers: 0, usersAffected: 0, ranksMoved: null },
+    });
   });
 
   it("the freeze records which ranks the voids moved, read on the other instance", async () => {
@@ -226,13 +240,110 @@ describe("voids while a race runs", () => {
       ["frozen", { kind: "clock", id: "" }],
     ]);
     // Without the void alice (500) was first and bob (400) second; with it bob is first and alice second.
-    expect(body.data.standings).toEqual({ voidedWagers: 1, usersAffected: 1, ranksMoved: [1, 2] });
+    expect(body.data.standings).toEqual({
+      voidedWagers: 1,
+      usersAffected: 1,
+      ranksMoved: [1, 2],
+      lateWagers: { wagers: 0, usersAffected: 0, ranksMoved: [] },
+    });
     const got = await raceClient(b.url, key).getRace({ idOrSlug: raceId });
     expect(got.history?.standings).toMatchObject({
       voidedWagers: 1,
       usersAffected: 1,
       final: true,
       ranksMoved: [1, 2],
+    });
+  });
+});
+
+describe("late wagers recorded during the review", () => {
+  const affiliate = "rh-late";
+  const start = NOW - 7_200;
+  const end = NOW - 600;
+  const review = 86_400;
+  let key = "";
+  let raceId = "";
+
+  beforeAll(async () => {
+    key = (await createKey(a.database.db, affiliate)).secret;
+    await addUsers(a.database.db, [
+      { id: "l-alice", affiliateId: affiliate, username: "alice", avatar: "" },
+      { id: "l-bob", affiliateId: affiliate, username: "bob", avatar: "" },
+      { id: "l-carol", affiliateId: affiliate, username: "carol", avatar: "" },
+      { id: "l-dave", affiliateId: affiliate, username: "dave", avatar: "" },
+    ]);
+    // Recorded before the race exists: none of these is late.
+    await addWagers(a.database.db, [
+      { id: "l-a1", userId: "l-alice", amount: "500", placedAt: start + 10 },
+      { id: "l-b1", userId: "l-bob", amount: "400", placedAt: start + 20 },
+      { id: "l-c1", userId: "l-carol", amount: "100", placedAt: start + 30 },
+    ]);
+    const created = await raceClient(a.publicUrl, key).createRace({
+      rules: {
+        slug: "late",
+        title: "Late",
+        startTimestamp: BigInt(start),
+        endTimestamp: BigInt(end),
+        prizes: ["100", "50"],
+        reviewSeconds: review,
+      },
+      allowPast: true,
+    });
+    raceId = created.race?.id ?? "";
+    // In review: carol's 200 + 150 and dave's 30 (at the last second) are dated inside the period; alice's a
+    // second after the end and bob's a second before the start are not.
+    await a.client("connect").recordWagers({
+      wagers: [
+        wagerMessage("l-c2", "l-carol", "200", start + 40),
+        wagerMessage("l-c3", "l-carol", "150", start + 50),
+        wagerMessage("l-d1", "l-dave", "30", end),
+        wagerMessage("l-a2", "l-alice", "999", end + 1),
+        wagerMessage("l-b0", "l-bob", "5", start - 1),
+      ],
+    });
+  });
+
+  it("counts the late wagers of the period while reviewing, the ranks not yet", async () => {
+    const { text } = await restHistory(b.url, raceId, key);
+    const body = JSON.parse(text) as { data: { standings: unknown } };
+    expect(body.data.standings).toEqual({
+      voidedWagers: 0,
+      usersAffected: 0,
+      ranksMoved: null,
+      lateWagers: { wagers: 3, usersAffected: 2, ranksMoved: null },
+    });
+    // No user and no amount is named.
+    expect(text).not.toContain("carol");
+    expect(text).not.toContain("450");
+  });
+
+  it("the freeze records which ranks the late wagers moved, read on the other instance", async () => {
+    const clock = instanceRaces(a.database.db, { now: () => end + review + 1 });
+    expect(ok({ kind: "ok", value: await clock.tick() })).toMatchObject({ frozen: 1 });
+    // At the end: alice 500, bob 400 (second, 50), carol 100. With the late wagers carol has 450 and is second:
+    // rank 2's user changed; alice stays first, and dave's 30 reaches no place.
+    const { text } = await restHistory(b.url, raceId, key);
+    const body = JSON.parse(text) as { data: { standings: unknown } };
+    expect(body.data.standings).toEqual({
+      voidedWagers: 0,
+      usersAffected: 0,
+      ranksMoved: [],
+      lateWagers: { wagers: 3, usersAffected: 2, ranksMoved: [2] },
+    });
+    const got = await raceClient(b.url, key).getRace({ idOrSlug: raceId });
+    expect(got.entries.map((entry) => [entry.rank, entry.username, entry.prize])).toEqual([
+      [1, "alice", "100"],
+      [2, "carol", "50"],
+    ]);
+    expect(got.history?.standings).toMatchObject({
+      voidedWagers: 0,
+      usersAffected: 0,
+      final: true,
+      ranksMoved: [],
+      lateWagers: 3,
+      lateUsersAffected: 2,
+      lateRanksMoved: [2],
+      lateCounted: true,
     });
   });
 });

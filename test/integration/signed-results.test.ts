@@ -183,7 +183,12 @@ describe("signed final results", () => {
       historySummary: {
         changes: 0,
         entries: [{ at: NOV_1 - 100, kind: "created", actor: { kind: "admin", id: "" }, fields: [] }],
-        standings: { voidedWagers: 0, usersAffected: 0, ranksMoved: [] },
+        standings: {
+          voidedWagers: 0,
+          usersAffected: 0,
+          ranksMoved: [],
+          lateWagers: { wagers: 0, usersAffected: 0, ranksMoved: [] },
+        },
       },
     });
     // The same bytes on every answer: REST again, and GetRace.

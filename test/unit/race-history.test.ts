@@ -11,7 +11,9 @@ import type { PlacementRules } from "../../src/races/prizes.js";
 import {
   definitionChanges,
   raceHistorySummary,
+  ranksMovedByLateWagers,
   ranksMovedByVoids,
+  standingsOf,
   withoutUserIds,
 } from "../../src/races/race-history.js";
 
@@ -130,5 +132,63 @@ describe("ranksMovedByVoids", () => {
     // Before: a 400 and b 400 tie at rank 1 (75 each), c 100 third. After b's 1: a 400 first, b 399 second.
     const board = [row("a", "400"), row("b", "399"), row("c", "100")];
     expect(ranksMovedByVoids(board, [voided("b", "399", "1")], RULES)).toEqual([1, 2]);
+  });
+});
+
+/** A user with late wagers: `lateTotal` of their `total` now was recorded during the review. */
+function late(id: string, total: string, lateTotal: string, wagers = 1): VoidedRaceUser {
+  return { ...voided(id, total, lateTotal), voidedWagers: wagers };
+}
+
+describe("ranksMovedByLateWagers", () => {
+  it("is empty without late wagers, and when they moved nobody", () => {
+    const board = [row("a", "500"), row("b", "400"), row("c", "100"), row("d", "50")];
+    expect(ranksMovedByLateWagers(board, [], RULES)).toEqual([]);
+    // a had 450 at the end and 500 now: first either way.
+    expect(ranksMovedByLateWagers(board, [late("a", "500", "50")], RULES)).toEqual([]);
+  });
+
+  it("names both ranks of a swap the late wagers made", () => {
+    // Now: a 500, c 450, b 400 (d 50). Without c's late 350: a 500, b 400, c 100: ranks 2 and 3 changed users.
+    const board = [row("a", "500"), row("c", "450"), row("b", "400"), row("d", "50")];
+    expect(ranksMovedByLateWagers(board, [late("c", "450", "350", 2)], RULES)).toEqual([2, 3]);
+  });
+
+  it("leaves out a user whose every wager was late, and brings up the next row", () => {
+    // Now: e 900 (all late), a 500, b 400, c 100. Without e: a 500, b 400, c 100: every rank changed user.
+    const board = [row("e", "900"), row("a", "500"), row("b", "400"), row("c", "100")];
+    expect(ranksMovedByLateWagers(board, [late("e", "900", "900")], RULES)).toEqual([1, 2, 3]);
+  });
+
+  it("ignores a late user the board does not hold (below every held row, lower still without them)", () => {
+    const board = [row("a", "500"), row("b", "400"), row("c", "100"), row("d", "50")];
+    expect(ranksMovedByLateWagers(board, [late("z", "40", "30")], RULES)).toEqual([]);
+  });
+
+  it("names a rank whose prize changed through a tie the late wager made", () => {
+    // Now: a 400 and b 400 tie at rank 1 (75 each), c 100 third. Without b's late 1: a first (100), b second (50).
+    // The final result's rank 1 (both its users) differs in prize; it has no rank 2.
+    const board = [row("a", "400"), row("b", "400"), row("c", "100"), row("d", "50")];
+    expect(ranksMovedByLateWagers(board, [late("b", "400", "1")], RULES)).toEqual([1]);
+  });
+});
+
+describe("standingsOf", () => {
+  it("answers the late wagers noted so far beside the voids before the freeze, the ranks not yet", () => {
+    const entries = ENTRIES.slice(0, 2);
+    expect(standingsOf(entries, { voidedWagers: 1, usersAffected: 1 }, { voidedWagers: 3, usersAffected: 2 })).toEqual({
+      voidedWagers: 1,
+      usersAffected: 1,
+      ranksMoved: null,
+      lateWagers: { wagers: 3, usersAffected: 2, ranksMoved: null },
+    });
+  });
+
+  it("answers the freeze's count once final, without late wagers for a race frozen before they were counted", () => {
+    expect(standingsOf(ENTRIES, { voidedWagers: 9, usersAffected: 9 }, { voidedWagers: 9, usersAffected: 9 })).toEqual({
+      voidedWagers: 2,
+      usersAffected: 1,
+      ranksMoved: [1],
+    });
   });
 });
