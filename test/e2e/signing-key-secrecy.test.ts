@@ -25,7 +25,7 @@ import { NOV_1 } from "../support/dates.js";
 import { addBoard, affiliateKey } from "../support/fixtures.js";
 import { until } from "../support/polling.js";
 import { internalPortOf, type ServerProcess, startServerProcess } from "../support/processes.js";
-import { instanceRaces, ok } from "../support/races.js";
+import { instanceRaces, ok, raceNamed } from "../support/races.js";
 
 const SECRET_KEY_HEX = "5a".repeat(32);
 const database = useTestDatabase("signing_secrecy");
@@ -42,24 +42,22 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** A race of secrecy-aff over the first hour of November 1st (prize 5, no review), made before it starts. */
+async function hourOfNovemberFirst(slug: string, title: string) {
+  const races = instanceRaces(database.db, { now: () => NOV_1 - 100 });
+  const affiliate = await affiliateKey(database.db.read, "secrecy-aff");
+  return ok(
+    await races.create(affiliate, raceNamed(slug, title, [NOV_1, NOV_1 + 3_599], { prizes: ["5"], reviewSeconds: 0 })),
+  );
+}
+
 beforeAll(async () => {
   const made = await runCli(["signing-keys", "make", "--activate"], database.url, env());
   const listed = await runCli(["signing-keys", "list", "--json"], database.url, env());
   seen.push(made.stdout, made.stderr, listed.stdout, listed.stderr);
   expect([made.code, listed.code]).toEqual([0, 0]);
   await addBoard(database.db, "secrecy-aff", [["u1", "alice", "", ["12.5", NOV_1 + 10]]]);
-  const races = instanceRaces(database.db, { now: () => NOV_1 - 100 });
-  const affiliate = await affiliateKey(database.db.read, "secrecy-aff");
-  const race = ok(
-    await races.create(affiliate, {
-      slug: "past",
-      title: "Past",
-      startTimestamp: NOV_1,
-      endTimestamp: NOV_1 + 3_599,
-      prizes: ["5"],
-      reviewSeconds: 0,
-    }),
-  );
+  const race = await hourOfNovemberFirst("past", "Past");
   server = await startServerProcess({ ...env(), ACCESS_LOG: "true", RACE_CLOCK_MS: "100" });
   seen.push(...(await everythingAbout(server, race.race.id)));
 });
@@ -125,18 +123,7 @@ describe("a signing key from SIGNING_KEY_FILE", () => {
     // The database's key stays active in the database; a server with the file signs with the file's key.
     await server?.stop();
     server = undefined;
-    const races = instanceRaces(database.db, { now: () => NOV_1 - 100 });
-    const affiliate = await affiliateKey(database.db.read, "secrecy-aff");
-    const race = ok(
-      await races.create(affiliate, {
-        slug: "past-file",
-        title: "Past, signed with the file's key",
-        startTimestamp: NOV_1,
-        endTimestamp: NOV_1 + 3_599,
-        prizes: ["5"],
-        reviewSeconds: 0,
-      }),
-    );
+    const race = await hourOfNovemberFirst("past-file", "Past, signed with the file's key");
     fileServer = await startServerProcess({
       ...env(),
       SIGNING_KEY_FILE: file,
