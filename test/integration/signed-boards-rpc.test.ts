@@ -32,6 +32,7 @@ import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { grpcJsMethod } from "../support/calls.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample } from "../support/live.js";
+import { whenDefined } from "../support/polling.js";
 import { restCall } from "../support/rest.js";
 import { useTestServer } from "../support/server.js";
 
@@ -161,15 +162,7 @@ class Watch {
 }
 
 /** Waits until `ready` answers something other than undefined (checked every 20 ms), at most `ms`. */
-async function until<T>(what: string, ready: () => T | undefined, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = ready();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = <T>(what: string, ready: () => T | undefined, ms = 20_000) => whenDefined(what, ready, ms);
 
 describe("signed boards over RPC", () => {
   it("the unary call signs on every protocol with the signature REST gives; without the field, nothing changes", async () => {

@@ -19,6 +19,7 @@ import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { boardEvents, RawHttp1Stream } from "../support/live.js";
+import { whenDefined } from "../support/polling.js";
 
 let servers: IngestServers;
 let key = "";
@@ -92,15 +93,7 @@ function watch(rankBy?: RankBy): { messages: WatchTopAffiliateWagersByPeriodResp
   return { messages, ended };
 }
 
-async function until<T>(ready: () => T | undefined, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = ready();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = <T>(ready: () => T | undefined, what: string, timeoutMs = 5_000) => whenDefined(what, ready, timeoutMs);
 
 function sse(query: string): RawHttp1Stream {
   const port = Number(new URL(servers.publicUrl).port);

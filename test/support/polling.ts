@@ -16,3 +16,14 @@ export async function until<T>(
   }
   return value;
 }
+
+/** Checks every 20 ms until `ready` answers something other than undefined; fails after `timeoutMs` naming `what`. */
+export async function whenDefined<T>(what: string, ready: () => T | undefined, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = ready();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
