@@ -101,7 +101,7 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
   "signed-boards": {
     run: runSignedBoardsBench,
     usage:
-      "signed-boards [--seconds 8] [--rounds 2] [--connections 32] [--streams 32]   REST and SSE throughput with every caller asking for signed boards vs unsigned",
+      "signed-boards [--seconds 8] [--rounds 2] [--connections 32] [--streams 32] [--instructions N] [--warmup 20000]   REST and SSE throughput with every caller asking for signed boards vs unsigned (or REST instructions per call under callgrind)",
   },
   http: {
     run: runHttpBench,

@@ -9,14 +9,19 @@
  * its ratio (unsigned / signed: the share of unsigned throughput the server can give signed calls) is the steady
  * measure on a loaded machine, beside the raw throughput's ratio.
  *
+ * `--instructions N` instead runs the server under callgrind (./instructions.ts) and counts the instructions of
+ * N REST calls of each kind, `rounds` times alternating, after `warmup` uncounted calls of each: a count that
+ * does not depend on what else runs on the machine.
+ *
  *   npm run bench -- signed-boards [--seconds 8] [--rounds 2] [--connections 32] [--streams 32]
+ *                                  [--instructions 2000] [--warmup 20000]
  *
  * REST: autocannon POSTs of one board (warm cache). SSE: a loop of `streams` concurrent viewers that each open
  * the board's stream, read its first event and close, again and again (opens per second).
  */
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
-import { loadavg } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
@@ -25,6 +30,7 @@ import { openDatabase } from "../src/storage/database.js";
 import { mariadbSigningKeys } from "../src/storage/signing-keys.js";
 import { WebhookSecretBox } from "../src/storage/webhook-secrets.js";
 import { OCT_1, prepareDatabase } from "./http.js";
+import { CALLGRIND_HOST, callgrindWrapper, countInstructions } from "./instructions.js";
 import { fmt, machineDescription, startChild, table } from "./support.js";
 
 interface Options {
@@ -141,6 +147,8 @@ export async function runSignedBoardsBench(args: string[]): Promise<void> {
       rounds: { type: "string", default: "2" },
       connections: { type: "string", default: "32" },
       streams: { type: "string", default: "32" },
+      instructions: { type: "string" },
+      warmup: { type: "string", default: "20000" },
     },
   });
   const options: Options = {
@@ -153,6 +161,11 @@ export async function runSignedBoardsBench(args: string[]): Promise<void> {
   const key = await prepareDatabase(databaseUrl);
   await activateKey(databaseUrl);
   const distDir = new URL(".", import.meta.url).pathname;
+  if (values.instructions !== undefined) {
+    const counted = { requests: Number(values.instructions), warmup: Number(values.warmup) };
+    process.stdout.write(await instructionsReport(distDir, databaseUrl, key, options, counted));
+    return;
+  }
   const metricsPort = 20_000 + (process.pid % 20_000);
   const service = await startChild(
     join(distDir, "../src/main.js"),
@@ -272,6 +285,89 @@ function report(rows: readonly Row[], options: Options, machine: string, signatu
       `median of the rounds REST ${pct(throughput("REST"))}, SSE ${pct(throughput("SSE"))} (target >= 90%).`,
     `server CPU per call, unsigned / signed (median of the rounds): REST ${pct(cpu("REST"))}, SSE ${pct(cpu("SSE"))}.`,
     `signatures made by the server in the whole run: ${signatures}`,
+    "",
+  ].join("\n");
+}
+
+/** REST calls of each kind counted under callgrind: instructions per call, unsigned and signed, each round. */
+async function instructionsReport(
+  distDir: string,
+  databaseUrl: string,
+  key: string,
+  options: Options,
+  counted: { readonly requests: number; readonly warmup: number },
+): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "signed-boards-callgrind-"));
+  const service = await startChild(
+    join(distDir, "../src/main.js"),
+    {
+      PORT: "0",
+      HOST: CALLGRIND_HOST,
+      DATABASE_URL: databaseUrl,
+      CACHE_TTL_MS: "600000",
+      RATE_LIMIT_POINTS: "1000000000",
+      INTERNAL_PORT: "0",
+      ISSUER: "https://casino.example",
+      LOG_LEVEL: "info",
+      // As the protocols scenario runs a server under valgrind (bench/protocols.ts): some 50 times slower.
+      DATABASE_CONNECT_TIMEOUT_MS: "120000",
+      DATABASE_PROBE_TIMEOUT_MS: "120000",
+      CHANGE_FEED_POLL_MS: "5000",
+      CHANGE_FEED_MAX_LAG_MS: "600000",
+    },
+    {
+      isListening: (line) => line.msg?.startsWith("topwagers listening") === true,
+      nodeArgs: ["--no-flush-bytecode", "--no-memory-reducer"],
+      wrapper: callgrindWrapper(dir),
+    },
+  );
+  const url = `http://127.0.0.1:${service.port}/top-affiliate-wagers-by-period`;
+  const bodies = { unsigned: JSON.stringify(REQUEST), signed: JSON.stringify({ ...REQUEST, signed: true }) };
+  const calls = async (body: string, amount: number) => {
+    const result = await autocannon({
+      url,
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body,
+      connections: 8,
+      amount,
+      // Under valgrind a call may take seconds.
+      timeout: 120,
+    });
+    if (result.non2xx + result.errors > 0)
+      throw new Error(
+        `${result.non2xx} REST calls answered non-2xx, ${result.errors} failed (${result.timeouts} timed out)`,
+      );
+  };
+  const rows: (string | number)[][] = [];
+  const perCall: Record<"unsigned" | "signed", number[]> = { unsigned: [], signed: [] };
+  try {
+    await calls(bodies.unsigned, counted.warmup);
+    await calls(bodies.signed, counted.warmup);
+    for (let round = 1; round <= options.rounds; round++) {
+      const order = round % 2 === 0 ? (["signed", "unsigned"] as const) : (["unsigned", "signed"] as const);
+      for (const kind of order) {
+        const { instructions, dumpFile } = await countInstructions(service.child.pid ?? 0, dir, () =>
+          calls(bodies[kind], counted.requests),
+        );
+        rmSync(dumpFile);
+        perCall[kind].push(instructions / counted.requests);
+        rows.push([round, kind, fmt(instructions / counted.requests, 0)]);
+      }
+    }
+  } finally {
+    await service.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const ratio = median(perCall.unsigned) / median(perCall.signed);
+  return [
+    "",
+    `command: npm run bench -- signed-boards --instructions ${counted.requests} --warmup ${counted.warmup} --rounds ${options.rounds}`,
+    `machine: ${await machineDescription(databaseUrl)}; the server under valgrind --tool=callgrind (every thread counted)`,
+    "",
+    table(["round", "REST POST", "instructions per call"], rows),
+    "",
+    `median instructions per call: unsigned ${fmt(median(perCall.unsigned), 0)}, signed ${fmt(median(perCall.signed), 0)}; unsigned / signed ${fmt(100 * ratio, 1)}% (the share of unsigned throughput signed calls can have when the server's CPU is the bottleneck).`,
     "",
   ].join("\n");
 }
