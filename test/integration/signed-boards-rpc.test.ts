@@ -26,23 +26,14 @@ import {
   type WatchTopAffiliateWagersByPeriodResponse,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
-import { makeSigningKey } from "../../src/signing/keys.js";
-import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { grpcJsMethod } from "../support/calls.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample } from "../support/live.js";
 import { whenDefined } from "../support/polling.js";
 import { restCall } from "../support/rest.js";
-import { useTestServer } from "../support/server.js";
+import { ISSUER, sealedSigningKey, useSigningServer } from "../support/signed-races.js";
 
-const SECRET_KEY_HEX = "6b".repeat(32);
-const ISSUER = "https://casino.example";
-const server = useTestServer("signed_boards_rpc", {
-  ISSUER,
-  WEBHOOK_SECRET_KEY: SECRET_KEY_HEX,
-  STREAM_LIMIT_PER_ADDRESS: "1000",
-});
+const server = useSigningServer("signed_boards_rpc", 1_000);
 const AFFILIATE = "sbr-aff";
 const START = 1_793_491_200;
 const END = 1_796_083_199;
@@ -62,10 +53,7 @@ interface SignedParts {
 }
 
 beforeAll(async () => {
-  const made: ActiveSigningKey = await makeSigningKey();
-  const keys = mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")));
-  await keys.insert(made, 1_764_000_000);
-  await keys.activate(made.kid, 1_764_000_001);
+  const made: ActiveSigningKey = await sealedSigningKey(server.database.db, 1_764_000_000, 1_764_000_001);
   signingKid = made.kid;
   key = (await createKey(server.database.db, AFFILIATE)).secret;
   await addBoard(server.database.db, AFFILIATE, [

@@ -7,22 +7,18 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
-import { makeSigningKey } from "../../src/signing/keys.js";
-import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, metricSample, RawHttp1Stream, type RawReply } from "../support/live.js";
 import { restCall } from "../support/rest.js";
-import { useTestServer } from "../support/server.js";
-import { type Signed, verifiedWithServedKeys } from "../support/signed-races.js";
-
-const SECRET_KEY_HEX = "5a".repeat(32);
-const ISSUER = "https://casino.example";
-const server = useTestServer("signed_boards", {
+import {
   ISSUER,
-  WEBHOOK_SECRET_KEY: SECRET_KEY_HEX,
-  STREAM_LIMIT_PER_ADDRESS: "2000",
-});
+  type Signed,
+  sealedSigningKey,
+  useSigningServer,
+  verifiedWithServedKeys,
+} from "../support/signed-races.js";
+
+const server = useSigningServer("signed_boards", 2_000);
 const AFFILIATE = "sb-aff";
 const START = 1_793_491_200;
 const END = 1_796_083_199;
@@ -50,10 +46,7 @@ const boards = (stream: RawHttp1Stream, n: number): Promise<{ id: string; data: 
 
 describe("signed live boards", () => {
   it("signs each version once for 1,000 viewers, over exactly its entries; plain viewers get the plain envelope", async () => {
-    const made: ActiveSigningKey = await makeSigningKey();
-    const keys = mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")));
-    await keys.insert(made, 1_764_000_000);
-    await keys.activate(made.kid, 1_764_000_001);
+    const made: ActiveSigningKey = await sealedSigningKey(server.database.db, 1_764_000_000, 1_764_000_001);
     const { secret } = await createKey(server.database.db, AFFILIATE);
     await addBoard(server.database.db, AFFILIATE, [
       ["sb-ann", "ann", "https://img.example/ann.png", ["1500.25", START + 10]],

@@ -7,22 +7,18 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, describe, expect, it } from "vitest";
-import { makeSigningKey } from "../../src/signing/keys.js";
-import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample, RawHttp1Stream } from "../support/live.js";
 import { raceNamed } from "../support/races.js";
-import { useTestServer } from "../support/server.js";
-import { type Signed, verifiedWithServedKeys } from "../support/signed-races.js";
-
-const SECRET_KEY_HEX = "6b".repeat(32);
-const ISSUER = "https://casino.example";
-const server = useTestServer("signed_races", {
+import {
   ISSUER,
-  WEBHOOK_SECRET_KEY: SECRET_KEY_HEX,
-  STREAM_LIMIT_PER_ADDRESS: "2000",
-});
+  type Signed,
+  sealedSigningKey,
+  useSigningServer,
+  verifiedWithServedKeys,
+} from "../support/signed-races.js";
+
+const server = useSigningServer("signed_races", 2_000);
 const AFFILIATE = "sr-aff";
 const VIEWERS = Number(process.env.SR_VIEWERS ?? 1_000);
 const streams: RawHttp1Stream[] = [];
@@ -65,10 +61,7 @@ describe("signed live races", () => {
     const now = Math.floor(Date.now() / 1000);
     const start = now - 3_600;
     const end = now + 86_400;
-    const made = await makeSigningKey();
-    const keys = mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")));
-    await keys.insert(made, now - 10);
-    await keys.activate(made.kid, now - 9);
+    const made = await sealedSigningKey(server.database.db, now - 10, now - 9);
     const { secret } = await createKey(server.database.db, AFFILIATE);
     await addBoard(server.database.db, AFFILIATE, [
       ["sr-ann", "ann", "https://img.example/ann.png", ["1500.25", start + 10]],

@@ -15,6 +15,7 @@ import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { NOV_1 } from "./dates.js";
 import { addBoard, affiliateKey } from "./fixtures.js";
 import { instanceRaces, ok } from "./races.js";
+import { type TestServer, useTestServer } from "./server.js";
 
 /** Makes and activates a signing key on `db` (no WEBHOOK_SECRET_KEY: stored plain). */
 export async function activeSigningKey(db: Database, at = NOV_1): Promise<ActiveSigningKey> {
@@ -68,4 +69,27 @@ export async function verifiedWithServedKeys(baseUrl: string, signed: Signed): P
   const result = await compactVerify(`${header}.${payload}.${signature}`, createLocalJWKSet(jwks));
   expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid });
   return JSON.parse(new TextDecoder().decode(result.payload));
+}
+
+/** The issuer the signing tests' servers name in what they sign. */
+export const ISSUER = "https://casino.example";
+/** The WEBHOOK_SECRET_KEY (hex) the signing tests' servers seal their signing keys with. */
+const SEALING_KEY_HEX = "6b".repeat(32);
+
+/** A test server that signs as ISSUER, its signing keys sealed with its WEBHOOK_SECRET_KEY, `streams` streams per address. */
+export function useSigningServer(label: string, streams: number): TestServer {
+  return useTestServer(label, {
+    ISSUER,
+    WEBHOOK_SECRET_KEY: SEALING_KEY_HEX,
+    STREAM_LIMIT_PER_ADDRESS: String(streams),
+  });
+}
+
+/** Makes a signing key on a signing server's database, sealed as it seals them, added at `at`, active from `activeAt`. */
+export async function sealedSigningKey(db: Database, at: number, activeAt: number): Promise<ActiveSigningKey> {
+  const keys = mariadbSigningKeys(db.write, new WebhookSecretBox(Buffer.from(SEALING_KEY_HEX, "hex")));
+  const made = await makeSigningKey();
+  await keys.insert(made, at);
+  await keys.activate(made.kid, activeAt);
+  return made;
 }
