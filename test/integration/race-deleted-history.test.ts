@@ -9,7 +9,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { bearerConnect } from "../support/calls.js";
-import { createKey } from "../support/fixtures.js";
+import { createKey, secretAndPublishableKeys } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { OpenApiChecker } from "../support/openapi.js";
 import { restCall } from "../support/rest.js";
@@ -76,8 +76,7 @@ describe("a race deleted with a key", () => {
   let raceId = "";
 
   beforeAll(async () => {
-    secret = await createKey(servers.database.db, affiliate);
-    publishable = await createKey(servers.database.db, affiliate, null, { publishable: true, allowedOrigins: [] });
+    ({ secret, publishable } = await secretAndPublishableKeys(servers.database.db, affiliate));
     other = await createKey(servers.database.db, "dh-other");
     const byKey = raceClient(servers.publicUrl, secret.secret);
     raceId = (await byKey.createRace({ rules: rules("gone") })).race?.id ?? "";

@@ -14,7 +14,7 @@ import { loadConfig } from "../../src/config.js";
 import { type Database, openDatabase } from "../../src/storage/database.js";
 import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
 import { bearerConnect } from "../support/calls.js";
-import { addUsers, addWagers, createKey } from "../support/fixtures.js";
+import { addUsers, addWagers, createKey, secretAndPublishableKeys } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { OpenApiChecker } from "../support/openapi.js";
@@ -69,8 +69,7 @@ describe("changes made on one instance, read on another", () => {
   let raceId = "";
 
   beforeAll(async () => {
-    secret = await createKey(a.database.db, affiliate);
-    publishable = await createKey(a.database.db, affiliate, null, { publishable: true, allowedOrigins: [] });
+    ({ secret, publishable } = await secretAndPublishableKeys(a.database.db, affiliate));
     await addUsers(a.database.db, [
       { id: "u-alice", affiliateId: affiliate, username: "alice", avatar: "" },
       { id: "u-bob", affiliateId: affiliate, username: "bob", avatar: "" },
@@ -179,42 +178,67 @@ describe("changes made on one instance, read on another", () => {
   });
 });
 
+/** The period of the races below: it ended ten minutes ago, and its review lasts a day (in review now). */
+const start = NOW - 7_200;
+const end = NOW - 600;
+const review = 86_400;
+
+/**
+ * A key of `affiliate`, its users `names` (ids `${prefix}-${name}`), their wagers recorded before the race exists
+ * (`[wager id, name, amount, placedAt]`), and a race "slug"/"Title" over the period above with prizes 100 and 50.
+ * It ended before it was made (in review now): recorded as history on purpose.
+ */
+async function raceInReview(
+  affiliate: string,
+  prefix: string,
+  names: readonly string[],
+  wagers: readonly (readonly [string, string, string, number])[],
+  slug: string,
+  title: string,
+): Promise<{ key: string; raceId: string }> {
+  const key = (await createKey(a.database.db, affiliate)).secret;
+  await addUsers(
+    a.database.db,
+    names.map((name) => ({ id: `${prefix}-${name}`, affiliateId: affiliate, username: name, avatar: "" })),
+  );
+  await addWagers(
+    a.database.db,
+    wagers.map(([id, name, amount, placedAt]) => ({ id, userId: `${prefix}-${name}`, amount, placedAt })),
+  );
+  const created = await raceClient(a.publicUrl, key).createRace({
+    rules: {
+      slug,
+      title,
+      startTimestamp: BigInt(start),
+      endTimestamp: BigInt(end),
+      prizes: ["100", "50"],
+      reviewSeconds: review,
+    },
+    allowPast: true,
+  });
+  return { key, raceId: created.race?.id ?? "" };
+}
+
 describe("voids while a race runs", () => {
-  const affiliate = "rh-voids";
-  const start = NOW - 7_200;
-  const end = NOW - 600;
-  const review = 86_400;
   let key = "";
   let raceId = "";
 
   beforeAll(async () => {
-    key = (await createKey(a.database.db, affiliate)).secret;
-    await addUsers(a.database.db, [
-      { id: "v-alice", affiliateId: affiliate, username: "alice", avatar: "" },
-      { id: "v-bob", affiliateId: affiliate, username: "bob", avatar: "" },
-      { id: "v-carol", affiliateId: affiliate, username: "carol", avatar: "" },
-    ]);
-    await addWagers(a.database.db, [
-      { id: "v-a1", userId: "v-alice", amount: "300", placedAt: start + 10 },
-      { id: "v-a2", userId: "v-alice", amount: "200", placedAt: start + 20 },
-      { id: "v-b1", userId: "v-bob", amount: "400", placedAt: start + 30 },
-      { id: "v-c1", userId: "v-carol", amount: "100", placedAt: start + 40 },
-      // Before the race's period: voiding it does not touch the race.
-      { id: "v-c0", userId: "v-carol", amount: "900", placedAt: start - 10 },
-    ]);
-    const created = await raceClient(a.publicUrl, key).createRace({
-      rules: {
-        slug: "voided",
-        title: "Voided",
-        startTimestamp: BigInt(start),
-        endTimestamp: BigInt(end),
-        prizes: ["100", "50"],
-        reviewSeconds: review,
-      },
-      // It ended before it was made (in review now): recorded as history on purpose.
-      allowPast: true,
-    });
-    raceId = created.race?.id ?? "";
+    ({ key, raceId } = await raceInReview(
+      "rh-voids",
+      "v",
+      ["alice", "bob", "carol"],
+      [
+        ["v-a1", "alice", "300", start + 10],
+        ["v-a2", "alice", "200", start + 20],
+        ["v-b1", "bob", "400", start + 30],
+        ["v-c1", "carol", "100", start + 40],
+        // Before the race's period: voiding it does not touch the race.
+        ["v-c0", "carol", "900", start - 10],
+      ],
+      "voided",
+      "Voided",
+    ));
     // In review: alice falls from 500 to 300, below bob's 400.
     await a.client("connect").voidWagers({ wagerIds: ["v-a2", "v-c0"] });
   });
@@ -257,39 +281,23 @@ describe("voids while a race runs", () => {
 });
 
 describe("late wagers recorded during the review", () => {
-  const affiliate = "rh-late";
-  const start = NOW - 7_200;
-  const end = NOW - 600;
-  const review = 86_400;
   let key = "";
   let raceId = "";
 
   beforeAll(async () => {
-    key = (await createKey(a.database.db, affiliate)).secret;
-    await addUsers(a.database.db, [
-      { id: "l-alice", affiliateId: affiliate, username: "alice", avatar: "" },
-      { id: "l-bob", affiliateId: affiliate, username: "bob", avatar: "" },
-      { id: "l-carol", affiliateId: affiliate, username: "carol", avatar: "" },
-      { id: "l-dave", affiliateId: affiliate, username: "dave", avatar: "" },
-    ]);
-    // Recorded before the race exists: none of these is late.
-    await addWagers(a.database.db, [
-      { id: "l-a1", userId: "l-alice", amount: "500", placedAt: start + 10 },
-      { id: "l-b1", userId: "l-bob", amount: "400", placedAt: start + 20 },
-      { id: "l-c1", userId: "l-carol", amount: "100", placedAt: start + 30 },
-    ]);
-    const created = await raceClient(a.publicUrl, key).createRace({
-      rules: {
-        slug: "late",
-        title: "Late",
-        startTimestamp: BigInt(start),
-        endTimestamp: BigInt(end),
-        prizes: ["100", "50"],
-        reviewSeconds: review,
-      },
-      allowPast: true,
-    });
-    raceId = created.race?.id ?? "";
+    ({ key, raceId } = await raceInReview(
+      "rh-late",
+      "l",
+      ["alice", "bob", "carol", "dave"],
+      // Recorded before the race exists: none of these is late.
+      [
+        ["l-a1", "alice", "500", start + 10],
+        ["l-b1", "bob", "400", start + 20],
+        ["l-c1", "carol", "100", start + 30],
+      ],
+      "late",
+      "Late",
+    ));
     // In review: carol's 200 + 150 and dave's 30 (at the last second) are dated inside the period; alice's a
     // second after the end and bob's a second before the start are not.
     await a.client("connect").recordWagers({

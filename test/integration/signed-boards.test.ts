@@ -5,32 +5,18 @@
  * board cost one signature per version (topwagers_board_signatures_total); a viewer that does not ask gets the
  * plain envelope it always got.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, metricSample, RawHttp1Stream, type RawReply } from "../support/live.js";
 import { restCall } from "../support/rest.js";
-import {
-  ISSUER,
-  type Signed,
-  sealedSigningKey,
-  useSigningServer,
-  verifiedWithServedKeys,
-} from "../support/signed-races.js";
+import { ISSUER, type Signed, sealedSigningKey, useSigningStreams } from "../support/signed-races.js";
 
-const server = useSigningServer("signed_boards", 2_000);
+const { server, streams, verified } = useSigningStreams("signed_boards", 2_000);
 const AFFILIATE = "sb-aff";
 const START = 1_793_491_200;
 const END = 1_796_083_199;
 const VIEWERS = Number(process.env.SB_VIEWERS ?? 1_000);
-const streams: RawHttp1Stream[] = [];
-
-afterAll(() => {
-  for (const stream of streams) stream.socket.destroy();
-});
-
-/** Verifies a detached signature with the served JWKS; the payload as the signature covers it. */
-const verified = (signed: Signed) => verifiedWithServedKeys(server.baseUrl, signed);
 
 function open(key: string, signed: boolean): RawHttp1Stream {
   const query = `startTimestamp=${START}&endTimestamp=${END}&numUsers=3${signed ? "&signed=true" : ""}`;

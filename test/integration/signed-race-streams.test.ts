@@ -6,34 +6,20 @@
  * not ask gets the events it always got, byte for byte.
  */
 import type { RowDataPacket } from "mysql2/promise";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample, RawHttp1Stream } from "../support/live.js";
 import { raceNamed } from "../support/races.js";
-import {
-  ISSUER,
-  type Signed,
-  sealedSigningKey,
-  useSigningServer,
-  verifiedWithServedKeys,
-} from "../support/signed-races.js";
+import { ISSUER, type Signed, sealedSigningKey, useSigningStreams } from "../support/signed-races.js";
 
-const server = useSigningServer("signed_races", 2_000);
+const { server, streams, verified } = useSigningStreams("signed_races", 2_000);
 const AFFILIATE = "sr-aff";
 const VIEWERS = Number(process.env.SR_VIEWERS ?? 1_000);
-const streams: RawHttp1Stream[] = [];
-
-afterAll(() => {
-  for (const stream of streams) stream.socket.destroy();
-});
 
 interface RaceEvent {
   readonly id: string | undefined;
   readonly text: string;
 }
-
-/** Verifies a detached signature with the served JWKS; the payload as the signature covers it. */
-const verified = (signed: Signed) => verifiedWithServedKeys(server.baseUrl, signed);
 
 function open(key: string, query: string): RawHttp1Stream {
   const stream = new RawHttp1Stream(server.port, `/races/sr-weekly/stream${query}`, {

@@ -56,6 +56,16 @@ export async function createKey(
   return { id: key.id, secret: key.secret };
 }
 
+/** A secret key and a publishable key (no origins) of `affiliateId`: what a race's owner and its viewers read with. */
+export async function secretAndPublishableKeys(
+  db: Database,
+  affiliateId: string,
+): Promise<{ secret: { id: string; secret: string }; publishable: { id: string; secret: string } }> {
+  const secret = await createKey(db, affiliateId);
+  const publishable = await createKey(db, affiliateId, null, { publishable: true, allowedOrigins: [] });
+  return { secret, publishable };
+}
+
 export async function addUsers(db: Database, users: readonly UserProfile[]): Promise<void> {
   await upsertUsers(db.write, users);
 }

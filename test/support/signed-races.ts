@@ -5,7 +5,7 @@
  */
 import canonicalize from "canonicalize";
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
-import { expect } from "vitest";
+import { afterAll, expect } from "vitest";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/keys.js";
 import { Signer } from "../../src/signing/signer.js";
@@ -14,6 +14,7 @@ import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
 import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
 import { NOV_1 } from "./dates.js";
 import { addBoard, affiliateKey } from "./fixtures.js";
+import type { RawHttp1Stream } from "./live.js";
 import { instanceRaces, ok } from "./races.js";
 import { type TestServer, useTestServer } from "./server.js";
 
@@ -83,6 +84,20 @@ export function useSigningServer(label: string, streams: number): TestServer {
     WEBHOOK_SECRET_KEY: SEALING_KEY_HEX,
     STREAM_LIMIT_PER_ADDRESS: String(streams),
   });
+}
+
+/**
+ * A signing server for a file of stream tests: the server (useSigningServer), the raw streams the file opens
+ * (destroyed after its tests) and `verified`, a signed answer checked against the keys the server publishes.
+ */
+export function useSigningStreams(label: string, streamLimit: number) {
+  const server = useSigningServer(label, streamLimit);
+  const streams: RawHttp1Stream[] = [];
+  afterAll(() => {
+    for (const stream of streams) stream.socket.destroy();
+  });
+  const verified = (signed: Signed) => verifiedWithServedKeys(server.baseUrl, signed);
+  return { server, streams, verified };
 }
 
 /** Makes a signing key on a signing server's database, sealed as it seals them, added at `at`, active from `activeAt`. */
