@@ -107,10 +107,11 @@ describe("the document", () => {
     expect(OPERATION_PATH).toBe(OP);
     const request = checker.operation(OP, "post").requestBody.content["application/json"].schema;
     const requestFields = GetTopAffiliateWagersByPeriodRequestSchema.fields.map((f) => f.jsonName);
-    // `signed` asks REST for a signed answer (docs/verify.md); the RPC request has no such field yet.
-    expect(Object.keys(request.properties)).toEqual([...requestFields, "signed"]);
+    // `signed` asks for a signed answer (docs/verify.md), on REST as on RPC; optional, as rankBy is.
+    expect(requestFields).toEqual(["startTimestamp", "endTimestamp", "numUsers", "rankBy", "signed"]);
+    expect(Object.keys(request.properties)).toEqual(requestFields);
     expect(request.properties.signed.type).toBe("boolean");
-    expect(request.required).toEqual(requestFields.filter((name) => name !== "rankBy"));
+    expect(request.required).toEqual(["startTimestamp", "endTimestamp", "numUsers"]);
     expect(request.properties.rankBy.enum).toEqual(["wagered", "weighted"]);
     const { startTimestamp, endTimestamp, numUsers } = request.properties;
     expect([startTimestamp.type, startTimestamp.minimum, startTimestamp.maximum]).toEqual([
