@@ -17,6 +17,16 @@ const NOW = Math.floor(Date.now() / 1000);
 const START = NOW - 3_600;
 const END = NOW + 86_400;
 
+/** Unix seconds of a UTC date and time (months from 1), computed here, not by the CLI under test. */
+function utc(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number {
+  return Date.UTC(year, month - 1, day, hour, minute, second) / 1000;
+}
+const TODAY = new Date(NOW * 1000);
+/** The next December that has not begun anywhere (New York is UTC−5 from November to March). */
+const DECEMBER = TODAY.getUTCMonth() === 11 ? TODAY.getUTCFullYear() + 1 : TODAY.getUTCFullYear();
+/** Next year: its January is always ahead. */
+const NEXT_YEAR = TODAY.getUTCFullYear() + 1;
+
 function races(...args: string[]) {
   return runCli(["races", ...args], database.url);
 }
@@ -97,7 +107,7 @@ describe("topwagers races", () => {
       "--title",
       "Monthly",
       "--start",
-      "2027-01-23T00:00",
+      `${NEXT_YEAR}-01-23T00:00`,
       "--time-zone",
       "America/New_York",
       "--repeat",
@@ -105,11 +115,11 @@ describe("topwagers races", () => {
       "--json",
     );
     expect(later.code).toBe(0);
-    // 23 January 2027, 00:00 in New York (UTC−5), and the second before 23 February.
+    // 23 January next year, 00:00 in New York (UTC−5), and the second before 23 February.
     expect(JSON.parse(later.stdout)).toMatchObject({
       state: "scheduled",
-      startTimestamp: 1_800_680_400,
-      endTimestamp: 1_803_358_799,
+      startTimestamp: utc(NEXT_YEAR, 1, 23, 5),
+      endTimestamp: utc(NEXT_YEAR, 2, 23, 5) - 1,
       repeat: "monthly",
       timeZone: "America/New_York",
     });
@@ -218,31 +228,33 @@ describe("topwagers races", () => {
   });
 
   it("reads a date-only --end as the whole day in the race's zone, prints times in that zone, updates, cancels and deletes by slug", async () => {
+    const Y = DECEMBER;
     const made = await races(
-      ...argv("create --affiliate cli-ny --slug december --title December --start 2026-12-01 --end 2026-12-31"),
+      ...argv(`create --affiliate cli-ny --slug december --title December --start ${Y}-12-01 --end ${Y}-12-31`),
       ...argv("--time-zone America/New_York --prize 100 --json"),
     );
     expect([made.code, made.stderr]).toEqual([0, ""]);
     // 1 December 00:00:00 and 31 December 23:59:59 in New York (UTC−5): 05:00:00Z and 04:59:59Z on 1 January.
     const race = JSON.parse(made.stdout) as { id: string; startTimestamp: number; endTimestamp: number };
-    expect([race.startTimestamp, race.endTimestamp]).toEqual([1_796_101_200, 1_798_779_599]);
+    const [start, end] = [utc(Y, 12, 1, 5), utc(Y + 1, 1, 1, 4, 59, 59)];
+    expect([race.startTimestamp, race.endTimestamp]).toEqual([start, end]);
 
     const shown = await races("show", "december", "--affiliate", "cli-ny");
     expect(shown.stdout.split("\n").slice(0, 3)).toEqual([
       `${race.id}  december  scheduled  December`,
-      "  period   2026-12-01T05:00:00Z (2026-12-01 00:00:00 America/New_York) to 2027-01-01T04:59:59Z " +
-        "(2026-12-31 23:59:59 America/New_York) (1796101200–1798779599)",
-      "  final    2027-01-02T04:59:59Z (2027-01-01 23:59:59 America/New_York) (review 86400 s)",
+      `  period   ${Y}-12-01T05:00:00Z (${Y}-12-01 00:00:00 America/New_York) to ${Y + 1}-01-01T04:59:59Z ` +
+        `(${Y}-12-31 23:59:59 America/New_York) (${start}–${end})`,
+      `  final    ${Y + 1}-01-02T04:59:59Z (${Y + 1}-01-01 23:59:59 America/New_York) (review 86400 s)`,
     ]);
 
     const updated = await races(
-      ...argv("update december --affiliate cli-ny --title Cup --end 2026-12-30 --prize 70 --prize 30 --json"),
+      ...argv(`update december --affiliate cli-ny --title Cup --end ${Y}-12-30 --prize 70 --prize 30 --json`),
     );
     expect([updated.code, updated.stderr]).toEqual([0, ""]);
     expect(JSON.parse(updated.stdout)).toMatchObject({
       id: race.id,
       title: "Cup",
-      endTimestamp: 1_798_779_599 - 86_400,
+      endTimestamp: end - 86_400,
       prizes: ["70", "30"],
     });
     const noSlugChange = await races(...argv("update december --affiliate cli-ny --slug other"));
@@ -258,7 +270,7 @@ describe("topwagers races", () => {
     ]);
     // The cancelled race's slug is free again; the new race is deleted while nobody has seen it.
     const again = await races(
-      ...argv("create --affiliate cli-ny --slug december --title December --start 2026-12-01 --end 2026-12-31 --json"),
+      ...argv(`create --affiliate cli-ny --slug december --title December --start ${Y}-12-01 --end ${Y}-12-31 --json`),
     );
     expect(again.code).toBe(0);
     const second = (JSON.parse(again.stdout) as { id: string; endTimestamp: number }).id;
