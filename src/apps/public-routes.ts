@@ -103,7 +103,8 @@ export function routingTable(
     { path: overlay.path, handle: (req, res) => overlay.handle(req, res), traced: true },
     { path: "/healthz", methods: GET, handle: (_req, res) => writeJson(res, 200, { status: "ok" }), traced: true },
     { path: "/readyz", methods: GET, handle: (_req, res) => readyz(readiness, res), traced: true },
-    { path: skins.jwks.path, methods: GET, handle: (req, res) => skins.jwks.handle(req, res), traced: true },
+    { path: skins.jwks.path, methods: GET, handle: (req, res, p) => skins.jwks.handle(req, res, p), traced: true },
+    { path: skins.jwks.livePath, methods: GET, handle: (req, res, p) => skins.jwks.handle(req, res, p), traced: true },
     {
       path: VERIFY_PATH,
       serves: (path) => skins.verify.matches(path),

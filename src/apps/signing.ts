@@ -1,7 +1,9 @@
 /**
- * The signing parts an app is built with: the signer every freeze uses (the active key, read from the
- * database, or the key file SIGNING_KEY_FILE when set), the published keys behind the JWKS, and their skin. Keys
- * in the database are sealed at rest by the webhook secrets' box (WEBHOOK_SECRET_KEY), see storage/signing-keys.ts.
+ * The signing parts an app is built with: the signer every freeze uses (the active result key, read from the
+ * database, or the key file SIGNING_KEY_FILE when set), the live signer of live races and boards (the live key,
+ * made once for the fleet when signing is on and there is none: signing/live-key.ts), the published keys of
+ * each behind their JWK Sets, and their skin. Keys in the database are sealed at rest by the webhook secrets' box
+ * (WEBHOOK_SECRET_KEY), see storage/signing-keys.ts.
  */
 import type { Config } from "../config.js";
 import { BoardSignatures } from "../handlers/parts/board-signatures.js";
@@ -9,6 +11,7 @@ import { VersionSignatures } from "../handlers/parts/version-signatures.js";
 import { SigningKeysSkin } from "../handlers/signing-keys.js";
 import type { Logger } from "../logger.js";
 import { withKeyFile } from "../signing/key-file.js";
+import { liveKeyMadeOnce } from "../signing/live-key.js";
 import { PublishedKeys } from "../signing/published-keys.js";
 import { Signer } from "../signing/signer.js";
 import { affiliateExternalIdOf } from "../storage/affiliates.js";
@@ -17,12 +20,16 @@ import { mariadbSigningKeys } from "../storage/signing-keys.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
 
 export interface Signing {
+  /** Signs final results with the result key (the freeze). */
   readonly signer: Signer;
+  /** Signs live race versions and live boards with the live key, never a result. */
+  readonly liveSigner: Signer;
   /** Live board versions signed once each for the viewers that ask (handlers/parts/board-signatures.ts). */
   readonly boards: BoardSignatures;
   /** Live race versions signed once each for the race stream's viewers that ask (handlers/race-events.ts). */
   readonly races: VersionSignatures;
   readonly published: PublishedKeys;
+  readonly publishedLive: PublishedKeys;
   readonly skin: SigningKeysSkin;
 }
 
@@ -34,32 +41,48 @@ export function buildSigning(
   database: Database,
   logger: Logger,
 ): Signing {
-  const inDatabase = mariadbSigningKeys(
-    database.write,
-    new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys),
-  );
+  const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
+  const inDatabase = mariadbSigningKeys(database.write, box, "result");
   const file = config.signingKeyFile;
   const store =
     file === undefined ? inDatabase : withKeyFile(inDatabase, file.privateKey, Math.floor(Date.now() / 1000));
-  let warnedAt = Number.NEGATIVE_INFINITY;
+  const warnNoKey = noKeyWarning(logger);
   const signer = new Signer(store, {
     issuer: config.issuer,
     onSigned: (kid) => logger.debug({ kid }, "signed with the active signing key"),
-    // A deployment that never made a key freezes its races unsigned: say so, at most once a minute.
-    onNoActiveKey: () => {
-      if (Date.now() - warnedAt < NO_KEY_WARNING_EVERY_MS) return;
-      warnedAt = Date.now();
-      logger.warn(
-        "no signing key is active: final race results and signed boards go out unsigned (topwagers signing-keys make --activate; docs/verify.md)",
-      );
-    },
+    onNoActiveKey: warnNoKey,
+  });
+  const liveKeys = mariadbSigningKeys(database.write, box, "live");
+  const liveKey = liveKeyMadeOnce(liveKeys, {
+    signingOn: () => signer.isOn(),
+    onMade: (kid) => logger.info({ kid }, "made and activated the live signing key (docs/verify.md, The live key)"),
+  });
+  const liveSigner = new Signer(liveKey, {
+    issuer: config.issuer,
+    purpose: "live",
+    onSigned: (kid) => logger.debug({ kid }, "signed with the active live signing key"),
+    onNoActiveKey: warnNoKey,
   });
   const published = new PublishedKeys(store, { issuer: config.issuer });
+  const publishedLive = new PublishedKeys(liveKeys, { issuer: config.issuer });
   const boards = new BoardSignatures({
-    signer,
+    signer: liveSigner,
     issuer: config.issuer,
     affiliateName: (id) => affiliateExternalIdOf(database.write, id),
   });
-  const races = new VersionSignatures({ signer, issuer: config.issuer });
-  return { signer, published, skin: new SigningKeysSkin(published, logger), boards, races };
+  const races = new VersionSignatures({ signer: liveSigner, issuer: config.issuer });
+  const skin = new SigningKeysSkin(published, publishedLive, logger);
+  return { signer, liveSigner, published, publishedLive, skin, boards, races };
+}
+
+/** A deployment that never made a key freezes its races unsigned: say so, at most once a minute. */
+function noKeyWarning(logger: Logger): () => void {
+  let warnedAt = Number.NEGATIVE_INFINITY;
+  return () => {
+    if (Date.now() - warnedAt < NO_KEY_WARNING_EVERY_MS) return;
+    warnedAt = Date.now();
+    logger.warn(
+      "no signing key is active: final race results and signed boards go out unsigned (topwagers signing-keys make --activate; docs/verify.md)",
+    );
+  };
 }

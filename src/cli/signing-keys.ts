@@ -1,11 +1,12 @@
 /**
  * `topwagers signing-keys …`: make, list, activate and retire the Ed25519 keys that sign final race
- * results (docs/verify.md). A key is published (GET /.well-known/jwks.json) from the moment it is made;
- * every running server signs with the one active key and follows an activation within a few seconds,
+ * results (published at GET /.well-known/jwks.json) and, with `--live`, the live keys that sign live races and
+ * boards (GET /.well-known/jwks-live.json; docs/verify.md). A key is published from the moment it is made; every
+ * running server signs with the one active key of each purpose and follows an activation within a few seconds,
  * without a restart. The private half is sealed with WEBHOOK_SECRET_KEY at rest and never printed.
  */
 import { loadConfig } from "../config.js";
-import type { PublishedSigningKey, SigningKeyStore } from "../ports/signing.js";
+import type { PublishedSigningKey, SigningKeyPurpose, SigningKeyStore } from "../ports/signing.js";
 import { makeSigningKey } from "../signing/keys.js";
 import { mariadbSigningKeys } from "../storage/signing-keys.js";
 import { WebhookSecretBox } from "../storage/webhook-secrets.js";
@@ -13,33 +14,42 @@ import { alignColumns } from "./columns.js";
 import { DataError, isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } from "./common.js";
 import { RUN } from "./usage.js";
 
-function withSigningKeys<T>(work: (store: SigningKeyStore) => Promise<T>): Promise<T> {
+/** Runs `work` with the results' keys and the live keys. */
+function withSigningKeys<T>(work: (stores: Record<SigningKeyPurpose, SigningKeyStore>) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
-  return withDatabase((db) => work(mariadbSigningKeys(db.write, box)), { config });
+  return withDatabase(
+    (db) =>
+      work({ result: mariadbSigningKeys(db.write, box, "result"), live: mariadbSigningKeys(db.write, box, "live") }),
+    { config },
+  );
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-async function make(activate: boolean, json: boolean): Promise<void> {
+async function make(purpose: SigningKeyPurpose, activate: boolean, json: boolean): Promise<void> {
   const key = await makeSigningKey();
-  const outcome = await withSigningKeys(async (store) => {
-    await store.insert(key, nowSeconds());
-    return activate ? store.activate(key.kid, nowSeconds()) : "new";
+  const outcome = await withSigningKeys(async (stores) => {
+    await stores[purpose].insert(key, nowSeconds());
+    return activate ? stores[purpose].activate(key.kid, nowSeconds()) : "new";
   });
   if (json) {
-    printJson({ kid: key.kid, state: outcome === "activated" ? "active" : "new" });
+    printJson({ kid: key.kid, purpose, state: outcome === "activated" ? "active" : "new" });
     return;
   }
+  const made = purpose === "live" ? `the live key ${key.kid}` : key.kid;
   process.stdout.write(
     outcome === "activated"
-      ? `Made ${key.kid} and made it active: running servers sign with it within a few seconds.\n`
-      : `Made ${key.kid}; it is published now. Activate it once caches hold it (5 minutes): ${RUN} signing-keys activate ${key.kid}\n`,
+      ? `Made ${made} and made it active: running servers sign with it within a few seconds.\n`
+      : `Made ${made}; it is published now. Activate it once caches hold it (5 minutes): ${RUN} signing-keys activate ${key.kid}\n`,
   );
 }
 
 async function list(json: boolean): Promise<void> {
-  const keys = await withSigningKeys((store) => store.list());
+  const keys = await withSigningKeys(async (stores) => [
+    ...(await stores.result.list()).map((key) => ({ purpose: "result", ...key })),
+    ...(await stores.live.list()).map((key) => ({ purpose: "live", ...key })),
+  ]);
   if (json) {
     printJson(keys);
     return;
@@ -49,21 +59,28 @@ async function list(json: boolean): Promise<void> {
     return;
   }
   const when = (at: number | null) => (at === null ? "-" : isoSeconds(at));
-  const rows = keys.map((k: PublishedSigningKey) => [
+  const rows = keys.map((k: PublishedSigningKey & { purpose: string }) => [
+    k.purpose,
     k.kid,
     k.state,
     when(k.createdAt),
     when(k.activatedAt),
     when(k.retiredAt),
   ]);
-  process.stdout.write(alignColumns([["KID", "STATE", "CREATED", "ACTIVATED", "RETIRED"], ...rows]));
+  process.stdout.write(alignColumns([["PURPOSE", "KID", "STATE", "CREATED", "ACTIVATED", "RETIRED"], ...rows]));
 }
 
 async function change(sub: "activate" | "retire", kid: string | undefined): Promise<void> {
   if (kid === undefined) throw new UsageError(`signing-keys ${sub} needs the key id (see: ${RUN} signing-keys list)`);
-  const outcome = await withSigningKeys((store) =>
-    sub === "activate" ? store.activate(kid, nowSeconds()) : store.retire(kid, nowSeconds()),
-  );
+  // A key id names one key of one purpose: the results' keys are asked first, then the live keys.
+  const outcome = await withSigningKeys(async (stores) => {
+    let found: Awaited<ReturnType<SigningKeyStore["activate"] | SigningKeyStore["retire"]>> = "not_found";
+    for (const store of [stores.result, stores.live]) {
+      if (found !== "not_found") break;
+      found = await (sub === "activate" ? store.activate(kid, nowSeconds()) : store.retire(kid, nowSeconds()));
+    }
+    return found;
+  });
   if (outcome === "not_found") throw new DataError(`no signing key with id ${kid} (see: ${RUN} signing-keys list)`);
   if (outcome === "retired" && sub === "activate") {
     throw new DataError(`${kid} is retired: a retired key never signs again; make a new one`);
@@ -82,11 +99,12 @@ export async function signingKeysCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   const { values, positionals } = parseCommandOptions(rest, {
     activate: { type: "boolean", default: false },
+    live: { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   });
   switch (sub) {
     case "make":
-      return make(values.activate, values.json);
+      return make(values.live ? "live" : "result", values.activate, values.json);
     case "list":
       return list(values.json);
     case "activate":

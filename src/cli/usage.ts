@@ -178,15 +178,16 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     summary: "send one delivery again with the same webhook-id (one more attempt); a running server sends it",
   },
   "signing-keys make": {
-    synopsis: "[--activate] [--json]",
+    synopsis: "[--live] [--activate] [--json]",
     summary: "make an Ed25519 key that signs final race results; it is published at once (JWKS), signs once active",
     details:
+      "  --live      a live key instead: it signs live races and boards, never a result (jwks-live.json)\n" +
       "  --activate  make it the active key now (the key active before is retired and stays published)\n" +
       "  The private key is sealed with WEBHOOK_SECRET_KEY at rest and never printed (docs/verify.md).",
   },
   "signing-keys list": {
     synopsis: "[--json]",
-    summary: "list the signing keys (kid, new, active or retired, when); never a private key",
+    summary: "list the signing keys (result or live, kid, new, active or retired, when); never a private key",
   },
   "signing-keys activate": {
     synopsis: "<kid>",

@@ -1,33 +1,41 @@
 /**
- * The signing keys' skin, open to every caller (no key): `GET /.well-known/jwks.json` on the public port
- * (a JWK Set, RFC 7517, cacheable by anyone for JWKS_MAX_AGE_SECONDS) and SigningKeyService.GetSigningKeys
- * over Connect, gRPC and gRPC-Web. docs/verify.md says how to check a signature with them.
+ * The signing keys' skin, open to every caller (no key): `GET /.well-known/jwks.json` on the public port (a JWK
+ * Set, RFC 7517, cacheable by anyone for JWKS_MAX_AGE_SECONDS) holds the results' keys only, and
+ * `GET /.well-known/jwks-live.json` the live keys only (what signs live races and boards), so a verifier of results
+ * that trusts the first never accepts a live signature (RFC 8725 §3.12); SigningKeyService.GetSigningKeys answers
+ * both, apart (`keys` and `live_keys`), over Connect, gRPC and gRPC-Web. docs/verify.md says how to check a
+ * signature with them.
  */
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { GetSigningKeysResponseSchema, SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
 import { ServiceError } from "../errors/catalogue.js";
 import type { Logger } from "../logger.js";
+import type { PublishedSigningKey } from "../ports/signing.js";
 import { jwkSet } from "../signing/keys.js";
 import type { PublishedKeys } from "../signing/published-keys.js";
 import { type NodeRequest, type NodeResponse, writeJson, writeWhole } from "../transport/http.js";
 
 export const JWKS_PATH = "/.well-known/jwks.json";
+export const LIVE_JWKS_PATH = "/.well-known/jwks-live.json";
 /** How long a client or cache may keep the JWK Set: make a key, wait this long, then activate it. */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 export class SigningKeysSkin {
   readonly path = JWKS_PATH;
+  readonly livePath = LIVE_JWKS_PATH;
 
   constructor(
     private readonly published: PublishedKeys,
+    private readonly live: PublishedKeys,
     private readonly logger: Logger,
   ) {}
 
-  async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+  /** The JWK Set at `path` (the results' keys) or at `livePath` (the live keys). */
+  async handle(req: NodeRequest, res: NodeResponse, path: string): Promise<void> {
     let body: string;
     try {
-      body = JSON.stringify(jwkSet(await this.published.keys()));
+      body = JSON.stringify(jwkSet(await (path === this.livePath ? this.live : this.published).keys()));
     } catch (error) {
       this.logger.warn({ err: error }, "the signing keys could not be read for the JWKS");
       writeJson(res, 503, {
@@ -46,21 +54,27 @@ export class SigningKeysSkin {
   }
 
   register(router: ConnectRouter): void {
-    const published = this.published;
+    const { published, live } = this;
     router.service(SigningKeyService, {
       async getSigningKeys() {
-        const keys = await published.keys().catch(() => {
+        const [keys, liveKeys] = await Promise.all([published.keys(), live.keys()]).catch(() => {
           throw new ServiceError("DATABASE_UNAVAILABLE", "the signing keys could not be read; try again");
         });
         return create(GetSigningKeysResponseSchema, {
           issuer: published.issuer,
-          keys: jwkSet(keys).keys.map((jwk, index) => ({
-            ...jwk,
-            state: keys[index]?.state ?? "",
-            createdAt: BigInt(keys[index]?.createdAt ?? 0),
-          })),
+          keys: signingKeyMessages(keys),
+          liveKeys: signingKeyMessages(liveKeys),
         });
       },
     });
   }
+}
+
+/** The keys as SigningKey messages: each JWK with its state and when it was made. */
+function signingKeyMessages(keys: readonly PublishedSigningKey[]) {
+  return jwkSet(keys).keys.map((jwk, index) => ({
+    ...jwk,
+    state: keys[index]?.state ?? "",
+    createdAt: BigInt(keys[index]?.createdAt ?? 0),
+  }));
 }

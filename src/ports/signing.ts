@@ -1,8 +1,45 @@
 /**
  * What signing asks of storage: the operator's Ed25519 signing keys (one active at a time, every other one
  * still published so what it signed keeps verifying), and what a signer gives back. Implemented on MariaDB
- * by storage/signing-keys.ts; the signer itself is signing/result-signer.ts.
+ * by storage/signing-keys.ts; the signer itself is signing/signer.ts.
+ *
+ * Two keys, each signing its own kinds of thing (RFC 8725 §3.12): the **result** key signs final race results
+ * only and is published at /.well-known/jwks.json; the **live** key signs live race versions and live boards
+ * and is published apart, at /.well-known/jwks-live.json, so a verifier that trusts the results' key set
+ * refuses every live signature. Each kind also says what it is (RFC 8725 §3.11): its JWS `typ` header and its
+ * payload's `type` member, which the signer sets and every documented check reads (docs/verify.md).
  */
+
+/** Which key signs a kind: the results' key or the live key (each a separate set of keys). */
+export type SigningKeyPurpose = "result" | "live";
+
+/** What a signature says it is: its JWS `typ` header (RFC 8725 §3.11), its payload's `type`, and its key. */
+export interface SignedKind {
+  readonly typ: string;
+  readonly type: string;
+  readonly purpose: SigningKeyPurpose;
+}
+
+/** A final race result, signed once at its freeze (races/signed-result.ts). */
+export const RACE_RESULT_KIND: SignedKind = {
+  typ: "race-result+jws",
+  type: "topwagers.race-result.v1",
+  purpose: "result",
+};
+/** One version of a live race, for a race stream's viewer that asked (races/live-race-payload.ts). */
+export const LIVE_RACE_KIND: SignedKind = { typ: "live-race+jws", type: "topwagers.live-race.v1", purpose: "live" };
+/** One version of a live board, for a board's caller that asked (handlers/parts/board-signatures.ts). */
+export const LIVE_BOARD_KIND: SignedKind = { typ: "live-board+jws", type: "topwagers.live-board.v1", purpose: "live" };
+/**
+ * The payload types 0.3.0 and 0.4.0 gave live versions, signed then with the results' key and no `typ`: a check
+ * names them live snapshots. Nothing but a final result was ever signed with RACE_RESULT_KIND's type.
+ */
+export const LEGACY_LIVE_TYPES = { race: "topwagers.race", board: "topwagers.board" } as const;
+/** Every kind, by purpose: what each key may sign. */
+export const SIGNED_KINDS: Readonly<Record<SigningKeyPurpose, readonly SignedKind[]>> = {
+  result: [RACE_RESULT_KIND],
+  live: [LIVE_RACE_KIND, LIVE_BOARD_KIND],
+};
 
 /** new: made, published, never used yet; active: every instance signs with it; retired: published, never signs. */
 export type SigningKeyState = "new" | "active" | "retired";
@@ -30,6 +67,11 @@ export interface ActiveSigningKey {
 export interface SigningKeyStore {
   /** Stores a new key (sealed at rest); it is published at once and signs only once activated. */
   insert(key: ActiveSigningKey, at: number): Promise<void>;
+  /**
+   * Stores the key already active, unless a key is active: false when one is (made meanwhile by another
+   * instance, whose key wins). How the fleet makes its first live key once, whichever instance asks first.
+   */
+  insertActiveUnlessAny(key: ActiveSigningKey, at: number): Promise<boolean>;
   /** Every key, oldest first. */
   list(): Promise<PublishedSigningKey[]>;
   /** The active key, or undefined when none is. */
@@ -46,10 +88,16 @@ export interface SignedPayload {
   readonly kid: string;
 }
 
-/** Signs a JSON object (with the operator's issuer added) with one key, reading nothing. */
+/**
+ * Signs a JSON object (with the operator's issuer added) with one key, reading nothing. The object's `type` names
+ * its kind, which must be one the key signs (else it throws): the JWS's `typ` header is that kind's.
+ */
 export type KeyedSigner = (payload: Readonly<Record<string, unknown>>) => Promise<SignedPayload>;
 
-/** Signs a JSON object (with the operator's issuer added) with the active key; undefined when no key is active. */
+/**
+ * Signs a JSON object (with the operator's issuer added) with the active key of its purpose; undefined when no key
+ * is active. Throws for an object whose `type` is not a kind of that purpose (a result key never signs live).
+ */
 export interface PayloadSigner {
   sign(payload: Readonly<Record<string, unknown>>): Promise<SignedPayload | undefined>;
   /**

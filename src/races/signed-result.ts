@@ -1,16 +1,14 @@
 /**
  * What a final race result's signature covers (docs/verify.md lists the fields): the race's rules as they
  * stood at the freeze, every placed entry, what is left unallocated, when it was frozen, the digest, and the
- * result's place in its affiliate's chain. The signer adds the issuer (`iss`) and canonicalizes it (RFC 8785).
+ * result's place in its affiliate's chain, and that it is final. The signer adds the issuer (`iss`), canonicalizes
+ * it (RFC 8785) and signs it with the result key, `typ` race-result+jws (ports/signing.ts RACE_RESULT_KIND).
  * Amounts are decimal strings, times Unix seconds, so no verifier meets a floating-point number.
  */
 import type { ChainLink, FrozenEntry, RaceEvent, ResultSealer, SignedResult, StoredRace } from "../ports/races.js";
-import type { KeyedSigner } from "../ports/signing.js";
+import { type KeyedSigner, RACE_RESULT_KIND } from "../ports/signing.js";
 import { type EventResult, frozenEntryData, raceEvent } from "./race-event-data.js";
 import type { RaceHistorySummary } from "./race-history.js";
-
-/** Names what the payload is, and its version, for a verifier that reads several kinds. */
-export const RESULT_PAYLOAD_TYPE = "topwagers.race-result.v1";
 
 export interface SignedResultInput {
   readonly race: StoredRace;
@@ -26,9 +24,10 @@ export interface SignedResultInput {
 export function resultPayload(input: SignedResultInput): Record<string, unknown> {
   const { race, link } = input;
   return {
-    type: RESULT_PAYLOAD_TYPE,
+    type: RACE_RESULT_KIND.type,
     affiliateId: race.affiliateExternalId,
     raceId: race.id,
+    state: "final",
     slug: race.slug,
     title: race.title,
     period: { startsAt: race.startTimestamp, endsAt: race.endTimestamp },

@@ -1,19 +1,33 @@
 /**
  * The operator's signature (docs/verify.md): a JSON object, with the issuer added as `iss`, is
  * canonicalized per RFC 8785 (the `canonicalize` package) and signed as a compact JWS (RFC 7515) with
- * EdDSA / Ed25519 (RFC 8037) by the deployment's active key, its `kid` in the protected header.
+ * EdDSA / Ed25519 (RFC 8037) by the deployment's active key of one purpose (results, or live versions), its
+ * `kid` and the kind's `typ` (RFC 8725 §3.11) in the protected header. A signer signs only its purpose's kinds
+ * (the object's `type` names the kind): asked to sign anything else, it throws rather than sign it with the
+ * wrong key (RFC 8725 §3.12).
  *
  * Every instance signs with the key the database says is active. The active key is read again at most
  * every `refreshMs` (default 2 s), so a key activated by the CLI or another instance is used everywhere
- * within that time, without a restart; the keys it replaced stay published (./jwks.ts). The private key
+ * within that time, without a restart; the keys it replaced stay published (./published-keys.ts). The private key
  * lives only in this object's memory (a KeyObject): it is never logged, answered or counted.
  */
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import canonicalize from "canonicalize";
 import { CompactSign } from "jose";
-import type { ActiveSigningKey, KeyedSigner, PayloadSigner, SignedPayload, SigningKeyStore } from "../ports/signing.js";
+import {
+  type ActiveSigningKey,
+  type KeyedSigner,
+  type PayloadSigner,
+  SIGNED_KINDS,
+  type SignedKind,
+  type SignedPayload,
+  type SigningKeyPurpose,
+  type SigningKeyStore,
+} from "../ports/signing.js";
 
 export interface SignerOptions {
+  /** Which key this signer holds, so which kinds it signs (default: results). */
+  readonly purpose?: SigningKeyPurpose;
   /** Names the operator in every signature (`iss`), e.g. "https://casino.example" (ISSUER). */
   readonly issuer: string;
   /** How long the active key read from the store is used before it is read again. */
@@ -44,6 +58,15 @@ export class Signer implements PayloadSigner {
     return this.options.issuer;
   }
 
+  get purpose(): SigningKeyPurpose {
+    return this.options.purpose ?? "result";
+  }
+
+  /** Whether a key of this signer's purpose is active (read as a signature reads it), so that it signs. */
+  async isOn(): Promise<boolean> {
+    return (await this.activeKey()) !== undefined;
+  }
+
   /** Signatures made by this instance since it started. */
   get signatures(): number {
     return this.count;
@@ -61,8 +84,9 @@ export class Signer implements PayloadSigner {
       return undefined;
     }
     return async (payload) => {
+      const { typ } = kindOf(payload, this.purpose);
       const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
-        .setProtectedHeader({ alg: "EdDSA", kid: held.kid })
+        .setProtectedHeader({ alg: "EdDSA", kid: held.kid, typ })
         .sign(held.key);
       this.count += 1;
       this.options.onSigned?.(held.kid);
@@ -97,6 +121,15 @@ export function signedBytes(payload: Readonly<Record<string, unknown>>, issuer: 
   const text = canonicalize({ ...payload, iss: issuer });
   if (text === undefined) throw new Error("a signed payload must be JSON");
   return new TextEncoder().encode(text);
+}
+
+/** The kind `payload.type` names, when `purpose`'s key signs it; throws otherwise (nothing is signed). */
+export function kindOf(payload: Readonly<Record<string, unknown>>, purpose: SigningKeyPurpose): SignedKind {
+  const kind = SIGNED_KINDS[purpose].find((k) => k.type === payload.type);
+  if (kind === undefined) {
+    throw new Error(`the ${purpose} key does not sign a payload of type ${JSON.stringify(payload.type)}`);
+  }
+  return kind;
 }
 
 function heldKey(active: ActiveSigningKey, before: HeldKey | undefined): HeldKey {

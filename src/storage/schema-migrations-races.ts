@@ -167,3 +167,22 @@ export const RACE_LATE_WAGERS: readonly MigrationStep[] = [
       ) ENGINE=InnoDB`,
   addIndexIfMissing("races", "ix_races_affiliate_end", "affiliate_id, end_ts"),
 ];
+
+/**
+ * Migration 19, "the live signing key, apart from the results' keys". The key that signs live race versions and
+ * live boards (docs/verify.md), shaped as signing_keys, in its own table so that a release that reads
+ * signing_keys (0.4.0, still running during a rolling upgrade) never publishes it beside the results' keys nor
+ * signs a result with it (RFC 8725 §3.12). Made by the first instance that signs something live.
+ */
+export const LIVE_SIGNING_KEYS: readonly MigrationStep[] = [
+  `CREATE TABLE IF NOT EXISTS live_signing_keys (
+        kid VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+        public_x VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        private_sealed VARBINARY(512) NOT NULL,
+        active TINYINT UNSIGNED NULL,
+        created_at INT UNSIGNED NOT NULL,
+        activated_at INT UNSIGNED NULL,
+        retired_at INT UNSIGNED NULL,
+        UNIQUE KEY ux_live_signing_keys_active (active)
+      ) ENGINE=InnoDB`,
+];

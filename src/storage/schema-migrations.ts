@@ -26,6 +26,7 @@ import {
   WEIGHTS_IN_EDGE_INDEX,
 } from "./schema-migrations-core.js";
 import {
+  LIVE_SIGNING_KEYS,
   RACE_HISTORY_TABLES,
   RACE_LATE_WAGERS,
   RACE_TABLES,
@@ -155,6 +156,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 18,
     name: "late wagers of a race's period recorded during its review",
     statements: RACE_LATE_WAGERS,
+  },
+  {
+    version: 19,
+    name: "the live signing key, apart from the results' keys",
+    statements: LIVE_SIGNING_KEYS,
   },
 ];
 

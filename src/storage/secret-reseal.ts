@@ -1,10 +1,11 @@
 /**
  * Seals again, under the current WEBHOOK_SECRET_KEY, every stored secret that is kept plain (endpoints made before
  * a key was set) or sealed by a previous key of the ring (./webhook-secrets.ts): the webhook endpoints' signing
- * secrets (current and previous) and the private halves of the signing keys. Each row is written by a
+ * secrets (current and previous) and the private halves of the signing keys (results' and live). Each row is written by a
  * compare-and-set on the value read, so instances doing this at once, or a rotation meanwhile, never lose a secret.
  */
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { SIGNING_KEY_TABLES } from "./signing-keys.js";
 import type { WebhookSecretBox } from "./webhook-secrets.js";
 
 export interface ResealReport {
@@ -18,7 +19,8 @@ export interface ResealReport {
 const SEALED_COLUMNS = [
   { table: "webhook_endpoints", key: "id", column: "secret", aad: (id: string) => id },
   { table: "webhook_endpoints", key: "id", column: "previous_secret", aad: (id: string) => id },
-  { table: "signing_keys", key: "kid", column: "private_sealed", aad: (kid: string) => `signing-key:${kid}` },
+  { table: "signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.result.sealedAs },
+  { table: "live_signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.live.sealedAs },
 ] as const;
 
 export async function resealSecrets(pool: Pool, box: WebhookSecretBox): Promise<ResealReport> {

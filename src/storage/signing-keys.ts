@@ -1,37 +1,63 @@
 /**
- * The signing keys table (migration 13). The private half (`d`) is stored sealed by the same box as the
- * webhook secrets (./webhook-secrets.ts: AES-256-GCM under WEBHOOK_SECRET_KEY, or marked plain without
- * one), with `signing-key:{kid}` as its additional data, so a sealed key copied onto another row does
- * not open. At most one key is active: `active` is 1 on that row and NULL on every other, under a
- * unique index.
+ * The signing keys tables: the results' keys in `signing_keys` (migration 13), the live key in
+ * `live_signing_keys` (migration 19), the same shape. Apart, so that no release reading `signing_keys` (0.4.0
+ * does, during a rolling upgrade) publishes a live key with the results' keys or signs a result with it. The
+ * private half (`d`) is stored sealed by the same box as the webhook secrets (./webhook-secrets.ts: AES-256-GCM
+ * under WEBHOOK_SECRET_KEY, or marked plain without one), with `signing-key:{kid}` (a live key:
+ * `live-signing-key:{kid}`) as its additional data, so a sealed key copied onto another row, or into the other
+ * table, does not open. At most one key per table is active: `active` is 1 on that row and NULL on every other,
+ * under a unique index.
  */
 import type { Pool, RowDataPacket } from "mysql2/promise";
-import type { ActiveSigningKey, PublishedSigningKey, SigningKeyStore } from "../ports/signing.js";
+import type { ActiveSigningKey, PublishedSigningKey, SigningKeyPurpose, SigningKeyStore } from "../ports/signing.js";
+import { ER_DUP_ENTRY, ER_LOCK_DEADLOCK, errnoOf } from "./database-errors.js";
 import { inTransaction } from "./transactions.js";
 import type { WebhookSecretBox } from "./webhook-secrets.js";
 
-const sealedAs = (kid: string) => `signing-key:${kid}`;
+/** Each purpose's table, and the additional data its private halves are sealed with. */
+export const SIGNING_KEY_TABLES = {
+  result: { table: "signing_keys", sealedAs: (kid: string) => `signing-key:${kid}` },
+  live: { table: "live_signing_keys", sealedAs: (kid: string) => `live-signing-key:${kid}` },
+} as const;
 
-export function mariadbSigningKeys(pool: Pool, box: WebhookSecretBox): SigningKeyStore {
+export function mariadbSigningKeys(
+  pool: Pool,
+  box: WebhookSecretBox,
+  purpose: SigningKeyPurpose = "result",
+): SigningKeyStore {
+  const { table, sealedAs } = SIGNING_KEY_TABLES[purpose];
   return {
     insert: async (key, at) => {
-      await pool.query("INSERT INTO signing_keys (kid, public_x, private_sealed, created_at) VALUES (?, ?, ?, ?)", [
+      await pool.query(`INSERT INTO ${table} (kid, public_x, private_sealed, created_at) VALUES (?, ?, ?, ?)`, [
         key.kid,
         key.x,
         box.seal(sealedAs(key.kid), key.d),
         at,
       ]);
     },
+    insertActiveUnlessAny: async (key, at) => {
+      try {
+        await pool.query(
+          `INSERT INTO ${table} (kid, public_x, private_sealed, created_at, active, activated_at)
+           VALUES (?, ?, ?, ?, 1, ?)`,
+          [key.kid, key.x, box.seal(sealedAs(key.kid), key.d), at, at],
+        );
+        return true;
+      } catch (error) {
+        // The unique index on `active`: another instance's key went in first (on Galera, a certification conflict).
+        if (errnoOf(error) === ER_DUP_ENTRY || errnoOf(error) === ER_LOCK_DEADLOCK) return false;
+        throw error;
+      }
+    },
     list: async () => {
       const [rows] = await pool.query<RowDataPacket[]>(
-        `SELECT kid, public_x, active, created_at, activated_at, retired_at FROM signing_keys
-          ORDER BY created_at, kid`,
+        `SELECT kid, public_x, active, created_at, activated_at, retired_at FROM ${table} ORDER BY created_at, kid`,
       );
       return rows.map(publishedKey);
     },
     active: async () => {
       const [rows] = await pool.query<RowDataPacket[]>(
-        "SELECT kid, public_x, private_sealed FROM signing_keys WHERE active = 1",
+        `SELECT kid, public_x, private_sealed FROM ${table} WHERE active = 1`,
       );
       const row = rows[0];
       if (row === undefined) return undefined;
@@ -39,32 +65,37 @@ export function mariadbSigningKeys(pool: Pool, box: WebhookSecretBox): SigningKe
       const key: ActiveSigningKey = { kid, x: String(row.public_x), d: box.open(sealedAs(kid), row.private_sealed) };
       return key;
     },
-    activate: (kid, at) => activateKey(pool, kid, at),
+    activate: (kid, at) => activateKey(pool, table, kid, at),
     retire: async (kid, at) => {
-      const [rows] = await pool.query<RowDataPacket[]>("SELECT active FROM signing_keys WHERE kid = ?", [kid]);
+      const [rows] = await pool.query<RowDataPacket[]>(`SELECT active FROM ${table} WHERE kid = ?`, [kid]);
       if (rows[0] === undefined) return "not_found";
       if (Number(rows[0].active) === 1) return "active";
-      await pool.query(
-        "UPDATE signing_keys SET retired_at = COALESCE(retired_at, ?) WHERE kid = ? AND active IS NULL",
-        [at, kid],
-      );
+      await pool.query(`UPDATE ${table} SET retired_at = COALESCE(retired_at, ?) WHERE kid = ? AND active IS NULL`, [
+        at,
+        kid,
+      ]);
       return "retired";
     },
   };
 }
 
-async function activateKey(pool: Pool, kid: string, at: number): Promise<"activated" | "not_found" | "retired"> {
+async function activateKey(
+  pool: Pool,
+  table: string,
+  kid: string,
+  at: number,
+): Promise<"activated" | "not_found" | "retired"> {
   return inTransaction(pool, async (connection) => {
     const [rows] = await connection.query<RowDataPacket[]>(
-      "SELECT active, retired_at FROM signing_keys WHERE kid = ? FOR UPDATE",
+      `SELECT active, retired_at FROM ${table} WHERE kid = ? FOR UPDATE`,
       [kid],
     );
     const row = rows[0];
     if (row === undefined) return "not_found";
     if (row.retired_at !== null) return "retired";
     if (Number(row.active) === 1) return "activated";
-    await connection.query("UPDATE signing_keys SET active = NULL, retired_at = ? WHERE active = 1", [at]);
-    await connection.query("UPDATE signing_keys SET active = 1, activated_at = ? WHERE kid = ?", [at, kid]);
+    await connection.query(`UPDATE ${table} SET active = NULL, retired_at = ? WHERE active = 1`, [at]);
+    await connection.query(`UPDATE ${table} SET active = 1, activated_at = ? WHERE kid = ?`, [at, kid]);
     return "activated";
   });
 }

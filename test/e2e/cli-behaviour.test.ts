@@ -187,6 +187,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 16, name: "webhook events indexed by the race they are about" },
     { version: 17, name: "retention horizons and the hashes of pruned wagers" },
     { version: 18, name: "late wagers of a race's period recorded during its review" },
+    { version: 19, name: "the live signing key, apart from the results' keys" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

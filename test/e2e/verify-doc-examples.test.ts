@@ -1,7 +1,11 @@
 /**
- * docs/verify.md's offline checks, run as a reader would run them (issue 36 item 3): the code blocks are read
- * from the document, the files they read are what our server answers, and each must accept a real signed
- * result and refuse one with a byte of its payload changed. The Python check is an implementation independent of
+ * docs/verify.md's offline checks, run as a reader would run them (issue 36 item 3, issue 46 part 1): the code
+ * blocks are read from the document, the files they read are what our server answers, and each is handed every
+ * kind of signed object (test/support/signed-kinds.ts): only the final result of the race it was asked about
+ * passes; the same result asked as another race, a live race event and a live board rebuilt as compact JWSs
+ * (live key), a live event as 0.4.0 signed it (result key, no typ), an `alg: none` copy and a changed copy are
+ * each refused with the reason the script gives. The chain script passes the affiliate's two results and refuses
+ * a gap, another affiliate, and a live object in the chain. The Python check is an implementation independent of
  * ours: Debian's PyJWT with cryptography (skipped, saying what to install, without them).
  */
 import { execFile } from "node:child_process";
@@ -11,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PYTHON, withoutPythonModules } from "../support/python.js";
 import { useTestServer } from "../support/server.js";
-import { activeSigningKey, signedRace } from "../support/signed-races.js";
+import { everyKindSigned, type SignedKinds, type SignedObject, tampered } from "../support/signed-kinds.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const VERIFY_MD = readFileSync(join(ROOT, "docs", "verify.md"), "utf8");
@@ -40,81 +44,164 @@ const pythonMissing = withoutPythonModules(
   "SKIPPED: Debian's PyJWT is missing; install it with: apt-get install -y python3-jwt python3-cryptography",
 );
 
+const AFFILIATE = "docs-aff";
 let work = "";
-let raceId = "";
-let kid = "";
-let signed: { jws: string } = { jws: "" };
-
-/** The same result with bob renamed in its payload, signature kept. */
-function tampered(jws: string): string {
-  const [header, payload, signature] = jws.split(".") as [string, string, string];
-  const changed = Buffer.from(payload, "base64url").toString("utf8").replace('"bob"', '"rob"');
-  return [header, Buffer.from(changed, "utf8").toString("base64url"), signature].join(".");
-}
+let kinds: SignedKinds;
 
 beforeAll(async () => {
-  kid = (await activeSigningKey(server.database.db)).kid;
-  raceId = await signedRace(server.database.db, "docs-aff", ISSUER);
+  kinds = await everyKindSigned(server, AFFILIATE, ISSUER);
   // Under the checkout, so the Node examples find jose in its node_modules as a reader's project would.
   mkdirSync(join(ROOT, "test-artifacts"), { recursive: true });
   work = mkdtempSync(join(ROOT, "test-artifacts", "verify-docs-"));
   writeFileSync(join(work, "jwks.json"), await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).text());
-  signed = (await (await fetch(`${server.baseUrl}/verify/${raceId}/signed`)).json()) as { jws: string };
   writeFileSync(join(work, "check.mjs"), codeBlocks("With Node and jose", "js")[0] as string);
   writeFileSync(join(work, "check.py"), codeBlocks("With Python and PyJWT", "python")[0] as string);
   writeFileSync(join(work, "chain.mjs"), codeBlocks("Checking the chain", "js")[0] as string);
-});
+}, 60_000);
 
 afterAll(() => {
   if (work !== "") rmSync(work, { recursive: true, force: true });
 });
 
-const expected = () =>
-  `valid: ${ISSUER} signed race ${raceId} with key ${kid}\n1 alice 300 100.00\n2 bob 200.5 50.00\n`;
+interface Outcome {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: unknown;
+}
+
+const refused = (stderr: unknown): Outcome => ({ code: 1, stdout: "", stderr });
+/** A Node script that threw `error` (jose's), or a Python one that raised it: its name and message on stderr. */
+const threw = (error: string) => refused(expect.stringContaining(error));
+
+/**
+ * Each object a check is handed, the race it is asked about, and what the Node and the Python check answer:
+ * only the first case passes.
+ */
+const CASES: readonly {
+  readonly what: string;
+  readonly object: (k: SignedKinds) => SignedObject;
+  readonly asked?: (k: SignedKinds) => string;
+  readonly node: (k: SignedKinds) => Outcome;
+  readonly python: (k: SignedKinds) => Outcome;
+}[] = [
+  {
+    what: "the final result of the race asked about",
+    object: (k) => k.result,
+    node: (k) => ({ code: 0, stdout: printed(k), stderr: "" }),
+    python: (k) => ({ code: 0, stdout: printed(k), stderr: "" }),
+  },
+  {
+    what: "the same result asked as another race's",
+    object: (k) => k.result,
+    asked: (k) => k.next.raceId as string,
+    node: (k) => refused(`not a final result of ${k.next.raceId}: race ${k.result.raceId}\n`),
+    python: (k) => refused(`not a final result of ${k.next.raceId}: race ${k.result.raceId}\n`),
+  },
+  {
+    what: "a live race event (live key) rebuilt as a compact JWS",
+    object: (k) => k.liveRace,
+    node: () => threw("JWKSNoMatchingKey: no applicable key found in the JSON Web Key Set"),
+    python: (k) => refused(`not one of the operator's result keys: ${liveKidOf(k.liveRace)}\n`),
+  },
+  {
+    what: "a live board (live key) rebuilt as a compact JWS",
+    object: (k) => k.liveBoard,
+    asked: (k) => k.result.raceId as string,
+    node: () => threw("JWKSNoMatchingKey: no applicable key found in the JSON Web Key Set"),
+    python: (k) => refused(`not one of the operator's result keys: ${liveKidOf(k.liveBoard)}\n`),
+  },
+  {
+    what: "a live race event as 0.4.0 signed it (result key, no typ)",
+    object: (k) => k.oldLiveRace,
+    node: (k) => refused(`not a final result of ${k.oldLiveRace.raceId}: type topwagers.race, state live\n`),
+    python: (k) => refused(`not a final result of ${k.oldLiveRace.raceId}: type topwagers.race, state live\n`),
+  },
+  {
+    what: "the result with alg: none",
+    object: (k) => k.algNone,
+    node: () => threw(`JOSEAlgNotAllowed: "alg" (Algorithm) Header Parameter value not allowed`),
+    python: () => threw("jwt.exceptions.InvalidAlgorithmError: The specified alg value is not allowed"),
+  },
+  {
+    what: "the result with a byte of its payload changed",
+    object: (k) => ({ ...k.result, jws: tampered(k.result.jws) }),
+    node: () => threw("JWSSignatureVerificationFailed: signature verification failed"),
+    python: () => threw("jwt.exceptions.InvalidSignatureError: Signature verification failed"),
+  },
+];
+
+/** What a check prints for the first result: the issuer, race and key, then alice's and bob's lines. */
+const printed = (k: SignedKinds) =>
+  `valid: ${ISSUER} signed race ${k.result.raceId} with key ${k.resultKid}\n1 alice 300 100.00\n2 bob 200.5 50.00\n`;
+
+/** The key id in a JWS's header. */
+const liveKidOf = (object: SignedObject) =>
+  (JSON.parse(Buffer.from(object.jws.split(".")[0] as string, "base64url").toString("utf8")) as { kid: string }).kid;
+
+/** Runs `program` on `script` with `object` in result.json, asked about `raceId`. */
+async function checked(program: string, script: string, object: SignedObject, raceId: string): Promise<Outcome> {
+  writeFileSync(join(work, "result.json"), JSON.stringify({ jws: object.jws }));
+  return run(program, [script, raceId], work);
+}
 
 describe("docs/verify.md's offline checks", () => {
-  it("(a) Node with jose accepts the real result and refuses a changed one", async () => {
-    writeFileSync(join(work, "result.json"), JSON.stringify(signed));
-    expect(await run(process.execPath, ["check.mjs"], work)).toMatchObject({ code: 0, stdout: expected() });
-    writeFileSync(join(work, "result.json"), JSON.stringify({ jws: tampered(signed.jws) }));
-    const refused = await run(process.execPath, ["check.mjs"], work);
-    expect([refused.code, refused.stdout, refused.stderr]).toEqual([
-      1,
-      "",
-      expect.stringContaining("signature verification failed"),
+  it("every case is one kind of object, each from the server as a viewer gets it", () => {
+    const header = (object: SignedObject) =>
+      JSON.parse(Buffer.from(object.jws.split(".")[0] as string, "base64url").toString("utf8"));
+    expect([kinds.result, kinds.liveRace, kinds.liveBoard, kinds.oldLiveRace, kinds.algNone].map(header)).toEqual([
+      { alg: "EdDSA", kid: kinds.resultKid, typ: "race-result+jws" },
+      { alg: "EdDSA", kid: liveKidOf(kinds.liveRace), typ: "live-race+jws" },
+      { alg: "EdDSA", kid: liveKidOf(kinds.liveRace), typ: "live-board+jws" },
+      { alg: "EdDSA", kid: kinds.resultKid },
+      { alg: "none", kid: kinds.resultKid, typ: "race-result+jws" },
     ]);
+    expect(liveKidOf(kinds.liveRace)).not.toBe(kinds.resultKid);
   });
 
-  it.skipIf(pythonMissing !== undefined)(
-    "(b) Python with PyJWT accepts the real result and refuses a changed one",
-    async () => {
-      writeFileSync(join(work, "result.json"), JSON.stringify(signed));
-      expect(await run(PYTHON, ["check.py"], work)).toMatchObject({ code: 0, stdout: expected() });
-      writeFileSync(join(work, "result.json"), JSON.stringify({ jws: tampered(signed.jws) }));
-      const refused = await run(PYTHON, ["check.py"], work);
-      expect([refused.code, refused.stdout, refused.stderr]).toEqual([
-        1,
-        "",
-        expect.stringContaining("InvalidSignatureError"),
-      ]);
-    },
-  );
-
-  it("(c) the chain check passes the affiliate's results and finds a removed one", async () => {
-    writeFileSync(join(work, "results.json"), JSON.stringify([signed]));
-    expect(await run(process.execPath, ["chain.mjs"], work)).toMatchObject({
-      code: 0,
-      stdout: "chain of 1 results intact\n",
+  for (const { what, object, asked, node, python } of CASES) {
+    it(`(a) Node with jose: ${what}`, async () => {
+      const given = object(kinds);
+      const outcome = await checked(process.execPath, "check.mjs", given, asked?.(kinds) ?? (given.raceId as string));
+      expect(outcome).toEqual(node(kinds));
     });
-    // A result whose chain says it is the second, with the first left out.
-    const second = { ...JSON.parse(Buffer.from(signed.jws.split(".")[1] as string, "base64url").toString("utf8")) };
-    second.chain = { sequence: 2, previous: { raceId: "race_x", sha256: "0".repeat(64) } };
-    const forged = `e30.${Buffer.from(JSON.stringify(second)).toString("base64url")}.AA`;
-    writeFileSync(join(work, "results.json"), JSON.stringify([{ jws: forged }]));
-    const broken = await run(process.execPath, ["chain.mjs"], work);
-    expect([broken.code, broken.stderr]).toEqual([
-      1,
-      "broken at result 1: a result before it was removed or replaced\n",
-    ]);
+
+    it.skipIf(pythonMissing !== undefined)(`(b) Python with PyJWT: ${what}`, async () => {
+      const given = object(kinds);
+      const outcome = await checked(PYTHON, "check.py", given, asked?.(kinds) ?? (given.raceId as string));
+      expect(outcome).toEqual(python(kinds));
+    });
+  }
+
+  it("(c) the chain check passes the affiliate's results and refuses a gap, another affiliate, and anything live", async () => {
+    const chained = async (objects: readonly SignedObject[], affiliate = AFFILIATE) => {
+      writeFileSync(join(work, "results.json"), JSON.stringify(objects.map(({ jws }) => ({ jws }))));
+      return run(process.execPath, ["chain.mjs", affiliate], work);
+    };
+    const { result, next, liveRace, liveBoard, oldLiveRace, algNone } = kinds;
+    expect(await chained([result, next])).toEqual({
+      code: 0,
+      stdout: `chain of 2 results of ${AFFILIATE} intact\n`,
+      stderr: "",
+    });
+    expect(await chained([next])).toEqual(
+      refused("result 1: the chain is broken here: a result before it was removed or replaced\n"),
+    );
+    expect(await chained([next, result])).toEqual(
+      refused("result 1: the chain is broken here: a result before it was removed or replaced\n"),
+    );
+    expect(await chained([result, next], "other-aff")).toEqual(
+      refused(`result 1: affiliate ${AFFILIATE}'s, not other-aff's\n`),
+    );
+    expect(await chained([result, oldLiveRace])).toEqual(
+      refused("result 2: not a final result (typ undefined, type topwagers.race)\n"),
+    );
+    for (const live of [liveRace, liveBoard]) {
+      expect(await chained([result, live])).toEqual(
+        threw("JWKSNoMatchingKey: no applicable key found in the JSON Web Key Set"),
+      );
+    }
+    expect(await chained([algNone])).toEqual(
+      threw(`JOSEAlgNotAllowed: "alg" (Algorithm) Header Parameter value not allowed`),
+    );
   });
 });

@@ -1,8 +1,10 @@
 /**
- * The verify page (issue 36 item 3) in Chromium (playwright-core, /usr/bin/chromium): for a real signed result
- * it says "Signature valid" and shows the issuer, the key, the chain link and the standings; served by another
- * server with one character of the signed result changed (the page and the JWK Set as ours serves them), it says
- * the signature is invalid. The signature is checked by the browser's WebCrypto, not by our server.
+ * The verify page (issue 36 item 3, issue 46 part 1) in Chromium (playwright-core, /usr/bin/chromium): for a real
+ * signed result it says "Signature valid" and shows the issuer, the key, the chain link and the standings. Served
+ * by another server that answers something else as the race's signed result (the page and the JWK Set as ours
+ * serves them), it names the real reason and shows nothing of the payload: a byte changed, another race's result,
+ * a live race event and a live board rebuilt as compact JWSs (live key), a live event as 0.4.0 signed it (result
+ * key, no typ), `alg: none`. The signature is checked by the browser's WebCrypto, not by our server.
  */
 import { existsSync, mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -15,43 +17,43 @@ import { createKey } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { until } from "../support/polling.js";
 import { useTestServer } from "../support/server.js";
-import { activeSigningKey, signedRace } from "../support/signed-races.js";
+import { everyKindSigned, type SignedKinds, tampered } from "../support/signed-kinds.js";
 
 const ISSUER = "https://casino.example";
 const SCREENS = process.env.SCREENSHOT_DIR;
 const server = useTestServer("verify_page", { ISSUER });
 let raceId = "";
 let kid = "";
+let kinds: SignedKinds;
 let context: BrowserContext;
 let tampering: Server;
 let tamperingUrl = "";
+/** What the other server answers as any race's signed result. */
+let substitute = "";
 
-/** Serves what our server serves, but the signed result with bob's name changed in its payload. */
+/** Serves what our server serves, but `substitute` as the JWS of every signed result. */
 function tamperingServer(): Server {
   return createServer(async (req, res) => {
     const answer = await fetch(`${server.baseUrl}${req.url}`);
-    let body = Buffer.from(await answer.arrayBuffer());
-    if (req.url?.endsWith("/signed")) {
-      const signed = JSON.parse(body.toString("utf8")) as { jws: string };
-      const [header, payload, signature] = signed.jws.split(".") as [string, string, string];
-      const changed = Buffer.from(payload, "base64url").toString("utf8").replace('"bob"', '"rob"');
-      signed.jws = [header, Buffer.from(changed, "utf8").toString("base64url"), signature].join(".");
-      body = Buffer.from(JSON.stringify(signed));
-    }
+    const substituted = req.url?.endsWith("/signed") === true;
+    const body = substituted
+      ? Buffer.from(JSON.stringify({ jws: substitute, kid: "", sha256: "" }))
+      : Buffer.from(await answer.arrayBuffer());
     const headers: Record<string, string> = {};
     for (const name of ["content-type", "content-security-policy"]) {
       const value = answer.headers.get(name);
       if (value !== null) headers[name] = value;
     }
-    res.writeHead(answer.status, headers).end(body);
+    res.writeHead(substituted ? 200 : answer.status, headers).end(body);
   });
 }
 
 const chromiumMissing = existsSync(CHROMIUM) ? undefined : `SKIPPED: no Chromium at ${CHROMIUM}`;
 
 beforeAll(async () => {
-  kid = (await activeSigningKey(server.database.db)).kid;
-  raceId = await signedRace(server.database.db, "verify-aff", ISSUER);
+  kinds = await everyKindSigned(server, "verify-aff", ISSUER);
+  kid = kinds.resultKid;
+  raceId = kinds.result.raceId as string;
   tampering = tamperingServer();
   tamperingUrl = `http://127.0.0.1:${await listenOnFreePort(tampering)}`;
   if (chromiumMissing !== undefined) return;
@@ -68,18 +70,22 @@ afterAll(async () => {
   await new Promise((resolve) => tampering?.close(resolve));
 });
 
-/** The page's verdict once it has checked: its state and its text. */
-async function verdict(baseUrl: string, screenshot: string): Promise<[string | null, string]> {
+/**
+ * The page's verdict on race `race` once it has checked: its state, its text, and how many standings rows and facts
+ * it shows.
+ */
+async function verdict(baseUrl: string, screenshot: string, race = raceId): Promise<[string | null, string, number]> {
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(error.message));
   try {
-    await page.goto(`${baseUrl}/verify/${raceId}`, { waitUntil: "load" });
+    await page.goto(`${baseUrl}/verify/${race}`, { waitUntil: "load" });
     const status = page.locator("#status:not([data-state=checking])");
     await status.waitFor({ timeout: 15_000 });
     if (SCREENS !== undefined) await page.screenshot({ path: join(SCREENS, screenshot), fullPage: true });
     expect(problems).toEqual([]);
-    return [await status.getAttribute("data-state"), (await status.textContent()) ?? ""];
+    const shown = (await page.locator("#standings tr").count()) - 1 + (await page.locator("#facts dt").count());
+    return [await status.getAttribute("data-state"), (await status.textContent()) ?? "", shown];
   } finally {
     await page.close();
   }
@@ -98,9 +104,11 @@ describe("the verify page", () => {
   it.skipIf(chromiumMissing !== undefined)(
     "says valid for a real result, with its issuer, key, chain and standings",
     async () => {
+      // Two standings rows and eight facts (issuer, key, race, affiliate, period, frozen at, digest, chain).
       expect(await verdict(server.baseUrl, "verify-valid.png")).toEqual([
         "valid",
         `Signature valid: signed by ${ISSUER} with key ${kid}.`,
+        10,
       ]);
     },
   );
@@ -129,10 +137,54 @@ describe("the verify page", () => {
     },
   );
 
-  it.skipIf(chromiumMissing !== undefined)("says invalid for a result changed by another server", async () => {
-    expect(await verdict(tamperingUrl, "verify-tampered.png")).toEqual([
-      "invalid",
-      "Signature invalid: the result was changed after it was signed.",
-    ]);
-  });
+  /** Each thing another server answers as the signed result, the race whose page is opened, and what it says. */
+  const REFUSALS: readonly { what: string; jws: () => string; race?: () => string; says: () => string }[] = [
+    {
+      what: "a result changed by another server",
+      jws: () => tampered(kinds.result.jws),
+      says: () => "Signature invalid: the result was changed after it was signed.",
+    },
+    {
+      what: "another race's result",
+      jws: () => kinds.result.jws,
+      race: () => kinds.next.raceId as string,
+      says: () => `Not accepted for this race: the signed result is of ${raceId}, not ${kinds.next.raceId}.`,
+    },
+    {
+      what: "a live race event rebuilt as a compact JWS",
+      jws: () => kinds.liveRace.jws,
+      race: () => kinds.liveRace.raceId as string,
+      says: () =>
+        `Not accepted: this is a live snapshot, not a final result (race ${kinds.liveRace.raceId}'s standings at one moment while it ran, not who won).`,
+    },
+    {
+      what: "a live board rebuilt as a compact JWS",
+      jws: () => kinds.liveBoard.jws,
+      says: () =>
+        "Not accepted: this is a live snapshot, not a final result (a board's standings at one moment, not who won).",
+    },
+    {
+      what: "a live race event as 0.4.0 signed it",
+      jws: () => kinds.oldLiveRace.jws,
+      race: () => kinds.oldLiveRace.raceId as string,
+      says: () =>
+        `Not accepted: this is a live snapshot, not a final result (race ${kinds.oldLiveRace.raceId}'s standings at one moment while it ran, not who won).`,
+    },
+    {
+      what: "the result with alg: none",
+      jws: () => kinds.algNone.jws,
+      says: () => "Signature invalid: this is not an EdDSA signature (alg: none).",
+    },
+  ];
+
+  for (const [index, { what, jws, race, says }] of REFUSALS.entries()) {
+    it.skipIf(chromiumMissing !== undefined)(`names the reason, showing nothing of it, for ${what}`, async () => {
+      substitute = jws();
+      expect(await verdict(tamperingUrl, `verify-refused-${index + 1}.png`, race?.() ?? raceId)).toEqual([
+        "invalid",
+        says(),
+        0,
+      ]);
+    });
+  }
 });

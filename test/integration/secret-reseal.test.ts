@@ -1,7 +1,8 @@
 /**
  * Stored secrets follow WEBHOOK_SECRET_KEY (issue 38): secrets stored plain before a key was set are sealed under
  * it once one is, and a rotation of the key itself (new key, the old one in WEBHOOK_SECRET_KEY_PREVIOUS) seals
- * every endpoint secret, previous endpoint secret and signing key again under the new key; after that the new key
+ * every endpoint secret, previous endpoint secret and signing key (a result key and a live key) again under the new
+ * key; after that the new key
  * alone opens them and the old one opens none. A value no key opens is counted and left alone.
  */
 import { randomBytes } from "node:crypto";
@@ -13,22 +14,34 @@ import { useTestDatabase } from "../support/database.js";
 
 const KEY_A = randomBytes(32);
 const KEY_B = randomBytes(32);
-const SECRETS = { ep_1: "whsec_one", ep_2: "whsec_two", previous: "whsec_old", signing: "private-d-value" };
+const SECRETS = {
+  ep_1: "whsec_one",
+  ep_2: "whsec_two",
+  previous: "whsec_old",
+  signing: "private-d-value",
+  live: "live-private-d-value",
+};
+type Stored = keyof typeof SECRETS;
+const NONE_OPENED = { ep_1: undefined, ep_2: undefined, previous: undefined, signing: undefined, live: undefined };
 
 describe("re-sealing stored secrets", () => {
   const database = useTestDatabase("secret_reseal");
   const pool = () => database.db.write;
 
-  async function stored(): Promise<Record<"ep_1" | "ep_2" | "previous" | "signing", Buffer>> {
+  async function stored(): Promise<Record<Stored, Buffer>> {
     const [endpoints] = await pool().query<RowDataPacket[]>(
       "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id",
     );
     const [keys] = await pool().query<RowDataPacket[]>("SELECT private_sealed FROM signing_keys WHERE kid = 'kid_1'");
+    const [live] = await pool().query<RowDataPacket[]>(
+      "SELECT private_sealed FROM live_signing_keys WHERE kid = 'kid_2'",
+    );
     return {
       ep_1: endpoints[0]?.secret as Buffer,
       ep_2: endpoints[1]?.secret as Buffer,
       previous: endpoints[1]?.previous_secret as Buffer,
       signing: keys[0]?.private_sealed as Buffer,
+      live: live[0]?.private_sealed as Buffer,
     };
   }
 
@@ -47,6 +60,7 @@ describe("re-sealing stored secrets", () => {
       ep_2: attempt("ep_2", rows.ep_2),
       previous: attempt("ep_2", rows.previous),
       signing: attempt("signing-key:kid_1", rows.signing),
+      live: attempt("live-signing-key:kid_2", rows.live),
     };
   }
 
@@ -63,10 +77,14 @@ describe("re-sealing stored secrets", () => {
       "INSERT INTO signing_keys (kid, public_x, private_sealed, created_at) VALUES ('kid_1', 'x', ?, 0)",
       [plain.seal("signing-key:kid_1", SECRETS.signing)],
     );
+    await pool().query(
+      "INSERT INTO live_signing_keys (kid, public_x, private_sealed, created_at) VALUES ('kid_2', 'x', ?, 0)",
+      [plain.seal("live-signing-key:kid_2", SECRETS.live)],
+    );
     expect((await stored()).ep_1.toString("utf8")).toBe("plain:whsec_one");
 
     const boxA = new WebhookSecretBox(KEY_A);
-    expect(await resealSecrets(pool(), boxA)).toEqual({ resealed: 4, unreadable: 0 });
+    expect(await resealSecrets(pool(), boxA)).toEqual({ resealed: 5, unreadable: 0 });
     for (const value of Object.values(await stored())) expect(value.toString("utf8").startsWith("enc1:")).toBe(true);
     expect(await opened(boxA)).toEqual(SECRETS);
     expect(await resealSecrets(pool(), boxA)).toEqual({ resealed: 0, unreadable: 0 });
@@ -74,22 +92,17 @@ describe("re-sealing stored secrets", () => {
     // Rotation: B is the key, A the previous one. Before re-sealing, the ring opens everything A sealed.
     const ring = new WebhookSecretBox(KEY_B, [KEY_A]);
     expect(await opened(ring)).toEqual(SECRETS);
-    expect(await opened(new WebhookSecretBox(KEY_B))).toEqual({
-      ep_1: undefined,
-      ep_2: undefined,
-      previous: undefined,
-      signing: undefined,
-    });
-    expect(await resealSecrets(pool(), ring)).toEqual({ resealed: 4, unreadable: 0 });
+    expect(await opened(new WebhookSecretBox(KEY_B))).toEqual(NONE_OPENED);
+    expect(await resealSecrets(pool(), ring)).toEqual({ resealed: 5, unreadable: 0 });
     expect(await opened(new WebhookSecretBox(KEY_B))).toEqual(SECRETS);
-    expect(await opened(boxA)).toEqual({ ep_1: undefined, ep_2: undefined, previous: undefined, signing: undefined });
+    expect(await opened(boxA)).toEqual(NONE_OPENED);
   });
 
   it("a value no key of the ring opens is counted and left as it is", async () => {
     const before = await stored();
     expect(await resealSecrets(pool(), new WebhookSecretBox(randomBytes(32), [KEY_A]))).toEqual({
       resealed: 0,
-      unreadable: 4,
+      unreadable: 5,
     });
     expect(await stored()).toEqual(before);
   });

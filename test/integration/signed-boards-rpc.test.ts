@@ -2,7 +2,8 @@
  * Signed boards over RPC (issue 36): the unary GetTopAffiliateWagersByPeriod and the Watch stream with
  * `signed: true`, on every protocol through connect-es (Connect binary and JSON over HTTP/1.1 and HTTP/2, gRPC,
  * gRPC-Web binary and JSON) and through @grpc/grpc-js with the .proto loaded at run time. The signature verifies
- * with jose against the JWKS the server publishes and covers exactly the version's entries; it is the one REST
+ * with jose against the live JWK Set the server publishes (`typ` live-board+jws; the results' JWK Set refuses it)
+ * and covers exactly the version's entries; it is the one REST
  * answers for the same board; 200 watchers of one board cost one signature per version
  * (topwagers_board_signatures_total); without the field, the messages carry no `signed` and the bytes are those
  * of a request that never heard of it.
@@ -16,8 +17,6 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import canonicalize from "canonicalize";
-import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   GetTopAffiliateWagersByPeriodResponseSchema,
@@ -31,7 +30,13 @@ import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample } from "../support/live.js";
 import { whenDefined } from "../support/polling.js";
 import { restCall } from "../support/rest.js";
-import { ISSUER, sealedSigningKey, useSigningServer } from "../support/signed-races.js";
+import {
+  ISSUER,
+  liveKid,
+  sealedSigningKey,
+  useSigningServer,
+  verifiedWithServedKeys,
+} from "../support/signed-races.js";
 
 const server = useSigningServer("signed_boards_rpc", 1_000);
 const AFFILIATE = "sbr-aff";
@@ -97,16 +102,9 @@ function grpcJsClient(): grpc.Client {
   return client;
 }
 
-/** Verifies a detached signature over the JSON text `payload` with the served JWKS; the payload it covers. */
-async function verified(signed: SignedParts): Promise<unknown> {
-  const jwks = (await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
-  const [header, empty, signature] = signed.jws.split(".");
-  expect(empty).toBe("");
-  const canonical = canonicalize(JSON.parse(signed.payload)) as string;
-  const payload = Buffer.from(canonical, "utf8").toString("base64url");
-  const result = await compactVerify(`${header}.${payload}.${signature}`, createLocalJWKSet(jwks));
-  expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid });
-  return JSON.parse(new TextDecoder().decode(result.payload));
+/** Verifies a detached signature over the JSON text `payload` with the served live JWKS; the payload it covers. */
+function verified(signed: SignedParts): Promise<unknown> {
+  return verifiedWithServedKeys(server.baseUrl, { ...signed, payload: JSON.parse(signed.payload) }, "live-board+jws");
 }
 
 /** The entries of a signed payload, as the board holds them (money as exact decimal strings). */
@@ -189,10 +187,12 @@ describe("signed boards over RPC", () => {
     const first = answers[0]?.signed as SignedParts;
     for (const answer of answers) expect(answer.signed?.jws).toBe(first.jws);
     expect(answers.every((answer) => answer.signed?.payload === first.payload)).toBe(true);
-    expect(first.kid).toBe(signingKid);
+    // The live key the server made for the fleet, never the results' key.
+    expect(first.kid).toBe(await liveKid(server.database.db));
+    expect(first.kid).not.toBe(signingKid);
     const payload = (await verified(first)) as Record<string, unknown>;
     expect(payload).toEqual({
-      type: "topwagers.board",
+      type: "topwagers.live-board.v1",
       affiliate: AFFILIATE,
       period: { start: START, end: END - 1 },
       rankBy: "wagered",
@@ -285,7 +285,7 @@ describe("signed boards over RPC", () => {
     }
     const payload = (await verified(firstSigned)) as Record<string, unknown>;
     expect(payload).toEqual({
-      type: "topwagers.board",
+      type: "topwagers.live-board.v1",
       affiliate: AFFILIATE,
       period: { start: START, end: END },
       rankBy: "wagered",

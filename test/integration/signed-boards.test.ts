@@ -1,7 +1,8 @@
 /**
  * Signed live boards (issue 36 item 3) over real SSE sockets: a viewer that asks (`signed=true`) gets each
  * board version with a detached signature covering exactly that version's entries (verified with jose against
- * the JWKS the server publishes, the payload canonicalized by the `canonicalize` package); 1,000 viewers of one
+ * the live JWK Set the server publishes, `typ` live-board+jws, signed by the live key the server made, never the
+ * results' key, whose JWK Set refuses it; the payload canonicalized by the `canonicalize` package); 1,000 viewers of one
  * board cost one signature per version (topwagers_board_signatures_total); a viewer that does not ask gets the
  * plain envelope it always got.
  */
@@ -10,9 +11,9 @@ import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { boardEvents, metricSample, RawHttp1Stream, type RawReply } from "../support/live.js";
 import { restCall } from "../support/rest.js";
-import { ISSUER, type Signed, sealedSigningKey, useSigningStreams } from "../support/signed-races.js";
+import { ISSUER, liveKid, type Signed, sealedSigningKey, useSigningStreams } from "../support/signed-races.js";
 
-const { server, streams, verified } = useSigningStreams("signed_boards", 2_000);
+const { server, streams, verified } = useSigningStreams("signed_boards", 2_000, "live-board+jws");
 const AFFILIATE = "sb-aff";
 const START = 1_793_491_200;
 const END = 1_796_083_199;
@@ -53,7 +54,7 @@ describe("signed live boards", () => {
     const signedAt = first.data.signed.payload.signedAt as number;
     expect(Math.abs(signedAt - Math.floor(Date.now() / 1000))).toBeLessThanOrEqual(60);
     const expectedPayload = {
-      type: "topwagers.board",
+      type: "topwagers.live-board.v1",
       affiliate: AFFILIATE,
       period: { start: START, end: END },
       rankBy: "wagered",
@@ -65,7 +66,9 @@ describe("signed live boards", () => {
       signedAt,
       iss: ISSUER,
     };
-    expect(first.data.signed.kid).toBe(made.kid);
+    // Signed with the live key the server made for the fleet, never the results' key.
+    expect(first.data.signed.kid).toBe(await liveKid(server.database.db));
+    expect(first.data.signed.kid).not.toBe(made.kid);
     expect(await verified(first.data.signed)).toEqual(expectedPayload);
     // Any other entries do not verify with that signature.
     const tampered = {

@@ -1,7 +1,8 @@
 /**
  * Signed live races (issue 36 item 3) over real SSE sockets: a race stream's viewer that asks (`signed=true`)
  * gets each version of the race with a detached signature covering exactly that version's standings (verified
- * with jose against the JWKS the server publishes, the payload canonicalized by the `canonicalize` package);
+ * with jose against the live JWK Set the server publishes, `typ` live-race+jws, signed by the live key the server
+ * made, never the results' key, whose JWK Set refuses it; the payload canonicalized by the `canonicalize` package);
  * 1,000 viewers of one race cost one signature per version (topwagers_race_signatures_total); a viewer that does
  * not ask gets the events it always got, byte for byte.
  */
@@ -10,9 +11,9 @@ import { describe, expect, it } from "vitest";
 import { addBoard, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample, RawHttp1Stream } from "../support/live.js";
 import { raceNamed } from "../support/races.js";
-import { ISSUER, type Signed, sealedSigningKey, useSigningStreams } from "../support/signed-races.js";
+import { ISSUER, liveKid, type Signed, sealedSigningKey, useSigningStreams } from "../support/signed-races.js";
 
-const { server, streams, verified } = useSigningStreams("signed_races", 2_000);
+const { server, streams, verified } = useSigningStreams("signed_races", 2_000, "live-race+jws");
 const AFFILIATE = "sr-aff";
 const VIEWERS = Number(process.env.SR_VIEWERS ?? 1_000);
 
@@ -86,7 +87,7 @@ describe("signed live races", () => {
     const signedAt = parsed.signed.payload.signedAt as number;
     expect(Math.abs(signedAt - Math.floor(Date.now() / 1000))).toBeLessThanOrEqual(60);
     const expectedPayload = {
-      type: "topwagers.race",
+      type: "topwagers.live-race.v1",
       affiliate: AFFILIATE,
       raceId,
       slug: "sr-weekly",
@@ -117,7 +118,9 @@ describe("signed live races", () => {
       signedAt,
       iss: ISSUER,
     };
-    expect(parsed.signed.kid).toBe(made.kid);
+    // Signed with the live key the server made for the fleet, never the results' key.
+    expect(parsed.signed.kid).toBe(await liveKid(server.database.db));
+    expect(parsed.signed.kid).not.toBe(made.kid);
     expect(parsed.signed.payload).toEqual(expectedPayload);
     expect(await verified(parsed.signed)).toEqual(expectedPayload);
     // Other standings, or another race, do not verify with that signature.

@@ -1,9 +1,9 @@
 /**
  * Signed final results, chained per affiliate (issue 36 item 2). Races frozen by one instance (its own Races
  * and signer, as a process has) are read from another (a public server on the same database): the result's
- * JWS verifies with that server's JWKS under jose's own verifier; changing any byte of the payload or the
- * signature, or the kid, fails; results signed before and after a key rotation, by the retired key and the new
- * one, all verify; the chain (checked here by a few lines independent of the server) finds a removed and a
+ * JWS (`typ` race-result+jws) verifies with that server's JWKS under jose's own verifier; changing any byte of
+ * the payload or the signature, the kid, or leaving out the `typ` header, fails; results signed before and after a
+ * key rotation, by the retired key and the new one, all verify; the chain (checked here by a few lines independent of the server) finds a removed and a
  * replaced result. GetRace and the race.finalized event carry the same bytes.
  */
 import { createHash } from "node:crypto";
@@ -141,7 +141,7 @@ describe("signed final results", () => {
     const [first] = results;
     const race = await raceJson(first?.id as string);
     const verified = await compactVerify(first?.signed.jws as string, createLocalJWKSet(await jwks()));
-    expect(verified.protectedHeader).toEqual({ alg: "EdDSA", kid: firstKid });
+    expect(verified.protectedHeader).toEqual({ alg: "EdDSA", kid: firstKid, typ: "race-result+jws" });
     expect(first?.signed.kid).toBe(firstKid);
     expect(first?.signed.sha256).toBe(sha256(first?.signed.jws as string));
     expect(JSON.parse(new TextDecoder().decode(verified.payload))).toEqual({
@@ -149,6 +149,7 @@ describe("signed final results", () => {
       iss: ISSUER,
       affiliateId: "sig-aff",
       raceId: first?.id,
+      state: "final",
       slug: "day-one",
       title: "Race day-one",
       period: { startsAt: NOV_1, endsAt: NOV_1 + DAY - 1 },
@@ -225,7 +226,9 @@ describe("signed final results", () => {
       }
     }
     const otherKid = Buffer.from(JSON.stringify({ alg: "EdDSA", kid: secondKid })).toString("base64url");
-    tampered.push([otherKid, payload, signature].join("."));
+    // The header as 0.4.0 wrote it (no typ): the header is signed too.
+    const untyped = Buffer.from(JSON.stringify({ alg: "EdDSA", kid: firstKid })).toString("base64url");
+    tampered.push([otherKid, payload, signature].join("."), [untyped, payload, signature].join("."));
     let accepted = 0;
     for (const jws of tampered)
       accepted += await compactVerify(jws, set).then(

@@ -5,6 +5,7 @@
  */
 import canonicalize from "canonicalize";
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
+import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, expect } from "vitest";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/keys.js";
@@ -29,20 +30,28 @@ export async function activeSigningKey(db: Database, at = NOV_1): Promise<Active
 
 /**
  * Affiliate `affiliate` with alice (300) and bob (200.5) on November 1st, and a one-day race of theirs with
- * prizes 100.00 and 50.00 frozen and signed by `issuer` with the active key; the race's id.
+ * prizes 100.00 and 50.00 frozen and signed by `issuer` with the active key; the race's id. With `day` n > 0, the
+ * affiliate's race of the (n+1)th day of November instead (made by a call with day 0 before it: no one wagered).
  */
-export async function signedRace(db: Database, affiliate: string, issuer: string): Promise<string> {
-  await addBoard(db, affiliate, [
-    ["u1", "alice", "", ["300", NOV_1 + 10]],
-    ["u2", "bob", "", ["200.5", NOV_1 + 20]],
-  ]);
-  let now = NOV_1 - 100;
+export async function signedRace(db: Database, affiliate: string, issuer: string, day = 0): Promise<string> {
+  if (day === 0) {
+    await addBoard(db, affiliate, [
+      ["u1", "alice", "", ["300", NOV_1 + 10]],
+      ["u2", "bob", "", ["200.5", NOV_1 + 20]],
+    ]);
+  }
+  const start = NOV_1 + day * 86_400;
+  let now = start - 100;
   const signer = new Signer(mariadbSigningKeys(db.write, new WebhookSecretBox(undefined)), { issuer, refreshMs: 0 });
   const races = instanceRaces(db, { now: () => now, freeze: "primary", signer });
-  const end = NOV_1 + 86_399;
+  const end = start + 86_399;
+  const names =
+    day === 0
+      ? { slug: "november-first", title: "November 1st race" }
+      : { slug: `november-${day + 1}`, title: `November ${day + 1} race` };
   const created = ok(
     await races.create(await affiliateKey(db.read, affiliate), {
-      ...{ slug: "november-first", title: "November 1st race", startTimestamp: NOV_1, endTimestamp: end },
+      ...{ ...names, startTimestamp: start, endTimestamp: end },
       ...{ prizes: ["100.00", "50.00"], reviewSeconds: 0 },
     }),
   );
@@ -58,18 +67,34 @@ export interface Signed {
   readonly jws: string;
 }
 
+/** The JWK Set the server at `baseUrl` serves at `path`. */
+async function servedKeys(baseUrl: string, path: "jwks.json" | "jwks-live.json") {
+  return createLocalJWKSet((await (await fetch(`${baseUrl}/.well-known/${path}`)).json()) as JSONWebKeySet);
+}
+
 /**
- * Verifies a detached signature over `payload` with the JWKS the server at `baseUrl` serves (EdDSA, the named key);
+ * Verifies a live detached signature over `payload` with the live JWK Set the server at `baseUrl` serves (EdDSA, the
+ * named key, the header's `typ` `typ`), after checking that the results' JWK Set refuses it (its key is not there);
  * the payload as the signature covers it.
  */
-export async function verifiedWithServedKeys(baseUrl: string, signed: Signed): Promise<unknown> {
-  const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
+export async function verifiedWithServedKeys(baseUrl: string, signed: Signed, typ: string): Promise<unknown> {
   const [header, empty, signature] = signed.jws.split(".");
   expect(empty).toBe("");
   const payload = Buffer.from(canonicalize(signed.payload) as string, "utf8").toString("base64url");
-  const result = await compactVerify(`${header}.${payload}.${signature}`, createLocalJWKSet(jwks));
-  expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid });
+  const compact = `${header}.${payload}.${signature}`;
+  await expect(compactVerify(compact, await servedKeys(baseUrl, "jwks.json"))).rejects.toThrow(
+    "no applicable key found in the JSON Web Key Set",
+  );
+  const result = await compactVerify(compact, await servedKeys(baseUrl, "jwks-live.json"));
+  expect(result.protectedHeader).toEqual({ alg: "EdDSA", kid: signed.kid, typ });
   return JSON.parse(new TextDecoder().decode(result.payload));
+}
+
+/** The id of the live key (the one row of live_signing_keys, active), made by the server that signed live. */
+export async function liveKid(db: Database): Promise<string> {
+  const [rows] = await db.read.query<RowDataPacket[]>("SELECT kid, active FROM live_signing_keys");
+  expect(rows.map((row) => Number(row.active))).toEqual([1]);
+  return String(rows[0]?.kid);
 }
 
 /** The issuer the signing tests' servers name in what they sign. */
@@ -88,15 +113,16 @@ export function useSigningServer(label: string, streams: number): TestServer {
 
 /**
  * A signing server for a file of stream tests: the server (useSigningServer), the raw streams the file opens
- * (destroyed after its tests) and `verified`, a signed answer checked against the keys the server publishes.
+ * (destroyed after its tests) and `verified`, a live signed answer of `typ` checked against the live keys the
+ * server publishes (and refused by its results' keys).
  */
-export function useSigningStreams(label: string, streamLimit: number) {
+export function useSigningStreams(label: string, streamLimit: number, typ: string) {
   const server = useSigningServer(label, streamLimit);
   const streams: RawHttp1Stream[] = [];
   afterAll(() => {
     for (const stream of streams) stream.socket.destroy();
   });
-  const verified = (signed: Signed) => verifiedWithServedKeys(server.baseUrl, signed);
+  const verified = (signed: Signed) => verifiedWithServedKeys(server.baseUrl, signed, typ);
   return { server, streams, verified };
 }
 

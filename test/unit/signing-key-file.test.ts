@@ -21,6 +21,7 @@ const inDatabase: PublishedSigningKey = {
 };
 const store: SigningKeyStore = {
   insert: async () => undefined,
+  insertActiveUnlessAny: async () => false,
   list: async () => [inDatabase],
   active: async () => ({ kid: "db-key", x: "AAAA", d: "BBBB" }),
   activate: async () => "activated",

@@ -3,8 +3,8 @@
 /* eslint-disable */
 
 // The operator's signing keys: the public half of every Ed25519 key that
-// signed, signs or will sign the deployment's final race results
-// (docs/verify.md).
+// signed, signs or will sign the deployment's final race results, and, apart,
+// of every key that signs its live races and boards (docs/verify.md).
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/signing.proto.
  */
 export const file_topwagers_v1_signing: GenFile = /*@__PURE__*/
-  fileDesc("Chp0b3B3YWdlcnMvdjEvc2lnbmluZy5wcm90bxIMdG9wd2FnZXJzLnYxIhcKFUdldFNpZ25pbmdLZXlzUmVxdWVzdCJQChZHZXRTaWduaW5nS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC50b3B3YWdlcnMudjEuU2lnbmluZ0tleRIOCgZpc3N1ZXIYAiABKAkiewoKU2lnbmluZ0tleRILCgNrdHkYASABKAkSCwoDY3J2GAIgASgJEgkKAXgYAyABKAkSCwoDa2lkGAQgASgJEgsKA3VzZRgFIAEoCRILCgNhbGcYBiABKAkSDQoFc3RhdGUYByABKAkSEgoKY3JlYXRlZF9hdBgIIAEoAzJ1ChFTaWduaW5nS2V5U2VydmljZRJgCg5HZXRTaWduaW5nS2V5cxIjLnRvcHdhZ2Vycy52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaJC50b3B3YWdlcnMudjEuR2V0U2lnbmluZ0tleXNSZXNwb25zZSIDkAIBQmoKEGNvbS50b3B3YWdlcnMudjFCDFNpZ25pbmdQcm90b1ABWhh0b3B3YWdlcnMvdjE7dG9wd2FnZXJzdjGqAgxUb3B3YWdlcnMuVjHKAgxUb3B3YWdlcnNcVjHqAg1Ub3B3YWdlcnM6OlYxYgZwcm90bzM");
+  fileDesc("Chp0b3B3YWdlcnMvdjEvc2lnbmluZy5wcm90bxIMdG9wd2FnZXJzLnYxIhcKFUdldFNpZ25pbmdLZXlzUmVxdWVzdCJ9ChZHZXRTaWduaW5nS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC50b3B3YWdlcnMudjEuU2lnbmluZ0tleRIOCgZpc3N1ZXIYAiABKAkSKwoJbGl2ZV9rZXlzGAMgAygLMhgudG9wd2FnZXJzLnYxLlNpZ25pbmdLZXkiewoKU2lnbmluZ0tleRILCgNrdHkYASABKAkSCwoDY3J2GAIgASgJEgkKAXgYAyABKAkSCwoDa2lkGAQgASgJEgsKA3VzZRgFIAEoCRILCgNhbGcYBiABKAkSDQoFc3RhdGUYByABKAkSEgoKY3JlYXRlZF9hdBgIIAEoAzJ1ChFTaWduaW5nS2V5U2VydmljZRJgCg5HZXRTaWduaW5nS2V5cxIjLnRvcHdhZ2Vycy52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaJC50b3B3YWdlcnMudjEuR2V0U2lnbmluZ0tleXNSZXNwb25zZSIDkAIBQmoKEGNvbS50b3B3YWdlcnMudjFCDFNpZ25pbmdQcm90b1ABWhh0b3B3YWdlcnMvdjE7dG9wd2FnZXJzdjGqAgxUb3B3YWdlcnMuVjHKAgxUb3B3YWdlcnNcVjHqAg1Ub3B3YWdlcnM6OlYxYgZwcm90bzM");
 
 /**
  * GetSigningKeysRequest has no fields.
@@ -38,7 +38,8 @@ export const GetSigningKeysRequestSchema: GenMessage<GetSigningKeysRequest> = /*
  */
 export type GetSigningKeysResponse = Message<"topwagers.v1.GetSigningKeysResponse"> & {
   /**
-   * The keys as JWKs (RFC 7517, RFC 8037).
+   * The keys that sign final race results, as JWKs (RFC 7517, RFC 8037): the
+   * only keys a check of a final result may trust.
    *
    * @generated from field: repeated topwagers.v1.SigningKey keys = 1;
    */
@@ -50,6 +51,15 @@ export type GetSigningKeysResponse = Message<"topwagers.v1.GetSigningKeysRespons
    * @generated from field: string issuer = 2;
    */
   issuer: string;
+
+  /**
+   * The keys that sign live race versions and live boards (`typ`
+   * "live-race+jws" and "live-board+jws"), never a final result: a live
+   * signature says what the standings were at one moment, not who won.
+   *
+   * @generated from field: repeated topwagers.v1.SigningKey live_keys = 3;
+   */
+  liveKeys: SigningKey[];
 };
 
 /**
@@ -132,16 +142,17 @@ export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
 
 /**
  * SigningKeyService publishes the signing keys. It is open: no credential is
- * needed, on either listener. The same keys are served as a JWK Set (RFC 7517)
- * at `GET /.well-known/jwks.json` on the public port.
+ * needed, on either listener. The same keys are served as JWK Sets (RFC 7517)
+ * on the public port: the results' keys at `GET /.well-known/jwks.json`, the
+ * live keys at `GET /.well-known/jwks-live.json`.
  *
  * @generated from service topwagers.v1.SigningKeyService
  */
 export const SigningKeyService: GenService<{
   /**
-   * GetSigningKeys answers every published key, oldest first: the active one,
-   * keys made and not yet active, and retired ones (what they signed still
-   * verifies).
+   * GetSigningKeys answers every published key of each set, oldest first: the
+   * active one, keys made and not yet active, and retired ones (what they
+   * signed still verifies).
    *
    * @generated from rpc topwagers.v1.SigningKeyService.GetSigningKeys
    */

@@ -308,18 +308,20 @@ export const WatchTopAffiliateWagersByPeriodResponseSchema: GenMessage<WatchTopA
   messageDesc(file_topwagers_v1_top_wagers, 4);
 
 /**
- * SignedBoard is one board version signed by the operator's key: a detached
- * compact JWS (RFC 7515 appendix F; EdDSA / Ed25519) over the RFC 8785
- * canonical JSON of `payload`. The same signature REST's `"signed": true` and
- * SSE's `signed=true` carry for the same version (docs/verify.md).
+ * SignedBoard is one board version signed by the operator's live key: a
+ * detached compact JWS (RFC 7515 appendix F; EdDSA / Ed25519; `typ`
+ * "live-board+jws") over the RFC 8785 canonical JSON of `payload`. The same
+ * signature REST's `"signed": true` and SSE's `signed=true` carry for the same
+ * version (docs/verify.md). It says what a board showed at one moment: it never
+ * passes a check of a final race result.
  *
  * @generated from message topwagers.v1.SignedBoard
  */
 export type SignedBoard = Message<"topwagers.v1.SignedBoard"> & {
   /**
-   * The signed object as JSON text: `type` ("topwagers.board"), `affiliate`,
-   * `period` (`start`, `end`: inclusive Unix seconds), `rankBy`, `version`,
-   * `entries` (`rank`, `username`, `avatar`, `totalWagered`,
+   * The signed object as JSON text: `type` ("topwagers.live-board.v1"),
+   * `affiliate`, `period` (`start`, `end`: inclusive Unix seconds), `rankBy`,
+   * `version`, `entries` (`rank`, `username`, `avatar`, `totalWagered`,
    * `weightedWagered`: money as exact decimal strings), `signedAt` (Unix
    * seconds) and `iss` (the operator).
    *
@@ -328,8 +330,9 @@ export type SignedBoard = Message<"topwagers.v1.SignedBoard"> & {
   payload: string;
 
   /**
-   * The id of the key that signed it (also in the JWS's protected header);
-   * look it up in GET /.well-known/jwks.json or SigningKeyService.
+   * The id of the live key that signed it (also in the JWS's protected
+   * header); look it up in GET /.well-known/jwks-live.json or
+   * SigningKeyService's `live_keys` (never among the results' keys).
    *
    * @generated from field: string kid = 2;
    */

@@ -12,10 +12,11 @@
  * What a verifier gets is the `signed` member (over RPC, the SignedBoard message, its `payload` as JSON text):
  * `payload` (the signed JSON object, `iss` included; money as exact decimal strings), `kid`, and `jws`, the
  * compact JWS with its payload left out (RFC 7515 appendix F: `header..signature`). Put the base64url of the
- * RFC 8785 canonical form of `payload` between the two dots and verify it with the JWKS.
+ * RFC 8785 canonical form of `payload` between the two dots and verify it with the live JWK Set
+ * (/.well-known/jwks-live.json): the signer is the live one, `typ` live-board+jws (ports/signing.ts LIVE_BOARD_KIND).
  */
 import type { RankedUser } from "../../leaderboard/leaderboard.js";
-import type { PayloadSigner } from "../../ports/signing.js";
+import { LIVE_BOARD_KIND, type PayloadSigner } from "../../ports/signing.js";
 import type { RankBy } from "../../values/weights.js";
 import { VersionSignatures } from "./version-signatures.js";
 
@@ -106,7 +107,7 @@ export class BoardSignatures {
 
   private async payload(snapshot: SignedVersion, board: SignedBoardOf): Promise<Record<string, unknown>> {
     return {
-      type: "topwagers.board",
+      type: LIVE_BOARD_KIND.type,
       affiliate: await this.affiliateName(board.affiliateId),
       period: { start: board.start, end: board.end },
       rankBy: board.rankBy,

@@ -1,9 +1,12 @@
 /**
  * The verify page's script and style (inline, allowed by their hashes in the page's Content-Security-Policy).
- * The script fetches the race's signed result and the operator's JWK Set from the page's own origin, checks the
- * Ed25519 signature with the browser's WebCrypto, and shows the issuer, the key, the chain link, the standings
- * and the history. Everything from the result is set as text, never as markup.
+ * The script fetches the race's signed result and the operator's results' JWK Set from the page's own origin,
+ * checks that it is what it claims (an EdDSA signature; the kind a final result's, by its `typ` header and payload
+ * `type`, a live snapshot named as such), the Ed25519 signature with the browser's WebCrypto, that the result is
+ * the asked race's and final, and only then shows the issuer, the key, the chain link, the standings and the
+ * history. Everything from the result is set as text, never as markup.
  */
+import { LEGACY_LIVE_TYPES, LIVE_BOARD_KIND, LIVE_RACE_KIND, RACE_RESULT_KIND } from "../../ports/signing.js";
 
 export const VERIFY_STYLE = `
 body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:52rem;padding:1rem;color:#111;background:#fafafa}
@@ -13,8 +16,17 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-wei
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.25rem .4rem;text-align:left}
 `;
 
+/** The kinds' names, as docs/verify.md gives them: a final result's, and each live kind's (0.4.0's types too). */
+const KINDS = {
+  RESULT_TYP: RACE_RESULT_KIND.typ,
+  RESULT_TYPE: RACE_RESULT_KIND.type,
+  LIVE_RACE: [LIVE_RACE_KIND.typ, LIVE_RACE_KIND.type, LEGACY_LIVE_TYPES.race],
+  LIVE_BOARD: [LIVE_BOARD_KIND.typ, LIVE_BOARD_KIND.type, LEGACY_LIVE_TYPES.board],
+};
+
 export const VERIFY_SCRIPT = `
 (async () => {
+  const { RESULT_TYP, RESULT_TYPE, LIVE_RACE, LIVE_BOARD } = ${JSON.stringify(KINDS)};
   const $ = (id) => document.getElementById(id);
   const status = $("status");
   const show = (state, text) => { status.dataset.state = state; status.textContent = text; };
@@ -54,6 +66,26 @@ export const VERIFY_SCRIPT = `
       $("voids").textContent = s.voidedWagers + " voided wagers of " + s.usersAffected + " users while live or in review" + (s.ranksMoved && s.ranksMoved.length ? "; ranks moved: " + s.ranksMoved.join(", ") : "");
     }
   };
+  // Why a signed object is not this race's final result, or undefined when its header and payload say it is one
+  // (docs/verify.md): the kind first (typ, then type), so a live snapshot is named as such whatever its key.
+  const refusal = (header, p) => {
+    if (header.alg !== "EdDSA") return "Signature invalid: this is not an EdDSA signature (alg: " + header.alg + ").";
+    const named = (kind) => kind.includes(header.typ) || kind.includes(p.type);
+    if (named(LIVE_RACE) || named(LIVE_BOARD)) {
+      const what = named(LIVE_RACE) ? "race " + p.raceId + "'s standings at one moment while it ran" : "a board's standings at one moment";
+      return "Not accepted: this is a live snapshot, not a final result (" + what + ", not who won).";
+    }
+    // A result signed before typ existed (0.4.0 and earlier) has none; nothing else was ever signed with its type.
+    if ((header.typ !== undefined && header.typ !== RESULT_TYP) || p.type !== RESULT_TYPE) {
+      return "Not accepted: this is not a race result (typ " + header.typ + ", type " + p.type + ").";
+    }
+    return undefined;
+  };
+  const verdict = (p, raceId) => {
+    if (p.raceId !== raceId) return "Not accepted for this race: the signed result is of " + p.raceId + ", not " + raceId + ".";
+    if (p.state !== undefined && p.state !== "final") return "Not accepted: the signed race is " + p.state + ", not final.";
+    return undefined;
+  };
   try {
     const raceId = document.body.dataset.race;
     const [signedAnswer, keysAnswer] = await Promise.all([
@@ -68,21 +100,27 @@ export const VERIFY_SCRIPT = `
     if (parts.length !== 3) return show("invalid", "Signature invalid: this is not a compact JWS.");
     let header;
     let payload;
+    let signature;
     try {
       header = json(b64u(parts[0]));
       payload = json(b64u(parts[1]));
+      signature = b64u(parts[2]);
     } catch {
       return show("invalid", "Signature invalid: the signed result does not decode (it was changed).");
     }
-    const jwk = (keys.keys || []).find((k) => k.kid === header.kid && k.kty === "OKP" && k.crv === "Ed25519");
-    if (header.alg !== "EdDSA" || jwk === undefined) {
-      return show("invalid", "Signature invalid: the key " + header.kid + " is not one of this operator's published keys.");
+    if (header === null || typeof header !== "object" || payload === null || typeof payload !== "object") {
+      return show("invalid", "Signature invalid: the signed result does not decode (it was changed).");
     }
+    const refused = refusal(header, payload);
+    if (refused !== undefined) return show("invalid", refused);
+    const jwk = (keys.keys || []).find((k) => k.kid === header.kid && k.kty === "OKP" && k.crv === "Ed25519");
+    if (jwk === undefined) return show("invalid", "Signature invalid: the key " + header.kid + " is not one of this operator's result keys.");
     const key = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", x: jwk.x }, { name: "Ed25519" }, false, ["verify"]);
-    const good = await crypto.subtle.verify({ name: "Ed25519" }, key, b64u(parts[2]), new TextEncoder().encode(parts[0] + "." + parts[1]));
-    render(header, payload);
+    const good = await crypto.subtle.verify({ name: "Ed25519" }, key, signature, new TextEncoder().encode(parts[0] + "." + parts[1]));
     if (!good) return show("invalid", "Signature invalid: the result was changed after it was signed.");
-    if (payload.raceId !== raceId) return show("invalid", "Signature invalid for this race: the signed result is of " + payload.raceId + ".");
+    const wrong = verdict(payload, raceId);
+    if (wrong !== undefined) return show("invalid", wrong);
+    render(header, payload);
     show("valid", "Signature valid: signed by " + payload.iss + " with key " + header.kid + ".");
   } catch (error) {
     show("invalid", "Could not check the signature: " + (error && error.message ? error.message : String(error)));

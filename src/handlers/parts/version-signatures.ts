@@ -6,8 +6,8 @@
  *
  * The answer is a `signed` member as JSON text: `payload` (the signed JSON object, `iss` included), `kid`, and
  * `jws`, the compact JWS with its payload left out (RFC 7515 appendix F: `header..signature`); put the base64url
- * of the RFC 8785 canonical form of `payload` between the two dots and verify it with the JWKS. `null` while the
- * deployment has no active signing key.
+ * of the RFC 8785 canonical form of `payload` between the two dots and verify it with the live JWK Set
+ * (/.well-known/jwks-live.json). `null` while the deployment has no active signing key.
  */
 import type { PayloadSigner } from "../../ports/signing.js";
 
