@@ -7,15 +7,21 @@
  * page's, character for character, except the seconds that count down (`t=`, "retry in"), which must lie in
  * the window. Skipped, saying what to install, without Debian's Go packages.
  */
-import { execFile, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closed, collectOutput, untilPrinted } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
-import { docSection, fencedBlocks } from "../support/doc-blocks.js";
+import {
+  bashScript as bash,
+  docSection,
+  fencedBlocks,
+  withoutCountdown,
+  writeNamedBlocks,
+} from "../support/doc-blocks.js";
 import { createKey } from "../support/fixtures.js";
 import { TEST_INGEST_TOKEN } from "../support/ingest.js";
 import { internalPortOf, type ServerProcess, startServerProcess } from "../support/processes.js";
@@ -56,35 +62,6 @@ const missing = missingTools();
 const goSection = docSection(CLIENTS_MD, "Go with grpc-go");
 const runIt = docSection(goSection, "Run it");
 
-interface Run {
-  readonly code: number;
-  /** stdout and stderr as one stream, in the order written. */
-  readonly output: string;
-}
-
-/** Runs `script` in bash with stderr joined to stdout. */
-function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    execFile("bash", ["-c", `{\n${script}\n} 2>&1`], { cwd, env, timeout: 300_000 }, (error, stdout) => {
-      if (error !== null && typeof error.code !== "number") return reject(error);
-      resolve({ code: error === null ? 0 : (error.code as number), output: stdout });
-    });
-  });
-}
-
-/**
- * The output with every countdown second (`t=N`, "Retry in N s", "retry in N s" when above 1) replaced by
- * `<s>`, after checking each is within the 60-second window; so the page's example seconds compare equal.
- */
-function withoutCountdown(output: string): string {
-  return output.replace(/\b(t=|[Rr]etry in )(\d+)/g, (whole, what: string, seconds: string) => {
-    if (what !== "t=" && seconds === "1") return whole;
-    expect(Number(seconds)).toBeGreaterThanOrEqual(1);
-    expect(Number(seconds)).toBeLessThanOrEqual(60);
-    return `${what}<s>`;
-  });
-}
-
 if (missing !== undefined) {
   describe("docs/clients.md's Go client", () => {
     it.skip(missing, () => undefined);
@@ -120,11 +97,12 @@ describe.skipIf(missing !== undefined)("docs/clients.md's Go client", () => {
     client = join(home, "go", "src", "casino.example", "topwagers-client");
     mkdirSync(client, { recursive: true });
     // The page's four files, named by their first line ("// main.go: …").
-    for (const code of fencedBlocks(goSection, "go")) {
-      const name = /^\/\/ ([a-z_]+\.go): /.exec(code)?.[1];
-      if (name === undefined) throw new Error(`a Go block without its file name: ${code.slice(0, 80)}`);
-      writeFileSync(join(client, name), code);
-    }
+    expect(writeNamedBlocks(client, fencedBlocks(goSection, "go")).sort()).toEqual([
+      "codec_debian.go",
+      "errors.go",
+      "main.go",
+      "watch.go",
+    ]);
     // Only HOME and the checkout come from here: the build cache goes to $HOME/.cache, removed after the test.
     const inherited = { ...process.env };
     for (const name of [
