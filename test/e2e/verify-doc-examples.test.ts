@@ -2,8 +2,9 @@
  * docs/verify.md's offline checks, run as a reader would run them (issue 36 item 3, issue 46 part 1): the code
  * blocks are read from the document, the files they read are what our server answers, and each is handed every
  * kind of signed object (test/support/signed-kinds.ts): only the final result of the race it was asked about
- * passes; the same result asked as another race, a live race event and a live board rebuilt as compact JWSs
- * (live key), a live event as 0.4.0 signed it (result key, no typ), an `alg: none` copy and a changed copy are
+ * passes, as this release signs it and as 0.4.0 did (no typ); the same result asked as another race, a live race event and a live board rebuilt as compact JWSs
+ * (live key), a live event as 0.4.0 signed it (result key, no typ), an `alg: none` copy, a copy signed by a key
+ * that is not the operator's and a changed copy are
  * each refused with the reason the script gives. The chain script passes the affiliate's two results and refuses
  * a gap, another affiliate, and a live object in the chain. The Python check is an implementation independent of
  * ours: Debian's PyJWT with cryptography (skipped, saying what to install, without them).
@@ -75,7 +76,7 @@ const threw = (error: string) => refused(expect.stringContaining(error));
 
 /**
  * Each object a check is handed, the race it is asked about, and what the Node and the Python check answer:
- * only the first case passes.
+ * only the first two cases pass.
  */
 const CASES: readonly {
   readonly what: string;
@@ -87,6 +88,12 @@ const CASES: readonly {
   {
     what: "the final result of the race asked about",
     object: (k) => k.result,
+    node: (k) => ({ code: 0, stdout: printed(k), stderr: "" }),
+    python: (k) => ({ code: 0, stdout: printed(k), stderr: "" }),
+  },
+  {
+    what: "the final result of the race asked about as 0.4.0 signed it (no typ, no state)",
+    object: (k) => k.oldResult,
     node: (k) => ({ code: 0, stdout: printed(k), stderr: "" }),
     python: (k) => ({ code: 0, stdout: printed(k), stderr: "" }),
   },
@@ -121,6 +128,12 @@ const CASES: readonly {
     object: (k) => k.algNone,
     node: () => threw(`JOSEAlgNotAllowed: "alg" (Algorithm) Header Parameter value not allowed`),
     python: () => threw("jwt.exceptions.InvalidAlgorithmError: The specified alg value is not allowed"),
+  },
+  {
+    what: "the result signed by a key that is not the operator's",
+    object: (k) => k.foreign,
+    node: () => threw("JWKSNoMatchingKey: no applicable key found in the JSON Web Key Set"),
+    python: () => refused("not one of the operator's result keys: not-ours\n"),
   },
   {
     what: "the result with a byte of its payload changed",
@@ -181,6 +194,12 @@ describe("docs/verify.md's offline checks", () => {
     expect(await chained([result, next])).toEqual({
       code: 0,
       stdout: `chain of 2 results of ${AFFILIATE} intact\n`,
+      stderr: "",
+    });
+    // The first as 0.4.0 signed it (no typ, no state) is a result as good.
+    expect(await chained([kinds.oldResult])).toEqual({
+      code: 0,
+      stdout: `chain of 1 results of ${AFFILIATE} intact\n`,
       stderr: "",
     });
     expect(await chained([next])).toEqual(

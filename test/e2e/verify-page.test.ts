@@ -4,7 +4,8 @@
  * by another server that answers something else as the race's signed result (the page and the JWK Set as ours
  * serves them), it names the real reason and shows nothing of the payload: a byte changed, another race's result,
  * a live race event and a live board rebuilt as compact JWSs (live key), a live event as 0.4.0 signed it (result
- * key, no typ), `alg: none`. The signature is checked by the browser's WebCrypto, not by our server.
+ * key, no typ), `alg: none`, a key that is not the operator's. The signature is checked by the browser's WebCrypto,
+ * not by our server.
  */
 import { existsSync, mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -137,6 +138,18 @@ describe("the verify page", () => {
     },
   );
 
+  it.skipIf(chromiumMissing !== undefined)(
+    "says valid for a result as 0.4.0 signed it (no typ, no state)",
+    async () => {
+      substitute = kinds.oldResult.jws;
+      expect(await verdict(tamperingUrl, "verify-valid-0.4.0.png")).toEqual([
+        "valid",
+        `Signature valid: signed by ${ISSUER} with key ${kid}.`,
+        10,
+      ]);
+    },
+  );
+
   /** Each thing another server answers as the signed result, the race whose page is opened, and what it says. */
   const REFUSALS: readonly { what: string; jws: () => string; race?: () => string; says: () => string }[] = [
     {
@@ -174,6 +187,11 @@ describe("the verify page", () => {
       what: "the result with alg: none",
       jws: () => kinds.algNone.jws,
       says: () => "Signature invalid: this is not an EdDSA signature (alg: none).",
+    },
+    {
+      what: "the result signed by a key that is not the operator's",
+      jws: () => kinds.foreign.jws,
+      says: () => "Signature invalid: the key not-ours is not one of this operator's keys.",
     },
   ];
 

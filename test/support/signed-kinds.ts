@@ -1,14 +1,16 @@
 /**
  * Every kind of signed object a verifier may be handed (issue 46 part 1), made by a real server for the tests of
  * the documented checks (docs/verify.md's Node, Python and chain scripts; the verify page): two final results of
- * one affiliate (November 1st and 2nd, frozen and signed with the result key), a live race's event and a live
+ * one affiliate (November 1st and 2nd, frozen and signed with the result key), the first as 0.4.0 signed results
+ * (no `typ`, no `state`), a live race's event and a live
  * board's answer as the server signs them for viewers (with its live key), each rebuilt as the compact JWS a
  * viewer would post, the same live race event as 0.4.0 signed it (the result key, no `typ`, payload type
- * `topwagers.race`), and the first result with its header made `alg: none`.
+ * `topwagers.race`), the first result with its header made `alg: none`, and its payload signed by a key that is
+ * not the operator's.
  */
 import { createPrivateKey } from "node:crypto";
 import canonicalize from "canonicalize";
-import { CompactSign } from "jose";
+import { CompactSign, generateKeyPair } from "jose";
 import { LEGACY_LIVE_TYPES } from "../../src/ports/signing.js";
 import { NOV_1 } from "./dates.js";
 import { addBoard, affiliateKey, createKey } from "./fixtures.js";
@@ -29,6 +31,8 @@ export interface SignedKinds {
   readonly resultKid: string;
   /** The affiliate's first final result (November 1st: alice 300, prize 100.00; bob 200.5, prize 50.00). */
   readonly result: SignedObject;
+  /** The first result as 0.4.0 signed results: the result key, header `{alg, kid}`, no `state` in the payload. */
+  readonly oldResult: SignedObject;
   /** Its second (November 2nd: no one placed), chained after the first. */
   readonly next: SignedObject;
   /** A live race's event, signed by the server's live key, rebuilt as a compact JWS. */
@@ -39,6 +43,8 @@ export interface SignedKinds {
   readonly oldLiveRace: SignedObject;
   /** The first result with the header `{"alg":"none",…}` and no signature. */
   readonly algNone: SignedObject;
+  /** The first result's payload signed as a result by a key that is not the operator's (kid "not-ours"). */
+  readonly foreign: SignedObject;
 }
 
 const base64url = (text: string) => Buffer.from(text, "utf8").toString("base64url");
@@ -98,20 +104,29 @@ export async function everyKindSigned(server: TestServer, affiliate: string, iss
     key: secret,
     body: { startTimestamp: NOV_1, endTimestamp: NOV_1 + 86_399, numUsers: 3, signed: true },
   });
-  const oldLive = await new CompactSign(
-    new TextEncoder().encode(canonicalize({ ...liveSigned.payload, type: LEGACY_LIVE_TYPES.race }) as string),
-  )
-    .setProtectedHeader({ alg: "EdDSA", kid: resultKey.kid })
-    .sign(createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", x: resultKey.x, d: resultKey.d }, format: "jwk" }));
+  // What 0.4.0 signed with the result key: header {alg, kid}, the canonical payload with its issuer.
+  const asOldRelease = (payload: unknown) =>
+    new CompactSign(new TextEncoder().encode(canonicalize(payload) as string))
+      .setProtectedHeader({ alg: "EdDSA", kid: resultKey.kid })
+      .sign(createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", x: resultKey.x, d: resultKey.d }, format: "jwk" }));
+  const oldLive = await asOldRelease({ ...liveSigned.payload, type: LEGACY_LIVE_TYPES.race });
   const [, resultPayload] = result.jws.split(".");
+  const { state: _state, ...oldResultPayload } = JSON.parse(
+    Buffer.from(resultPayload as string, "base64url").toString(),
+  );
   const none = base64url(JSON.stringify({ alg: "none", kid: resultKey.kid, typ: "race-result+jws" }));
+  const foreign = await new CompactSign(Buffer.from(resultPayload as string, "base64url"))
+    .setProtectedHeader({ alg: "EdDSA", kid: "not-ours", typ: "race-result+jws" })
+    .sign((await generateKeyPair("EdDSA")).privateKey);
   return {
     resultKid: resultKey.kid,
     result,
+    oldResult: { raceId: result.raceId, jws: await asOldRelease(oldResultPayload) },
     next,
     liveRace: { raceId: live.race.id, jws: compactOf(liveSigned) },
     liveBoard: { raceId: undefined, jws: compactOf((board.json as { signed: Signed }).signed) },
     oldLiveRace: { raceId: live.race.id, jws: oldLive },
     algNone: { raceId: result.raceId, jws: `${none}.${resultPayload}.` },
+    foreign: { raceId: result.raceId, jws: foreign },
   };
 }

@@ -1,10 +1,10 @@
 /**
  * The verify page's script and style (inline, allowed by their hashes in the page's Content-Security-Policy).
- * The script fetches the race's signed result and the operator's results' JWK Set from the page's own origin,
- * checks that it is what it claims (an EdDSA signature; the kind a final result's, by its `typ` header and payload
- * `type`, a live snapshot named as such), the Ed25519 signature with the browser's WebCrypto, that the result is
- * the asked race's and final, and only then shows the issuer, the key, the chain link, the standings and the
- * history. Everything from the result is set as text, never as markup.
+ * The script fetches the race's signed result and the operator's JWK Sets from the page's own origin, checks that
+ * it is an EdDSA signature, the Ed25519 signature with the browser's WebCrypto (against the results' keys; a
+ * live snapshot against the live keys too, so that it is named as what it is), then that it is a final result by
+ * its `typ` header and payload `type`, of the asked race, and final; only then it shows the issuer, the key, the
+ * chain link, the standings and the history. Everything from the result is set as text, never as markup.
  */
 import { LEGACY_LIVE_TYPES, LIVE_BOARD_KIND, LIVE_RACE_KIND, RACE_RESULT_KIND } from "../../ports/signing.js";
 
@@ -66,36 +66,37 @@ export const VERIFY_SCRIPT = `
       $("voids").textContent = s.voidedWagers + " voided wagers of " + s.usersAffected + " users while live or in review" + (s.ranksMoved && s.ranksMoved.length ? "; ranks moved: " + s.ranksMoved.join(", ") : "");
     }
   };
-  // Why a signed object is not this race's final result, or undefined when its header and payload say it is one
-  // (docs/verify.md): the kind first (typ, then type), so a live snapshot is named as such whatever its key.
-  const refusal = (header, p) => {
-    if (header.alg !== "EdDSA") return "Signature invalid: this is not an EdDSA signature (alg: " + header.alg + ").";
+  // Which live kind a signed object says it is (by typ, or 0.4.0's payload type), if any.
+  const liveKind = (header, p) => {
     const named = (kind) => kind.includes(header.typ) || kind.includes(p.type);
-    if (named(LIVE_RACE) || named(LIVE_BOARD)) {
-      const what = named(LIVE_RACE) ? "race " + p.raceId + "'s standings at one moment while it ran" : "a board's standings at one moment";
+    return named(LIVE_RACE) ? "race" : named(LIVE_BOARD) ? "board" : undefined;
+  };
+  // Why a validly signed object is not this race's final result (docs/verify.md), or undefined when it is one.
+  const refusal = (header, p, raceId) => {
+    const live = liveKind(header, p);
+    if (live !== undefined) {
+      const what = live === "race" ? "race " + p.raceId + "'s standings at one moment while it ran" : "a board's standings at one moment";
       return "Not accepted: this is a live snapshot, not a final result (" + what + ", not who won).";
     }
     // A result signed before typ existed (0.4.0 and earlier) has none; nothing else was ever signed with its type.
     if ((header.typ !== undefined && header.typ !== RESULT_TYP) || p.type !== RESULT_TYPE) {
       return "Not accepted: this is not a race result (typ " + header.typ + ", type " + p.type + ").";
     }
-    return undefined;
-  };
-  const verdict = (p, raceId) => {
     if (p.raceId !== raceId) return "Not accepted for this race: the signed result is of " + p.raceId + ", not " + raceId + ".";
     if (p.state !== undefined && p.state !== "final") return "Not accepted: the signed race is " + p.state + ", not final.";
     return undefined;
   };
+  const keysOf = async (answer) => (answer.ok ? (await answer.json()).keys || [] : []);
   try {
     const raceId = document.body.dataset.race;
-    const [signedAnswer, keysAnswer] = await Promise.all([
+    const [signedAnswer, keysAnswer, liveKeysAnswer] = await Promise.all([
       fetch("/verify/" + raceId + "/signed", { cache: "no-store" }),
       fetch("/.well-known/jwks.json", { cache: "no-store" }),
+      fetch("/.well-known/jwks-live.json", { cache: "no-store" }),
     ]);
     if (signedAnswer.status === 404) return show("none", "No signed result: the race is not final yet, or was frozen without a signing key.");
     if (!signedAnswer.ok || !keysAnswer.ok) throw new Error("the signed result or the keys could not be read");
     const signed = await signedAnswer.json();
-    const keys = await keysAnswer.json();
     const parts = String(signed.jws).split(".");
     if (parts.length !== 3) return show("invalid", "Signature invalid: this is not a compact JWS.");
     let header;
@@ -111,15 +112,17 @@ export const VERIFY_SCRIPT = `
     if (header === null || typeof header !== "object" || payload === null || typeof payload !== "object") {
       return show("invalid", "Signature invalid: the signed result does not decode (it was changed).");
     }
-    const refused = refusal(header, payload);
-    if (refused !== undefined) return show("invalid", refused);
-    const jwk = (keys.keys || []).find((k) => k.kid === header.kid && k.kty === "OKP" && k.crv === "Ed25519");
-    if (jwk === undefined) return show("invalid", "Signature invalid: the key " + header.kid + " is not one of this operator's result keys.");
+    if (header.alg !== "EdDSA") return show("invalid", "Signature invalid: this is not an EdDSA signature (alg: " + header.alg + ").");
+    // A live snapshot is checked with the live keys too, to say what it is; a result only ever with the result keys.
+    const resultKeys = await keysOf(keysAnswer);
+    const keys = liveKind(header, payload) === undefined ? resultKeys : resultKeys.concat(await keysOf(liveKeysAnswer));
+    const jwk = keys.find((k) => k.kid === header.kid && k.kty === "OKP" && k.crv === "Ed25519");
+    if (jwk === undefined) return show("invalid", "Signature invalid: the key " + header.kid + " is not one of this operator's keys.");
     const key = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", x: jwk.x }, { name: "Ed25519" }, false, ["verify"]);
     const good = await crypto.subtle.verify({ name: "Ed25519" }, key, signature, new TextEncoder().encode(parts[0] + "." + parts[1]));
     if (!good) return show("invalid", "Signature invalid: the result was changed after it was signed.");
-    const wrong = verdict(payload, raceId);
-    if (wrong !== undefined) return show("invalid", wrong);
+    const refused = refusal(header, payload, raceId);
+    if (refused !== undefined) return show("invalid", refused);
     render(header, payload);
     show("valid", "Signature valid: signed by " + payload.iss + " with key " + header.kid + ".");
   } catch (error) {
