@@ -11,6 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, closed, collectOutput, importFile, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { MOVED_CLOCK } from "../support/moved-clock.js";
 import { freePort, startServerProcess, statusThenStop } from "../support/processes.js";
 import { VERSION_LINE } from "../support/release.js";
 
@@ -21,7 +22,7 @@ let linkedCheckout: string;
 let database: TestDatabase;
 
 function run(file: string, args: readonly string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(file, args, { env: { ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args, { env: { ...MOVED_CLOCK, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   return closed(child, collectOutput(child));
 }
 

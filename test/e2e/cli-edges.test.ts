@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_ENTRY, collectOutput, importFile, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createKey } from "../support/fixtures.js";
+import { MOVED_CLOCK } from "../support/moved-clock.js";
 
 let database: TestDatabase;
 let work: string;
@@ -39,6 +40,7 @@ function pipedIntoHead(
   const child = spawn("bash", ["-c", script], {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
+      ...MOVED_CLOCK,
       NODE: process.execPath,
       CLI: CLI_ENTRY,
       DATABASE_URL: database.url,

@@ -16,7 +16,7 @@ import { chromium } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV } from "../support/browser.js";
 import { DEC_1 } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { addHalfMonthExample, BLAZE_AVATAR, NOVA_AVATAR } from "../support/half-month-example.js";
@@ -154,6 +154,7 @@ describe.skipIf(chromiumMissing !== undefined)("the page in Chromium", () => {
       executablePath: CHROMIUM,
       headless: true,
       args: CHROMIUM_ARGS,
+      env: CHROMIUM_ENV,
       viewport: { width: 1280, height: 1000 },
     });
     try {

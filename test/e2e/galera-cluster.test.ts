@@ -152,7 +152,7 @@ describe("three-node Galera cluster", () => {
   it("three Races instances on three nodes tick at once at the freeze: each race frozen once, one digest everywhere", async () => {
     // A period after the servers' real clock, so only the instances here (with their own clock) move these races.
     const DAY = 86_400;
-    const BASE = 1893456000; // 2030-01-01T00:00:00Z
+    const BASE = Date.UTC(new Date().getUTCFullYear() + 4, 0, 1) / 1000; // 1 January, four years ahead
     const ROUNDS = 4;
     const PER_ROUND = 5;
     const RACE_USERS = 4;

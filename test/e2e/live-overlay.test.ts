@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AVATAR_URL } from "../../src/config.js";
-import { CHROMIUM, CHROMIUM_ARGS, overlayRows, rowsWhenShown } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV, overlayRows, rowsWhenShown } from "../support/browser.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
@@ -110,7 +110,7 @@ beforeAll(async () => {
   ]);
   server = await start();
   key = (await createKey(database.db, "aff-ov", null, { publishable: true, allowedOrigins: [server.baseUrl] })).secret;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, env: CHROMIUM_ENV });
 }, 60_000);
 
 afterAll(async () => {

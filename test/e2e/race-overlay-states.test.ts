@@ -19,7 +19,14 @@ import http from "node:http";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OverlayPage } from "../../src/handlers/overlay-page.js";
-import { CHROMIUM, CHROMIUM_ARGS, framedOverlay, overlayRows, rowsWhenShown } from "../support/browser.js";
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  CHROMIUM_ENV,
+  framedOverlay,
+  overlayRows,
+  rowsWhenShown,
+} from "../support/browser.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { DIGEST, ENDS_AT, overlayRace } from "../support/overlay-races.js";
 import { until } from "../support/polling.js";
@@ -119,7 +126,7 @@ beforeAll(async () => {
     });
   });
   baseUrl = `http://127.0.0.1:${await listenOnFreePort(server)}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, env: CHROMIUM_ENV });
 }, 60_000);
 
 afterAll(async () => {

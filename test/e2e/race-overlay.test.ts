@@ -19,7 +19,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/errors/catalogue.js";
 import { OverlayPage } from "../../src/handlers/overlay-page.js";
-import { CHROMIUM, CHROMIUM_ARGS, overlayRows, rowsWhenShown } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV, overlayRows, rowsWhenShown } from "../support/browser.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { DIGEST, ENDS_AT, overlayRace as race } from "../support/overlay-races.js";
 import { until } from "../support/polling.js";
@@ -92,7 +92,7 @@ beforeAll(async () => {
   });
   baseUrl = `http://127.0.0.1:${await listenOnFreePort(server)}`;
   mkdirSync(fileURLToPath(new URL("../../test-artifacts", import.meta.url)), { recursive: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, env: CHROMIUM_ENV });
 }, 60_000);
 
 afterAll(async () => {

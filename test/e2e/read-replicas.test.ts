@@ -206,7 +206,7 @@ describe("primary + replica with MASTER_DELAY=2", () => {
 
   it("a race frozen while replication is stopped holds a void committed on the primary during review", async () => {
     // A period after the servers' real clock: only the instances here, with their own clock, move this race.
-    const START = 1893456000; // 2030-01-01T00:00:00Z
+    const START = Date.UTC(new Date().getUTCFullYear() + 4, 0, 1) / 1000; // 1 January, four years ahead
     const END = START + 86_399;
     const REVIEW = 600;
     let now = START - 100;

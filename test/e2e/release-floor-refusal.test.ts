@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, closed, collectOutput, startCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { MOVED_CLOCK } from "../support/moved-clock.js";
 import { SERVER_ENTRY } from "../support/processes.js";
 import { RELEASE } from "../support/release.js";
 
@@ -33,6 +34,7 @@ function runServer(env: Record<string, string>): Promise<CliResult> {
   const child = spawn(process.execPath, [SERVER_ENTRY], {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
+      ...MOVED_CLOCK,
       DATABASE_URL: database.url,
       PORT: "0",
       INTERNAL_PORT: "0",

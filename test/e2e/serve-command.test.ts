@@ -10,6 +10,7 @@ import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_ENTRY, type CliResult, closed, collectOutput } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { MOVED_CLOCK } from "../support/moved-clock.js";
 import { freePort, SERVER_ENTRY, sleep, startServerProcess, statusThenStop } from "../support/processes.js";
 import { VERSION_LINE } from "../support/release.js";
 
@@ -19,7 +20,7 @@ const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 /** Runs `node <entry> <args>` with only `env` (and PATH); a process that does not exit within 15 s is killed. */
 function runNode(entry: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [entry, ...args], {
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...MOVED_CLOCK, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
@@ -112,7 +113,7 @@ describe("a stop signal during start-up", () => {
     };
     const before = await connections();
     const child = spawn(process.execPath, [SERVER_ENTRY], {
-      env: { PATH: process.env.PATH ?? "", DATABASE_URL: database.url, PORT: "0", INTERNAL_PORT: "0" },
+      env: { PATH: process.env.PATH ?? "", ...MOVED_CLOCK, DATABASE_URL: database.url, PORT: "0", INTERNAL_PORT: "0" },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/browser.js";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV } from "../support/browser.js";
 import { createKey } from "../support/fixtures.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { until } from "../support/polling.js";
@@ -62,6 +62,7 @@ beforeAll(async () => {
     executablePath: CHROMIUM,
     headless: true,
     args: CHROMIUM_ARGS,
+    env: CHROMIUM_ENV,
     viewport: { width: 900, height: 900 },
   });
 });

@@ -3,9 +3,13 @@
  * the overlay page shows in it.
  */
 import type { Frame, Page } from "playwright-core";
+import { withoutMovedClock } from "./moved-clock.js";
 import { until } from "./polling.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
+
+/** Chromium's environment: without libfaketime, which it does not survive; pages take their time from the server. */
+export const CHROMIUM_ENV = withoutMovedClock();
 
 /** Headless, sandbox off (root in CI), and nothing that would reach the network by itself. */
 export const CHROMIUM_ARGS = [

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import { MOVED_CLOCK } from "./moved-clock.js";
 
 export const CLI_ENTRY = path.resolve("dist/src/cli/main.js");
 
@@ -28,7 +29,7 @@ export interface CliRun {
 export function startCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}): CliRun {
   if (!existsSync(CLI_ENTRY)) throw new Error(`${CLI_ENTRY} is missing: run npm run -s build first`);
   const child = spawn(process.execPath, [CLI_ENTRY, ...args], {
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", DATABASE_URL: databaseUrl, ...env },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", DATABASE_URL: databaseUrl, ...MOVED_CLOCK, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   return { child, done: closed(child, collectOutput(child)) };

@@ -15,6 +15,7 @@ import mysql from "mysql2/promise";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { bearerConnect } from "./calls.js";
 import { followKeys } from "./fixtures.js";
+import { MOVED_CLOCK, withoutMovedClock } from "./moved-clock.js";
 
 /** The contract: a key change reaches every running server within 1 second. */
 export const KEY_CHANGE_WITHIN_MS = 1_000;
@@ -156,6 +157,7 @@ export async function startServerProcess(
   const child = spawn(options.node ?? process.execPath, nodeArgs, {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
+      ...MOVED_CLOCK,
       HOST: "127.0.0.1",
       PORT: "0",
       INTERNAL_HOST: "127.0.0.1",
@@ -280,7 +282,7 @@ export async function startRedis(): Promise<RedisProcess> {
     const child = spawn(
       "redis-server",
       ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"],
-      { stdio: "ignore" },
+      { stdio: "ignore", env: withoutMovedClock() },
     );
     const deadline = Date.now() + 10_000;
     while (!(await redisAnswers(port))) {
