@@ -300,7 +300,7 @@ describe("topwagers races", () => {
     ]);
     const fields = (JSON.parse(String(history[1]?.detail)) as { fields: { field: string }[] }).fields;
     expect(fields.map((change) => change.field)).toEqual(["title", "endTimestamp", "prizes"]);
-  });
+  }, 60_000);
 
   it("refuses a race that has already ended unless --allow-past", async () => {
     const typo = argv("create --affiliate cli-past --slug typo --title Typo --start 2025-12-01 --end 2025-12-31");
