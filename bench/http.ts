@@ -15,10 +15,10 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import autocannon from "autocannon";
 import mysql from "mysql2/promise";
 import { TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
-import { generateApiKey } from "../src/auth/api-key-secret.js";
-import { insertApiKey } from "../src/storage/api-keys.js";
-import { connectionOptions, openDatabase } from "../src/storage/database.js";
-import { migrate } from "../src/storage/migration-runner.js";
+import { generateApiKey } from "../src/keys/core/api-key-secret.js";
+import { insertApiKey } from "../src/keys/sql/api-keys.js";
+import { connectionOptions, openDatabase } from "../src/platform/database/database.js";
+import { migrate } from "../src/schema/migration-runner.js";
 import { insertWagers, upsertUsers } from "../test/support/users-and-wagers.js";
 import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
 

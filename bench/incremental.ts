@@ -15,11 +15,13 @@
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
-import { WagerIngest } from "../src/ingest/wager-ingest.js";
-import { ChangeFeed } from "../src/leaderboard/change-feed.js";
-import { Leaderboard } from "../src/leaderboard/leaderboard.js";
-import { openDatabase } from "../src/storage/database.js";
-import { mariadbChanges, mariadbIngest, mariadbStandings } from "../src/storage/stores.js";
+import { ChangeFeed } from "../src/boards/core/change-feed.js";
+import { Leaderboard } from "../src/boards/core/leaderboard.js";
+import { mariadbChanges } from "../src/boards/sql/change-store.js";
+import { mariadbStandings } from "../src/boards/sql/standings-store.js";
+import { WagerIngest } from "../src/ingest/core/wager-ingest.js";
+import { mariadbIngest } from "../src/ingest/sql/ingest-store.js";
+import { openDatabase } from "../src/platform/database/database.js";
 import type { RankBy } from "../src/values/weights.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 

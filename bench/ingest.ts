@@ -24,10 +24,10 @@ import {
 } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { type IngestUser, type IngestWager, WagerIngestService } from "../gen/topwagers/v1/wager_ingest_pb.js";
-import { mulberry32 } from "../src/ingest/seed-data.js";
-import { connectionOptions, openDatabase } from "../src/storage/database.js";
-import { migrate } from "../src/storage/migration-runner.js";
-import { verifyRollups } from "../src/storage/verify.js";
+import { mulberry32 } from "../src/ingest/core/seed-data.js";
+import { verifyRollups } from "../src/ingest/sql/verify.js";
+import { connectionOptions, openDatabase } from "../src/platform/database/database.js";
+import { migrate } from "../src/schema/migration-runner.js";
 import { fmt, machineDescription, percentile, startServerProcess, table } from "./support.js";
 
 export const TOKEN = "bench-ingest-token-0123456789abcdef";

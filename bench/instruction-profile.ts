@@ -57,7 +57,7 @@ function lookUp(entries: readonly MapEntry[], address: number): MapEntry | undef
   return best;
 }
 
-/** A JavaScript function's name from V8's perf map text: "JS:*handle file:///…/rest.js:59:17" → "handle dist/src/handlers/rest.js:59". */
+/** A JavaScript function's name from V8's perf map text: "JS:*handle file:///…/rest.js:59:17" → "handle dist/src/boards/wire/rest.js:59". */
 function javaScriptName(raw: string): string {
   const text = raw.replace(/^(JS|LazyCompile|Function|Script):[*~^+]?'?/, "");
   return text

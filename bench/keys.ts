@@ -12,10 +12,10 @@
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { apiKeyHashText, generateApiKey } from "../src/auth/api-key-secret.js";
-import { KeySet } from "../src/auth/key-set.js";
-import { findApiKeysByIds, listUsableApiKeys } from "../src/storage/api-keys.js";
-import { openDatabase } from "../src/storage/database.js";
+import { apiKeyHashText, generateApiKey } from "../src/keys/core/api-key-secret.js";
+import { KeySet } from "../src/keys/core/key-set.js";
+import { findApiKeysByIds, listUsableApiKeys } from "../src/keys/sql/api-keys.js";
+import { openDatabase } from "../src/platform/database/database.js";
 import { recreateDatabase } from "./ingest.js";
 import { fmt, machineDescription, table } from "./support.js";
 

@@ -14,10 +14,10 @@ import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { WagerIngestService } from "../gen/topwagers/v1/wager_ingest_pb.js";
-import { generateApiKey } from "../src/auth/api-key-secret.js";
-import { insertApiKey } from "../src/storage/api-keys.js";
-import { openDatabase } from "../src/storage/database.js";
-import { verifyRollups } from "../src/storage/verify.js";
+import { verifyRollups } from "../src/ingest/sql/verify.js";
+import { generateApiKey } from "../src/keys/core/api-key-secret.js";
+import { insertApiKey } from "../src/keys/sql/api-keys.js";
+import { openDatabase } from "../src/platform/database/database.js";
 import { client, recreateDatabase, run, sendConcurrently, TOKEN, users, wagerBatches } from "./ingest.js";
 import { fmt, machineDescription, percentile, startServerProcess, table } from "./support.js";
 

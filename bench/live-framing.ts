@@ -8,7 +8,7 @@
  *   connect-es   a connectNodeAdapter server-streaming handler yielding the one shared message object to each
  *                stream (connect-es serialises and frames it per stream);
  *   own framing  the message encoded once, the same enveloped bytes written to every stream (what
- *                src/handlers/watch-rpc.ts does).
+ *                src/boards/wire/watch-rpc.ts does).
  * The server and the client are this file run with a role argument.
  */
 import { type ChildProcess, spawn } from "node:child_process";

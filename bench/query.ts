@@ -15,9 +15,9 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
-import { Leaderboard } from "../src/leaderboard/leaderboard.js";
-import { connectionOptions, type Database, openDatabase } from "../src/storage/database.js";
-import { mariadbStandings } from "../src/storage/stores.js";
+import { Leaderboard } from "../src/boards/core/leaderboard.js";
+import { mariadbStandings } from "../src/boards/sql/standings-store.js";
+import { connectionOptions, type Database, openDatabase } from "../src/platform/database/database.js";
 import { topUsersFromRawWagers } from "../test/support/naive-leaderboard.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 

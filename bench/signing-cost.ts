@@ -1,11 +1,11 @@
 /**
  * What one signature and one verification cost (issue 36): a final result of 10 placed entries, as the freeze
- * signs it (src/signing/signer.ts: RFC 8785 canonical JSON, compact EdDSA JWS, the key held in memory), and as a
+ * signs it (src/signing/core/signer.ts: RFC 8785 canonical JSON, compact EdDSA JWS, the key held in memory), and as a
  * verifier checks it (jose's compactVerify against a local JWK Set). Used by the races scenario (bench/races.ts).
  */
 import { compactVerify, createLocalJWKSet } from "jose";
-import { jwkSet, makeSigningKey } from "../src/signing/keys.js";
-import { Signer } from "../src/signing/signer.js";
+import { jwkSet, makeSigningKey } from "../src/signing/core/keys.js";
+import { Signer } from "../src/signing/core/signer.js";
 
 /** A payload the size of a 10-entry result. */
 function resultLike(i: number): Record<string, unknown> {

@@ -2,10 +2,10 @@
  * Counts and times the statements a pool runs while `counting` is on, by kind (the statement's text with its
  * column list left out: `SELECT … FROM races r JOIN …`), so a scenario can say how many round trips one unit
  * of its work costs and where their time goes. Every statement of the pool and of its checked-out connections
- * passes through src/compat/mysql2.ts wrapStatements, transaction control (START TRANSACTION, COMMIT) included.
+ * passes through src/platform/compat/mysql2.ts wrapStatements, transaction control (START TRANSACTION, COMMIT) included.
  */
 import type { Pool } from "mysql2/promise";
-import { wrapStatements } from "../src/compat/mysql2.js";
+import { wrapStatements } from "../src/platform/compat/mysql2.js";
 import { fmt } from "./support.js";
 
 interface Tally {

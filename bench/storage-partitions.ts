@@ -10,7 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import mysql, { type RowDataPacket } from "mysql2/promise";
-import { connectionOptions } from "../src/storage/database.js";
+import { connectionOptions } from "../src/platform/database/database.js";
 import { DAY } from "../src/values/calendar.js";
 import { databaseUrl } from "./query.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";

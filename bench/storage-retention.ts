@@ -7,10 +7,10 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { Registry } from "prom-client";
-import { startRetention } from "../src/apps/retention.js";
-import { createLogger } from "../src/logger.js";
-import type { Database } from "../src/storage/database.js";
-import { mariadbStandings } from "../src/storage/stores.js";
+import { mariadbStandings } from "../src/boards/sql/standings-store.js";
+import { startRetention } from "../src/jobs/retention.js";
+import type { Database } from "../src/platform/database/database.js";
+import { createLogger } from "../src/platform/logger.js";
 import { DAY, dayStart, monthStart } from "../src/values/calendar.js";
 import { fmt } from "./support.js";
 

@@ -12,10 +12,10 @@
 import { parseArgs } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { Registry } from "prom-client";
-import { startRetention } from "../src/apps/retention.js";
-import { createLogger } from "../src/logger.js";
-import { type Database, openDatabase } from "../src/storage/database.js";
-import { migrate } from "../src/storage/migration-runner.js";
+import { startRetention } from "../src/jobs/retention.js";
+import { type Database, openDatabase } from "../src/platform/database/database.js";
+import { createLogger } from "../src/platform/logger.js";
+import { migrate } from "../src/schema/migration-runner.js";
 import { databaseUrl, ensureSeeded } from "./query.js";
 import { pruneAsTheServiceWould } from "./storage-retention.js";
 import { fmt, machineDescription, table } from "./support.js";

@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import mysql from "mysql2/promise";
-import { connectionOptions } from "../src/storage/database.js";
+import { connectionOptions } from "../src/platform/database/database.js";
 
 export async function machineDescription(databaseUrl: string): Promise<string> {
   let server = "unknown";

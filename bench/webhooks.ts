@@ -15,12 +15,12 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import { parseArgs } from "node:util";
-import { openDatabase } from "../src/storage/database.js";
-import { inTransaction } from "../src/storage/transactions.js";
-import { enqueueWebhookEvent } from "../src/storage/webhook-outbox.js";
-import { WebhookSecretBox } from "../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../src/storage/webhooks.js";
-import { newWebhookSecret } from "../src/webhooks/signature.js";
+import { openDatabase } from "../src/platform/database/database.js";
+import { WebhookSecretBox } from "../src/platform/database/secret-box.js";
+import { inTransaction } from "../src/platform/database/transactions.js";
+import { newWebhookSecret } from "../src/webhooks/core/signature.js";
+import { enqueueWebhookEvent } from "../src/webhooks/sql/webhook-outbox.js";
+import { MariadbWebhookStore } from "../src/webhooks/sql/webhooks.js";
 import { recreateDatabase } from "./ingest.js";
 import { fmt, machineDescription, percentile, type ServerInstance, startServerProcess, table } from "./support.js";
 

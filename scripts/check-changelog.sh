@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-guarded=(proto src/storage/schema-migrations*.ts)
+guarded=(proto src/schema/schema-migrations*.ts)
 
 if ! git rev-parse --git-dir >/dev/null 2>&1; then
   echo "changelog check: not a git checkout; skipped"

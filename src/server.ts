@@ -8,27 +8,27 @@ import { createHash } from "node:crypto";
 import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
-import { startRetention } from "./apps/retention.js";
-import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./apps/webhook-delivery.js";
-import { type Config, redact } from "./config.js";
-import type { LimiterFactory } from "./limits/rate-limiter.js";
-import { createRedisLimiters } from "./limits/redis-limiters.js";
-import { createLogger, type Logger } from "./logger.js";
-import type { Metrics } from "./observability/metrics.js";
-import { type RaceClockMetrics, raceClockMetrics } from "./observability/race-clock-metrics.js";
-import { schemaAheadWarning } from "./observability/readiness.js";
-import { startTracing, type Tracing } from "./observability/tracing.js";
-import { packageInfo } from "./package-info.js";
-import type { Races } from "./races/races.js";
-import type { StepFailure } from "./races/step-retry.js";
-import { type ChangeWakeups, createChangeWakeups } from "./redis/change-wakeups.js";
-import { createRedisFleet } from "./redis/fleet.js";
-import { type Database, ensureDatabaseExists, openDatabase } from "./storage/database.js";
-import { currentSchemaVersion, migrate } from "./storage/migration-runner.js";
-import { assertReleaseMayUse, ReleaseTooOldError } from "./storage/release-floor.js";
-import { LATEST_SCHEMA_VERSION } from "./storage/schema-migrations.js";
-import { createOnePortServer, type OnePortServer } from "./transport/one-port-server.js";
-import type { WebhookAdmin } from "./webhooks/endpoint-admin.js";
+import { startRetention } from "./jobs/retention.js";
+import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./jobs/webhook-delivery.js";
+import { type Config, redact } from "./platform/config.js";
+import { type Database, ensureDatabaseExists, openDatabase } from "./platform/database/database.js";
+import type { LimiterFactory } from "./platform/limits/rate-limiter.js";
+import { createRedisLimiters } from "./platform/limits/redis-limiters.js";
+import { createLogger, type Logger } from "./platform/logger.js";
+import type { Metrics } from "./platform/observability/metrics.js";
+import { type RaceClockMetrics, raceClockMetrics } from "./platform/observability/race-clock-metrics.js";
+import { schemaAheadWarning } from "./platform/observability/readiness.js";
+import { startTracing, type Tracing } from "./platform/observability/tracing.js";
+import { packageInfo } from "./platform/package-info.js";
+import { type ChangeWakeups, createChangeWakeups } from "./platform/redis/change-wakeups.js";
+import { createRedisFleet } from "./platform/redis/fleet.js";
+import { createOnePortServer, type OnePortServer } from "./platform/transport/one-port-server.js";
+import type { Races } from "./races/core/races.js";
+import type { StepFailure } from "./races/core/step-retry.js";
+import { currentSchemaVersion, migrate } from "./schema/migration-runner.js";
+import { assertReleaseMayUse, ReleaseTooOldError } from "./schema/release-floor.js";
+import { LATEST_SCHEMA_VERSION } from "./schema/schema-migrations.js";
+import type { WebhookAdmin } from "./webhooks/core/endpoint-admin.js";
 
 /** How long the start waits for the API keys before listening anyway. */
 const KEY_LOAD_WAIT_MS = 3_000;
@@ -68,7 +68,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const internalApp = internalAppOf(config, database, app, webhooks.admin, wakeups, logger);
   const listening = await listenAll(config, app, internalApp, tracing, logger);
   logListening(config, listening, internalApp.ingestEnabled, redis !== undefined, tracing !== undefined, logger);
-  // Starts, ends and freezes happen once however many instances run this (storage/races.ts); a freeze
+  // Starts, ends and freezes happen once however many instances run this (races/sql/races.ts); a freeze
   // missed while every instance was down happens at the first tick.
   const raceClock = startRaceClock(app.races, config.raceClockMs, logger, raceClockMetrics(app.metrics.registry));
   return {
@@ -290,7 +290,7 @@ function logListening(
 /**
  * Runs `races.tick()` every `intervalMs`, the next tick only once the last one has finished (never two
  * at once); a failed tick is logged and the clock goes on. A race's step that fails is logged once per
- * wait (races/step-retry.ts) and counted; how late the oldest step is gets read every few seconds.
+ * wait (races/core/step-retry.ts) and counted; how late the oldest step is gets read every few seconds.
  * `stop()` ends it after the tick under way.
  */
 export function startRaceClock(

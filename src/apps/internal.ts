@@ -4,9 +4,9 @@
  * RaceService (any affiliate's races, behind the ADMIN_TOKEN) over
  * Connect, gRPC (h2c) and gRPC-Web on one port, for the casino platform only,
  * and GET /metrics. Like the public app, this builds a handler and does not
- * listen; server.ts (or a test) serves it with transport/one-port-server.
+ * listen; server.ts (or a test) serves it with platform/transport/one-port-server.ts.
  *
- * An ingest call flows: transport → gate (auth/request-gate: the service's token,
+ * An ingest call flows: transport → gate (keys/gate/request-gate.ts: the service's token,
  * headers only, before any body is read) → decode → ingest (validate, write
  * all or nothing) → answer. The public port never routes these paths.
  */
@@ -17,40 +17,37 @@ import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v
 import { file_topwagers_v1_races, RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { file_topwagers_v1_webhooks, WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
-import { KeyAdmin, type KeyEvent } from "../auth/key-admin.js";
-import { OPEN_SERVICES, requestGate } from "../auth/request-gate.js";
-import { ADMIN, ADMIN_RACES, INGEST, ServiceTokenCheck } from "../auth/service-token.js";
-import type { Config } from "../config.js";
-import { HttpRefusal, ServiceError } from "../errors/catalogue.js";
-import { renderConnectError } from "../errors/renderers.js";
-import { apiKeyService } from "../handlers/api-key-service.js";
-import { registerHealth, registerReflection } from "../handlers/health-and-reflection.js";
-import { namedAffiliate, RACE_SERVICE_OPTIONS, raceRpc } from "../handlers/race-rpc.js";
-import { wagerIngestService } from "../handlers/wager-ingest-service.js";
-import { adminOwner, webhookService } from "../handlers/webhook-service.js";
-import { type IngestCounters, WagerIngest } from "../ingest/wager-ingest.js";
-import { type Logger, silentLogger } from "../logger.js";
-import { type CallObservation, observeCalls } from "../observability/call-observation.js";
-import type { Metrics } from "../observability/metrics.js";
-import { Readiness } from "../observability/readiness.js";
-import { packageInfo } from "../package-info.js";
-import { RaceWatch } from "../races/race-watch.js";
-import { Races } from "../races/races.js";
-import type { Database } from "../storage/database.js";
-import {
-  causalStandings,
-  mariadbApiKeys,
-  mariadbIngest,
-  mariadbRaces,
-  mariadbSchema,
-  mariadbStandings,
-} from "../storage/stores.js";
-import { clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
-import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../transport/http.js";
-import { sayOversizeBodiesAs413 } from "../transport/oversize-status.js";
-import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
+import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
+import { type IngestCounters, WagerIngest } from "../ingest/core/wager-ingest.js";
+import { mariadbIngest } from "../ingest/sql/ingest-store.js";
+import { wagerIngestService } from "../ingest/wire/wager-ingest-service.js";
+import { webhookAdmin } from "../jobs/webhook-delivery.js";
+import { KeyAdmin, type KeyEvent } from "../keys/core/key-admin.js";
+import { OPEN_SERVICES, requestGate } from "../keys/gate/request-gate.js";
+import { ADMIN, ADMIN_RACES, INGEST, ServiceTokenCheck } from "../keys/gate/service-token.js";
+import { mariadbApiKeys } from "../keys/sql/key-stores.js";
+import { apiKeyService } from "../keys/wire/api-key-service.js";
+import type { Config } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
+import { HttpRefusal, ServiceError } from "../platform/errors/catalogue.js";
+import { renderConnectError } from "../platform/errors/renderers.js";
+import { type Logger, silentLogger } from "../platform/logger.js";
+import { type CallObservation, observeCalls } from "../platform/observability/call-observation.js";
+import type { Metrics } from "../platform/observability/metrics.js";
+import { Readiness } from "../platform/observability/readiness.js";
+import { packageInfo } from "../platform/package-info.js";
+import { clientAddressResolver, stampClientAddress } from "../platform/transport/client-address.js";
+import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } from "../platform/transport/http.js";
+import { sayOversizeBodiesAs413 } from "../platform/transport/oversize-status.js";
+import { registerHealth, registerReflection } from "../platform/wire/health-and-reflection.js";
+import { RaceWatch } from "../races/core/race-watch.js";
+import { Races } from "../races/core/races.js";
+import { mariadbRaces } from "../races/sql/race-store.js";
+import { namedAffiliate, RACE_SERVICE_OPTIONS, raceRpc } from "../races/wire/race-rpc.js";
+import { mariadbSchema } from "../schema/schema-versions.js";
+import type { WebhookAdmin } from "../webhooks/core/endpoint-admin.js";
+import { adminOwner, webhookService } from "../webhooks/wire/webhook-service.js";
 import { serveMetrics } from "./metrics-endpoint.js";
-import { webhookAdmin } from "./webhook-delivery.js";
 
 /** 1000 users with 2048-character avatars fit with room to spare; anything larger is refused unread. */
 export const INTERNAL_MAX_BODY_BYTES = 16 * 1024 * 1024;

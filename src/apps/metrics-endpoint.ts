@@ -3,8 +3,8 @@
  * alone on METRICS_PORT (then a network policy can let Prometheus reach the
  * metrics without reaching ingest or the key service).
  */
-import type { Logger } from "../logger.js";
-import type { Metrics } from "../observability/metrics.js";
+import type { Logger } from "../platform/logger.js";
+import type { Metrics } from "../platform/observability/metrics.js";
 import {
   type NodeRequest,
   type NodeResponse,
@@ -12,7 +12,7 @@ import {
   type RequestHandler,
   writeJson,
   writeWhole,
-} from "../transport/http.js";
+} from "../platform/transport/http.js";
 
 /** Answers the request when it is GET /metrics (true), else leaves it alone (false). */
 export function serveMetrics(metrics: Metrics, logger: Logger, req: NodeRequest, res: NodeResponse): boolean {

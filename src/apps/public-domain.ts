@@ -4,38 +4,35 @@
  * management. No skin, route or wire format here: apps/public-skins.ts serves this domain, apps/public.ts wires it.
  */
 
-import { KeyCatchUp } from "../auth/key-catch-up.js";
-import { KeySet } from "../auth/key-set.js";
-import type { Config } from "../config.js";
-import { boardStandings } from "../leaderboard/board-standings.js";
-import { ChangeFeed } from "../leaderboard/change-feed.js";
-import { ChangeSet } from "../leaderboard/change-set.js";
-import { FleetStandings } from "../leaderboard/fleet-standings.js";
-import { Leaderboard } from "../leaderboard/leaderboard.js";
-import { LiveBoards, type LiveObserver } from "../leaderboard/live-boards.js";
-import { MAX_NUM_USERS } from "../leaderboard/period-request.js";
-import { WatchedPeriods } from "../leaderboard/watched-periods.js";
-import type { Logger } from "../logger.js";
-import { databaseAvailability } from "../observability/database-availability.js";
-import { Readiness } from "../observability/readiness.js";
-import { packageInfo } from "../package-info.js";
+import { boardStandings } from "../boards/core/board-standings.js";
+import { ChangeFeed } from "../boards/core/change-feed.js";
+import { ChangeSet } from "../boards/core/change-set.js";
+import { FleetStandings } from "../boards/core/fleet-standings.js";
+import { Leaderboard } from "../boards/core/leaderboard.js";
+import { LiveBoards, type LiveObserver } from "../boards/core/live-boards.js";
+import { MAX_NUM_USERS } from "../boards/core/period-request.js";
+import { WatchedPeriods } from "../boards/core/watched-periods.js";
+import { mariadbChanges } from "../boards/sql/change-store.js";
+import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
+import { webhookAdmin } from "../jobs/webhook-delivery.js";
+import { KeyCatchUp } from "../keys/core/key-catch-up.js";
+import { KeySet } from "../keys/core/key-set.js";
+import { mariadbKeyRecords } from "../keys/sql/key-stores.js";
+import type { Config } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
+import type { Logger } from "../platform/logger.js";
+import { databaseAvailability } from "../platform/observability/database-availability.js";
+import { Readiness } from "../platform/observability/readiness.js";
+import { packageInfo } from "../platform/package-info.js";
 import type { DataChange } from "../ports/changes.js";
 import type { FleetTransport } from "../ports/fleet.js";
 import type { PayloadSigner } from "../ports/signing.js";
-import { RaceWatch } from "../races/race-watch.js";
-import { Races } from "../races/races.js";
-import type { Database } from "../storage/database.js";
-import {
-  causalStandings,
-  mariadbChanges,
-  mariadbKeyRecords,
-  mariadbRaces,
-  mariadbSchema,
-  mariadbStandings,
-} from "../storage/stores.js";
-import type { WebhookAdmin } from "../webhooks/endpoint-admin.js";
+import { RaceWatch } from "../races/core/race-watch.js";
+import { Races } from "../races/core/races.js";
+import { mariadbRaces } from "../races/sql/race-store.js";
+import { mariadbSchema } from "../schema/schema-versions.js";
+import type { WebhookAdmin } from "../webhooks/core/endpoint-admin.js";
 import { buildSigning, type Signing } from "./signing.js";
-import { webhookAdmin } from "./webhook-delivery.js";
 
 /** How often a watched race is read again: its changes reach viewers within this (and the change feed's second). */
 const RACE_WATCH_POLL_MS = 1_000;
@@ -46,7 +43,7 @@ export interface PublicDomainOptions {
   readonly now?: () => number;
   /** Webhook endpoint management (the server's, which wakes its delivery worker); one on this database when absent. */
   readonly webhooks?: WebhookAdmin;
-  /** The fleet (redis/fleet.ts, with REDIS_URL): each period's board computed by one instance. Absent: alone. */
+  /** The fleet (platform/redis/fleet.ts, with REDIS_URL): each period's board computed by one instance. Absent: alone. */
   readonly fleet?: FleetTransport;
 }
 
@@ -56,7 +53,7 @@ export interface PublicDomainOptions {
  */
 export interface PublicDomain {
   readonly keys: KeySet;
-  /** Makes a key issued elsewhere work here on its first call (auth/key-catch-up.ts). */
+  /** Makes a key issued elsewhere work here on its first call (keys/core/key-catch-up.ts). */
   readonly keyCatchUp: KeyCatchUp;
   readonly readiness: Readiness;
   readonly changeFeed: ChangeFeed;
@@ -77,7 +74,7 @@ export interface PublicDomain {
 /**
  * Every instance follows the change feed from the start: key changes reach the in-memory key set through it, and
  * committed data changes reach the cached answers and live boards within a second, whoever wrote them (see
- * leaderboard/change-feed.ts).
+ * boards/core/change-feed.ts).
  */
 export function buildDomain(
   config: Config,
@@ -172,7 +169,7 @@ function buildLeaderboard(
 /**
  * Races: definitions on the primary; live standings from the leaderboard (cached and fresh like any board); the
  * freeze reads the primary's totals directly, never a cache or a replica. Each watched race is read once a second,
- * whatever its viewers (races/race-watch.ts).
+ * whatever its viewers (races/core/race-watch.ts).
  */
 function buildRaces(
   config: Config,

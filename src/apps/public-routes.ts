@@ -1,13 +1,10 @@
-import { HttpRefusal } from "../errors/catalogue.js";
-import { refuse } from "../handlers/parts/rest-reply.js";
-import type { SigningKeysSkin } from "../handlers/signing-keys.js";
-import { VERIFY_PATH, type VerifyPage } from "../handlers/verify-page.js";
-import { WATCH_PATH } from "../handlers/watch-rpc.js";
-import type { Logger } from "../logger.js";
-import type { Readiness } from "../observability/readiness.js";
-import { packageInfo } from "../package-info.js";
-import { type clientAddressResolver, stampClientAddress } from "../transport/client-address.js";
-import { nodeExchange, streamExchange } from "../transport/exchange.js";
+import { WATCH_PATH } from "../boards/wire/watch-rpc.js";
+import { HttpRefusal } from "../platform/errors/catalogue.js";
+import type { Logger } from "../platform/logger.js";
+import type { Readiness } from "../platform/observability/readiness.js";
+import { packageInfo } from "../platform/package-info.js";
+import { type clientAddressResolver, stampClientAddress } from "../platform/transport/client-address.js";
+import { nodeExchange, streamExchange } from "../platform/transport/exchange.js";
 import {
   type NodeRequest,
   type NodeResponse,
@@ -15,8 +12,11 @@ import {
   type RequestHandler,
   type StreamHandler,
   writeJson,
-} from "../transport/http.js";
-import { sayOversizeBodiesAs413 } from "../transport/oversize-status.js";
+} from "../platform/transport/http.js";
+import { sayOversizeBodiesAs413 } from "../platform/transport/oversize-status.js";
+import { refuse } from "../platform/wire/parts/rest-reply.js";
+import type { SigningKeysSkin } from "../signing/wire/signing-keys.js";
+import { VERIFY_PATH, type VerifyPage } from "../signing/wire/verify-page.js";
 import type { Skins } from "./public-skins.js";
 
 /** One line of the routing table. */

@@ -5,31 +5,31 @@
  * routing table (public-routes.ts), and wires the observation (metrics, logs, traces) around them; this file holds
  * that wiring and what the app shows the server.
  *
- * A public request flows: transport (transport/one-port-server.ts) → the routing table (public-routes.ts) →
- * admission (auth/admission.ts: key, rate limit, CORS; run by the gate, auth/request-gate.ts, for RPC and by the
- * skins for REST and the live streams) → decode (connect-es, or src/codecs/) → the operation
- * (leaderboard/operation.ts: validate, query) → render (src/codecs/: the message, or the JSON envelope).
+ * A public request flows: transport (platform/transport/one-port-server.ts) → the routing table (public-routes.ts) →
+ * admission (keys/gate/admission.ts: key, rate limit, CORS; run by the gate, keys/gate/request-gate.ts, for RPC and by the
+ * skins for REST and the live streams) → decode (connect-es, or boards/wire/codecs/) → the operation
+ * (boards/core/operation.ts: validate, query) → render (boards/wire/codecs/: the message, or the JSON envelope).
  */
 
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Admission } from "../auth/admission.js";
-import type { KeySet } from "../auth/key-set.js";
-import type { Config } from "../config.js";
-import { VerifyPage } from "../handlers/verify-page.js";
-import type { FleetStandings } from "../leaderboard/fleet-standings.js";
-import type { Leaderboard } from "../leaderboard/leaderboard.js";
-import type { LiveObserver } from "../leaderboard/live-boards.js";
-import { type Logger, silentLogger } from "../logger.js";
-import { observeCalls } from "../observability/call-observation.js";
-import { Metrics, type MetricsSources } from "../observability/metrics.js";
-import type { Readiness } from "../observability/readiness.js";
-import { registerSignatureMetrics } from "../observability/signature-metrics.js";
-import type { Tracing } from "../observability/tracing.js";
-import type { RaceWatch } from "../races/race-watch.js";
-import type { Races } from "../races/races.js";
-import type { Database } from "../storage/database.js";
-import { clientAddressResolver } from "../transport/client-address.js";
-import type { RequestHandler, StreamHandler } from "../transport/http.js";
+import type { FleetStandings } from "../boards/core/fleet-standings.js";
+import type { Leaderboard } from "../boards/core/leaderboard.js";
+import type { LiveObserver } from "../boards/core/live-boards.js";
+import type { KeySet } from "../keys/core/key-set.js";
+import type { Admission } from "../keys/gate/admission.js";
+import type { Config } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
+import { type Logger, silentLogger } from "../platform/logger.js";
+import { observeCalls } from "../platform/observability/call-observation.js";
+import { Metrics, type MetricsSources } from "../platform/observability/metrics.js";
+import type { Readiness } from "../platform/observability/readiness.js";
+import { registerSignatureMetrics } from "../platform/observability/signature-metrics.js";
+import type { Tracing } from "../platform/observability/tracing.js";
+import { clientAddressResolver } from "../platform/transport/client-address.js";
+import type { RequestHandler, StreamHandler } from "../platform/transport/http.js";
+import type { RaceWatch } from "../races/core/race-watch.js";
+import type { Races } from "../races/core/races.js";
+import { VerifyPage } from "../signing/wire/verify-page.js";
 import { buildDomain, type PublicDomain, type PublicDomainOptions } from "./public-domain.js";
 import { notFound, routingHandler, routingTable, streamHandler, tracedRoute } from "./public-routes.js";
 import {
@@ -70,7 +70,7 @@ export interface PublicApp {
   readonly readiness: Readiness;
   /** Every usable API key, in memory; the internal listener has it read a key again when it changes one. */
   readonly keys: KeySet;
-  /** Key, rate limit and CORS of every public call (the skins call it; auth/admission.ts). */
+  /** Key, rate limit and CORS of every public call (the skins call it; keys/gate/admission.ts). */
   readonly admission: Admission;
   /** Resolves once the keys are loaded (until then calls with a key get 503 and readiness says loading_keys). */
   readonly keysLoaded: Promise<void>;

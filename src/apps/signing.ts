@@ -1,32 +1,33 @@
 /**
  * The signing parts an app is built with: the signer every freeze uses (the active result key, read from the
  * database, or the key file SIGNING_KEY_FILE when set), the live signer of live races and boards (the live key,
- * made once for the fleet when signing is on and there is none: signing/live-key.ts), the published keys of
+ * made once for the fleet when signing is on and there is none: signing/core/live-key.ts), the published keys of
  * each behind their JWK Sets, and their skin. Keys in the database are sealed at rest by the webhook secrets' box
- * (WEBHOOK_SECRET_KEY), see storage/signing-keys.ts.
+ * (WEBHOOK_SECRET_KEY), see signing/sql/signing-keys.ts.
  */
-import type { Config } from "../config.js";
-import { BoardSignatures } from "../handlers/parts/board-signatures.js";
-import { VersionSignatures } from "../handlers/parts/version-signatures.js";
-import { SigningKeysSkin } from "../handlers/signing-keys.js";
-import type { Logger } from "../logger.js";
-import { withKeyFile } from "../signing/key-file.js";
-import { liveKeyMadeOnce } from "../signing/live-key.js";
-import { PublishedKeys } from "../signing/published-keys.js";
-import { Signer } from "../signing/signer.js";
-import { affiliateExternalIdOf } from "../storage/affiliates.js";
-import type { Database } from "../storage/database.js";
-import { mariadbSigningKeys } from "../storage/signing-keys.js";
-import { WebhookSecretBox } from "../storage/webhook-secrets.js";
+
+import { BoardSignatures } from "../boards/wire/parts/board-signatures.js";
+import { affiliateExternalIdOf } from "../ingest/sql/affiliates.js";
+import type { Config } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
+import { WebhookSecretBox } from "../platform/database/secret-box.js";
+import type { Logger } from "../platform/logger.js";
+import { withKeyFile } from "../signing/core/key-file.js";
+import { liveKeyMadeOnce } from "../signing/core/live-key.js";
+import { PublishedKeys } from "../signing/core/published-keys.js";
+import { Signer } from "../signing/core/signer.js";
+import { VersionSignatures } from "../signing/core/version-signatures.js";
+import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
+import { SigningKeysSkin } from "../signing/wire/signing-keys.js";
 
 export interface Signing {
   /** Signs final results with the result key (the freeze). */
   readonly signer: Signer;
   /** Signs live race versions and live boards with the live key, never a result. */
   readonly liveSigner: Signer;
-  /** Live board versions signed once each for the viewers that ask (handlers/parts/board-signatures.ts). */
+  /** Live board versions signed once each for the viewers that ask (boards/wire/parts/board-signatures.ts). */
   readonly boards: BoardSignatures;
-  /** Live race versions signed once each for the race stream's viewers that ask (handlers/race-events.ts). */
+  /** Live race versions signed once each for the race stream's viewers that ask (races/wire/race-events.ts). */
   readonly races: VersionSignatures;
   readonly published: PublishedKeys;
   readonly publishedLive: PublishedKeys;

@@ -4,11 +4,11 @@
  * point (and main.ts can import them without a cycle).
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
-import { type Config, loadConfig } from "../config.js";
-import { packageInfo } from "../package-info.js";
-import { type Database, ensureDatabaseExists, openDatabase } from "../storage/database.js";
-import { migrate } from "../storage/migration-runner.js";
-import { assertReleaseMayUse } from "../storage/release-floor.js";
+import { type Config, loadConfig } from "../platform/config.js";
+import { type Database, ensureDatabaseExists, openDatabase } from "../platform/database/database.js";
+import { packageInfo } from "../platform/package-info.js";
+import { migrate } from "../schema/migration-runner.js";
+import { assertReleaseMayUse } from "../schema/release-floor.js";
 
 /** The command line itself is wrong: exit 2, with the command's usage. */
 export class UsageError extends Error {}

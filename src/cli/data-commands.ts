@@ -4,11 +4,11 @@
  */
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import type { SeedPlan } from "../ingest/seed-data.js";
-import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/validation.js";
-import { WagerIngest } from "../ingest/wager-ingest.js";
-import { mariadbIngest } from "../storage/stores.js";
-import { type RollupContent, verifyRollups } from "../storage/verify.js";
+import type { SeedPlan } from "../ingest/core/seed-data.js";
+import { EARLIEST_PLACED_AT, MAX_FUTURE_SECONDS } from "../ingest/core/validation.js";
+import { WagerIngest } from "../ingest/core/wager-ingest.js";
+import { mariadbIngest } from "../ingest/sql/ingest-store.js";
+import { type RollupContent, verifyRollups } from "../ingest/sql/verify.js";
 import { hourStart } from "../values/calendar.js";
 import { sameDecimal } from "../values/decimal.js";
 import { printJson, UsageError, withDatabase } from "./common.js";

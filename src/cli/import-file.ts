@@ -5,9 +5,9 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { ImportBatches, type ImportCounts } from "../ingest/import-batches.js";
-import { csvHeader, type Parsed, parseCsvLine, parseJsonLine } from "../ingest/import-formats.js";
-import type { WagerIngest } from "../ingest/wager-ingest.js";
+import { ImportBatches, type ImportCounts } from "../ingest/core/import-batches.js";
+import { csvHeader, type Parsed, parseCsvLine, parseJsonLine } from "../ingest/core/import-formats.js";
+import type { WagerIngest } from "../ingest/core/wager-ingest.js";
 
 export type ImportFormat = "jsonl" | "csv";
 

@@ -1,12 +1,12 @@
 /**
  * `topwagers keys …`: create (optionally restricted to --scope …), rotate, list, revoke, set-rate-limit and set-rank-by. Every
- * change goes through KeyAdmin (src/auth/key-admin.ts), with the same rules and
+ * change goes through KeyAdmin (src/keys/core/key-admin.ts), with the same rules and
  * events as the ApiKeyService; the change row it writes reaches every running
  * server within a second, and a new key works on every server from its first call.
  */
-import { KeyAdmin, parseDuration, type Refused } from "../auth/key-admin.js";
+import { KeyAdmin, parseDuration, type Refused } from "../keys/core/key-admin.js";
+import { mariadbApiKeys } from "../keys/sql/key-stores.js";
 import type { StoredApiKey } from "../ports/api-keys.js";
-import { mariadbApiKeys } from "../storage/stores.js";
 import { isRestricted } from "../values/scopes.js";
 import { isRankBy, type RankBy } from "../values/weights.js";
 import { alignColumns } from "./columns.js";

@@ -5,12 +5,12 @@
  * database), 2 the command line or a setting is wrong.
  */
 import { parseArgs } from "node:util";
-import { ConfigError } from "../config.js";
-import { packageInfo, versionLine } from "../package-info.js";
-import type { Database } from "../storage/database.js";
-import { migrate, migrationStatus } from "../storage/migration-runner.js";
-import { readReleaseFloor } from "../storage/release-floor.js";
-import { LATEST_SCHEMA_VERSION } from "../storage/schema-migrations.js";
+import { ConfigError } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
+import { packageInfo, versionLine } from "../platform/package-info.js";
+import { migrate, migrationStatus } from "../schema/migration-runner.js";
+import { readReleaseFloor } from "../schema/release-floor.js";
+import { LATEST_SCHEMA_VERSION } from "../schema/schema-migrations.js";
 import { isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";

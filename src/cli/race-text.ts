@@ -5,7 +5,7 @@
  * is in UTC and, for a race in another zone, in that zone too.
  */
 import { DateTime } from "luxon";
-import type { RaceView } from "../races/races.js";
+import type { RaceView } from "../races/core/races.js";
 import { isoSeconds, UsageError } from "./common.js";
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;

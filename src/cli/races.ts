@@ -1,21 +1,22 @@
 /**
  * `topwagers races …`: create, list, show and cancel an affiliate's races on the configured
- * database, through the same rules as RaceService (src/races/races.ts). A race's clock runs in the
+ * database, through the same rules as RaceService (src/races/core/races.ts). A race's clock runs in the
  * servers (RACE_CLOCK_MS): a race made here starts, ends and is frozen by them.
  */
 
 import { userInfo } from "node:os";
-import { parseDuration } from "../auth/key-admin.js";
-import { raceJson, raceSummaryJson } from "../codecs/race-json.js";
-import { loadConfig } from "../config.js";
+import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
+import { parseDuration } from "../keys/core/key-admin.js";
+import { loadConfig } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
 import type { RaceActor } from "../ports/race-history.js";
 import { NO_AFFILIATE } from "../ports/races.js";
-import type { RaceDefinitionFields, RacePatch } from "../races/race-rules.js";
-import { RACE_STATES, type RaceState } from "../races/race-state.js";
-import { type RaceOutcome, Races, type RaceView } from "../races/races.js";
-import { isRepeat, isTimeZone } from "../races/recurrence.js";
-import type { Database } from "../storage/database.js";
-import { causalStandings, mariadbRaces, mariadbStandings } from "../storage/stores.js";
+import type { RaceDefinitionFields, RacePatch } from "../races/core/race-rules.js";
+import { RACE_STATES, type RaceState } from "../races/core/race-state.js";
+import { type RaceOutcome, Races, type RaceView } from "../races/core/races.js";
+import { isRepeat, isTimeZone } from "../races/core/recurrence.js";
+import { mariadbRaces } from "../races/sql/race-store.js";
+import { raceJson, raceSummaryJson } from "../races/wire/codecs/race-json.js";
 import type { Violation } from "../values/violation.js";
 import { isRankBy } from "../values/weights.js";
 import { alignColumns } from "./columns.js";

@@ -1,5 +1,5 @@
 /**
- * `seed`: writes a deterministic synthetic data set (ingest/seed-data.ts).
+ * `seed`: writes a deterministic synthetic data set (ingest/core/seed-data.ts).
  *
  * Users always go through the ingest path (UpsertUsers' validation and SQL).
  * Wagers go through RecordWagers' path for small sets ("record"), or through
@@ -10,9 +10,9 @@
  * duplicate), and a crashed run can simply be run again.
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { amountText, SeedData, type SeedPlan } from "../ingest/seed-data.js";
-import { MAX_BATCH, type WagerInput } from "../ingest/validation.js";
-import { type RecordWagersResult, type UpsertUsersResult, WagerIngest } from "../ingest/wager-ingest.js";
+import { amountText, SeedData, type SeedPlan } from "../ingest/core/seed-data.js";
+import { MAX_BATCH, type WagerInput } from "../ingest/core/validation.js";
+import { type RecordWagersResult, type UpsertUsersResult, WagerIngest } from "../ingest/core/wager-ingest.js";
 import {
   isLocalInfileRefused,
   LOCAL_INFILE_FIX,
@@ -21,9 +21,9 @@ import {
   localInfileEnabled,
   userKeys,
   type WagerRow,
-} from "../storage/bulk-load.js";
-import type { Database } from "../storage/database.js";
-import { mariadbIngest } from "../storage/stores.js";
+} from "../ingest/sql/bulk-load.js";
+import { mariadbIngest } from "../ingest/sql/ingest-store.js";
+import type { Database } from "../platform/database/database.js";
 import type { UserProfile } from "../values/records.js";
 
 export type SeedMethod = "auto" | "record" | "bulk";

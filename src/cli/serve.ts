@@ -6,9 +6,9 @@
  * (settings: exit 2; anything else: exit 1).
  */
 import { parseArgs } from "node:util";
-import { type Config, ConfigError, loadConfig } from "../config.js";
-import { closeLogs, createLogger, type Logger } from "../logger.js";
-import { nodeVersionWarning, packageInfo, versionLine } from "../package-info.js";
+import { type Config, ConfigError, loadConfig } from "../platform/config.js";
+import { closeLogs, createLogger, type Logger } from "../platform/logger.js";
+import { nodeVersionWarning, packageInfo, versionLine } from "../platform/package-info.js";
 import { type Running, serve } from "../server.js";
 import { UsageError } from "./common.js";
 import { releaseStopSignals } from "./stop-signals.js";

@@ -5,11 +5,11 @@
  * running server signs with the one active key of each purpose and follows an activation within a few seconds,
  * without a restart. The private half is sealed with WEBHOOK_SECRET_KEY at rest and never printed.
  */
-import { loadConfig } from "../config.js";
+import { loadConfig } from "../platform/config.js";
+import { WebhookSecretBox } from "../platform/database/secret-box.js";
 import type { PublishedSigningKey, SigningKeyPurpose, SigningKeyStore } from "../ports/signing.js";
-import { makeSigningKey } from "../signing/keys.js";
-import { mariadbSigningKeys } from "../storage/signing-keys.js";
-import { WebhookSecretBox } from "../storage/webhook-secrets.js";
+import { makeSigningKey } from "../signing/core/keys.js";
+import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
 import { alignColumns } from "./columns.js";
 import { DataError, isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } from "./common.js";
 import { RUN } from "./usage.js";

@@ -1,12 +1,12 @@
 /**
  * `topwagers webhooks …`: create, list, test, deliveries and redeliver, on the configured database,
- * through the same rules as WebhookService (src/webhooks/endpoint-admin.ts), with the operator's
+ * through the same rules as WebhookService (src/webhooks/core/endpoint-admin.ts), with the operator's
  * WEBHOOK_* settings (the SSRF guard, the secrets' key). The running servers send what this queues.
  */
-import { webhookAdmin } from "../apps/webhook-delivery.js";
-import { loadConfig } from "../config.js";
+import { webhookAdmin } from "../jobs/webhook-delivery.js";
+import { loadConfig } from "../platform/config.js";
 import type { StoredWebhookDelivery, StoredWebhookEndpoint } from "../ports/webhooks.js";
-import type { WebhookAdmin, WebhookRefused } from "../webhooks/endpoint-admin.js";
+import type { WebhookAdmin, WebhookRefused } from "../webhooks/core/endpoint-admin.js";
 import { alignColumns } from "./columns.js";
 import { DataError, isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } from "./common.js";
 

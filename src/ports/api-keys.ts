@@ -93,7 +93,7 @@ export type KeyRecord = Pick<
 > &
   Partial<Pick<StoredKeyWithHash, "scopes">>;
 
-/** Where the key set reads keys from (storage/stores.ts on MariaDB). */
+/** Where the key set reads keys from (keys/sql/key-stores.ts on MariaDB). */
 export interface KeyStore {
   /** Every key neither revoked nor expired at `nowSeconds`. */
   usable(nowSeconds: number): Promise<readonly KeyRecord[]>;

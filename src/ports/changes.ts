@@ -1,4 +1,4 @@
-/** What the change feed reads: the committed changes, in id order (see leaderboard/change-feed.ts). */
+/** What the change feed reads: the committed changes, in id order (see boards/core/change-feed.ts). */
 
 export interface DataChange {
   readonly id: number;

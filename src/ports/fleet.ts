@@ -1,6 +1,6 @@
 /**
- * What a fleet of instances shares (leaderboard/fleet-standings.ts): who is alive, and a request and answer for one
- * period's board between two instances. On Redis (redis/fleet.ts) when REDIS_URL is set; without it there is no
+ * What a fleet of instances shares (boards/core/fleet-standings.ts): who is alive, and a request and answer for one
+ * period's board between two instances. On Redis (platform/redis/fleet.ts) when REDIS_URL is set; without it there is no
  * fleet and every instance computes its boards alone.
  */
 import type { RankBy } from "../values/weights.js";

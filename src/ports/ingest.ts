@@ -21,7 +21,7 @@ export interface VoidOutcome {
 }
 
 /**
- * The write path behind WagerIngest. Input is already valid (ingest/validation.ts); the store
+ * The write path behind WagerIngest. Input is already valid (ingest/core/validation.ts); the store
  * guarantees exactness and idempotency:
  * - users: the last profile of an id in a batch wins; affiliates are created on first sight;
  *   returns the number of distinct users written.

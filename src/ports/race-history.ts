@@ -1,8 +1,8 @@
 /**
- * A race's history as storage keeps it (storage/race-history.ts, migration 14): one append-only entry per
+ * A race's history as storage keeps it (races/sql/race-history.ts, migration 14): one append-only entry per
  * change to the race after its creation, written in the change's own transaction, with who made it; and the
  * voids that reached its standings while it was live or reviewing, counted as the void's own transaction
- * touches the race's users. The rules of what an entry says are races/race-history.ts's.
+ * touches the race's users. The rules of what an entry says are races/core/race-history.ts's.
  */
 
 /** Who changed a race: an API key (its id), the internal listener's admin token, the CLI, or the race clock. */
@@ -32,7 +32,7 @@ export interface RaceFieldChange {
 
 export type RaceChangeKind = "created" | "updated" | "cancelled" | "frozen" | (string & {});
 
-/** How voids changed a race's standings (see races/race-history.ts for how each number is counted). */
+/** How voids changed a race's standings (see races/core/race-history.ts for how each number is counted). */
 export interface RaceStandingsChanges {
   /** Voided wagers of the race's period applied while the race was live or reviewing. */
   readonly voidedWagers: number;

@@ -2,7 +2,7 @@
  * What races ask of storage: the races table (definitions and where each stands), the frozen
  * results, and the state changes that must happen exactly once (announcing a start or an end,
  * creating a series' next race, the freeze, a cancellation), each in one transaction with the
- * event it causes. Implemented on MariaDB by storage/races.ts.
+ * event it causes. Implemented on MariaDB by races/sql/races.ts.
  */
 import type { RankBy } from "../values/weights.js";
 import type { NewRaceHistoryEntry, RaceActor, RaceHistoryStore } from "./race-history.js";
@@ -10,7 +10,7 @@ import type { SignedPayload } from "./signing.js";
 
 export type RaceRepeat = "none" | "daily" | "weekly" | "monthly";
 
-/** A race as its owner defines it (validated by races/race-rules.ts). */
+/** A race as its owner defines it (validated by races/core/race-rules.ts). */
 export interface RaceDefinition {
   readonly slug: string;
   readonly title: string;
@@ -54,7 +54,7 @@ export interface StoredRace extends RaceDefinition {
   readonly startAnnounced: boolean;
   readonly endAnnounced: boolean;
   readonly nextCreated: boolean;
-  /** False once a new series took the slug (storage/race-slugs.ts): the race then answers only by its id. */
+  /** False once a new series took the slug (races/sql/race-slugs.ts): the race then answers only by its id. */
   readonly slugHeld: boolean;
 }
 
@@ -147,7 +147,7 @@ export interface RaceStore extends RaceHistoryStore {
   /**
    * "slug-taken" when another series of the affiliate holds the slug. A series holds its slug until its last
    * race is cancelled (or deleted) and none of its races is live (at `createdAt`): a new race then takes it,
-   * and the old races stay readable by id and in the slug's list (storage/race-slugs.ts).
+   * and the old races stay readable by id and in the slug's list (races/sql/race-slugs.ts).
    */
   insert(race: NewRace, actor: RaceActor): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
   byId(id: string): Promise<StoredRace | undefined>;
@@ -208,7 +208,7 @@ export interface RaceStore extends RaceHistoryStore {
     history: NewRaceHistoryEntry,
     seal?: ResultSealer,
   ): Promise<boolean>;
-  /** Puts the race's next step off until `until` (a step that failed waits; races/step-retry.ts). */
+  /** Puts the race's next step off until `until` (a step that failed waits; races/core/step-retry.ts). */
   deferStep(id: string, until: number): Promise<void>;
   /**
    * When the oldest step not yet taken fell due, or null when none is due by `now`; `longestWait`: the

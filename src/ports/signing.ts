@@ -1,7 +1,7 @@
 /**
  * What signing asks of storage: the operator's Ed25519 signing keys (one active at a time, every other one
  * still published so what it signed keeps verifying), and what a signer gives back. Implemented on MariaDB
- * by storage/signing-keys.ts; the signer itself is signing/signer.ts.
+ * by signing/sql/signing-keys.ts; the signer itself is signing/core/signer.ts.
  *
  * Two keys, each signing its own kinds of thing (RFC 8725 §3.12): the **result** key signs final race results
  * only and is published at /.well-known/jwks.json; the **live** key signs live race versions and live boards
@@ -20,15 +20,15 @@ export interface SignedKind {
   readonly purpose: SigningKeyPurpose;
 }
 
-/** A final race result, signed once at its freeze (races/signed-result.ts). */
+/** A final race result, signed once at its freeze (races/core/signed-result.ts). */
 export const RACE_RESULT_KIND: SignedKind = {
   typ: "race-result+jws",
   type: "topwagers.race-result.v1",
   purpose: "result",
 };
-/** One version of a live race, for a race stream's viewer that asked (races/live-race-payload.ts). */
+/** One version of a live race, for a race stream's viewer that asked (races/core/live-race-payload.ts). */
 export const LIVE_RACE_KIND: SignedKind = { typ: "live-race+jws", type: "topwagers.live-race.v1", purpose: "live" };
-/** One version of a live board, for a board's caller that asked (handlers/parts/board-signatures.ts). */
+/** One version of a live board, for a board's caller that asked (boards/wire/parts/board-signatures.ts). */
 export const LIVE_BOARD_KIND: SignedKind = { typ: "live-board+jws", type: "topwagers.live-board.v1", purpose: "live" };
 /**
  * The payload types 0.3.0 and 0.4.0 gave live versions, signed then with the results' key and no `typ`: a check

@@ -18,7 +18,7 @@ export interface KeyedRow extends RankedRow {
 
 /**
  * What a board held in memory and kept current from the change feed reads
- * (src/leaderboard/held-boards.ts): the board with internal keys, and the totals of named users.
+ * (src/boards/core/held-boards.ts): the board with internal keys, and the totals of named users.
  */
 export interface KeyedStandings {
   /**

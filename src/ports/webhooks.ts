@@ -1,7 +1,7 @@
 /**
- * What webhook administration (webhooks/endpoint-admin.ts) and the delivery worker
- * (webhooks/delivery-worker.ts) read and write. Secrets cross this port in clear; the adapter stores
- * them encrypted (storage/webhook-secrets.ts). Times ending in `Ms` are Unix milliseconds, the
+ * What webhook administration (webhooks/core/endpoint-admin.ts) and the delivery worker
+ * (webhooks/core/delivery-worker.ts) read and write. Secrets cross this port in clear; the adapter stores
+ * them encrypted (platform/database/secret-box.ts). Times ending in `Ms` are Unix milliseconds, the
  * others Unix seconds.
  */
 import type { WebhookEventType } from "../values/webhook-events.js";

@@ -1,5 +1,5 @@
 /**
- * A piece of a period that one table answers (storage/period-buckets.ts makes them, the
+ * A piece of a period that one table answers (ingest/sql/period-buckets.ts makes them, the
  * leaderboard query of storage sums them). Half-open [from, to) in Unix seconds.
  */
 import type { Granularity } from "./calendar.js";

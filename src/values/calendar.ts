@@ -3,7 +3,7 @@
  * half-months (the 1st to the 15th and the 16th to the end of the month) and
  * months. Pure functions; every module that needs a bucket boundary asks here,
  * so the leaderboard's pieces (period-buckets.ts), the rollup writers and
- * `verify` (storage/rollups.ts) and the demo's period agree.
+ * `verify` (ingest/sql/rollups.ts) and the demo's period agree.
  */
 
 export const HOUR = 3_600;

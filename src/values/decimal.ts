@@ -7,7 +7,7 @@
  * digits ("12", "12.5", "0.00000001", "-3.10"). No "+", exponent, spaces,
  * separators or bare point. What an incoming amount must look like on top of
  * that (no sign, no leading zeros, at most 8 fraction digits, below 10^12) is
- * the ingest rule in ../ingest/validation.ts, built on `parseDecimal`.
+ * the ingest rule in ../ingest/core/validation.ts, built on `parseDecimal`.
  */
 
 export interface DecimalParts {

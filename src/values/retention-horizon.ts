@@ -1,9 +1,9 @@
 /**
  * The retention horizons (issue 38): raw wagers placed before `wagers`, and hourly rollup rows of hours before
  * `hourly`, may have been deleted by the retention job; 0 means nothing of that kind was. Both are UTC day starts,
- * recorded in the database and moved forward only by the pruning run (storage/wager-retention.ts), so every
+ * recorded in the database and moved forward only by the pruning run (ingest/sql/wager-retention.ts), so every
  * instance of a fleet refuses the same periods. The coarser rollups (daily, half-monthly, monthly) are never
- * pruned: a period before a horizon is answered exactly when its pieces (storage/period-buckets.ts) need none of
+ * pruned: a period before a horizon is answered exactly when its pieces (ingest/sql/period-buckets.ts) need none of
  * the deleted rows, and refused otherwise, never answered short.
  */
 import type { BucketRange } from "./bucket-range.js";
@@ -21,8 +21,8 @@ export type HorizonKind = keyof RetentionHorizons;
 
 /**
  * A period, wager or void that needs rows the retention job deleted. Thrown by storage; the error catalogue maps
- * it to BEYOND_RETENTION (errors/database.ts), whose message names the horizon. Messages avoid the characters
- * grpc-js mis-decodes (errors/catalogue.ts).
+ * it to BEYOND_RETENTION (platform/errors/database.ts), whose message names the horizon. Messages avoid the characters
+ * grpc-js mis-decodes (platform/errors/catalogue.ts).
  */
 export class BeyondRetentionError extends Error {
   constructor(

@@ -1,6 +1,6 @@
 /**
  * What an API key may do. A key carries a set of scopes; a call that needs one the key lacks is
- * refused (auth/scopes.ts: requireScope, 403 / permission_denied naming the scope).
+ * refused (keys/gate/scopes.ts: requireScope, 403 / permission_denied naming the scope).
  *
  *   boards:read     read leaderboards (REST, RPC, the live streams, the /board overlay)
  *   races:read      read races

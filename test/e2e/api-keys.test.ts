@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { cliOutcome } from "../support/cli.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, keysFollowed, wager } from "../support/fixtures.js";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { badRequest, bufCurlDetails, errorInfo } from "../support/details.js";
 import { addReflectionData, SERVICES } from "../support/reflection-data.js";

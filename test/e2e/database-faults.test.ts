@@ -13,7 +13,7 @@ import { Code, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Database, openDatabase } from "../../src/storage/database.js";
+import { type Database, openDatabase } from "../../src/platform/database/database.js";
 import { rpcTop, type Timed } from "../support/calls.js";
 import { JAN_1_2025 } from "../support/dates.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";

@@ -15,7 +15,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/storage/schema-migrations.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/schema/schema-migrations.js";
 import { runCli } from "../support/cli.js";
 import {
   defineNode,

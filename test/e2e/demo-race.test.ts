@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { connectionOptions } from "../../src/storage/database.js";
+import { connectionOptions } from "../../src/platform/database/database.js";
 import { CLI_ENTRY } from "../support/cli.js";
 import { TEST_SERVER_URL } from "../support/database.js";
 import { freePort, sleep, stopChild } from "../support/processes.js";

@@ -15,7 +15,7 @@ import { gunzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/handlers/docs-page.js";
+import { DOCS_CONTENT_SECURITY_POLICY } from "../../src/platform/wire/docs-page.js";
 import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV } from "../support/browser.js";
 import { DEC_1 } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifyRollups } from "../../src/storage/verify.js";
+import { verifyRollups } from "../../src/ingest/sql/verify.js";
 import { importFile, runCli, startCli } from "../support/cli.js";
 import { type TestDatabase, useTestDatabase, wagerTotals } from "../support/database.js";
 import { OCT_1 } from "../support/dates.js";

@@ -1,14 +1,14 @@
 /**
  * Restricted keys made by the keys CLI (a separate process, as `npm run cli` runs it) and used at
  * once on an already running server whose change feed polls only every 60 s: the key works on its
- * very next call (auth/key-catch-up.ts), with its scopes (403 naming the one it lacks); a
+ * very next call (keys/core/key-catch-up.ts), with its scopes (403 naming the one it lacks); a
  * publishable key never gets a write scope and an unknown scope is a usage error; `keys list`
  * shows the scopes of restricted keys; `keys rotate` keeps them and its new key works at once too.
  *
  * Needs a build (`npm test` builds first).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { argv, cliOutcome } from "../support/cli.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { addBoard } from "../support/fixtures.js";

@@ -15,7 +15,7 @@ import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV, overlayRows, rowsWhenShown } from "../support/browser.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";

@@ -68,7 +68,7 @@ describe("npm pack", () => {
       "dist/src/cli/program.js",
       "dist/src/main.js",
       "dist/src/server.js",
-      "dist/src/storage/migration-runner.js",
+      "dist/src/schema/migration-runner.js",
       "dist/gen/topwagers/v1/top_wagers_pb.js",
       "proto/topwagers/v1/top_wagers.proto",
       "proto/topwagers/v1/wager_ingest.proto",

@@ -18,7 +18,7 @@ import { mkdirSync } from "node:fs";
 import http from "node:http";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OverlayPage } from "../../src/handlers/overlay-page.js";
+import { OverlayPage } from "../../src/boards/wire/overlay-page.js";
 import {
   CHROMIUM,
   CHROMIUM_ARGS,

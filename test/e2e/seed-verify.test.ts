@@ -6,7 +6,7 @@
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seedDatabase } from "../../src/cli/seed.js";
-import { affiliateSizes } from "../../src/ingest/seed-data.js";
+import { affiliateSizes } from "../../src/ingest/core/seed-data.js";
 import { runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { toPicoUnits, toUnits } from "../support/decimals.js";

@@ -20,7 +20,7 @@ import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader } from "jo
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import { runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";

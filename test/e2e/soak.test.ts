@@ -13,7 +13,7 @@
  */
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
 import { PROCEDURE } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JAN_1_2025 } from "../support/dates.js";

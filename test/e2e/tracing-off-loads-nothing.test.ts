@@ -15,7 +15,7 @@ describe("off by default", () => {
         if (specifier.startsWith("@opentelemetry/")) seen.push(specifier);
         return next(specifier, context);
       } });
-      const { tracingFromEnv } = await import("./dist/src/observability/tracing.js");
+      const { tracingFromEnv } = await import("./dist/src/platform/observability/tracing.js");
       // The whole program (main.js itself only holds stop signals and loads it on demand).
       await import("./dist/src/cli/program.js");
       const tracing = await tracingFromEnv(process.env);

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { newWebhookSecret, webhookHeaders } from "../../src/webhooks/signature.js";
+import { newWebhookSecret, webhookHeaders } from "../../src/webhooks/core/signature.js";
 
 const DOC = readFileSync("docs/webhooks.md", "utf8");
 

@@ -8,10 +8,10 @@
  * away the worker logs one warning, not one per poll, and one line when delivery resumes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Database, ensureDatabaseExists, openDatabase } from "../../src/storage/database.js";
-import { migrate } from "../../src/storage/migration-runner.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import { type Database, ensureDatabaseExists, openDatabase } from "../../src/platform/database/database.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { migrate } from "../../src/schema/migration-runner.js";
+import { MariadbWebhookStore } from "../../src/webhooks/sql/webhooks.js";
 import { until } from "../support/mariadb-topology.js";
 import {
   type LogLine,

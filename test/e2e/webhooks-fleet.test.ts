@@ -8,7 +8,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOST_ATTEMPT_ERROR } from "../../src/storage/webhook-lost-claims.js";
+import { LOST_ATTEMPT_ERROR } from "../../src/webhooks/sql/webhook-lost-claims.js";
 import { argv, runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { type ServerProcess, startServerProcess } from "../support/processes.js";

@@ -7,11 +7,12 @@
  */
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChangeFeed } from "../../src/leaderboard/change-feed.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import type { DataChange } from "../../src/storage/data-changes.js";
-import { connectionOptions } from "../../src/storage/database.js";
-import { mariadbChanges, mariadbStandings } from "../../src/storage/stores.js";
+import { ChangeFeed } from "../../src/boards/core/change-feed.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { mariadbChanges } from "../../src/boards/sql/change-store.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import type { DataChange } from "../../src/ingest/sql/data-changes.js";
+import { connectionOptions } from "../../src/platform/database/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, wager } from "../support/fixtures.js";
 
@@ -114,7 +115,7 @@ describe("ChangeFeed", () => {
   it("is not current before its first poll, nor when its polls fail", async () => {
     const url = new URL(database.url);
     url.port = "1"; // nothing listens there
-    const { openDatabase } = await import("../../src/storage/database.js");
+    const { openDatabase } = await import("../../src/platform/database/database.js");
     const nowhere = await openDatabase({ url: url.toString(), poolSize: 1, queryTimeoutMs: 1000 });
     const feed = new ChangeFeed(mariadbChanges(nowhere.read), { onChanges: () => undefined, intervalMs: 20 });
     try {

@@ -1,5 +1,5 @@
 /**
- * Every reliance on a library's internals (src/compat/, one module per library), checked against the
+ * Every reliance on a library's internals (src/platform/compat/, one module per library), checked against the
  * installed libraries: when an upgrade breaks one, this fails here, by name,
  * instead of the service quietly answering 500s or wrong metrics.
  */
@@ -22,11 +22,11 @@ import {
   grpcWebTrailerPayload,
   reportUnparsableMessagesAsInvalid,
   timeoutMs,
-} from "../../src/compat/connect.js";
-import { connectionIdentity, poolUsage, wrapStatements } from "../../src/compat/mysql2.js";
-import { responseStarted, trackConnections } from "../../src/compat/node-http.js";
-import { Metrics } from "../../src/observability/metrics.js";
-import { connectionOptions } from "../../src/storage/database.js";
+} from "../../src/platform/compat/connect.js";
+import { connectionIdentity, poolUsage, wrapStatements } from "../../src/platform/compat/mysql2.js";
+import { responseStarted, trackConnections } from "../../src/platform/compat/node-http.js";
+import { connectionOptions } from "../../src/platform/database/database.js";
+import { Metrics } from "../../src/platform/observability/metrics.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { listenOnFreePort } from "../support/listen.js";
 

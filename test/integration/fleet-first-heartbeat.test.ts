@@ -6,8 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.js";
-import { createRedisFleet } from "../../src/redis/fleet.js";
+import { createLogger } from "../../src/platform/logger.js";
+import { createRedisFleet } from "../../src/platform/redis/fleet.js";
 import { freePort, sleep } from "../support/processes.js";
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";

@@ -11,11 +11,13 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { ChangeFeed } from "../../src/leaderboard/change-feed.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { ChangeFeed } from "../../src/boards/core/change-feed.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { mariadbChanges } from "../../src/boards/sql/change-store.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { WagerIngest } from "../../src/ingest/core/wager-ingest.js";
+import { mariadbIngest } from "../../src/ingest/sql/ingest-store.js";
 import type { StandingsStore } from "../../src/ports/standings.js";
-import { mariadbChanges, mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import type { RankBy } from "../../src/values/weights.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";

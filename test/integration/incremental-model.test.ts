@@ -1,5 +1,5 @@
 /**
- * Model-based test of boards kept current from the change feed (src/leaderboard/held-boards.ts):
+ * Model-based test of boards kept current from the change feed (src/boards/core/held-boards.ts):
  * random sequences of renames, moves, wagers (placed anywhere in the past, with weights, amounts that
  * tie) and voids run on the reference model and on MariaDB, and after every step every watched board
  * held incrementally must equal a full computation of the same board on the same side, row for row
@@ -12,13 +12,15 @@
 import fc from "fast-check";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { ChangeFeed } from "../../src/leaderboard/change-feed.js";
-import { ChangeSet } from "../../src/leaderboard/change-set.js";
-import { HeldBoards } from "../../src/leaderboard/held-boards.js";
+import { ChangeFeed } from "../../src/boards/core/change-feed.js";
+import { ChangeSet } from "../../src/boards/core/change-set.js";
+import { HeldBoards } from "../../src/boards/core/held-boards.js";
+import { mariadbChanges } from "../../src/boards/sql/change-store.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { WagerIngest } from "../../src/ingest/core/wager-ingest.js";
+import { mariadbIngest } from "../../src/ingest/sql/ingest-store.js";
 import type { ChangeStore } from "../../src/ports/changes.js";
 import type { KeyedStandings, RankedRow, StandingsStore } from "../../src/ports/standings.js";
-import { mariadbChanges, mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import type { RankBy } from "../../src/values/weights.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";

@@ -9,9 +9,9 @@
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { mulberry32 } from "../../src/ingest/seed-data.js";
-import { ROLLUPS } from "../../src/storage/rollups.js";
-import { verifyRollups } from "../../src/storage/verify.js";
+import { mulberry32 } from "../../src/ingest/core/seed-data.js";
+import { ROLLUPS } from "../../src/ingest/sql/rollups.js";
+import { verifyRollups } from "../../src/ingest/sql/verify.js";
 import { bucketStart } from "../../src/values/calendar.js";
 import { NOV_1, OCT_1, OCT_16, SEP_1 } from "../support/dates.js";
 import { canonical, toUnits, unitsToDecimal } from "../support/decimals.js";

@@ -10,7 +10,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { verifyRollups } from "../../src/storage/verify.js";
+import { verifyRollups } from "../../src/ingest/sql/verify.js";
 import { refusal } from "../support/calls.js";
 import { OCT_1 } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";

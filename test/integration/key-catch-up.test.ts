@@ -1,5 +1,5 @@
 /**
- * A key works the moment it is issued, on every instance (auth/key-catch-up.ts), and made-up keys
+ * A key works the moment it is issued, on every instance (keys/core/key-catch-up.ts), and made-up keys
  * cannot make the database work for it. One running app whose change feed polls only every 60 s,
  * so nothing but the catch-up can explain a key being known; keys are written straight into the
  * database through the store, as another instance or the CLI writes them. Every statement the app
@@ -18,10 +18,10 @@ import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { loadConfig } from "../../src/config.js";
-import { insertApiKey } from "../../src/storage/api-keys.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
+import { insertApiKey } from "../../src/keys/sql/api-keys.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import type { Scope } from "../../src/values/scopes.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addBoard } from "../support/fixtures.js";

@@ -13,8 +13,8 @@ import {
   TopWagersService,
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { KeyAdmin } from "../../src/auth/key-admin.js";
-import { mariadbApiKeys } from "../../src/storage/stores.js";
+import { KeyAdmin } from "../../src/keys/core/key-admin.js";
+import { mariadbApiKeys } from "../../src/keys/sql/key-stores.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { keysFollowed } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN, wagerMessage } from "../support/ingest.js";

@@ -9,9 +9,9 @@
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
-import { loadConfig } from "../../src/config.js";
-import { revokeApiKey } from "../../src/storage/api-keys.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { revokeApiKey } from "../../src/keys/sql/api-keys.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";

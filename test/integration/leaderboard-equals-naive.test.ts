@@ -9,9 +9,9 @@
 
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mulberry32 } from "../../src/ingest/seed-data.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { mariadbStandings } from "../../src/storage/stores.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { mulberry32 } from "../../src/ingest/core/seed-data.js";
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers } from "../support/fixtures.js";

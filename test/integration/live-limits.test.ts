@@ -17,7 +17,7 @@ import {
   TopWagersService,
   WatchTopAffiliateWagersByPeriodRequestSchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { revokeApiKey } from "../../src/storage/api-keys.js";
+import { revokeApiKey } from "../../src/keys/sql/api-keys.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";

@@ -16,7 +16,7 @@ import {
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { rpcTop } from "../support/calls.js";
 import { JAN_1_2025, JANUARY } from "../support/dates.js";
 import { toUnits, unitsToDecimal } from "../support/decimals.js";

@@ -9,10 +9,10 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { findApiKeyById, listUsableApiKeys } from "../../src/storage/api-keys.js";
-import { migrate } from "../../src/storage/migration-runner.js";
-import { MIGRATIONS } from "../../src/storage/schema-migrations.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
+import { findApiKeyById, listUsableApiKeys } from "../../src/keys/sql/api-keys.js";
+import { migrate } from "../../src/schema/migration-runner.js";
+import { MIGRATIONS } from "../../src/schema/schema-migrations.js";
 import { createDatabaseAtVersion, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, wager } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";

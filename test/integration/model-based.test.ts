@@ -13,11 +13,12 @@
 import fc from "fast-check";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { WagerIngest } from "../../src/ingest/core/wager-ingest.js";
+import { mariadbIngest } from "../../src/ingest/sql/ingest-store.js";
 import type { StandingsStore } from "../../src/ports/standings.js";
-import { placeFromBoard } from "../../src/races/races.js";
-import { mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
+import { placeFromBoard } from "../../src/races/core/races.js";
 import type { RankBy } from "../../src/values/weights.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import * as draw from "../support/model-draws.js";

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createPublicApp, MAX_BODY_BYTES } from "../../src/apps/public.js";
-import { loadConfig } from "../../src/config.js";
-import { EARLIEST_START, MAX_TIMESTAMP } from "../../src/leaderboard/period-request.js";
-import { type Database, openDatabase } from "../../src/storage/database.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { EARLIEST_START, MAX_TIMESTAMP } from "../../src/boards/core/period-request.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { type Database, openDatabase } from "../../src/platform/database/database.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { DEC_1, NOV_16 } from "../support/dates.js";
 import { createKey } from "../support/fixtures.js";
 import { addHalfMonthExample } from "../support/half-month-example.js";

@@ -15,7 +15,7 @@ import http from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
 import { refusal } from "../support/calls.js";
 import { createKey, keysFollowed } from "../support/fixtures.js";
 import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";

@@ -3,7 +3,7 @@
  * pathological query is stopped by the database itself; the write pool has none.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type Database, openDatabase } from "../../src/storage/database.js";
+import { type Database, openDatabase } from "../../src/platform/database/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 /** A join that takes MariaDB many seconds (10^10 row pairs from the sequence engine). */

@@ -7,8 +7,8 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Races } from "../../src/races/races.js";
-import type { StepFailure } from "../../src/races/step-retry.js";
+import type { Races } from "../../src/races/core/races.js";
+import type { StepFailure } from "../../src/races/core/step-retry.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey, wager } from "../support/fixtures.js";

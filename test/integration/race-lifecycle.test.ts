@@ -7,9 +7,10 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Races } from "../../src/races/races.js";
-import { openDatabase } from "../../src/storage/database.js";
-import { causalStandings, mariadbIngest, mariadbStandings } from "../../src/storage/stores.js";
+import { causalStandings, mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { mariadbIngest } from "../../src/ingest/sql/ingest-store.js";
+import { openDatabase } from "../../src/platform/database/database.js";
+import type { Races } from "../../src/races/core/races.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";

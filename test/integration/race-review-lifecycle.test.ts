@@ -8,9 +8,10 @@
 import { createHash } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Races } from "../../src/races/races.js";
-import { DUE_RACES_SQL } from "../../src/storage/races.js";
-import { mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { Races } from "../../src/races/core/races.js";
+import { mariadbRaces } from "../../src/races/sql/race-store.js";
+import { DUE_RACES_SQL } from "../../src/races/sql/races.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";

@@ -8,8 +8,8 @@
  */
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Races } from "../../src/races/races.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
+import type { Races } from "../../src/races/core/races.js";
+import { newWebhookSecret } from "../../src/webhooks/core/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey, wager } from "../support/fixtures.js";

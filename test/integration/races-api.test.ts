@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RaceRepeat, RaceService, RaceState } from "../../gen/topwagers/v1/races_pb.js";
 import { RankBy } from "../../gen/topwagers/v1/top_wagers_pb.js";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { entryCells, refusal } from "../support/calls.js";
 import { addBoard, createKey } from "../support/fixtures.js";
 import { type IngestServers, startIngestServers, TEST_INGEST_TOKEN } from "../support/ingest.js";

@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_AVATAR_URL } from "../../src/config.js";
+import { DEFAULT_AVATAR_URL } from "../../src/platform/config.js";
 import { addBoard, addUsers, addWagers, createKey } from "../support/fixtures.js";
 import { TEST_INGEST_TOKEN, useIngestServers } from "../support/ingest.js";
 import { OpenApiChecker } from "../support/openapi.js";

@@ -6,10 +6,10 @@
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { Readiness } from "../../src/observability/readiness.js";
-import { migrate } from "../../src/storage/migration-runner.js";
-import { MIGRATIONS, type Migration } from "../../src/storage/schema-migrations.js";
-import { mariadbSchema } from "../../src/storage/stores.js";
+import { Readiness } from "../../src/platform/observability/readiness.js";
+import { migrate } from "../../src/schema/migration-runner.js";
+import { MIGRATIONS, type Migration } from "../../src/schema/schema-migrations.js";
+import { mariadbSchema } from "../../src/schema/schema-versions.js";
 import { useTestDatabase } from "../support/database.js";
 import { RELEASE } from "../support/release.js";
 

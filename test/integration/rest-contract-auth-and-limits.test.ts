@@ -5,7 +5,7 @@
  * test/support/rest-contract.ts.
  */
 import { describe, expect, it } from "vitest";
-import { revokeApiKey } from "../../src/storage/api-keys.js";
+import { revokeApiKey } from "../../src/keys/sql/api-keys.js";
 import { createKey, keysFollowed } from "../support/fixtures.js";
 import { type ErrorItem, errorBody } from "../support/rest.js";
 import * as contract from "../support/rest-contract.js";

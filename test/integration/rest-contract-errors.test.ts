@@ -7,9 +7,9 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPublicApp } from "../../src/apps/public.js";
-import { loadConfig } from "../../src/config.js";
-import { type Database, openDatabase } from "../../src/storage/database.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { type Database, openDatabase } from "../../src/platform/database/database.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from "../support/database.js";
 import { listenOnFreePort } from "../support/listen.js";
 import { RELEASE } from "../support/release.js";

@@ -6,7 +6,7 @@
  */
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LATEST_SCHEMA_VERSION } from "../../src/storage/schema-migrations.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/schema/schema-migrations.js";
 import { RELEASE } from "../support/release.js";
 import { errorBody, invalid } from "../support/rest.js";
 import * as contract from "../support/rest-contract.js";

@@ -5,8 +5,8 @@
  */
 import type { Pool } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { mariadbStandings } from "../../src/storage/stores.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
 import { addUsers, addWagers, createKey, wager } from "../support/fixtures.js";
 import { metricSample } from "../support/live.js";
 import { startTestServer, type TestServer } from "../support/server.js";

@@ -21,9 +21,9 @@ import {
   TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { createPublicApp } from "../../src/apps/public.js";
-import { DEFAULT_AVATAR_URL, loadConfig } from "../../src/config.js";
-import { type Database, openDatabase } from "../../src/storage/database.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { DEFAULT_AVATAR_URL, loadConfig } from "../../src/platform/config.js";
+import { type Database, openDatabase } from "../../src/platform/database/database.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { grpcJsMethod } from "../support/calls.js";
 import { FEB_1_2025, JAN_1_2025 } from "../support/dates.js";
 import { connectDetails, errorInfo, retryInfo, statusDetailsBin } from "../support/details.js";

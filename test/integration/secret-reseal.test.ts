@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { resealSecrets } from "../../src/storage/secret-reseal.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { resealSecrets } from "../../src/signing/sql/secret-reseal.js";
 import { useTestDatabase } from "../support/database.js";
 
 const KEY_A = randomBytes(32);

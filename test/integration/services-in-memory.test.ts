@@ -7,7 +7,9 @@
  */
 import type { Transport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mariadbApiKeys, mariadbIngest, mariadbKeyRecords, mariadbStandings } from "../../src/storage/stores.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { mariadbIngest } from "../../src/ingest/sql/ingest-store.js";
+import { mariadbApiKeys, mariadbKeyRecords } from "../../src/keys/sql/key-stores.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { FEB_1_2026, JAN_1_2026 } from "../support/dates.js";
 import { addBoard, createKey } from "../support/fixtures.js";

@@ -12,10 +12,10 @@ import { CompactSign, compactVerify, createLocalJWKSet, generateKeyPair, type JS
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
-import { makeSigningKey } from "../../src/signing/keys.js";
-import { Signer } from "../../src/signing/signer.js";
-import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { makeSigningKey } from "../../src/signing/core/keys.js";
+import { Signer } from "../../src/signing/core/signer.js";
+import { mariadbSigningKeys } from "../../src/signing/sql/signing-keys.js";
 import { bearerConnect } from "../support/calls.js";
 import { NOV_1 } from "../support/dates.js";
 import { addBoard, affiliateKey, createKey } from "../support/fixtures.js";

@@ -14,12 +14,12 @@ import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
-import { makeSigningKey } from "../../src/signing/keys.js";
-import { liveKeyMadeOnce } from "../../src/signing/live-key.js";
-import { Signer } from "../../src/signing/signer.js";
-import { mariadbSigningKeys } from "../../src/storage/signing-keys.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { makeSigningKey } from "../../src/signing/core/keys.js";
+import { liveKeyMadeOnce } from "../../src/signing/core/live-key.js";
+import { Signer } from "../../src/signing/core/signer.js";
+import { mariadbSigningKeys } from "../../src/signing/sql/signing-keys.js";
 import { useTestServer } from "../support/server.js";
 
 const SECRET_KEY_HEX = "7f".repeat(32);

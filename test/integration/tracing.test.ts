@@ -17,9 +17,9 @@ import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTopAffiliateWagersByPeriodRequestSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { createPublicApp } from "../../src/apps/public.js";
-import { loadConfig } from "../../src/config.js";
-import { createTracing, type Tracing } from "../../src/observability/tracing.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { createTracing, type Tracing } from "../../src/platform/observability/tracing.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { grpcJsMethod } from "../support/calls.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { addUsers, addWagers, createKey, followKeys, wager } from "../support/fixtures.js";

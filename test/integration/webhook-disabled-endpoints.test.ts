@@ -6,10 +6,10 @@
  */
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it } from "vitest";
-import { startWebhookDelivery } from "../../src/apps/webhook-delivery.js";
-import { silentLogger } from "../../src/logger.js";
-import { Metrics } from "../../src/observability/metrics.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
+import { startWebhookDelivery } from "../../src/jobs/webhook-delivery.js";
+import { silentLogger } from "../../src/platform/logger.js";
+import { Metrics } from "../../src/platform/observability/metrics.js";
+import { newWebhookSecret } from "../../src/webhooks/core/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, affiliateKey } from "../support/fixtures.js";

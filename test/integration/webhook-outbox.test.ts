@@ -1,15 +1,15 @@
 /**
- * The webhook outbox (src/storage/webhook-outbox.ts) on a real database: an event and its deliveries
+ * The webhook outbox (src/webhooks/sql/webhook-outbox.ts) on a real database: an event and its deliveries
  * are written inside the caller's transaction, only to the affiliate's endpoints subscribed to the type
  * (due for an enabled one, failed and kept for replay for a disabled one), commit or roll back with it,
  * and carry the exact body `{"type","timestamp","data"}`.
  */
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { ensureAffiliate } from "../../src/storage/affiliates.js";
-import { inTransaction } from "../../src/storage/transactions.js";
-import { enqueueWebhookEvent } from "../../src/storage/webhook-outbox.js";
+import { ensureAffiliate } from "../../src/ingest/sql/affiliates.js";
+import { inTransaction } from "../../src/platform/database/transactions.js";
 import { MAX_WEBHOOK_BODY_BYTES, WEBHOOK_MAX_ATTEMPTS } from "../../src/values/webhook-events.js";
+import { enqueueWebhookEvent } from "../../src/webhooks/sql/webhook-outbox.js";
 import { useTestDatabase } from "../support/database.js";
 
 const database = useTestDatabase("webhook_outbox");

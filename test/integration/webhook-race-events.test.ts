@@ -1,15 +1,15 @@
 /**
  * Race events reach a receiver (the issue's first test): a race's start, end, freeze and a
- * cancellation, written to the outbox in the race's own transactions (storage/race-events.ts), are
+ * cancellation, written to the outbox in the race's own transactions (races/sql/race-events.ts), are
  * delivered to the affiliate's subscribed endpoint on 127.0.0.1, each once (also when two instances
  * race to freeze), signed so that standardwebhooks accepts them; an endpoint of another affiliate or
  * not subscribed gets nothing.
  */
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Races } from "../../src/races/races.js";
-import type { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
+import type { Races } from "../../src/races/core/races.js";
+import type { DeliveryWorker } from "../../src/webhooks/core/delivery-worker.js";
+import { newWebhookSecret } from "../../src/webhooks/core/signature.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1, NOV_16 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";

@@ -4,7 +4,7 @@
  * retry instead of overtaking it. Another race's event is not held back by it.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
+import { DeliveryWorker } from "../../src/webhooks/core/delivery-worker.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
 import { addUsers, addWagers, affiliateKey, wager } from "../support/fixtures.js";

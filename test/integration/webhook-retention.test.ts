@@ -8,8 +8,8 @@ import { Writable } from "node:stream";
 import type { RowDataPacket } from "mysql2/promise";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { startRetention } from "../../src/apps/retention.js";
-import { createLogger } from "../../src/logger.js";
+import { startRetention } from "../../src/jobs/retention.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { useTestDatabase } from "../support/database.js";
 
 const NOW_MS = 1_800_000_000_000;

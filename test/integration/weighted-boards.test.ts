@@ -17,7 +17,7 @@ import {
   TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import type { IngestWager } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { mulberry32 } from "../../src/ingest/seed-data.js";
+import { mulberry32 } from "../../src/ingest/core/seed-data.js";
 import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
 import { picoUnitsToDecimal, toUnits, unitsToDecimal, weightedUnits } from "../support/decimals.js";
 import { createKey } from "../support/fixtures.js";

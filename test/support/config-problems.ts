@@ -1,5 +1,5 @@
 /** What loadConfig says is wrong with a set of settings: its problems, or [] when it accepts them. */
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/platform/config.js";
 
 export function problemsOf(env: Record<string, string>): readonly string[] {
   try {

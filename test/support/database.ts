@@ -4,9 +4,9 @@
  */
 import { randomBytes } from "node:crypto";
 import mysql, { type RowDataPacket } from "mysql2/promise";
-import { connectionOptions, type Database, openDatabase } from "../../src/storage/database.js";
-import { migrate } from "../../src/storage/migration-runner.js";
-import { MIGRATIONS, type Migration } from "../../src/storage/schema-migrations.js";
+import { connectionOptions, type Database, openDatabase } from "../../src/platform/database/database.js";
+import { migrate } from "../../src/schema/migration-runner.js";
+import { MIGRATIONS, type Migration } from "../../src/schema/schema-migrations.js";
 import { toUnits, unitsToDecimal } from "./decimals.js";
 import { useStarted } from "./lifecycle.js";
 

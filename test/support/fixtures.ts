@@ -1,8 +1,8 @@
 /** Test data written through the storage modules, and API keys made as the CLI makes them. */
 import type { Pool, RowDataPacket } from "mysql2/promise";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { insertApiKey } from "../../src/storage/api-keys.js";
-import type { Database } from "../../src/storage/database.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
+import { insertApiKey } from "../../src/keys/sql/api-keys.js";
+import type { Database } from "../../src/platform/database/database.js";
 import type { Scope } from "../../src/values/scopes.js";
 import { insertWagers, type UserProfile, upsertUsers, type WagerRecord } from "./users-and-wagers.js";
 

@@ -2,7 +2,7 @@
  * The board behind docs/openapi.yaml's first example (the top of the second half of November 2026), for the tests
  * that check a real answer against the documents: the names and totals of the example, test avatars.
  */
-import type { Database } from "../../src/storage/database.js";
+import type { Database } from "../../src/platform/database/database.js";
 import { DEC_1, NOV_16 } from "./dates.js";
 import { addBoard } from "./fixtures.js";
 

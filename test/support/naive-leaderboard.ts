@@ -4,8 +4,8 @@
  * with the tests because the service never runs it.
  */
 import type { Pool, RowDataPacket } from "mysql2/promise";
-import type { RankedRow } from "../../src/storage/leaderboard-queries.js";
-import { WEIGHTED_AMOUNT_OF_WAGER } from "../../src/storage/rollups.js";
+import type { RankedRow } from "../../src/boards/sql/leaderboard-queries.js";
+import { WEIGHTED_AMOUNT_OF_WAGER } from "../../src/ingest/sql/rollups.js";
 import type { RankBy } from "../../src/values/weights.js";
 
 /** Ordered by the ranked total descending, then username and user id in binary (code point) order. */

@@ -1,5 +1,5 @@
 /**
- * The reference for a race's standings and prizes, written independently of src/races/prizes.ts and by another
+ * The reference for a race's standings and prizes, written independently of src/races/core/prizes.ts and by another
  * method, for the model-based test: it sees the whole board at once (no need-more loop), ranks each user by
  * counting the placed users with a strictly larger total, and computes each tie group's share as an exact
  * fraction (amounts as numerator over a power of ten) before rounding it down to the prize table's scale. A

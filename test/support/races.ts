@@ -1,21 +1,22 @@
 /**
  * What the race tests share: Races on a test database as an instance runs them, an endpoint subscribed to
  * every race event, an outcome's value, a view's entries as a table, and the digest rebuilt from an answer
- * alone by the recipe docs/api.md documents (a wagered race), independently of src/races/digest.ts.
+ * alone by the recipe docs/api.md documents (a wagered race), independently of src/races/core/digest.ts.
  */
 
 import { createHash } from "node:crypto";
 import type { Pool } from "mysql2/promise";
-import { boardStandings } from "../../src/leaderboard/board-standings.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { boardStandings } from "../../src/boards/core/board-standings.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { causalStandings, mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import type { Database } from "../../src/platform/database/database.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import type { PayloadSigner } from "../../src/ports/signing.js";
-import type { RaceDefinitionFields } from "../../src/races/race-rules.js";
-import { Races, type RaceView } from "../../src/races/races.js";
-import type { Database } from "../../src/storage/database.js";
-import { causalStandings, mariadbRaces, mariadbStandings } from "../../src/storage/stores.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
+import type { RaceDefinitionFields } from "../../src/races/core/race-rules.js";
+import { Races, type RaceView } from "../../src/races/core/races.js";
+import { mariadbRaces } from "../../src/races/sql/race-store.js";
 import type { WebhookEventType } from "../../src/values/webhook-events.js";
+import { MariadbWebhookStore } from "../../src/webhooks/sql/webhooks.js";
 
 export interface InstanceRaces {
   /** The instance's clock (Unix seconds), which the test moves. */
@@ -26,7 +27,7 @@ export interface InstanceRaces {
   readonly avatar?: string;
   /** The freeze's reads: causal on the primary, as serve builds them, unless "primary" (the write pool as it is). */
   readonly freeze?: "causal" | "primary";
-  /** Signs each final result at the freeze (src/signing/signer.ts); unsigned unless given. */
+  /** Signs each final result at the freeze (src/signing/core/signer.ts); unsigned unless given. */
   readonly signer?: PayloadSigner;
 }
 

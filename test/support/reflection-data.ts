@@ -2,7 +2,7 @@
  * The data and expectations shared by the health-and-reflection tests (in-process) and the
  * `buf curl` reflection tests (a spawned binary): one affiliate with two users in January 2025.
  */
-import type { Database } from "../../src/storage/database.js";
+import type { Database } from "../../src/platform/database/database.js";
 import { FEB_1_2025, JAN_1_2025 } from "./dates.js";
 import { addBoard, createKey } from "./fixtures.js";
 

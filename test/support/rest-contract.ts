@@ -9,7 +9,7 @@
  */
 import http2 from "node:http2";
 import { afterAll, beforeAll, expect } from "vitest";
-import type { Database } from "../../src/storage/database.js";
+import type { Database } from "../../src/platform/database/database.js";
 import { NOV_1, OCT_1, OCT_16 } from "./dates.js";
 import { addBoard, addUsers, addWagers, createKey, wager } from "./fixtures.js";
 import {

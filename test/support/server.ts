@@ -5,8 +5,8 @@
  */
 
 import { createPublicApp, type PublicApp, type PublicAppOptions } from "../../src/apps/public.js";
-import { type Config, loadConfig } from "../../src/config.js";
-import { createOnePortServer } from "../../src/transport/one-port-server.js";
+import { type Config, loadConfig } from "../../src/platform/config.js";
+import { createOnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { followKeys } from "./fixtures.js";
 import { useStarted } from "./lifecycle.js";

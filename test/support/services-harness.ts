@@ -15,16 +15,16 @@ import {
   TopWagersService,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
-import { Admission } from "../../src/auth/admission.js";
-import { KeyAdmin } from "../../src/auth/key-admin.js";
-import { KeySet } from "../../src/auth/key-set.js";
-import { apiKeyService } from "../../src/handlers/api-key-service.js";
-import { leaderboardRpc } from "../../src/handlers/leaderboard-rpc.js";
-import { callerKey } from "../../src/handlers/parts/caller-key.js";
-import { wagerIngestService } from "../../src/handlers/wager-ingest-service.js";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { leaderboardRpc } from "../../src/boards/wire/leaderboard-rpc.js";
+import { WagerIngest } from "../../src/ingest/core/wager-ingest.js";
+import { wagerIngestService } from "../../src/ingest/wire/wager-ingest-service.js";
+import { KeyAdmin } from "../../src/keys/core/key-admin.js";
+import { KeySet } from "../../src/keys/core/key-set.js";
+import { Admission } from "../../src/keys/gate/admission.js";
+import { callerKey } from "../../src/keys/gate/caller-key.js";
+import { apiKeyService } from "../../src/keys/wire/api-key-service.js";
+import { KeyRateLimiter } from "../../src/platform/limits/rate-limiter.js";
 import type { ApiKeyStore, KeyStore } from "../../src/ports/api-keys.js";
 import type { IngestStore } from "../../src/ports/ingest.js";
 import type { StandingsStore } from "../../src/ports/standings.js";
@@ -43,7 +43,7 @@ export interface ServiceTransports {
   readonly internalTransport: Transport;
 }
 
-/** What the services run on: MariaDB's adapters (storage/stores.ts) or the reference model. */
+/** What the services run on: MariaDB's adapters (each feature's sql/*-store.ts) or the reference model. */
 export interface ServiceStores {
   readonly standings: StandingsStore;
   readonly ingest: IngestStore;

@@ -1,12 +1,12 @@
 /**
  * Writing users and wagers from code that has already checked its data (test
- * fixtures, benches). Both go through the ingest write path (src/storage/users.ts and
- * src/storage/wagers.ts), so the hourly, daily, half-month and monthly totals are always maintained in the same
+ * fixtures, benches). Both go through the ingest write path (src/ingest/sql/users.ts and
+ * src/ingest/sql/wagers.ts), so the hourly, daily, half-month and monthly totals are always maintained in the same
  * transaction as the raw wagers, and re-sent wager ids are recognised.
  */
 import type { Pool } from "mysql2/promise";
-import { upsertUserBatch } from "../../src/storage/users.js";
-import { recordWagerBatch } from "../../src/storage/wagers.js";
+import { upsertUserBatch } from "../../src/ingest/sql/users.js";
+import { recordWagerBatch } from "../../src/ingest/sql/wagers.js";
 import type { UserProfile, WagerRecord } from "../../src/values/records.js";
 
 export type { UserProfile, WagerRecord };

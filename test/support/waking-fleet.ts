@@ -5,10 +5,10 @@
  */
 import { createInternalApp } from "../../src/apps/internal.js";
 import { createPublicApp, type PublicApp } from "../../src/apps/public.js";
-import { loadConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/logger.js";
-import { type ChangeWakeups, createChangeWakeups } from "../../src/redis/change-wakeups.js";
-import { createOnePortServer, type OnePortServer } from "../../src/transport/one-port-server.js";
+import { loadConfig } from "../../src/platform/config.js";
+import { silentLogger } from "../../src/platform/logger.js";
+import { type ChangeWakeups, createChangeWakeups } from "../../src/platform/redis/change-wakeups.js";
+import { createOnePortServer, type OnePortServer } from "../../src/platform/transport/one-port-server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { listenOnFreePort } from "./listen.js";
 

@@ -5,7 +5,7 @@
  */
 import type { Pool, RowDataPacket } from "mysql2/promise";
 import type { WebhookStore } from "../../src/ports/webhooks.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
+import { newWebhookSecret } from "../../src/webhooks/core/signature.js";
 import type { WebhookReceiver } from "./webhook-receiver.js";
 
 /** `endpoints` endpoints labelled `label` on `receiver`, with `perEndpoint` test events each; their message ids. */

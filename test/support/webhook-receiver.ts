@@ -5,13 +5,13 @@
  */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
-import { createWebhookTransport } from "../../src/outbound/webhook-sender.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import type { StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
-import { MariadbWebhookStore } from "../../src/storage/webhooks.js";
 import type { WebhookEventType } from "../../src/values/webhook-events.js";
-import { DeliveryWorker, type WebhookTransport } from "../../src/webhooks/delivery-worker.js";
-import { newWebhookSecret } from "../../src/webhooks/signature.js";
+import { DeliveryWorker, type WebhookTransport } from "../../src/webhooks/core/delivery-worker.js";
+import { newWebhookSecret } from "../../src/webhooks/core/signature.js";
+import { createWebhookTransport } from "../../src/webhooks/outbound/webhook-sender.js";
+import { MariadbWebhookStore } from "../../src/webhooks/sql/webhooks.js";
 import type { TestDatabase } from "./database.js";
 import { useStarted } from "./lifecycle.js";
 import { listenOnFreePort } from "./listen.js";

@@ -1,6 +1,6 @@
 /** Accept-Encoding negotiation (RFC 9110 §12.5.3), one rule for the REST answers and the docs page. */
 import { describe, expect, it } from "vitest";
-import { acceptsGzip } from "../../src/transport/accept-encoding.js";
+import { acceptsGzip } from "../../src/platform/transport/accept-encoding.js";
 
 describe("acceptsGzip", () => {
   it.each([

@@ -1,16 +1,16 @@
 /**
- * Admission (src/auth/admission.ts) and the rate limiters (src/limits/) with in-memory counts and
+ * Admission (src/keys/gate/admission.ts) and the rate limiters (src/platform/limits/) with in-memory counts and
  * the key set on the reference model: which keys are admitted, refused and braked, with the exact
  * RateLimit headers and Retry-After. No database, no Redis.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { Admission } from "../../src/auth/admission.js";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { KeyAdmin } from "../../src/auth/key-admin.js";
-import { KeySet } from "../../src/auth/key-set.js";
-import { ServiceError } from "../../src/errors/catalogue.js";
-import { FailedAuthLimiter } from "../../src/limits/failed-auth-limiter.js";
-import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
+import { KeyAdmin } from "../../src/keys/core/key-admin.js";
+import { KeySet } from "../../src/keys/core/key-set.js";
+import { Admission } from "../../src/keys/gate/admission.js";
+import { ServiceError } from "../../src/platform/errors/catalogue.js";
+import { FailedAuthLimiter } from "../../src/platform/limits/failed-auth-limiter.js";
+import { KeyRateLimiter } from "../../src/platform/limits/rate-limiter.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
 const NOW = 1769904000; // 2026-02-01T00:00:00Z

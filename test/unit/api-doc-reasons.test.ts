@@ -1,12 +1,12 @@
 /**
  * docs/api.md's table of error reasons is the error catalogue (issue 52, item 4): every reason of
- * src/errors/catalogue.ts is a row, with the code the catalogue gives it, and every row is a reason there; the
+ * src/platform/errors/catalogue.ts is a row, with the code the catalogue gives it, and every row is a reason there; the
  * reasons the page says carry RetryInfo are the rows that say so. Reads the docs only; no server.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { CATALOGUE } from "../../src/errors/catalogue.js";
-import { codeName } from "../../src/errors/http-status.js";
+import { CATALOGUE } from "../../src/platform/errors/catalogue.js";
+import { codeName } from "../../src/platform/errors/http-status.js";
 
 const API_MD = readFileSync("docs/api.md", "utf8");
 

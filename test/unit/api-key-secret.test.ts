@@ -14,7 +14,7 @@ import {
   hashApiKey,
   keyKindOf,
   looksLikeApiKey,
-} from "../../src/auth/api-key-secret.js";
+} from "../../src/keys/core/api-key-secret.js";
 
 // printf 'tw_abcdefghijklmnopqrstuvwxyz012345' | sha256sum
 const KEY = "tw_abcdefghijklmnopqrstuvwxyz012345";

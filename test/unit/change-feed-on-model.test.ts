@@ -5,8 +5,8 @@
  * with ids that commit out of order, is test/integration/change-feed.test.ts.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { ChangeFeed } from "../../src/leaderboard/change-feed.js";
-import { ChangeSet } from "../../src/leaderboard/change-set.js";
+import { ChangeFeed } from "../../src/boards/core/change-feed.js";
+import { ChangeSet } from "../../src/boards/core/change-set.js";
 import type { DataChange } from "../../src/ports/changes.js";
 import { JAN_1_2026 as JAN_1 } from "../support/dates.js";
 import { ReferenceModel } from "../support/reference-model.js";

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS } from "../../src/storage/schema-migrations.js";
+import { MIGRATIONS } from "../../src/schema/schema-migrations.js";
 
 const changelog = readFileSync("CHANGELOG.md", "utf8");
 const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };

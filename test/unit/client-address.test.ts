@@ -5,14 +5,14 @@
  * bad entry.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/platform/config.js";
 import {
   clientAddressOf,
   clientAddressResolver,
   forwardedFor,
   parseTrustedProxies,
   stampClientAddress,
-} from "../../src/transport/client-address.js";
+} from "../../src/platform/transport/client-address.js";
 
 function request(peer: string | undefined, headers: Record<string, string> = {}) {
   return { headers, socket: { remoteAddress: peer } };

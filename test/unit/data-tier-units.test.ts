@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pool } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { loadConfig, redact } from "../../src/config.js";
-import { connectionOptions, openDatabase, splitUrls } from "../../src/storage/database.js";
-import { classifyDatabaseError } from "../../src/storage/database-errors.js";
-import { chooseNode, NodeSet, routedPool } from "../../src/storage/node-set.js";
+import { loadConfig, redact } from "../../src/platform/config.js";
+import { connectionOptions, openDatabase, splitUrls } from "../../src/platform/database/database.js";
+import { classifyDatabaseError } from "../../src/platform/database/database-errors.js";
+import { chooseNode, NodeSet, routedPool } from "../../src/platform/database/node-set.js";
 import { problemsOf } from "../support/config-problems.js";
 
 describe("DATABASE_URL with several nodes and DATABASE_READ_URL", () => {

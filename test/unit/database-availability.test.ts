@@ -1,8 +1,8 @@
 /** One warn line when the database stops answering, one info line when it is back (issue 20, item 8). */
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.js";
-import { databaseAvailability } from "../../src/observability/database-availability.js";
+import { createLogger } from "../../src/platform/logger.js";
+import { databaseAvailability } from "../../src/platform/observability/database-availability.js";
 
 function capture() {
   const lines: Record<string, unknown>[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { amountProblems } from "../../src/ingest/validation.js";
+import { amountProblems } from "../../src/ingest/core/validation.js";
 import { canonicalDecimal, parseDecimal, sameDecimal } from "../../src/values/decimal.js";
 
 describe("parseDecimal", () => {

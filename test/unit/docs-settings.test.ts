@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/platform/config.js";
 
 const OPERATIONS = readFileSync("docs/operations.md", "utf8");
 

@@ -7,8 +7,8 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { CATALOGUE, protoFieldPath, ServiceError } from "../../src/errors/catalogue.js";
-import { codeName, httpStatusForCode } from "../../src/errors/http-status.js";
+import { CATALOGUE, protoFieldPath, ServiceError } from "../../src/platform/errors/catalogue.js";
+import { codeName, httpStatusForCode } from "../../src/platform/errors/http-status.js";
 
 const EXPECTED: Record<string, [string, number]> = {
   INVALID_ARGUMENT: ["invalid_argument", 400],

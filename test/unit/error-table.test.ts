@@ -6,10 +6,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { describe, expect, it } from "vitest";
-import { HTTP_REFUSALS, HttpRefusal, ServiceError } from "../../src/errors/catalogue.js";
-import { fromDatabase } from "../../src/errors/database.js";
-import { httpStatusForCode } from "../../src/errors/http-status.js";
-import { renderConnectError, renderRestError } from "../../src/errors/renderers.js";
+import { HTTP_REFUSALS, HttpRefusal, ServiceError } from "../../src/platform/errors/catalogue.js";
+import { fromDatabase } from "../../src/platform/errors/database.js";
+import { httpStatusForCode } from "../../src/platform/errors/http-status.js";
+import { renderConnectError, renderRestError } from "../../src/platform/errors/renderers.js";
 
 /** From the Connect protocol specification's table, written out by hand. */
 const STATUS_BY_CODE: [Code, number][] = [

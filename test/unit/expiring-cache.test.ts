@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExpiringCache, SingleFlight } from "../../src/cache/expiring-cache.js";
+import { ExpiringCache, SingleFlight } from "../../src/values/expiring-cache.js";
 
 interface Entry {
   readonly name: string;

@@ -4,11 +4,11 @@
  * change the asker has seen, the leader reading its feed once more when it is behind or still awaits an id, falling
  * back to computing when the leader is gone, slow or behind, hand-overs counted, and the leaderboard keeping a
  * leader's answer in its cache so that a POST for it computes nothing. The transport between the instances is an
- * in-memory hub here; on Redis it is redis/fleet.ts (test/e2e/fleet-boards.test.ts).
+ * in-memory hub here; on Redis it is platform/redis/fleet.ts (test/e2e/fleet-boards.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import { FleetStandings, periodKey, rendezvousLeader } from "../../src/leaderboard/fleet-standings.js";
-import { Leaderboard, type RankedUser } from "../../src/leaderboard/leaderboard.js";
+import { FleetStandings, periodKey, rendezvousLeader } from "../../src/boards/core/fleet-standings.js";
+import { Leaderboard, type RankedUser } from "../../src/boards/core/leaderboard.js";
 import type { FleetAnswer, FleetPeriod, FleetRequest, FleetTransport } from "../../src/ports/fleet.js";
 
 /** Instances connected in memory; `down` ones do not answer (as a killed process whose PUBLISH reaches nobody). */

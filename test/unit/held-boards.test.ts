@@ -1,13 +1,13 @@
 /**
- * Boards held in memory and kept current from the change feed (src/leaderboard/held-board.ts and
+ * Boards held in memory and kept current from the change feed (src/boards/core/held-board.ts and
  * held-boards.ts), on the reference model: the merge of changed users' totals, the bound below which
  * nothing is known, and each reason for a full computation; with exact rows after every step.
  */
 import { describe, expect, it } from "vitest";
-import { ChangeSet } from "../../src/leaderboard/change-set.js";
-import { decimalUnits, heldFromBoard, mergeChanged } from "../../src/leaderboard/held-board.js";
-import { HeldBoards } from "../../src/leaderboard/held-boards.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
+import { ChangeSet } from "../../src/boards/core/change-set.js";
+import { decimalUnits, heldFromBoard, mergeChanged } from "../../src/boards/core/held-board.js";
+import { HeldBoards } from "../../src/boards/core/held-boards.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
 import type { DataChange } from "../../src/ports/changes.js";
 import type { KeyedRow } from "../../src/ports/standings.js";
 import { ReferenceModel } from "../support/reference-model.js";

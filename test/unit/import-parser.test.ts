@@ -1,5 +1,5 @@
 /**
- * The import reader (src/ingest/import-file.ts) on the reference model: JSON Lines and CSV, both
+ * The import reader (src/cli/import-file.ts) on the reference model: JSON Lines and CSV, both
  * spellings of the keys, weights, voids before and after their wager, quoted CSV fields, and bad
  * lines reported by number while the rest goes on; the board after it, with exact totals. Files in
  * a temporary folder; no database.
@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { importFile } from "../../src/cli/import-file.js";
-import { splitCsv } from "../../src/ingest/import-formats.js";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
+import { splitCsv } from "../../src/ingest/core/import-formats.js";
+import { WagerIngest } from "../../src/ingest/core/wager-ingest.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
 const JAN_1 = 1767225600; // 2026-01-01T00:00:00Z

@@ -1,13 +1,13 @@
 /**
- * The catch-up of unknown keys (auth/key-catch-up.ts) with a catch-up answered by hand: every key
+ * The catch-up of unknown keys (keys/core/key-catch-up.ts) with a catch-up answered by hand: every key
  * arriving before a round starts shares it, one round runs at a time, one wait per key, a bounded
  * number of waiting keys, keys still unknown after a completed round are remembered (boundedly),
  * and a round that does not complete ends after its timeout without remembering anything.
  */
 import { describe, expect, it } from "vitest";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { KeyCatchUp } from "../../src/auth/key-catch-up.js";
-import type { KeyLookup } from "../../src/auth/key-set.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
+import { KeyCatchUp } from "../../src/keys/core/key-catch-up.js";
+import type { KeyLookup } from "../../src/keys/core/key-set.js";
 
 const NOT_FOUND: KeyLookup = { found: false };
 

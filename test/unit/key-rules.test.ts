@@ -1,10 +1,10 @@
 /**
- * The key rules of KeyAdmin (src/auth/key-admin.ts) on the reference model: what a new key, a
+ * The key rules of KeyAdmin (src/keys/core/key-admin.ts) on the reference model: what a new key, a
  * rotation, a rate limit and a default ranking may be, each refusal with its field and message, and
  * the events every change emits. Durations as operators write them. No database.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { KeyAdmin, type KeyEvent, parseDuration } from "../../src/auth/key-admin.js";
+import { KeyAdmin, type KeyEvent, parseDuration } from "../../src/keys/core/key-admin.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
 const NOW = 1769904000; // 2026-02-01T00:00:00Z

@@ -7,8 +7,8 @@
  * again the keys changed meanwhile, and removals are announced.
  */
 import { describe, expect, it, vi } from "vitest";
-import { generateApiKey } from "../../src/auth/api-key-secret.js";
-import { type KeyRecord, KeySet, type KeyStore } from "../../src/auth/key-set.js";
+import { generateApiKey } from "../../src/keys/core/api-key-secret.js";
+import { type KeyRecord, KeySet, type KeyStore } from "../../src/keys/core/key-set.js";
 
 interface Made {
   readonly secret: string;

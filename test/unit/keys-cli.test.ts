@@ -4,9 +4,9 @@
  * the command takes, and the origin rules of publishable keys.
  */
 import { describe, expect, it } from "vitest";
-import { originProblems } from "../../src/auth/key-admin.js";
 import { alignColumns } from "../../src/cli/columns.js";
 import { usageFor } from "../../src/cli/usage.js";
+import { originProblems } from "../../src/keys/core/key-admin.js";
 
 describe("keys list columns", () => {
   it("pads every column to its widest cell, two spaces apart, the last one unpadded", () => {

@@ -5,12 +5,12 @@
  * shutdown, and database failures that keep streams open.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type BoardSnapshot, boardVersion } from "../../src/leaderboard/board-snapshot.js";
-import type { BoardChange } from "../../src/leaderboard/change-set.js";
-import type { RankedUser } from "../../src/leaderboard/leaderboard.js";
-import type { BoardQuery, Viewer } from "../../src/leaderboard/live-board.js";
-import { LiveBoards, LiveShutdownError } from "../../src/leaderboard/live-boards.js";
-import { StreamLimitError, type ViewerOwner } from "../../src/leaderboard/stream-quota.js";
+import { type BoardSnapshot, boardVersion } from "../../src/boards/core/board-snapshot.js";
+import type { BoardChange } from "../../src/boards/core/change-set.js";
+import type { RankedUser } from "../../src/boards/core/leaderboard.js";
+import type { BoardQuery, Viewer } from "../../src/boards/core/live-board.js";
+import { LiveBoards, LiveShutdownError } from "../../src/boards/core/live-boards.js";
+import { StreamLimitError, type ViewerOwner } from "../../src/boards/core/stream-quota.js";
 
 const BOARD: BoardQuery = { affiliateId: 7, start: 1_000, end: 2_000, numUsers: 3 };
 const NOW_MS = 5_000_000;

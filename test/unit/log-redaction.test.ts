@@ -4,7 +4,7 @@
  */
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { TEST_INGEST_TOKEN } from "../support/ingest.js";
 
 describe("logs", () => {

@@ -1,7 +1,7 @@
 /** The Node version check at start (issue 20, item 11): which versions `engines` allows. No process. */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { nodeVersionWarning, packageInfo } from "../../src/package-info.js";
+import { nodeVersionWarning, packageInfo } from "../../src/platform/package-info.js";
 
 const RANGE = "^22.19.0 || ^24.0.0 || >=26.0.0";
 

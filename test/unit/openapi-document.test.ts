@@ -10,8 +10,8 @@ import {
   TopWagerEntrySchema,
 } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import { MAX_BODY_BYTES } from "../../src/apps/public.js";
-import { OPERATION_PATH, STREAM_PATH } from "../../src/handlers/parts/rest-paths.js";
-import { EARLIEST_START, MAX_NUM_USERS, MAX_TIMESTAMP } from "../../src/leaderboard/period-request.js";
+import { EARLIEST_START, MAX_NUM_USERS, MAX_TIMESTAMP } from "../../src/boards/core/period-request.js";
+import { OPERATION_PATH, STREAM_PATH } from "../../src/boards/wire/parts/rest-paths.js";
 import { type Json, type ObservedResponse, OpenApiChecker, readOpenApiDocument } from "../support/openapi.js";
 
 const OP = "/top-affiliate-wagers-by-period";

@@ -1,12 +1,12 @@
 /**
- * The bucket plan of the read path (src/leaderboard/period-buckets.ts), without a database: every
+ * The bucket plan of the read path (src/ingest/sql/period-buckets.ts), without a database: every
  * second of a period counted exactly once from aligned hourly, daily, half-monthly and monthly
  * pieces. Moved from test/integration/leaderboard-equals-naive.test.ts, which checks the answers
  * themselves against the naive GROUP BY.
  */
 import { describe, expect, it } from "vitest";
-import { mulberry32 } from "../../src/ingest/seed-data.js";
-import { bucketRanges } from "../../src/storage/period-buckets.js";
+import { mulberry32 } from "../../src/ingest/core/seed-data.js";
+import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
 import { randomPeriod as randomPeriodFrom } from "../support/random-periods.js";
 
 const next = mulberry32(7);

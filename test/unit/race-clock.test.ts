@@ -6,9 +6,9 @@
  */
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/logger.js";
-import { raceClockMetrics } from "../../src/observability/race-clock-metrics.js";
-import type { StepFailure } from "../../src/races/step-retry.js";
+import { silentLogger } from "../../src/platform/logger.js";
+import { raceClockMetrics } from "../../src/platform/observability/race-clock-metrics.js";
+import type { StepFailure } from "../../src/races/core/step-retry.js";
 import { startRaceClock } from "../../src/server.js";
 
 const NOTHING = { started: 0, ended: 0, frozen: 0 };

@@ -1,5 +1,5 @@
 /**
- * The rules of undoing and correcting races without storage (races/race-corrections.ts), and how the races CLI
+ * The rules of undoing and correcting races without storage (races/core/race-corrections.ts), and how the races CLI
  * reads a date alone (cli/race-text.ts): which races may be deleted, when THIS_RACE cannot be honoured, what a
  * series' next race takes of a change, which races are refused as already over; a date-only end is the day's last
  * second in the race's zone, also on a day that daylight saving time shortens or lengthens.
@@ -13,8 +13,8 @@ import {
   followsChanges,
   pastRaceViolations,
   scopeRefusal,
-} from "../../src/races/race-corrections.js";
-import type { RaceView } from "../../src/races/races.js";
+} from "../../src/races/core/race-corrections.js";
+import type { RaceView } from "../../src/races/core/races.js";
 
 const START = 1_800_000_000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { raceDigest } from "../../src/races/digest.js";
+import { raceDigest } from "../../src/races/core/digest.js";
 
 describe("raceDigest", () => {
   it("writes the documented canonical JSON and its SHA-256 (computed separately with sha256sum)", () => {

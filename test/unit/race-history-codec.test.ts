@@ -1,11 +1,11 @@
 /**
- * A race's history on the wire (codecs/race-history.ts): the late wagers beside the voids in the REST JSON and in
+ * A race's history on the wire (races/wire/codecs/race-history.ts): the late wagers beside the voids in the REST JSON and in
  * GetRace's message, and a race frozen before late wagers were counted, which says so (`null`; `lateCounted`
  * false) instead of answering zeros it never counted.
  */
 import { describe, expect, it } from "vitest";
-import { raceHistoryJson, raceHistoryMessage } from "../../src/codecs/race-history.js";
-import type { RaceHistory } from "../../src/races/race-history.js";
+import type { RaceHistory } from "../../src/races/core/race-history.js";
+import { raceHistoryJson, raceHistoryMessage } from "../../src/races/wire/codecs/race-history.js";
 
 const FROZEN_AT = 1_796_086_800;
 

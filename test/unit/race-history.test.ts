@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { RaceHistoryEntry, VoidedRaceUser } from "../../src/ports/race-history.js";
 import type { RaceDefinition } from "../../src/ports/races.js";
 import type { RankedRow } from "../../src/ports/standings.js";
-import type { PlacementRules } from "../../src/races/prizes.js";
+import type { PlacementRules } from "../../src/races/core/prizes.js";
 import {
   definitionChanges,
   raceHistorySummary,
@@ -15,7 +15,7 @@ import {
   ranksMovedByVoids,
   standingsOf,
   withoutUserIds,
-} from "../../src/races/race-history.js";
+} from "../../src/races/core/race-history.js";
 
 const DEFINITION: RaceDefinition = {
   slug: "cup",

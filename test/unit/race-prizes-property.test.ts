@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RankedRow } from "../../src/ports/standings.js";
-import { firstLimit, type PlacementRules, placeRace } from "../../src/races/prizes.js";
+import { firstLimit, type PlacementRules, placeRace } from "../../src/races/core/prizes.js";
 import { referencePlacement } from "../support/race-reference.js";
 import { byCodePoint } from "../support/reference-model.js";
 

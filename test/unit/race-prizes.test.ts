@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RankedRow } from "../../src/ports/standings.js";
-import { firstLimit, type PlacementRules, placeRace } from "../../src/races/prizes.js";
+import { firstLimit, type PlacementRules, placeRace } from "../../src/races/core/prizes.js";
 
 function row(id: string, total: string, weightedTotal = total): RankedRow {
   return { userExternalId: id, username: `user-${id}`, avatarUrl: null, total, weightedTotal };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isTimeZone, seriesIndexAt, seriesPeriod } from "../../src/races/recurrence.js";
+import { isTimeZone, seriesIndexAt, seriesPeriod } from "../../src/races/core/recurrence.js";
 
 const NEW_YORK = "America/New_York";
 const HOUR = 3_600;

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { RankedRow, StandingsStore } from "../../src/ports/standings.js";
-import { placeRace } from "../../src/races/prizes.js";
-import { placeFromBoard } from "../../src/races/races.js";
+import { placeRace } from "../../src/races/core/prizes.js";
+import { placeFromBoard } from "../../src/races/core/races.js";
 
 function row(id: string, total: string): RankedRow {
   return { userExternalId: id, username: `user-${id}`, avatarUrl: null, total, weightedTotal: total };

@@ -5,7 +5,7 @@ import {
   type RaceDefinitionFields,
   validateRaceDefinition,
   validateRaceUpdate,
-} from "../../src/races/race-rules.js";
+} from "../../src/races/core/race-rules.js";
 
 // 2026-11-01T04:00:00Z … one second before 2026-12-01T05:00:00Z: November in New York (EDT, then EST).
 const NOV_START = 1_793_505_600;

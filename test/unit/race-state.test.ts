@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { finalAt, freezeDueAt, isFreezeDue, type RaceTimes, raceStateAt } from "../../src/races/race-state.js";
+import { finalAt, freezeDueAt, isFreezeDue, type RaceTimes, raceStateAt } from "../../src/races/core/race-state.js";
 
 // The race of docs' example: [1793491200, 1796083199], a day of review.
 const race: RaceTimes = {

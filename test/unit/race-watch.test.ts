@@ -4,8 +4,8 @@
  * version, a slow viewer dropped, and not-found refused at open.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { RaceNotWatchable, type RaceViewer, RaceWatch, raceVersion } from "../../src/races/race-watch.js";
-import type { RaceOutcome, RaceView } from "../../src/races/races.js";
+import { RaceNotWatchable, type RaceViewer, RaceWatch, raceVersion } from "../../src/races/core/race-watch.js";
+import type { RaceOutcome, RaceView } from "../../src/races/core/races.js";
 
 function view(prize: string, now: number): RaceView {
   return {

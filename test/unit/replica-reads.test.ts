@@ -1,11 +1,11 @@
 /**
- * Leaderboard reads over read replicas (src/storage/replicas.ts) with pools the test answers by hand: a replica
+ * Leaderboard reads over read replicas (src/platform/database/replicas.ts) with pools the test answers by hand: a replica
  * skipped for lagging behind the primary is left alone while the primary answers, and is used at once when the
  * primary is unreachable (there is no position to wait for then), instead of failing the read.
  */
 import type { Pool } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { ReplicaReads } from "../../src/storage/replicas.js";
+import { ReplicaReads } from "../../src/platform/database/replicas.js";
 
 const refused = () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" });
 

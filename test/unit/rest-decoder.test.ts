@@ -1,12 +1,12 @@
 /**
- * The period request's JSON field decoder (src/codecs/), against the contract's messages
+ * The period request's JSON field decoder (src/boards/wire/codecs/), against the contract's messages
  * (docs/contract.md): whole numbers and strings of digits are read, anything
  * else present is "must be a whole number" naming the field, absent fields
  * are left to the rules ("is required"), unknown fields are ignored.
  */
 import { describe, expect, it } from "vitest";
-import { DecodedBodies } from "../../src/codecs/decoded-bodies.js";
-import { decodeRequestFields } from "../../src/codecs/period-request-json.js";
+import { DecodedBodies } from "../../src/boards/wire/codecs/decoded-bodies.js";
+import { decodeRequestFields } from "../../src/boards/wire/codecs/period-request-json.js";
 
 describe("decodeRequestFields", () => {
   it("reads numbers and digit strings as whole numbers, and ignores unknown fields", () => {

@@ -1,5 +1,5 @@
 /**
- * The REST skin (src/handlers/rest.ts) on a fake exchange, over the reference model: the body
+ * The REST skin (src/boards/wire/rest.ts) on a fake exchange, over the reference model: the body
  * reader's refusals (size, media type, empty, not JSON, not an object), the method, the key, and a
  * success body, each with its exact status, headers and envelope (docs/contract.md). No socket, no
  * database, no Redis.
@@ -7,14 +7,14 @@
 import { Readable } from "node:stream";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Admission } from "../../src/auth/admission.js";
-import { KeyAdmin } from "../../src/auth/key-admin.js";
-import { KeySet } from "../../src/auth/key-set.js";
-import { RestApi } from "../../src/handlers/rest.js";
-import { WagerIngest } from "../../src/ingest/wager-ingest.js";
-import { Leaderboard } from "../../src/leaderboard/leaderboard.js";
-import { KeyRateLimiter } from "../../src/limits/rate-limiter.js";
-import type { Exchange } from "../../src/transport/exchange.js";
+import { Leaderboard } from "../../src/boards/core/leaderboard.js";
+import { RestApi } from "../../src/boards/wire/rest.js";
+import { WagerIngest } from "../../src/ingest/core/wager-ingest.js";
+import { KeyAdmin } from "../../src/keys/core/key-admin.js";
+import { KeySet } from "../../src/keys/core/key-set.js";
+import { Admission } from "../../src/keys/gate/admission.js";
+import { KeyRateLimiter } from "../../src/platform/limits/rate-limiter.js";
+import type { Exchange } from "../../src/platform/transport/exchange.js";
 import { ReferenceModel } from "../support/reference-model.js";
 
 const JAN_1 = 1767225600; // 2026-01-01T00:00:00Z

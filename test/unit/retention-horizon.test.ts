@@ -1,10 +1,10 @@
 /**
- * Which periods the retention horizons refuse (values/retention-horizon.ts over storage/period-buckets.ts): a
+ * Which periods the retention horizons refuse (values/retention-horizon.ts over ingest/sql/period-buckets.ts): a
  * period is answered when none of its pieces reads raw wagers before the wager horizon or hourly rows before the
  * hourly horizon, whatever the pieces are (a day minus its last hours needs those hours).
  */
 import { describe, expect, it } from "vitest";
-import { bucketRanges } from "../../src/storage/period-buckets.js";
+import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
 import { periodRefusal, wagerRefusal } from "../../src/values/retention-horizon.js";
 
 const utc = (m: number, d: number, h = 0, min = 0) => Date.UTC(2026, m - 1, d, h, min) / 1000;

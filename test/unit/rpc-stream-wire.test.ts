@@ -1,5 +1,5 @@
 /**
- * The watch procedure's own stream framing (src/transport/rpc-stream-wire.ts), byte by byte: the protocol and
+ * The watch procedure's own stream framing (src/platform/transport/rpc-stream-wire.ts), byte by byte: the protocol and
  * codec by content type, the deadline, the one enveloped request message (plain and gzip), the response headers,
  * and the end of a stream on each protocol. test/integration/live-rpc.test.ts reads the same framing with
  * connect-es and grpc-js clients.
@@ -15,7 +15,7 @@ import {
   streamEnd,
   streamHeaders,
   streamWireOf,
-} from "../../src/transport/rpc-stream-wire.js";
+} from "../../src/platform/transport/rpc-stream-wire.js";
 
 const GRPC = { protocol: "grpc", binary: true } as const;
 const GRPC_WEB_JSON = { protocol: "grpc-web", binary: false } as const;

@@ -3,7 +3,7 @@
  * OTEL_TRACES_EXPORTER included, so an operator fixes them all before the next start. No database.
  */
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/platform/config.js";
 import { problemsOf } from "../support/config-problems.js";
 
 describe("settings errors", () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { FrozenEntry, StoredRace } from "../../src/ports/races.js";
-import { finalizedEvent } from "../../src/races/signed-result.js";
+import { finalizedEvent } from "../../src/races/core/signed-result.js";
 import { MAX_WEBHOOK_BODY_BYTES } from "../../src/values/webhook-events.js";
 
 const RACE: StoredRace = {

@@ -3,7 +3,7 @@
  * the signer says so each time, so the app can warn the operator instead of staying silent.
  */
 import { describe, expect, it } from "vitest";
-import { Signer } from "../../src/signing/signer.js";
+import { Signer } from "../../src/signing/core/signer.js";
 
 describe("Signer without an active key", () => {
   it("answers undefined and tells onNoActiveKey each time something was to be signed", async () => {

@@ -1,5 +1,5 @@
 /**
- * SIGNING_KEY_FILE's parsing and its key beside the database's (signing/key-file.ts): a PKCS#8 PEM and a JWK give
+ * SIGNING_KEY_FILE's parsing and its key beside the database's (signing/core/key-file.ts): a PKCS#8 PEM and a JWK give
  * the same key, anything else none; the store signs with the file's key under its RFC 7638 thumbprint (jose's,
  * computed here independently) and lists it after the database's keys, once.
  */
@@ -7,7 +7,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { calculateJwkThumbprint } from "jose";
 import { describe, expect, it } from "vitest";
 import type { PublishedSigningKey, SigningKeyStore } from "../../src/ports/signing.js";
-import { signingKeyOfFile, withKeyFile } from "../../src/signing/key-file.js";
+import { signingKeyOfFile, withKeyFile } from "../../src/signing/core/key-file.js";
 
 const { privateKey, publicKey } = generateKeyPairSync("ed25519");
 const jwk = privateKey.export({ format: "jwk" }) as { x: string; d: string };

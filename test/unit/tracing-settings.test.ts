@@ -1,6 +1,6 @@
 /** OTEL_TRACES_EXPORTER: tracing is off unless asked for (moved from test/integration/tracing.test.ts). */
 import { describe, expect, it } from "vitest";
-import { tracesExporterName } from "../../src/observability/tracing.js";
+import { tracesExporterName } from "../../src/platform/observability/tracing.js";
 
 describe("off by default", () => {
   it("OTEL_TRACES_EXPORTER unset or none is off; an unknown value is a settings error", () => {

@@ -1,9 +1,9 @@
 /**
- * The change row of a wager batch (storage/data-changes.ts): affiliates, spans and the changed users,
+ * The change row of a wager batch (ingest/sql/data-changes.ts): affiliates, spans and the changed users,
  * readable by the version before users were listed (rolling deploys) and reading that version's rows.
  */
 import { describe, expect, it } from "vitest";
-import { MAX_LISTED_USERS, parseWagerSpans, wagerSpansText } from "../../src/storage/data-changes.js";
+import { MAX_LISTED_USERS, parseWagerSpans, wagerSpansText } from "../../src/ingest/sql/data-changes.js";
 
 describe("wager_spans with changed users", () => {
   it("lists each affiliate's span and its users in ascending order, once each", () => {

@@ -6,12 +6,12 @@
 import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { type ConfigError, loadConfig } from "../../src/config.js";
-import { addressProblem, checkWebhookTarget } from "../../src/outbound/address-guard.js";
-import { WebhookSecretBox } from "../../src/storage/webhook-secrets.js";
+import { type ConfigError, loadConfig } from "../../src/platform/config.js";
+import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import { WEBHOOK_MAX_ATTEMPTS } from "../../src/values/webhook-events.js";
-import { retryAfterMs, retryDelayMs } from "../../src/webhooks/schedule.js";
-import { isWebhookSecret, newWebhookSecret, webhookHeaders } from "../../src/webhooks/signature.js";
+import { retryAfterMs, retryDelayMs } from "../../src/webhooks/core/schedule.js";
+import { isWebhookSecret, newWebhookSecret, webhookHeaders } from "../../src/webhooks/core/signature.js";
+import { addressProblem, checkWebhookTarget } from "../../src/webhooks/outbound/address-guard.js";
 
 describe("the retry schedule", () => {
   it("is the spec's, ±10 % jitter, scaled, and ends after ten attempts", () => {

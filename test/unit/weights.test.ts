@@ -3,8 +3,8 @@
  * seed's deterministic mix (70 % at 10000, 20 % at 5000, 10 % at 1000).
  */
 import { describe, expect, it } from "vitest";
-import { SeedData } from "../../src/ingest/seed-data.js";
-import { checkWager, weightProblems } from "../../src/ingest/validation.js";
+import { SeedData } from "../../src/ingest/core/seed-data.js";
+import { checkWager, weightProblems } from "../../src/ingest/core/validation.js";
 
 describe("weightProblems", () => {
   it("accepts whole numbers from 0 to 10000 and names the bound otherwise", () => {

@@ -2,7 +2,7 @@
 // anything else is left to the stream reader.
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { bodyIfComplete } from "../../src/transport/http.js";
+import { bodyIfComplete } from "../../src/platform/transport/http.js";
 
 const tooLarge = () => new Error("too large");
 

@@ -1,0 +1,70 @@
+/**
+ * The MariaDB adapters of the standings port (src/ports/standings.ts): the boards' statements
+ * (./leaderboard-queries.ts, ./held-reads.ts) bound to a pool. The services take the port, so the same
+ * services run on the in-memory reference model in tests (test/support/reference-model.ts).
+ */
+import type { Pool, PoolConnection } from "mysql2/promise";
+import { guardedPeriods } from "../../ingest/sql/retention-horizon.js";
+import { weightedColumnReader } from "../../ingest/sql/weighted-backfill.js";
+import type { StandingsStore } from "../../ports/standings.js";
+import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
+import { topUsersFromBuckets } from "./leaderboard-queries.js";
+
+/**
+ * Periods answered from the rollups plus raw edges (../../ingest/sql/period-buckets.ts); a period needing rows the retention job
+ * deleted is refused (../../ingest/sql/retention-horizon.ts).
+ */
+export function mariadbStandings(pool: Pool): StandingsStore {
+  const weighted = weightedColumnReader(pool);
+  const periods = guardedPeriods(pool);
+  return {
+    topUsers: async (affiliateId, start, end, limit, rankBy) =>
+      topUsersFromBuckets(pool, affiliateId, await periods(start, end), limit, rankBy, await weighted()),
+    keyed: {
+      boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
+        boardInOneSnapshot(pool, affiliateId, await periods(start, end), limit, rankBy, await weighted()),
+      userKeys: (externalIds) => userKeysOf(pool, externalIds),
+      totalsOf: async (affiliateId, start, end, userKeys) =>
+        totalsOfUsers(pool, affiliateId, await periods(start, end), userKeys, await weighted()),
+    },
+  };
+}
+
+/**
+ * The standings a race's freeze reads: on the primary, and on a Galera node only once the node has
+ * applied every write the cluster committed before the read (`wsrep_sync_wait = 1` on the read's own
+ * connection; without Galera the setting changes nothing), so a void confirmed on another node just
+ * before the freeze is in the frozen result. MySQL has no such setting and no Galera.
+ */
+export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): StandingsStore {
+  const weighted = weightedColumnReader(pool);
+  const periods = guardedPeriods(pool);
+  return {
+    async topUsers(affiliateId, start, end, limit, rankBy) {
+      const column = await weighted();
+      const ranges = await periods(start, end);
+      const connection = await pool.getConnection();
+      let waiting = false;
+      try {
+        if (flavour === "mariadb") {
+          await connection.query("SET SESSION wsrep_sync_wait = 1");
+          waiting = true;
+        }
+        return await topUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, column);
+      } finally {
+        await releaseAfter(connection, waiting ? "SET SESSION wsrep_sync_wait = 0" : undefined);
+      }
+    },
+  };
+}
+
+/** Returns a connection to its pool after `reset`; one that cannot be reset is closed instead. */
+async function releaseAfter(connection: PoolConnection, reset: string | undefined): Promise<void> {
+  if (reset === undefined) return connection.release();
+  try {
+    await connection.query(reset);
+    connection.release();
+  } catch {
+    connection.destroy();
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The retention job (issue 38): every RETENTION_EVERY_S one instance of the fleet (the one that takes the
+ * database's retention lock) deletes the webhook history past its window in batches of 1,000 rows, pausing between
+ * batches so the delivery worker and the API never wait long. One log line and the
+ * `topwagers_retention_deleted_rows_total{table}` counter per run. Frozen race results and their signed copies
+ * are never deleted (they are the record). Raw wagers and the hourly rollup are pruned only when their settings ask
+ * (./wager-retention.ts); the other rollups are kept (docs/operations.md, "Retention").
+ */
+import { Counter, type Registry } from "prom-client";
+import type { RetentionSettings } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
+import type { Logger } from "../platform/logger.js";
+import { type PrunedRows, pruneWebhookBatch, withRetentionLock } from "../webhooks/sql/webhook-retention.js";
+import { type PrunedWagers, pruneWagers, wagerRetentionMetrics } from "./wager-retention.js";
+
+const BATCH = 1_000;
+/** At most this many batches per run; the rest waits for the next run. */
+const MAX_BATCHES = 500;
+const PAUSE_BETWEEN_BATCHES_MS = 50;
+const DAY_MS = 86_400_000;
+
+/** What one run deleted: the webhook history, and (when WAGER_ or HOURLY_ROLLUP_RETENTION_DAYS is set) wagers. */
+export type RetentionRun = PrunedRows & { readonly wagers?: PrunedWagers };
+
+export interface RetentionJob {
+  /** One run now (what the timer does); undefined when another instance holds the lock. */
+  runOnce(nowMs?: number): Promise<RetentionRun | undefined>;
+  stop(): Promise<void>;
+}
+
+export function startRetention(
+  settings: RetentionSettings,
+  database: Database,
+  registry: Registry,
+  logger: Logger,
+): RetentionJob {
+  const deleted = new Counter({
+    name: "topwagers_retention_deleted_rows_total",
+    help: "Rows the retention job deleted on this instance, by table (webhook_deliveries, webhook_attempts, webhook_events).",
+    labelNames: ["table"],
+    registers: [registry],
+  });
+  for (const table of ["webhook_deliveries", "webhook_attempts", "webhook_events"]) deleted.inc({ table }, 0);
+  const pruningWagers = settings.wagerDays > 0 || settings.hourlyDays > 0;
+  const wagerMetrics = pruningWagers ? wagerRetentionMetrics(registry, deleted) : undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const runOnce = async (nowMs = Date.now()): Promise<RetentionRun | undefined> =>
+    withRetentionLock(database.write, async (connection) => {
+      let started = Date.now();
+      const pruned = await pruneInBatches(
+        (cutoffs) => pruneWebhookBatch(connection, cutoffs, BATCH),
+        settings,
+        nowMs,
+        () => stopped,
+      );
+      deleted.inc({ table: "webhook_deliveries" }, pruned.deliveries);
+      deleted.inc({ table: "webhook_attempts" }, pruned.attempts);
+      deleted.inc({ table: "webhook_events" }, pruned.events);
+      logger.info({ ...pruned, ms: Date.now() - started }, "retention: webhook history past its window deleted");
+      if (wagerMetrics === undefined) return pruned;
+      started = Date.now();
+      const wagers = await pruneWagers(connection, settings, Math.floor(nowMs / 1000), () => stopped);
+      wagerMetrics.record(wagers);
+      logger.info(
+        { ...wagers, ms: Date.now() - started },
+        "retention: raw wagers and hourly rows before the horizon deleted",
+      );
+      return { ...pruned, wagers };
+    });
+  const tick = () => {
+    running = runOnce().catch((error: unknown) => {
+      logger.warn({ err: error }, "retention run failed; the next run tries again");
+    });
+  };
+  const timer = settings.everySeconds > 0 ? setInterval(tick, settings.everySeconds * 1000) : undefined;
+  timer?.unref();
+  return {
+    runOnce,
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+async function pruneInBatches(
+  batch: (cutoffs: {
+    deliveredBeforeMs: number | undefined;
+    failedBeforeMs: number | undefined;
+  }) => Promise<PrunedRows>,
+  settings: RetentionSettings,
+  nowMs: number,
+  stopped: () => boolean,
+): Promise<PrunedRows> {
+  const cutoffs = {
+    deliveredBeforeMs: settings.deliveredDays > 0 ? nowMs - settings.deliveredDays * DAY_MS : undefined,
+    failedBeforeMs: settings.failedDays > 0 ? nowMs - settings.failedDays * DAY_MS : undefined,
+  };
+  const total = { deliveries: 0, attempts: 0, events: 0 };
+  for (let i = 0; i < MAX_BATCHES && !stopped(); i++) {
+    const one = await batch(cutoffs);
+    total.deliveries += one.deliveries;
+    total.attempts += one.attempts;
+    total.events += one.events;
+    if (one.deliveries < BATCH) break;
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_BETWEEN_BATCHES_MS));
+  }
+  return total;
+}

@@ -1,0 +1,91 @@
+/**
+ * Readiness, one answer for every probe: `GET /readyz` and grpc.health.v1 on
+ * both listeners. Ready means: not shutting down, the database answers, its
+ * schema is at the version this build expects (or newer: then ready with a
+ * warning, since a newer release migrated it), this release is not older than
+ * the schema's release floor, and the API keys are loaded
+ * (before that every key would be refused). Every probe asks the
+ * database (a result is never reused: a probe right after an outage must see
+ * it), but concurrent probes share one query, so probes cannot load it.
+ */
+
+import type { SchemaVersions } from "../../ports/schema.js";
+import { SingleFlight } from "../../values/expiring-cache.js";
+
+export type ReadinessStatus =
+  | { readonly status: "ready"; readonly schemaVersion: number; readonly warning?: string }
+  | { readonly status: "release_too_old"; readonly schemaVersion: number; readonly message: string }
+  | { readonly status: "shutting_down" }
+  | { readonly status: "loading_keys" }
+  | { readonly status: "database_unavailable" }
+  | { readonly status: "migrations_pending"; readonly schemaVersion: number; readonly expected: number };
+
+export class Readiness {
+  private serving = true;
+  private readonly probes = new SingleFlight<ReadinessStatus>();
+
+  /** Whether the API keys are loaded; absent on a listener that takes no keys. */
+  keysLoaded: (() => boolean) | undefined;
+
+  constructor(
+    /** The version of the schema (schema/schema-versions.ts on MariaDB). */
+    private readonly schema: SchemaVersions,
+    /** Told whether each probe reached the database (the outage log lines). */
+    private readonly outcomes?: { answered(): void; failed(error: unknown): void },
+  ) {}
+
+  /** From now on every probe answers shutting_down. */
+  stopServing(): void {
+    this.serving = false;
+  }
+
+  async check(): Promise<ReadinessStatus> {
+    if (!this.serving) return { status: "shutting_down" };
+    return this.probes.run("database", () => this.probe());
+  }
+
+  /** Ready, as a boolean (gRPC health). */
+  async ready(): Promise<boolean> {
+    return (await this.check()).status === "ready";
+  }
+
+  private async probe(): Promise<ReadinessStatus> {
+    let version: number;
+    try {
+      version = await this.schema.current();
+    } catch (error) {
+      // An empty schema is version 0 already (currentSchemaVersion): any error here is the database.
+      this.outcomes?.failed(error);
+      return { status: "database_unavailable" };
+    }
+    this.outcomes?.answered();
+    if (version < this.schema.expected) {
+      return { status: "migrations_pending", schemaVersion: version, expected: this.schema.expected };
+    }
+    const refusal = await this.releaseRefusal();
+    if (refusal !== undefined) return { status: "release_too_old", schemaVersion: version, message: refusal };
+    if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
+    if (version > this.schema.expected) {
+      return { status: "ready", schemaVersion: version, warning: schemaAheadWarning(version, this.schema.expected) };
+    }
+    return { status: "ready", schemaVersion: version };
+  }
+
+  /** The floor's refusal; a floor that cannot be read now leaves the answer to the next probe. */
+  private async releaseRefusal(): Promise<string | undefined> {
+    try {
+      return await this.schema.releaseRefusal?.();
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** What the log and `/readyz` say when a newer release has migrated the schema past what this one knows. */
+export function schemaAheadWarning(found: number, known: number): string {
+  return (
+    `the schema is at version ${found}, newer than this release knows (${known}): a newer release migrated it. ` +
+    "This release still serves, but data the newer migrations bring is not read here; finish the roll-out or " +
+    'roll back as docs/operations.md "Rolling back" says'
+  );
+}

@@ -1,0 +1,54 @@
+/**
+ * The MariaDB adapter of the race port (src/ports/races.ts): the race statements beside this file bound to a
+ * pool.
+ */
+import type { Pool } from "mysql2/promise";
+import { weightedColumnReader } from "../../ingest/sql/weighted-backfill.js";
+import type { RaceStore } from "../../ports/races.js";
+import { deletedRaceOwner, raceCorrectedUsers, raceCorrectionCounts, readRaceHistory } from "./race-history.js";
+import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
+import { deferRaceStep, oldestDueStep } from "./race-step-waits.js";
+import { announceEnd, announceStart, freezeRace } from "./race-steps.js";
+import {
+  affiliateKey,
+  cancelRace,
+  dueRaces,
+  findAffiliateKey,
+  frozenEntries,
+  listRaces,
+  raceById,
+  racesAroundNow,
+  seriesRace,
+  updateRace,
+} from "./races.js";
+import { signedResultOf } from "./signed-results.js";
+
+export function mariadbRaces(pool: Pool): RaceStore {
+  const weighted = weightedColumnReader(pool);
+  return {
+    affiliateKey: (externalId) => affiliateKey(pool, externalId),
+    findAffiliateKey: (externalId) => findAffiliateKey(pool, externalId),
+    insert: (race, actor) => insertNewRace(pool, race, actor),
+    byId: (id) => raceById(pool, id),
+    seriesRace: (affiliateId, slug, index) => seriesRace(pool, affiliateId, slug, index),
+    aroundNow: (affiliateId, slug, now) => racesAroundNow(pool, affiliateId, slug, now),
+    list: (query) => listRaces(pool, query),
+    update: (id, definition, at, change) => updateRace(pool, id, definition, at, change),
+    cancel: (id, at, event, actor) => cancelRace(pool, id, at, event, actor),
+    deleteUnseen: (id, at, actor) => deleteUnseenRace(pool, id, at, actor),
+    frozenEntries: (id) => frozenEntries(pool, id),
+    due: (now, limit) => dueRaces(pool, now, limit),
+    announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),
+    announceEnd: (id, event, at) => announceEnd(pool, id, event, at),
+    freeze: (id, result, event, owed, history, seal) => freezeRace(pool, id, result, event, owed, history, seal),
+    signedResult: (id) => signedResultOf(pool, id),
+    history: (id) => readRaceHistory(pool, id),
+    voidCounts: (id) => raceCorrectionCounts(pool, "race_voids", id),
+    voidedUsers: (id) => raceCorrectedUsers(pool, "race_voids", id, weighted),
+    lateWagerCounts: (id) => raceCorrectionCounts(pool, "race_late_wagers", id),
+    lateWagerUsers: (id) => raceCorrectedUsers(pool, "race_late_wagers", id, weighted),
+    deletedOwner: (id) => deletedRaceOwner(pool, id),
+    deferStep: (id, until) => deferRaceStep(pool, id, until),
+    oldestDueStep: (now, longestWait) => oldestDueStep(pool, now, longestWait),
+  };
+}
