@@ -114,10 +114,12 @@ module.exports = {
     },
     {
       name: "features-are-composed-not-composing",
-      comment: "A feature never imports an app, a job, the schema list, the CLI or the server: they compose it.",
+      comment:
+        "A feature never imports a service factory, an app, a job, the schema list, the CLI or the server: they " +
+        "compose it.",
       severity: "error",
       from: { path: `^src/(${FEATURES})/` },
-      to: { path: "^src/(apps|jobs|cli|schema)/|^src/(server|entry|main)[.]ts$" },
+      to: { path: "^src/(services|apps|jobs|cli|schema)/|^src/(server|entry|main)[.]ts$" },
     },
     {
       name: "platform-imports-no-feature",
@@ -128,7 +130,7 @@ module.exports = {
       severity: "error",
       from: { path: "^src/platform/" },
       to: {
-        path: `^src/(${FEATURES}|apps|jobs|cli|schema)/|^src/(server|entry|main)[.]ts$`,
+        path: `^src/(${FEATURES}|services|apps|jobs|cli|schema)/|^src/(server|entry|main)[.]ts$`,
         // SIGNING_KEY_FILE is checked when the settings are read (a bad key file stops the start), with the
         // same parser signing uses. Goes when config takes the parsed key from signing at composition.
         pathNot: "^src/signing/core/key-file[.]ts$",
@@ -191,6 +193,22 @@ module.exports = {
       severity: "error",
       from: { path: "^src/", pathNot: "^src/(apps|cli)/|^src/server[.]ts$" },
       to: { path: "^src/apps/" },
+    },
+    {
+      name: "services-are-built-by-the-composition",
+      comment:
+        "services/ builds each service once, the same way for every process (which pools, which adapters, which " +
+        "signer): the server, the apps, the jobs and the CLI use it; nothing below it does, and it builds no app.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(apps|cli|jobs|services)/|^src/server[.]ts$" },
+      to: { path: "^src/services/" },
+    },
+    {
+      name: "services-build-no-listener",
+      comment: "A service factory builds a service, never an app, a job or the CLI.",
+      severity: "error",
+      from: { path: "^src/services/" },
+      to: { path: "^src/(apps|jobs|cli)/|^src/(server|entry|main)[.]ts$" },
     },
     {
       name: "jobs-are-started-not-imported",

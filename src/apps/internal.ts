@@ -17,7 +17,6 @@ import { ApiKeyService, file_topwagers_v1_api_keys } from "../../gen/topwagers/v
 import { file_topwagers_v1_races, RaceService } from "../../gen/topwagers/v1/races_pb.js";
 import { file_topwagers_v1_wager_ingest, WagerIngestService } from "../../gen/topwagers/v1/wager_ingest_pb.js";
 import { file_topwagers_v1_webhooks, WebhookService } from "../../gen/topwagers/v1/webhooks_pb.js";
-import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
 import { type IngestCounters, WagerIngest } from "../ingest/core/wager-ingest.js";
 import { mariadbIngest } from "../ingest/sql/ingest-store.js";
 import { wagerIngestService } from "../ingest/wire/wager-ingest-service.js";
@@ -41,10 +40,12 @@ import { type NodeRequest, type NodeResponse, type RequestHandler, writeWhole } 
 import { sayOversizeBodiesAs413 } from "../platform/transport/oversize-status.js";
 import { registerHealth, registerReflection } from "../platform/wire/health-and-reflection.js";
 import { RaceWatch } from "../races/core/race-watch.js";
-import { Races } from "../races/core/races.js";
+import type { Races } from "../races/core/races.js";
 import { mariadbRaces } from "../races/sql/race-store.js";
 import { namedAffiliate, RACE_SERVICE_OPTIONS, raceRpc } from "../races/wire/race-rpc.js";
 import { mariadbSchema } from "../schema/schema-versions.js";
+import { createRaces } from "../services/races.js";
+import { resultSigner } from "../services/signing.js";
 import type { WebhookAdmin } from "../webhooks/core/endpoint-admin.js";
 import { adminOwner, webhookService } from "../webhooks/wire/webhook-service.js";
 import { serveMetrics } from "./metrics-endpoint.js";
@@ -147,7 +148,14 @@ function internalRoutes(
 ): (router: ConnectRouter) => void {
   const readiness = options.readiness ?? new Readiness(mariadbSchema(database.read, packageInfo().version));
   const keys = createKeyAdmin(database, options);
-  const races = options.races ?? createRaces(config, database, options);
+  const races =
+    options.races ??
+    createRaces({
+      database,
+      config,
+      signer: resultSigner(config, database, options.logger ?? silentLogger),
+      now: options.now,
+    });
   const raceStore = mariadbRaces(database.write);
   const raceWatch = options.raceWatch ?? new RaceWatch({ races, pollMs: 1_000, heartbeatMs: 15_000 });
   return (router) => {
@@ -225,18 +233,6 @@ function logKeyEvent(logger: Logger, event: KeyEvent): void {
     },
     `api key ${event.action}`,
   );
-}
-
-/** Races on this database, when the public app does not share its own. */
-function createRaces(config: Config, database: Database, options: InternalAppOptions): Races {
-  return new Races({
-    store: mariadbRaces(database.write),
-    standings: mariadbStandings(database.leaderboard),
-    freezeStandings: causalStandings(database.write, database.flavour),
-    defaultAvatarUrl: config.defaultAvatarUrl,
-    racesPerAffiliate: config.racesPerAffiliate,
-    ...(options.now === undefined ? {} : { now: options.now }),
-  });
 }
 
 /**

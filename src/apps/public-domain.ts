@@ -4,7 +4,6 @@
  * management. No skin, route or wire format here: apps/public-skins.ts serves this domain, apps/public.ts wires it.
  */
 
-import { boardStandings } from "../boards/core/board-standings.js";
 import { ChangeFeed } from "../boards/core/change-feed.js";
 import { ChangeSet } from "../boards/core/change-set.js";
 import { FleetStandings } from "../boards/core/fleet-standings.js";
@@ -13,7 +12,7 @@ import { LiveBoards, type LiveObserver } from "../boards/core/live-boards.js";
 import { MAX_NUM_USERS } from "../boards/core/period-request.js";
 import { WatchedPeriods } from "../boards/core/watched-periods.js";
 import { mariadbChanges } from "../boards/sql/change-store.js";
-import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
+import { mariadbStandings } from "../boards/sql/standings-store.js";
 import { webhookAdmin } from "../jobs/webhook-delivery.js";
 import { KeyCatchUp } from "../keys/core/key-catch-up.js";
 import { KeySet } from "../keys/core/key-set.js";
@@ -28,11 +27,11 @@ import type { DataChange } from "../ports/changes.js";
 import type { FleetTransport } from "../ports/fleet.js";
 import type { PayloadSigner } from "../ports/signing.js";
 import { RaceWatch } from "../races/core/race-watch.js";
-import { Races } from "../races/core/races.js";
-import { mariadbRaces } from "../races/sql/race-store.js";
+import type { Races } from "../races/core/races.js";
 import { mariadbSchema } from "../schema/schema-versions.js";
+import { createRaces } from "../services/races.js";
+import { buildSigning, type Signing } from "../services/signing.js";
 import type { WebhookAdmin } from "../webhooks/core/endpoint-admin.js";
-import { buildSigning, type Signing } from "./signing.js";
 
 /** How often a watched race is read again: its changes reach viewers within this (and the change feed's second). */
 const RACE_WATCH_POLL_MS = 1_000;
@@ -67,7 +66,7 @@ export interface PublicDomain {
   readonly raceWatch: RaceWatch;
   readonly webhooks: WebhookAdmin;
   readonly keysLoaded: Promise<void>;
-  /** The signer of final results and the published keys (apps/signing.ts). */
+  /** The signer of final results and the published keys (services/signing.ts). */
   readonly signing: Signing;
 }
 
@@ -178,15 +177,7 @@ function buildRaces(
   logger: Logger,
   { now, signer }: { now: (() => number) | undefined; signer: PayloadSigner },
 ): Pick<PublicDomain, "races" | "raceWatch"> {
-  const races = new Races({
-    signer,
-    store: mariadbRaces(database.write),
-    standings: boardStandings(leaderboard, mariadbStandings(database.leaderboard)),
-    freezeStandings: causalStandings(database.write, database.flavour),
-    defaultAvatarUrl: config.defaultAvatarUrl,
-    racesPerAffiliate: config.racesPerAffiliate,
-    ...(now === undefined ? {} : { now }),
-  });
+  const races = createRaces({ database, config, signer, leaderboard, now });
   const raceWatch = new RaceWatch({
     races,
     pollMs: RACE_WATCH_POLL_MS,

@@ -9,7 +9,7 @@
 import { randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
 import type { RowDataPacket } from "mysql2/promise";
-import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
+import { mariadbStandings } from "../boards/sql/standings-store.js";
 import type { SeedPlan } from "../ingest/core/seed-data.js";
 import { WagerIngest } from "../ingest/core/wager-ingest.js";
 import { ensureAffiliate, usersOfAffiliate } from "../ingest/sql/affiliates.js";
@@ -20,9 +20,10 @@ import { type Config, loadConfig } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import { openDatabase } from "../platform/database/database.js";
 import { WebhookSecretBox } from "../platform/database/secret-box.js";
-import { Races } from "../races/core/races.js";
-import { mariadbRaces } from "../races/sql/race-store.js";
+import { silentLogger } from "../platform/logger.js";
 import { serve } from "../server.js";
+import { createRaces } from "../services/races.js";
+import { resultSigner } from "../services/signing.js";
 import { ensureActiveKey } from "../signing/core/keys.js";
 import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
 import { halfMonthOf, monthStart, nextMonthStart } from "../values/calendar.js";
@@ -65,7 +66,7 @@ export async function runDemo(args: string[]): Promise<void> {
     async (db) => {
       await loadDemoDataOnce(db);
       const issued = await issueDemoKeys(db);
-      await ensureDemoRace(db, config.defaultAvatarUrl);
+      await ensureDemoRace(db, config);
       // Final results are signed (docs/verify.md): the demo has an active key without any setting.
       const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
       await ensureActiveKey(mariadbSigningKeys(db.write, box), Math.floor(Date.now() / 1000));
@@ -173,14 +174,9 @@ const DEMO_RACE_PRIZES = ["500.00", "250.00", "125.00", "75.00", "50.00"];
  * The demo's monthly race series (UTC months, from this month), created once: a later demo finds
  * the slug taken and keeps the series it made.
  */
-async function ensureDemoRace(db: Database, defaultAvatarUrl: string): Promise<void> {
+async function ensureDemoRace(db: Database, config: Config): Promise<void> {
   const now = Math.floor(Date.now() / 1000);
-  const races = new Races({
-    store: mariadbRaces(db.write),
-    standings: mariadbStandings(db.read),
-    freezeStandings: causalStandings(db.write, db.flavour),
-    defaultAvatarUrl,
-  });
+  const races = createRaces({ database: db, config, signer: resultSigner(config, db, silentLogger) });
   const affiliateId = await ensureAffiliate(db.write, DEMO_AFFILIATE);
   const created = await races.create(
     affiliateId,

@@ -5,18 +5,20 @@
  */
 
 import { userInfo } from "node:os";
-import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
 import { parseDuration } from "../keys/core/key-admin.js";
 import { loadConfig } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
+import { silentLogger } from "../platform/logger.js";
 import type { RaceActor } from "../ports/race-history.js";
 import { NO_AFFILIATE } from "../ports/races.js";
 import type { RaceDefinitionFields, RacePatch } from "../races/core/race-rules.js";
 import { RACE_STATES, type RaceState } from "../races/core/race-state.js";
-import { type RaceOutcome, Races, type RaceView } from "../races/core/races.js";
+import type { RaceOutcome, Races, RaceView } from "../races/core/races.js";
 import { isRepeat, isTimeZone } from "../races/core/recurrence.js";
 import { mariadbRaces } from "../races/sql/race-store.js";
 import { raceJson, raceSummaryJson } from "../races/wire/codecs/race-json.js";
+import { createRaces } from "../services/races.js";
+import { resultSigner } from "../services/signing.js";
 import type { Violation } from "../values/violation.js";
 import { isRankBy } from "../values/weights.js";
 import { alignColumns } from "./columns.js";
@@ -232,13 +234,7 @@ function withRaces<T>(
   return withDatabase(
     async (db: Database) => {
       const store = mariadbRaces(db.write);
-      const races = new Races({
-        store,
-        standings: mariadbStandings(db.write),
-        freezeStandings: causalStandings(db.write, db.flavour),
-        defaultAvatarUrl: config.defaultAvatarUrl,
-        racesPerAffiliate: config.racesPerAffiliate,
-      });
+      const races = createRaces({ database: db, config, signer: resultSigner(config, db, silentLogger) });
       const key = creates ? await store.affiliateKey(affiliate) : await store.findAffiliateKey(affiliate);
       return work(races, key ?? NO_AFFILIATE);
     },

@@ -1,5 +1,5 @@
 /**
- * The signing parts an app is built with: the signer every freeze uses (the active result key, read from the
+ * Signing, built once for a process: the signing parts an app is built with: the signer every freeze uses (the active result key, read from the
  * database, or the key file SIGNING_KEY_FILE when set), the live signer of live races and boards (the live key,
  * made once for the fleet when signing is on and there is none: signing/core/live-key.ts), the published keys of
  * each behind their JWK Sets, and their skin. Keys in the database are sealed at rest by the webhook secrets' box
@@ -12,6 +12,7 @@ import type { Config } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import { WebhookSecretBox } from "../platform/database/secret-box.js";
 import type { Logger } from "../platform/logger.js";
+import type { SigningKeyStore } from "../ports/signing.js";
 import { withKeyFile } from "../signing/core/key-file.js";
 import { liveKeyMadeOnce } from "../signing/core/live-key.js";
 import { PublishedKeys } from "../signing/core/published-keys.js";
@@ -42,17 +43,10 @@ export function buildSigning(
   database: Database,
   logger: Logger,
 ): Signing {
-  const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
-  const inDatabase = mariadbSigningKeys(database.write, box, "result");
-  const file = config.signingKeyFile;
-  const store =
-    file === undefined ? inDatabase : withKeyFile(inDatabase, file.privateKey, Math.floor(Date.now() / 1000));
+  const box = secretBox(config);
+  const store = resultKeys(config, database, box);
   const warnNoKey = noKeyWarning(logger);
-  const signer = new Signer(store, {
-    issuer: config.issuer,
-    onSigned: (kid) => logger.debug({ kid }, "signed with the active signing key"),
-    onNoActiveKey: warnNoKey,
-  });
+  const signer = signerOfResults(config, store, logger, warnNoKey);
   const liveKeys = mariadbSigningKeys(database.write, box, "live");
   const liveKey = liveKeyMadeOnce(liveKeys, {
     signingOn: () => signer.isOn(),
@@ -74,6 +68,47 @@ export function buildSigning(
   const races = new VersionSignatures({ signer: liveSigner, issuer: config.issuer });
   const skin = new SigningKeysSkin(published, publishedLive, logger);
   return { signer, liveSigner, published, publishedLive, skin, boards, races };
+}
+
+/**
+ * The signer of final results alone, for what freezes or may freeze a race without serving the rest of signing
+ * (the internal listener on its own, the CLI, the demo): the same key (the database's active result key, or
+ * SIGNING_KEY_FILE) as buildSigning's `signer`.
+ */
+export function resultSigner(
+  config: Pick<Config, "issuer" | "webhooks" | "signingKeyFile">,
+  database: Database,
+  logger: Logger,
+): Signer {
+  return signerOfResults(config, resultKeys(config, database, secretBox(config)), logger, noKeyWarning(logger));
+}
+
+function secretBox(config: Pick<Config, "webhooks">): WebhookSecretBox {
+  return new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
+}
+
+/** The result keys: the database's, or the key file's in front of them when SIGNING_KEY_FILE is set. */
+function resultKeys(
+  config: Pick<Config, "signingKeyFile">,
+  database: Database,
+  box: WebhookSecretBox,
+): SigningKeyStore {
+  const inDatabase = mariadbSigningKeys(database.write, box, "result");
+  const file = config.signingKeyFile;
+  return file === undefined ? inDatabase : withKeyFile(inDatabase, file.privateKey, Math.floor(Date.now() / 1000));
+}
+
+function signerOfResults(
+  config: Pick<Config, "issuer">,
+  store: SigningKeyStore,
+  logger: Logger,
+  onNoActiveKey: () => void,
+): Signer {
+  return new Signer(store, {
+    issuer: config.issuer,
+    onSigned: (kid) => logger.debug({ kid }, "signed with the active signing key"),
+    onNoActiveKey,
+  });
 }
 
 /** A deployment that never made a key freezes its races unsigned: say so, at most once a minute. */
