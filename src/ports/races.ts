@@ -93,6 +93,20 @@ export interface OwedSteps {
   readonly next: NewRace | null;
 }
 
+/** What a freeze writes (RaceStore.freeze). */
+export interface RaceFreeze {
+  /** The race's public id. */
+  readonly id: string;
+  readonly result: FrozenResult;
+  /** The race.finalized event, made with the signed result when there is one. */
+  readonly event: (signed: SignedResult | undefined) => RaceEvent;
+  readonly owed: OwedSteps;
+  /** The history's freeze entry (what voids and late wagers did to the standings). */
+  readonly history: NewRaceHistoryEntry;
+  /** Signs the result at its place in the chain; absent when no key is active. */
+  readonly seal?: ResultSealer | undefined;
+}
+
 /** Where a result stands in its affiliate's chain of signed results (docs/verify.md). */
 export interface ChainLink {
   /** 1 for the affiliate's first signed result, then 2, 3, … */
@@ -200,14 +214,7 @@ export interface RaceStore extends RaceHistoryStore {
    * With `seal`, the result is signed in that transaction at its place in the affiliate's chain (freezes of
    * one affiliate take their places one at a time), and `event` is made with the signed result.
    */
-  freeze(
-    id: string,
-    result: FrozenResult,
-    event: (signed: SignedResult | undefined) => RaceEvent,
-    owed: OwedSteps,
-    history: NewRaceHistoryEntry,
-    seal?: ResultSealer,
-  ): Promise<boolean>;
+  freeze(freeze: RaceFreeze): Promise<boolean>;
   /** Puts the race's next step off until `until` (a step that failed waits; races/core/step-retry.ts). */
   deferStep(id: string, until: number): Promise<void>;
   /**

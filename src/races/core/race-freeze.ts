@@ -7,11 +7,10 @@
 
 import type { FrozenEntry, NewRace, SignedResult, StoredRace } from "../../ports/races.js";
 import type { StandingsStore } from "../../ports/standings.js";
-import { canonicalDecimal } from "../../values/decimal.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
 import { raceEvent } from "./race-event-data.js";
 import { freezeHistory, raceHistorySummary } from "./race-history.js";
-import { avatarOf, placementRules } from "./race-placing.js";
+import { frozenEntry, placementRules } from "./race-placing.js";
 import type { RaceReads } from "./race-reads.js";
 import type { RacesOptions } from "./race-view.js";
 import { finalizedEvent, resultSealer } from "./signed-result.js";
@@ -36,20 +35,10 @@ export async function freezeRace(
   // digest covers every winner), besides the shown places.
   const counted = Math.max(race.shown, race.prizes.length);
   const placement = await context.reads.place(race, boards, counted);
-  const entries: FrozenEntry[] = placement.entries.map((entry) => ({
-    rank: entry.rank,
-    userExternalId: entry.row.userExternalId,
-    username: entry.row.username,
-    avatarUrl: avatarOf(entry.row, options.defaultAvatarUrl),
-    total: canonicalDecimal(entry.row.total),
-    weightedTotal: canonicalDecimal(entry.row.weightedTotal),
-    prize: entry.prize,
-  }));
-  const { digest } = raceDigest(digestInput(race, entries, placement.unallocated));
-  const result = { at: now, digest, unallocated: placement.unallocated, entries };
-  const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated: placement.unallocated };
-  const event = (signed: SignedResult | undefined) =>
-    finalizedEvent(frozen, { entries, unallocated: placement.unallocated }, signed);
+  const { unallocated } = placement;
+  const entries = placement.entries.map((entry) => frozenEntry(entry, options.defaultAvatarUrl));
+  const { digest } = raceDigest(digestInput(race, entries, unallocated));
+  const frozen: StoredRace = { ...race, frozenAt: now, digest, unallocated };
   const moreRows = (limit: number) =>
     boards.topUsers(race.affiliateId, race.startTimestamp, race.endTimestamp, limit, race.rankBy);
   const { signer } = options;
@@ -66,15 +55,21 @@ export async function freezeRace(
     sign === undefined || recorded === undefined
       ? undefined
       : resultSealer(sign, {
-          ...{ race, entries, unallocated: placement.unallocated, frozenAt: now, digest },
+          ...{ race, entries, unallocated, frozenAt: now, digest },
           historySummary: raceHistorySummary(recorded, history.standings ?? NO_VOIDS),
         });
-  const owed = {
-    started: raceEvent("race.started", race),
-    ended: raceEvent("race.ended", race),
-    next: context.nextOf(race),
-  } as const;
-  return options.store.freeze(race.id, result, event, owed, history, seal);
+  return options.store.freeze({
+    id: race.id,
+    result: { at: now, digest, unallocated, entries },
+    event: (signed: SignedResult | undefined) => finalizedEvent(frozen, { entries, unallocated }, signed),
+    owed: {
+      started: raceEvent("race.started", race),
+      ended: raceEvent("race.ended", race),
+      next: context.nextOf(race),
+    },
+    history,
+    seal,
+  });
 }
 
 function digestInput(race: StoredRace, entries: readonly FrozenEntry[], unallocated: string): DigestedResult {

@@ -1,12 +1,13 @@
 /**
  * Placing a race on a board: the placement rules a stored race gives prizes.ts, and the loop that asks a
  * standings store for as many rows as the cut needs. The live reads (race-reads.ts) and the freeze
- * (race-freeze.ts) both place through it.
+ * (race-freeze.ts) both place through it, and keep a placed entry as a frozen one (frozenEntry).
  */
 
-import type { StoredRace } from "../../ports/races.js";
+import type { FrozenEntry, StoredRace } from "../../ports/races.js";
 import type { RankedRow, StandingsStore } from "../../ports/standings.js";
-import { firstLimit, type Placement, type PlacementRules, placeRace } from "./prizes.js";
+import { canonicalDecimal } from "../../values/decimal.js";
+import { firstLimit, type PlacedEntry, type Placement, type PlacementRules, placeRace } from "./prizes.js";
 
 /** Rows asked of a board at most while placing (a tie this long at the cut is not plausible). */
 const MAX_PLACEMENT_ROWS = 100_000;
@@ -45,4 +46,17 @@ export async function placeFromBoard(
 
 export function avatarOf(row: RankedRow, defaultAvatarUrl: string): string {
   return row.avatarUrl === null || row.avatarUrl === "" ? defaultAvatarUrl : row.avatarUrl;
+}
+
+/** A placed entry as the frozen result keeps it: decimals canonical, the avatar resolved. */
+export function frozenEntry(entry: PlacedEntry, defaultAvatarUrl: string): FrozenEntry {
+  return {
+    rank: entry.rank,
+    userExternalId: entry.row.userExternalId,
+    username: entry.row.username,
+    avatarUrl: avatarOf(entry.row, defaultAvatarUrl),
+    total: canonicalDecimal(entry.row.total),
+    weightedTotal: canonicalDecimal(entry.row.weightedTotal),
+    prize: entry.prize,
+  };
 }

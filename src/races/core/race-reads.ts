@@ -8,13 +8,11 @@
 
 import type { FrozenEntry, RaceListQuery, SignedResult, StoredRace } from "../../ports/races.js";
 import type { StandingsStore } from "../../ports/standings.js";
-import { canonicalDecimal } from "../../values/decimal.js";
 import type { Violation } from "../../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
-import type { PlacedEntry } from "./prizes.js";
 import { historyOf, type RaceHistory } from "./race-history.js";
 import { isRaceId } from "./race-id.js";
-import { avatarOf, type BoardPlacement, placeFromBoard, placementRules } from "./race-placing.js";
+import { type BoardPlacement, frozenEntry, placeFromBoard, placementRules } from "./race-placing.js";
 import { finalAt, type RaceState, raceStateAt } from "./race-state.js";
 import type { RaceListRequest, RaceOutcome, RaceStanding, RacesOptions, RaceView } from "./race-view.js";
 
@@ -143,7 +141,7 @@ export class RaceReads {
     const placement = await this.place(race, undefined);
     return {
       ...base,
-      entries: placement.entries.map((entry) => standingOfPlaced(entry, this.options.defaultAvatarUrl)),
+      entries: placement.entries.map((entry) => standingOfFrozen(frozenEntry(entry, this.options.defaultAvatarUrl))),
       unallocated: placement.unallocated,
     };
   }
@@ -168,18 +166,7 @@ function stateOf(race: StoredRace, now: number): RaceState {
   );
 }
 
-function standingOfPlaced(entry: PlacedEntry, defaultAvatarUrl: string): RaceStanding {
-  return {
-    rank: entry.rank,
-    userId: entry.row.userExternalId,
-    username: entry.row.username,
-    avatar: avatarOf(entry.row, defaultAvatarUrl),
-    totalWagered: canonicalDecimal(entry.row.total),
-    weightedWagered: canonicalDecimal(entry.row.weightedTotal),
-    prize: entry.prize,
-  };
-}
-
+/** A frozen or placed entry as a reader sees it. */
 function standingOfFrozen(entry: FrozenEntry): RaceStanding {
   return {
     rank: entry.rank,

@@ -7,16 +7,8 @@
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { inTransaction } from "../../platform/database/transactions.js";
-import { CLOCK_ACTOR, type NewRaceHistoryEntry } from "../../ports/race-history.js";
-import type {
-  FrozenResult,
-  NewRace,
-  OwedSteps,
-  RaceEvent,
-  ResultSealer,
-  SignedResult,
-  StoredRace,
-} from "../../ports/races.js";
+import { CLOCK_ACTOR } from "../../ports/race-history.js";
+import type { FrozenResult, NewRace, RaceEvent, RaceFreeze, StoredRace } from "../../ports/races.js";
 import { enqueueRaceEvent, raceEventsOf } from "./race-events.js";
 import { appendRaceHistory } from "./race-history.js";
 import { insertRace, nextStepAt, raceById } from "./races.js";
@@ -78,15 +70,13 @@ export async function announceEnd(pool: Pool, id: string, event: RaceEvent, at: 
   });
 }
 
-export async function freezeRace(
-  pool: Pool,
-  id: string,
-  result: FrozenResult,
-  event: (signed: SignedResult | undefined) => RaceEvent,
-  owed: OwedSteps,
-  history: NewRaceHistoryEntry,
-  seal?: ResultSealer,
-): Promise<boolean> {
+/**
+ * The freeze (RaceStore.freeze): the race row frozen, the start and end still owed announced (with a series' next
+ * race), the result rows, the signed result at its place in the chain, the race.finalized event and the history's
+ * entry, in one transaction; false when the race is frozen or cancelled already.
+ */
+export async function writeFreeze(pool: Pool, freeze: RaceFreeze): Promise<boolean> {
+  const { id, result, event, owed, history, seal } = freeze;
   return inTransaction(pool, async (connection) => {
     // What is still owed is read under the row's lock, so no start or end is announced twice.
     const [locked] = await connection.query<RowDataPacket[]>(
@@ -117,28 +107,36 @@ export async function freezeRace(
     if (Number(row.end_announced) === 0) {
       await enqueue(owed.ended, Number(row.end_ts) + 1);
     }
-    if (result.entries.length > 0) {
-      await connection.query(
-        `INSERT INTO race_results (race_id, position, \`rank\`, user_external_id, username, avatar_url, total,
-            weighted_total, prize) VALUES ?`,
-        [
-          result.entries.map((entry, position) => [
-            internalId,
-            position,
-            entry.rank,
-            Buffer.from(entry.userExternalId, "utf8"),
-            Buffer.from(entry.username, "utf8"),
-            Buffer.from(entry.avatarUrl, "utf8"),
-            entry.total,
-            entry.weightedTotal,
-            entry.prize,
-          ]),
-        ],
-      );
-    }
+    await insertResultRows(connection, internalId, result.entries);
     const signed = seal === undefined ? undefined : await signIntoChain(connection, internalId, affiliateId, seal);
     await enqueue(event(signed), result.at);
     await appendRaceHistory(connection, id, result.at, history);
     return true;
   });
+}
+
+/** The frozen result's rows, in their order (none for a race nobody wagered in). */
+async function insertResultRows(
+  connection: PoolConnection,
+  internalId: number,
+  entries: FrozenResult["entries"],
+): Promise<void> {
+  if (entries.length === 0) return;
+  await connection.query(
+    `INSERT INTO race_results (race_id, position, \`rank\`, user_external_id, username, avatar_url, total,
+            weighted_total, prize) VALUES ?`,
+    [
+      entries.map((entry, position) => [
+        internalId,
+        position,
+        entry.rank,
+        Buffer.from(entry.userExternalId, "utf8"),
+        Buffer.from(entry.username, "utf8"),
+        Buffer.from(entry.avatarUrl, "utf8"),
+        entry.total,
+        entry.weightedTotal,
+        entry.prize,
+      ]),
+    ],
+  );
 }

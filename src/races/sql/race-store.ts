@@ -8,7 +8,7 @@ import type { RaceStore } from "../../ports/races.js";
 import { deletedRaceOwner, raceCorrectedUsers, raceCorrectionCounts, readRaceHistory } from "./race-history.js";
 import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
 import { deferRaceStep, oldestDueStep } from "./race-step-waits.js";
-import { announceEnd, announceStart, freezeRace } from "./race-steps.js";
+import { announceEnd, announceStart, writeFreeze } from "./race-steps.js";
 import {
   affiliateKey,
   cancelRace,
@@ -40,7 +40,7 @@ export function mariadbRaces(pool: Pool): RaceStore {
     due: (now, limit) => dueRaces(pool, now, limit),
     announceStart: (id, event, next, at) => announceStart(pool, id, event, next, at),
     announceEnd: (id, event, at) => announceEnd(pool, id, event, at),
-    freeze: (id, result, event, owed, history, seal) => freezeRace(pool, id, result, event, owed, history, seal),
+    freeze: (freeze) => writeFreeze(pool, freeze),
     signedResult: (id) => signedResultOf(pool, id),
     history: (id) => readRaceHistory(pool, id),
     voidCounts: (id) => raceCorrectionCounts(pool, "race_voids", id),

@@ -1,7 +1,7 @@
 /**
  * Signed final results (migration 13's race_signed_results), chained per affiliate: inside the freeze's
  * transaction the affiliate's row is locked and its last signed result read, in one statement, and the new
- * result signed at the next place with that result's SHA-256 (./races.ts freezeRace calls this). Freezes of
+ * result signed at the next place with that result's SHA-256 (./race-steps.ts writeFreeze calls this). Freezes of
  * one affiliate therefore take their places one at a time; on Galera the unique (affiliate, sequence) key
  * makes a second node's freeze of the same place fail certification and retry, finding the first one.
  */

@@ -47,8 +47,15 @@ export async function sendTestEvent(
       endpointId,
     ]);
     if (rows[0] === undefined) throw new Error(`no webhook endpoint ${endpointId}`);
-    return (await insertEvent(connection, Number(rows[0].affiliate_id), "webhook.test", at, body, [endpointId]))
-      .eventId;
+    const affiliateId = Number(rows[0].affiliate_id);
+    const { eventId } = await insertEvent(connection, {
+      affiliateId,
+      type: "webhook.test",
+      at,
+      body,
+      endpointIds: [endpointId],
+    });
+    return eventId;
   });
   const [rows] = await pool.query<RowDataPacket[]>(`${SELECT_DELIVERY} WHERE d.event_id = ? AND d.endpoint_id = ?`, [
     eventId,

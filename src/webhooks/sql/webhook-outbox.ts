@@ -69,22 +69,37 @@ export async function enqueueWebhookEvent(
   if (subscribed.length === 0) return;
   const enabled = subscribed.filter((row) => Number(row.enabled) === 1).map((row) => String(row.id));
   const disabled = subscribed.filter((row) => Number(row.enabled) !== 1).map((row) => String(row.id));
-  await insertEvent(connection, event.affiliateId, event.type, event.at, body, enabled, disabled);
+  await insertEvent(connection, {
+    affiliateId: event.affiliateId,
+    type: event.type,
+    at: event.at,
+    body,
+    endpointIds: enabled,
+    disabledIds: disabled,
+  });
+}
+
+/** One event as the outbox writes it, with the endpoints it goes to. */
+export interface OutboxEvent {
+  readonly affiliateId: number;
+  readonly type: WebhookEventType;
+  /** When it happened (Unix seconds). */
+  readonly at: number;
+  /** The body as it is sent (webhookBody). */
+  readonly body: string;
+  /** Endpoints that get a delivery, due now. */
+  readonly endpointIds: readonly string[];
+  /** Subscribed endpoints that are disabled: each gets a failed delivery (DISABLED_AT_SEND). */
+  readonly disabledIds?: readonly string[];
 }
 
 /**
- * Writes one event with deliveries to the given endpoints, due now, and failed ones (DISABLED_AT_SEND) to
- * `disabledIds`; returns its row id and message id. Also used by SendTestEvent (one endpoint, whatever it
- * subscribes to).
+ * Writes one event with deliveries to its endpoints, due now, and failed ones to its disabled endpoints;
+ * returns its row id and message id. Also used by SendTestEvent (one endpoint, whatever it subscribes to).
  */
 export async function insertEvent(
   connection: PoolConnection,
-  affiliateId: number,
-  type: WebhookEventType,
-  at: number,
-  body: string,
-  endpointIds: readonly string[],
-  disabledIds: readonly string[] = [],
+  { affiliateId, type, at, body, endpointIds, disabledIds = [] }: OutboxEvent,
 ): Promise<{ eventId: string; messageId: string }> {
   const messageId = newMessageId();
   const [inserted] = await connection.query<ResultSetHeader>(
