@@ -92,7 +92,8 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   // A registry handed in (a test's, or one shared between apps) reads no gauges of this app.
   if (options.metrics === undefined) {
     metrics.readFrom(readingsOf(domain, database, options.redisConnected));
-    registerSignatureMetrics(metrics.registry, domain.signing.boards, domain.signing.races);
+    const { boards, races, signer, liveSigner } = domain.signing;
+    registerSignatureMetrics(metrics.registry, boards, races, [signer, liveSigner]);
   }
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
@@ -146,7 +147,24 @@ function readingsOf(
     computations: () => ({ incremental: 0, ...leaderboard.computations }),
     ...(fleet === undefined ? {} : { fleet: () => fleetReadings(fleet) }),
     ...(redisConnected === undefined ? {} : { redisConnected }),
+    readiness: () => readinessForScrape(domain.readiness),
   };
+}
+
+/** How long a scrape waits for a readiness probe before it shows the last answer (a database that hangs). */
+const READINESS_SCRAPE_WAIT_MS = 500;
+
+/** Readiness as a scrape shows it: a probe (shared with those under way), or the last answer if it takes long. */
+async function readinessForScrape(readiness: PublicDomain["readiness"]): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    readiness.check().catch(() => undefined),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, READINESS_SCRAPE_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  return readiness.lastStatus;
 }
 
 function fleetReadings(fleet: FleetStandings) {

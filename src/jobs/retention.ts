@@ -2,7 +2,8 @@
  * The retention job (issue 38): every RETENTION_EVERY_S one instance of the fleet (the one that takes the
  * database's retention lock) deletes the webhook history past its window in batches of 1,000 rows, pausing between
  * batches so the delivery worker and the API never wait long. One log line and the
- * `topwagers_retention_deleted_rows_total{table}` counter per run. Frozen race results and their signed copies
+ * `topwagers_retention_deleted_rows_total{table}` counter per run; `topwagers_retention_runs_total{result}` counts
+ * each run this instance began (ok, failed, or skipped because another instance held the lock). Frozen race results and their signed copies
  * are never deleted (they are the record). Raw wagers and the hourly rollup are pruned only when their settings ask
  * (./wager-retention.ts); the other rollups are kept (docs/operations.md, "Retention").
  */
@@ -41,11 +42,12 @@ export function startRetention(
     registers: [registry],
   });
   for (const table of ["webhook_deliveries", "webhook_attempts", "webhook_events"]) deleted.inc({ table }, 0);
+  const runs = retentionRuns(registry);
   const pruningWagers = settings.wagerDays > 0 || settings.hourlyDays > 0;
   const wagerMetrics = pruningWagers ? wagerRetentionMetrics(registry, deleted) : undefined;
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
-  const runOnce = async (nowMs = Date.now()): Promise<RetentionRun | undefined> =>
+  const prune = async (nowMs: number): Promise<RetentionRun | undefined> =>
     withRetentionLock(database.write, async (connection) => {
       let started = Date.now();
       const pruned = await pruneInBatches(
@@ -68,6 +70,7 @@ export function startRetention(
       );
       return { ...pruned, wagers };
     });
+  const runOnce = (nowMs = Date.now()) => runs.counted(prune(nowMs));
   const tick = () => {
     running = runOnce().catch((error: unknown) => {
       logger.warn({ err: error }, "retention run failed; the next run tries again");
@@ -81,6 +84,30 @@ export function startRetention(
       stopped = true;
       if (timer !== undefined) clearInterval(timer);
       await running;
+    },
+  };
+}
+
+/** `topwagers_retention_runs_total{result}`: each run this instance began, counted once it ends. */
+function retentionRuns(registry: Registry) {
+  const runs = new Counter({
+    name: "topwagers_retention_runs_total",
+    help: "Retention runs this instance began, by result: ok, failed, or skipped (another instance held the lock).",
+    labelNames: ["result"],
+    registers: [registry],
+  });
+  for (const result of ["ok", "failed", "skipped"]) runs.inc({ result }, 0);
+  return {
+    /** The run's answer, counted: ok, skipped (undefined: the lock was another's), or failed (it threw). */
+    async counted<T>(run: Promise<T | undefined>): Promise<T | undefined> {
+      try {
+        const answer = await run;
+        runs.inc({ result: answer === undefined ? "skipped" : "ok" });
+        return answer;
+      } catch (error) {
+        runs.inc({ result: "failed" });
+        throw error;
+      }
     },
   };
 }

@@ -41,6 +41,13 @@ export const SIGNED_KINDS: Readonly<Record<SigningKeyPurpose, readonly SignedKin
   live: [LIVE_RACE_KIND, LIVE_BOARD_KIND],
 };
 
+/**
+ * Why a signer's last attempt to sign failed (the `topwagers_signing_failing` gauge): its active key could not be
+ * read or opened (the database did not answer, or WEBHOOK_SECRET_KEY does not open it).
+ */
+export const SIGNING_FAILURES = ["key_read_failed"] as const;
+export type SigningFailure = (typeof SIGNING_FAILURES)[number];
+
 /** new: made, published, never used yet; active: every instance signs with it; retired: published, never signs. */
 export type SigningKeyState = "new" | "active" | "retired";
 

@@ -2,7 +2,8 @@
  * Retention of the webhook history (issue 38): with the default windows (delivered 30 days, failed 90 days) one run
  * deletes the finished deliveries past their window with their attempts, and an event once none of its deliveries
  * is left; pending deliveries, recent ones and failed ones inside their longer window stay. Several batches in one
- * run; one instance at a time (the lock); a log line and the counter per run.
+ * run; one instance at a time (the lock); a log line and the counter per run; each run counted by its result
+ * (ok, skipped while another holds the lock, failed), what the RetentionStuck alert reads (deploy/monitoring/).
  */
 import { Writable } from "node:stream";
 import type { RowDataPacket } from "mysql2/promise";
@@ -119,7 +120,9 @@ describe("webhook history retention", () => {
        SELECT 1000 + seq, 1000 + seq, 'ep_1', 'delivered', 1, 10, ?, 0 FROM seq_1_to_2500`,
       [old],
     );
-    const job = startRetention(SETTINGS, database.db, new Registry(), createLogger("silent"));
+    const registry = new Registry();
+    const job = startRetention(SETTINGS, database.db, registry, createLogger("silent"));
+    expect(await runs(registry)).toEqual({ ok: 0, failed: 0, skipped: 0 });
     const holder = await pool().getConnection();
     try {
       await holder.query("SELECT GET_LOCK(CONCAT('topwagers_retention:', DATABASE()), 0)");
@@ -131,5 +134,29 @@ describe("webhook history retention", () => {
     // With delivery 8 (failed 5,000 days ago, kept by the run before with a window of 0) and its two attempts.
     expect(await job.runOnce(NOW_MS)).toEqual({ deliveries: 2_501, attempts: 2, events: 2_501 });
     expect(await ids("SELECT id FROM webhook_deliveries WHERE id >= 1000")).toEqual([]);
+    expect(await runs(registry)).toEqual({ ok: 1, failed: 0, skipped: 1 });
+  });
+
+  it("a run the database refuses is counted as failed, and the lock is free for the next", async () => {
+    await delivery(9, 9, "delivered", 40);
+    await pool().query(
+      "CREATE TRIGGER refuse_delivery_delete BEFORE DELETE ON webhook_deliveries FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'",
+    );
+    const registry = new Registry();
+    const job = startRetention(SETTINGS, database.db, registry, createLogger("silent"));
+    try {
+      await expect(job.runOnce(NOW_MS)).rejects.toThrow("refused by the test");
+    } finally {
+      await pool().query("DROP TRIGGER refuse_delivery_delete");
+    }
+    expect(await runs(registry)).toEqual({ ok: 0, failed: 1, skipped: 0 });
+    expect(await job.runOnce(NOW_MS)).toEqual({ deliveries: 1, attempts: 2, events: 1 });
+    expect(await runs(registry)).toEqual({ ok: 1, failed: 1, skipped: 0 });
   });
 });
+
+/** topwagers_retention_runs_total by result. */
+async function runs(registry: Registry): Promise<Record<string, number>> {
+  const values = (await registry.getSingleMetric("topwagers_retention_runs_total")?.get())?.values ?? [];
+  return Object.fromEntries(values.map((v) => [String(v.labels.result), v.value]));
+}

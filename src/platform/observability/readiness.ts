@@ -20,9 +20,20 @@ export type ReadinessStatus =
   | { readonly status: "database_unavailable" }
   | { readonly status: "migrations_pending"; readonly schemaVersion: number; readonly expected: number };
 
+/** Every readiness status, in the order /metrics lists them (`topwagers_readiness{status}`). */
+export const READINESS_STATUSES = [
+  "ready",
+  "database_unavailable",
+  "migrations_pending",
+  "loading_keys",
+  "release_too_old",
+  "shutting_down",
+] as const satisfies readonly ReadinessStatus["status"][];
+
 export class Readiness {
   private serving = true;
   private readonly probes = new SingleFlight<ReadinessStatus>();
+  private last: ReadinessStatus["status"] | undefined;
 
   /** Whether the API keys are loaded; absent on a listener that takes no keys. */
   keysLoaded: (() => boolean) | undefined;
@@ -37,11 +48,20 @@ export class Readiness {
   /** From now on every probe answers shutting_down. */
   stopServing(): void {
     this.serving = false;
+    this.last = "shutting_down";
   }
 
   async check(): Promise<ReadinessStatus> {
     if (!this.serving) return { status: "shutting_down" };
-    return this.probes.run("database", () => this.probe());
+    const answer = await this.probes.run("database", () => this.probe());
+    // A probe that ends after stopServing() does not make a stopping instance look ready again.
+    if (this.serving) this.last = answer.status;
+    return answer;
+  }
+
+  /** The status the last finished check answered (undefined before the first): what /metrics shows. */
+  get lastStatus(): ReadinessStatus["status"] | undefined {
+    return this.last;
   }
 
   /** Ready, as a boolean (gRPC health). */

@@ -1,12 +1,13 @@
 /**
  * The metrics read from elsewhere when scraped: gauges and running totals of the result cache, the change feed,
- * the pools, the key set, the live boards, the fleet and Redis, for whichever sources an app has. The families
+ * the pools, the key set, the live boards, the fleet, Redis and readiness, for whichever sources an app has. The families
  * the app counts into are in ./metrics.ts.
  */
 
 import type { Pool } from "mysql2/promise";
 import { Counter, Gauge, type Registry } from "prom-client";
 import { poolUsage } from "../compat/mysql2.js";
+import { READINESS_STATUSES } from "./readiness.js";
 
 /** The protocols a live board is streamed over. */
 export const STREAM_PROTOCOLS = ["sse", "connect", "grpc", "grpc-web"] as const;
@@ -40,6 +41,8 @@ export interface MetricsSources {
     /** Seconds since the last good poll started. */
     lagSeconds: number;
   };
+  /** The status readiness answers (./readiness.ts), or the last one it answered when a probe takes long. */
+  readiness?: () => Promise<string | undefined>;
 }
 
 /** A value read when scraped: one number (no labels), or numbers by the one label. */
@@ -58,6 +61,7 @@ function eachReading(
  */
 export function readSources(registry: Registry, sources: MetricsSources): void {
   const { cacheStats, pools, redisConnected, changeFeed, live, apiKeys, keyCatchUp, computations, fleet } = sources;
+  if (sources.readiness !== undefined) readReadiness(registry, sources.readiness);
   if (apiKeys !== undefined) readApiKeys(registry, apiKeys);
   if (computations !== undefined) readComputations(registry, computations);
   if (fleet !== undefined) readFleet(registry, fleet);
@@ -262,4 +266,19 @@ function readRedis(registry: Registry, redisConnected: () => boolean): void {
     "1 while rate limits are shared through Redis, 0 while the in-memory insurance limiter counts.",
     () => (redisConnected() ? 1 : 0),
   );
+}
+
+function readReadiness(registry: Registry, status: () => Promise<string | undefined>): void {
+  new Gauge({
+    name: "topwagers_readiness",
+    help:
+      "1 on the status readiness (/readyz) answers on this instance, 0 on the others: ready, database_unavailable, " +
+      "migrations_pending, loading_keys, release_too_old, shutting_down.",
+    labelNames: ["status"],
+    registers: [registry],
+    async collect() {
+      const now = await status();
+      for (const one of READINESS_STATUSES) this.set({ status: one }, one === now ? 1 : 0);
+    },
+  });
 }

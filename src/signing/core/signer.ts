@@ -9,7 +9,8 @@
  * Every instance signs with the key the database says is active. The active key is read again at most
  * every `refreshMs` (default 2 s), so a key activated by the CLI or another instance is used everywhere
  * within that time, without a restart; the keys it replaced stay published (./published-keys.ts). The private key
- * lives only in this object's memory (a KeyObject): it is never logged, answered or counted.
+ * lives only in this object's memory (a KeyObject): it is never logged, answered or counted. `failing` says why the
+ * last attempt to sign failed, until one succeeds (the `topwagers_signing_failing` gauge).
  */
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import canonicalize from "canonicalize";
@@ -21,6 +22,7 @@ import {
   SIGNED_KINDS,
   type SignedKind,
   type SignedPayload,
+  type SigningFailure,
   type SigningKeyPurpose,
   type SigningKeyStore,
 } from "../../ports/signing.js";
@@ -48,6 +50,7 @@ export class Signer implements PayloadSigner {
   private held: { readonly key: HeldKey | undefined; readonly until: number } | undefined;
   private reading: Promise<HeldKey | undefined> | undefined;
   private count = 0;
+  private failure: SigningFailure | undefined;
 
   constructor(
     private readonly store: Pick<SigningKeyStore, "active">,
@@ -72,14 +75,23 @@ export class Signer implements PayloadSigner {
     return this.count;
   }
 
+  /** Why the last attempt to sign failed; undefined once one succeeds (or none failed). */
+  get failing(): SigningFailure | undefined {
+    return this.failure;
+  }
+
   async sign(payload: Readonly<Record<string, unknown>>): Promise<SignedPayload | undefined> {
     const keyed = await this.withActiveKey();
     return keyed === undefined ? undefined : keyed(payload);
   }
 
   async withActiveKey(): Promise<KeyedSigner | undefined> {
-    const held = await this.activeKey();
+    const held = await this.activeKey().catch((error: unknown) => {
+      this.failure = "key_read_failed";
+      throw error;
+    });
     if (held === undefined) {
+      this.failure = undefined; // read, and no key is active: nothing fails, signing is off
       this.options.onNoActiveKey?.();
       return undefined;
     }
@@ -88,6 +100,7 @@ export class Signer implements PayloadSigner {
       const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
         .setProtectedHeader({ alg: "EdDSA", kid: held.kid, typ })
         .sign(held.key);
+      this.failure = undefined;
       this.count += 1;
       this.options.onSigned?.(held.kid);
       return { jws, kid: held.kid };
