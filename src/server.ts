@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
+import { startRaceClock } from "./jobs/race-clock.js";
 import { startRetention } from "./jobs/retention.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./jobs/webhook-delivery.js";
 import { type Config, redact } from "./platform/config.js";
@@ -16,15 +17,13 @@ import type { LimiterFactory } from "./platform/limits/rate-limiter.js";
 import { createRedisLimiters } from "./platform/limits/redis-limiters.js";
 import { createLogger, type Logger } from "./platform/logger.js";
 import type { Metrics } from "./platform/observability/metrics.js";
-import { type RaceClockMetrics, raceClockMetrics } from "./platform/observability/race-clock-metrics.js";
+import { raceClockMetrics } from "./platform/observability/race-clock-metrics.js";
 import { schemaAheadWarning } from "./platform/observability/readiness.js";
 import { startTracing, type Tracing } from "./platform/observability/tracing.js";
 import { packageInfo } from "./platform/package-info.js";
 import { type ChangeWakeups, createChangeWakeups } from "./platform/redis/change-wakeups.js";
 import { createRedisFleet } from "./platform/redis/fleet.js";
 import { createOnePortServer, type OnePortServer } from "./platform/transport/one-port-server.js";
-import type { Races } from "./races/core/races.js";
-import type { StepFailure } from "./races/core/step-retry.js";
 import { currentSchemaVersion, migrate } from "./schema/migration-runner.js";
 import { assertReleaseMayUse, ReleaseTooOldError } from "./schema/release-floor.js";
 import { LATEST_SCHEMA_VERSION } from "./schema/schema-migrations.js";
@@ -285,57 +284,6 @@ function logListening(
   const fields = { port: at.port, host: config.host, database: redact(config.databaseUrl), rateLimits };
   logger.info(fields, `topwagers listening on ${config.host}:${at.port}`);
   if (tracing) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
-}
-
-/**
- * Runs `races.tick()` every `intervalMs`, the next tick only once the last one has finished (never two
- * at once); a failed tick is logged and the clock goes on. A race's step that fails is logged once per
- * wait (races/core/step-retry.ts) and counted; how late the oldest step is gets read every few seconds.
- * `stop()` ends it after the tick under way.
- */
-export function startRaceClock(
-  races: Pick<Races, "tick"> & Partial<Pick<Races, "overdueSeconds">>,
-  intervalMs: number,
-  logger: Logger,
-  metrics?: RaceClockMetrics,
-): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  let overdueReadAt = 0;
-  const onFailure = (failure: StepFailure) => {
-    metrics?.stepFailures.inc({ step: failure.step });
-    const { error, ...fields } = failure;
-    logger.warn({ ...fields, err: error }, `race ${failure.raceId}: its ${failure.step} failed; tried again later`);
-  };
-  const tick = async () => {
-    try {
-      const steps = await races.tick(onFailure);
-      if (steps.started + steps.ended + steps.frozen > 0) logger.info(steps, "race clock");
-      if (metrics !== undefined && races.overdueSeconds !== undefined && Date.now() - overdueReadAt >= 5_000) {
-        overdueReadAt = Date.now();
-        metrics.overdueSeconds.set(await races.overdueSeconds());
-      }
-    } catch (error) {
-      logger.warn({ err: error }, "race clock tick failed; the next tick tries again");
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = tick().then(schedule);
-    }, intervalMs);
-    timer.unref();
-  };
-  // The first tick at once: a freeze missed while every instance was down happens at start.
-  running = tick().then(schedule);
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
 }
 
 async function listen(server: OnePortServer, port: number, host: string): Promise<number> {

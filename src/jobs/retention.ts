@@ -12,6 +12,7 @@ import type { RetentionSettings } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import type { Logger } from "../platform/logger.js";
 import { type PrunedRows, pruneWebhookBatch, withRetentionLock } from "../webhooks/sql/webhook-retention.js";
+import { every } from "./every.js";
 import { type PrunedWagers, pruneWagers, wagerRetentionMetrics } from "./wager-retention.js";
 
 const BATCH = 1_000;
@@ -45,7 +46,6 @@ export function startRetention(
   const runs = retentionRuns(registry);
   const pruningWagers = settings.wagerDays > 0 || settings.hourlyDays > 0;
   const wagerMetrics = pruningWagers ? wagerRetentionMetrics(registry, deleted) : undefined;
-  let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
   const prune = async (nowMs: number): Promise<RetentionRun | undefined> =>
     withRetentionLock(database.write, async (connection) => {
@@ -71,19 +71,18 @@ export function startRetention(
       return { ...pruned, wagers };
     });
   const runOnce = (nowMs = Date.now()) => runs.counted(prune(nowMs));
-  const tick = () => {
-    running = runOnce().catch((error: unknown) => {
-      logger.warn({ err: error }, "retention run failed; the next run tries again");
-    });
-  };
-  const timer = settings.everySeconds > 0 ? setInterval(tick, settings.everySeconds * 1000) : undefined;
-  timer?.unref();
+  const job =
+    settings.everySeconds > 0
+      ? every(settings.everySeconds * 1000, async () => void (await runOnce()), {
+          first: "after",
+          onError: (error) => logger.warn({ err: error }, "retention run failed; the next run tries again"),
+        })
+      : undefined;
   return {
     runOnce,
     async stop() {
       stopped = true;
-      if (timer !== undefined) clearInterval(timer);
-      await running;
+      await job?.stop();
     },
   };
 }

@@ -20,6 +20,7 @@ import { WebhookAdmin } from "../webhooks/core/endpoint-admin.js";
 import { checkWebhookTarget } from "../webhooks/outbound/address-guard.js";
 import { createWebhookTransport } from "../webhooks/outbound/webhook-sender.js";
 import { MariadbWebhookStore } from "../webhooks/sql/webhooks.js";
+import { every, type Repeating } from "./every.js";
 
 /** How often the queue gauges (oldest due delivery, disabled endpoints) are read, on every instance. */
 const QUEUE_STATE_EVERY_MS = 5_000;
@@ -78,13 +79,14 @@ export function startWebhookDelivery(
     void resealAtStart(settings, database, logger);
   }
   // The queue gauges are read on every instance, delivering or not: "no instance delivers" shows anywhere.
-  const stopReading = readQueueState(store, metrics);
-  if (!settings.delivery) return { store, worker: undefined, stop: async () => stopReading() };
+  const gauges = readQueueState(store, metrics);
+  if (!settings.delivery) return { store, worker: undefined, stop: () => gauges.stop() };
   const transport = createWebhookTransport({
     allowPrivate: settings.allowPrivateUrls,
     userAgent: `topwagers-webhooks/${packageInfo().version}`,
   });
   const worker = new DeliveryWorker({
+    schedule: every,
     store,
     transport,
     retryScale: settings.retryScale,
@@ -98,7 +100,7 @@ export function startWebhookDelivery(
     store,
     worker,
     async stop() {
-      stopReading();
+      await gauges.stop();
       await worker.stop();
       transport.close();
     },
@@ -193,9 +195,9 @@ function deliveryObserver(metrics: Metrics, logger: Logger): DeliveryObserver {
   };
 }
 
-/** Reads the queue gauges (oldest due delivery, disabled endpoints) now and every few seconds; returns the stop. */
-function readQueueState(store: MariadbWebhookStore, metrics: Metrics): () => void {
-  const readQueue = async () => {
+/** Reads the queue gauges (oldest due delivery, disabled endpoints) now and every few seconds. */
+function readQueueState(store: MariadbWebhookStore, metrics: Metrics): Repeating {
+  return every(QUEUE_STATE_EVERY_MS, async () => {
     try {
       const state = await store.queueState(Date.now());
       metrics.webhookOldestDueSeconds.set(state.oldestDueAgeMs / 1000);
@@ -203,9 +205,5 @@ function readQueueState(store: MariadbWebhookStore, metrics: Metrics): () => voi
     } catch {
       // The database is away: the gauges keep their last reading; readiness reports the outage.
     }
-  };
-  void readQueue();
-  const timer = setInterval(() => void readQueue(), QUEUE_STATE_EVERY_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+  });
 }

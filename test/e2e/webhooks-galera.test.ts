@@ -14,6 +14,7 @@
 import { randomBytes } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { every } from "../../src/jobs/every.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../../src/platform/database/database.js";
 import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import { migrate } from "../../src/schema/migration-runner.js";
@@ -70,6 +71,7 @@ function workerOn(index: number, leaseMs: number, results: AttemptResult[]): Del
   const transport = createWebhookTransport({ allowPrivate: true, userAgent: "topwagers-test" });
   transports.push(transport);
   const worker = new DeliveryWorker({
+    schedule: every,
     store: stores[index] as MariadbWebhookStore,
     transport,
     retryScale: 0.001,

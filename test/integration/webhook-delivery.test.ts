@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { every } from "../../src/jobs/every.js";
 import { openDatabase } from "../../src/platform/database/database.js";
 import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import type { StoredWebhookDelivery, StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
@@ -52,6 +53,7 @@ function worker(
   const transport = createWebhookTransport({ allowPrivate: options.allowPrivate ?? true, userAgent: "topwagers-test" });
   transports.push(transport);
   const made = new DeliveryWorker({
+    schedule: every,
     store: on,
     transport,
     retryScale: SCALE,

@@ -4,6 +4,7 @@
  * retry instead of overtaking it. Another race's event is not held back by it.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { every } from "../../src/jobs/every.js";
 import { DeliveryWorker } from "../../src/webhooks/core/delivery-worker.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
@@ -41,6 +42,7 @@ describe("one race's events to an endpoint", () => {
       return { status: 500 };
     });
     const worker = new DeliveryWorker({
+      schedule: every,
       store,
       transport,
       retryScale: 0.01,

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
+import { every } from "../../src/jobs/every.js";
 import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import type { StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
 import type { WebhookEventType } from "../../src/values/webhook-events.js";
@@ -112,7 +113,15 @@ export function quickDeliveryWorker(
   transport: WebhookTransport,
   instance: string,
 ): DeliveryWorker {
-  return new DeliveryWorker({ store, transport, retryScale: 0.001, timeoutMs: 3_000, pollMs: 20, instance });
+  return new DeliveryWorker({
+    schedule: every,
+    store,
+    transport,
+    retryScale: 0.001,
+    timeoutMs: 3_000,
+    pollMs: 20,
+    instance,
+  });
 }
 
 export interface WebhookBench {

@@ -6,10 +6,10 @@
  */
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
+import { startRaceClock } from "../../src/jobs/race-clock.js";
 import { silentLogger } from "../../src/platform/logger.js";
 import { raceClockMetrics } from "../../src/platform/observability/race-clock-metrics.js";
 import type { StepFailure } from "../../src/races/core/step-retry.js";
-import { startRaceClock } from "../../src/server.js";
 
 const NOTHING = { started: 0, ended: 0, frozen: 0 };
 

@@ -12,6 +12,8 @@
  * taken oldest first, which is the order of their events (a retry waiting for its time does not
  * hold the events behind it back: a receiver must order by the payload, not by arrival).
  */
+
+import type { Repeating, Schedule } from "../../ports/schedule.js";
 import type {
   ClaimedWebhookDelivery,
   WebhookAttempt,
@@ -70,6 +72,8 @@ export interface DeliveryWorkerOptions {
   readonly instance: string;
   readonly observer?: DeliveryObserver;
   readonly now?: () => number;
+  /** The loop the claims run on (jobs/every.ts). */
+  readonly schedule: Schedule;
 }
 
 /** Outcomes recorded together: at most this many, waiting at most RECORD_DELAY_MS for company. */
@@ -90,11 +94,9 @@ interface PendingRecord {
 export class DeliveryWorker {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly busy = new Map<string, number>();
-  private running = false;
   /** The last claim took as many as it could: more may be due, so a finished attempt wakes the loop. */
   private saturated = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private loop: Repeating | undefined;
   private readonly maxInFlight: number;
   private readonly perEndpoint: number;
   private readonly now: () => number;
@@ -122,23 +124,22 @@ export class DeliveryWorker {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
+    if (this.loop !== undefined) return;
     this.stopping = false;
-    this.loop = this.run();
+    this.loop = this.options.schedule(this.options.pollMs, () => this.poll());
   }
 
   /** Looks for due deliveries now (after a local commit of an event, or in tests). */
   wake(): void {
-    this.wakeUp?.();
+    this.loop?.wake();
   }
 
   /** Stops claiming and waits for the attempts in flight to be recorded. */
   async stop(): Promise<void> {
-    this.running = false;
     this.stopping = true;
-    this.wake();
-    await this.loop;
+    const loop = this.loop;
+    this.loop = undefined;
+    await loop?.stop();
     await Promise.allSettled([...this.inFlight.values()]);
   }
 
@@ -149,26 +150,18 @@ export class DeliveryWorker {
     return claimed;
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      let claimed = 0;
-      try {
-        claimed = await this.claim();
-      } catch (error) {
-        this.failed(error);
-      }
-      // A full claim: more may be due; go again as soon as an attempt ends (it wakes the loop).
-      // Some claimed: look again at once. Nothing due: wait a poll (or a wake-up).
-      const full = this.inFlight.size >= this.maxInFlight;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, claimed > 0 && !full ? 0 : this.options.pollMs);
-        this.wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wakeUp = undefined;
+  /** One step of the loop: a claim; how long until the next one. */
+  private async poll(): Promise<number> {
+    let claimed = 0;
+    try {
+      claimed = await this.claim();
+    } catch (error) {
+      this.failed(error);
     }
+    // A full claim: more may be due; go again as soon as an attempt ends (it wakes the loop).
+    // Some claimed: look again at once. Nothing due: wait a poll (or a wake-up).
+    const full = this.inFlight.size >= this.maxInFlight;
+    return claimed > 0 && !full ? 0 : this.options.pollMs;
   }
 
   private async claim(): Promise<number> {
