@@ -18,7 +18,7 @@ import type mysql from "mysql2/promise";
 import { mariadbStandings } from "../src/boards/sql/standings-store.js";
 import { type Database, openDatabase } from "../src/platform/database/database.js";
 import { WebhookSecretBox } from "../src/platform/database/secret-box.js";
-import { Races } from "../src/races/core/races.js";
+import { newRaces, type Races } from "../src/races/core/races.js";
 import { mariadbRaces } from "../src/races/sql/race-store.js";
 import { migrate } from "../src/schema/migration-runner.js";
 import { ensureActiveKey } from "../src/signing/core/keys.js";
@@ -38,7 +38,7 @@ function racesOn(
   tickConcurrency: number | undefined,
   signer: Signer | undefined,
 ): Races {
-  return new Races({
+  return newRaces({
     ...(signer === undefined ? {} : { signer }),
     ...(tickConcurrency === undefined ? {} : { tickConcurrency }),
     store: mariadbRaces(db.write),

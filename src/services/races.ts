@@ -11,7 +11,7 @@ import { causalStandings, mariadbStandings } from "../boards/sql/standings-store
 import type { Config } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import type { PayloadSigner } from "../ports/signing.js";
-import { Races } from "../races/core/races.js";
+import { newRaces, type Races } from "../races/core/races.js";
 import { mariadbRaces } from "../races/sql/race-store.js";
 
 export interface RacesParts {
@@ -27,7 +27,7 @@ export interface RacesParts {
 
 export function createRaces({ database, config, signer, leaderboard, now }: RacesParts): Races {
   const boards = mariadbStandings(database.leaderboard);
-  return new Races({
+  return newRaces({
     signer,
     store: mariadbRaces(database.write),
     standings: leaderboard === undefined ? boards : boardStandings(leaderboard, boards),

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
 import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
-import { Races } from "../../src/races/core/races.js";
+import { newRaces, type Races } from "../../src/races/core/races.js";
 import { mariadbRaces } from "../../src/races/sql/race-store.js";
 import { DUE_RACES_SQL } from "../../src/races/sql/races.js";
 import { useTestDatabase } from "../support/database.js";
@@ -38,7 +38,7 @@ let affiliateId = 0;
 
 function races(): Races {
   const db = database.db;
-  return new Races({
+  return newRaces({
     store: mariadbRaces(db.write),
     standings: mariadbStandings(db.write),
     freezeStandings: mariadbStandings(db.write),

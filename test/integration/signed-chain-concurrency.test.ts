@@ -9,7 +9,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
 import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
-import { Races } from "../../src/races/core/races.js";
+import { newRaces, type Races } from "../../src/races/core/races.js";
 import { mariadbRaces } from "../../src/races/sql/race-store.js";
 import { makeSigningKey } from "../../src/signing/core/keys.js";
 import { Signer } from "../../src/signing/core/signer.js";
@@ -28,7 +28,7 @@ const clock = { now: NOV_1 + 100 };
 function instance(): Races {
   const db = server.database.db;
   const keys = mariadbSigningKeys(db.write, new WebhookSecretBox(undefined));
-  return new Races({
+  return newRaces({
     store: mariadbRaces(db.write),
     standings: mariadbStandings(db.read),
     freezeStandings: mariadbStandings(db.write),

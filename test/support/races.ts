@@ -13,7 +13,7 @@ import type { Database } from "../../src/platform/database/database.js";
 import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
 import type { PayloadSigner } from "../../src/ports/signing.js";
 import type { RaceDefinitionFields } from "../../src/races/core/race-rules.js";
-import { Races, type RaceView } from "../../src/races/core/races.js";
+import { newRaces, type Races, type RaceView } from "../../src/races/core/races.js";
 import { mariadbRaces } from "../../src/races/sql/race-store.js";
 import type { WebhookEventType } from "../../src/values/webhook-events.js";
 import { MariadbWebhookStore } from "../../src/webhooks/sql/webhooks.js";
@@ -35,7 +35,7 @@ export interface InstanceRaces {
 export function instanceRaces(db: Database, options: InstanceRaces): Races {
   const boards = options.boards ?? db.read;
   const avatar = options.avatar ?? "";
-  return new Races({
+  return newRaces({
     store: mariadbRaces(db.write),
     standings: boardStandings(
       new Leaderboard({

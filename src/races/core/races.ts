@@ -1,5 +1,6 @@
 /**
- * Races as every skin calls them: one object over the race services, each in its own file by job:
+ * Races as every skin calls them: one object whose methods are those of the race services, each in its own file
+ * by job:
  * - race-reads.ts: read a race (by id, or a series' current race by slug) and list an affiliate's races, a
  *   signed result, a race's history (also a deleted race's);
  * - race-admin.ts: the owner's writes (define, change, delete, cancel);
@@ -29,59 +30,33 @@ export type {
   UpdatedRace,
 } from "./race-view.js";
 
-export class Races {
-  private readonly reads: RaceReads;
-  private readonly admin: RaceAdmin;
-  private readonly clock: RaceClock;
+/** What each part answers: the reads, the owner's writes, the clock's steps. */
+const READS = ["get", "signedResult", "history", "deletedHistory", "list"] as const;
+const ADMIN = ["create", "update", "delete", "cancel"] as const;
+const CLOCK = ["tick", "overdueSeconds"] as const;
 
-  constructor(options: RacesOptions) {
-    const now = options.now ?? (() => Math.floor(Date.now() / 1000));
-    this.reads = new RaceReads(options, now);
-    this.admin = new RaceAdmin(options, now, this.reads);
-    this.clock = new RaceClock(options, now, this.reads);
-  }
+/** The one object the skins, the CLI and the jobs hold: each call is the method of the part that does it. */
+export type Races = Pick<RaceReads, (typeof READS)[number]> &
+  Pick<RaceAdmin, (typeof ADMIN)[number]> &
+  Pick<RaceClock, (typeof CLOCK)[number]>;
 
-  create(...call: Parameters<RaceAdmin["create"]>) {
-    return this.admin.create(...call);
-  }
+export function newRaces(options: RacesOptions): Races {
+  const now = options.now ?? (() => Math.floor(Date.now() / 1000));
+  const reads = new RaceReads(options, now);
+  const admin = new RaceAdmin(options, now, reads);
+  const clock = new RaceClock(options, now, reads);
+  return { ...methodsOf(reads, READS), ...methodsOf(admin, ADMIN), ...methodsOf(clock, CLOCK) };
+}
 
-  update(...call: Parameters<RaceAdmin["update"]>) {
-    return this.admin.update(...call);
+/** The named methods of `part`, bound to it. */
+function methodsOf<Part extends object, Name extends keyof Part & string>(
+  part: Part,
+  names: readonly Name[],
+): Pick<Part, Name> {
+  const methods = {} as Pick<Part, Name>;
+  for (const name of names) {
+    const method = part[name] as (...args: unknown[]) => unknown;
+    (methods as Record<string, unknown>)[name] = method.bind(part);
   }
-
-  delete(...call: Parameters<RaceAdmin["delete"]>) {
-    return this.admin.delete(...call);
-  }
-
-  cancel(...call: Parameters<RaceAdmin["cancel"]>) {
-    return this.admin.cancel(...call);
-  }
-
-  get(...call: Parameters<RaceReads["get"]>) {
-    return this.reads.get(...call);
-  }
-
-  signedResult(...call: Parameters<RaceReads["signedResult"]>) {
-    return this.reads.signedResult(...call);
-  }
-
-  history(...call: Parameters<RaceReads["history"]>) {
-    return this.reads.history(...call);
-  }
-
-  deletedHistory(...call: Parameters<RaceReads["deletedHistory"]>) {
-    return this.reads.deletedHistory(...call);
-  }
-
-  list(...call: Parameters<RaceReads["list"]>) {
-    return this.reads.list(...call);
-  }
-
-  tick(...call: Parameters<RaceClock["tick"]>) {
-    return this.clock.tick(...call);
-  }
-
-  overdueSeconds() {
-    return this.clock.overdueSeconds();
-  }
+  return methods;
 }
