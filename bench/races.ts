@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import type mysql from "mysql2/promise";
 import { mariadbStandings } from "../src/boards/sql/standings-store.js";
 import { type Database, openDatabase } from "../src/platform/database/database.js";
-import { WebhookSecretBox } from "../src/platform/database/secret-box.js";
+import { SecretBox } from "../src/platform/database/secret-box.js";
 import { newRaces, type Races } from "../src/races/core/races.js";
 import { mariadbRaces } from "../src/races/sql/race-store.js";
 import { migrate } from "../src/schema/migration-runner.js";
@@ -97,7 +97,7 @@ export async function runRacesBench(args: string[]): Promise<void> {
   for (let i = 1; i < instanceCount; i++) dbs.push(await openDatabase({ url, poolSize: 4, queryTimeoutMs: 600_000 }));
   // The freezing instance's statements (its writes and the freeze's board reads; not the reader's boards).
   const statements = new StatementTally(data.db.write);
-  const keys = mariadbSigningKeys(data.db.write, new WebhookSecretBox(undefined));
+  const keys = mariadbSigningKeys(data.db.write, new SecretBox(undefined));
   if (signing) await ensureActiveKey(keys, Math.floor(Date.now() / 1000));
   const signer = signing ? new Signer(keys, { issuer: "https://casino.example" }) : undefined;
   const instances = dbs.map((db) => racesOn(db, clock, tickConcurrency, signer));

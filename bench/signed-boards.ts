@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { openDatabase } from "../src/platform/database/database.js";
-import { WebhookSecretBox } from "../src/platform/database/secret-box.js";
+import { SecretBox } from "../src/platform/database/secret-box.js";
 import { makeSigningKey } from "../src/signing/core/keys.js";
 import { mariadbSigningKeys } from "../src/signing/sql/signing-keys.js";
 import { OCT_1, prepareDatabase } from "./http.js";
@@ -45,7 +45,7 @@ const REQUEST = { startTimestamp: OCT_1, endTimestamp: OCT_1 + 15 * 86_400 - 1, 
 async function activateKey(databaseUrl: string): Promise<void> {
   const db = await openDatabase({ url: databaseUrl, poolSize: 1 });
   try {
-    const store = mariadbSigningKeys(db.write, new WebhookSecretBox(undefined));
+    const store = mariadbSigningKeys(db.write, new SecretBox(undefined));
     const key = await makeSigningKey();
     const now = Math.floor(Date.now() / 1000);
     await store.insert(key, now);

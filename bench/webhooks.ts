@@ -16,7 +16,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../src/platform/database/database.js";
-import { WebhookSecretBox } from "../src/platform/database/secret-box.js";
+import { SecretBox } from "../src/platform/database/secret-box.js";
 import { inTransaction } from "../src/platform/database/transactions.js";
 import { newWebhookSecret } from "../src/webhooks/core/signature.js";
 import { enqueueWebhookEvent } from "../src/webhooks/sql/webhook-outbox.js";
@@ -94,7 +94,7 @@ export async function runWebhooksBench(args: string[]): Promise<void> {
   const port = (receiver.address() as { port: number }).port;
 
   const db = await openDatabase({ url: databaseUrl, poolSize: 4 });
-  const store = new MariadbWebhookStore(db.write, new WebhookSecretBox(undefined));
+  const store = new MariadbWebhookStore(db.write, new SecretBox(undefined));
   const affiliates: number[] = [];
   for (let i = 0; i < endpoints; i++) {
     const endpoint = await store.insertEndpoint({

@@ -19,7 +19,7 @@ import { mariadbApiKeys } from "../keys/sql/key-stores.js";
 import { type Config, loadConfig } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import { openDatabase } from "../platform/database/database.js";
-import { WebhookSecretBox } from "../platform/database/secret-box.js";
+import { SecretBox } from "../platform/database/secret-box.js";
 import { silentLogger } from "../platform/logger.js";
 import { serve } from "../server.js";
 import { createRaces } from "../services/races.js";
@@ -68,7 +68,7 @@ export async function runDemo(args: string[]): Promise<void> {
       const issued = await issueDemoKeys(db);
       await ensureDemoRace(db, config);
       // Final results are signed (docs/verify.md): the demo has an active key without any setting.
-      const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
+      const box = new SecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
       await ensureActiveKey(mariadbSigningKeys(db.write, box), Math.floor(Date.now() / 1000));
       return issued;
     },

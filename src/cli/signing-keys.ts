@@ -6,7 +6,7 @@
  * without a restart. The private half is sealed with WEBHOOK_SECRET_KEY at rest and never printed.
  */
 import { loadConfig } from "../platform/config.js";
-import { WebhookSecretBox } from "../platform/database/secret-box.js";
+import { SecretBox } from "../platform/database/secret-box.js";
 import type { PublishedSigningKey, SigningKeyPurpose, SigningKeyStore } from "../ports/signing.js";
 import { makeSigningKey } from "../signing/core/keys.js";
 import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
@@ -17,7 +17,7 @@ import { RUN } from "./usage.js";
 /** Runs `work` with the results' keys and the live keys. */
 function withSigningKeys<T>(work: (stores: Record<SigningKeyPurpose, SigningKeyStore>) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const box = new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
+  const box = new SecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
   return withDatabase(
     (db) =>
       work({ result: mariadbSigningKeys(db.write, box, "result"), live: mariadbSigningKeys(db.write, box, "live") }),

@@ -18,7 +18,8 @@ export interface EveryOptions {
 
 export function every(
   ms: number,
-  step: () => Promise<number | undefined | void> | number | undefined | void,
+  /** Its answer, when a number, is the delay before the next step (ms). */
+  step: () => unknown,
   options: EveryOptions = {},
 ): Repeating {
   let stopped = false;
@@ -30,14 +31,15 @@ export function every(
     timer = undefined;
     stepping = true;
     woken = false;
-    let delay: number | undefined | void = ms;
+    let delay = ms;
     try {
-      delay = await step();
+      const answer = await step();
+      if (typeof answer === "number") delay = answer;
     } catch (error) {
       options.onError?.(error);
     }
     stepping = false;
-    schedule(woken ? 0 : (delay ?? ms));
+    schedule(woken ? 0 : delay);
   };
   const schedule = (delay: number) => {
     if (stopped) return;

@@ -73,7 +73,7 @@ export function startRetention(
   const runOnce = (nowMs = Date.now()) => runs.counted(prune(nowMs));
   const job =
     settings.everySeconds > 0
-      ? every(settings.everySeconds * 1000, async () => void (await runOnce()), {
+      ? every(settings.everySeconds * 1000, () => runOnce(), {
           first: "after",
           onError: (error) => logger.warn({ err: error }, "retention run failed; the next run tries again"),
         })

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import type { WebhookSettings } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import { isTransientDatabaseError } from "../platform/database/database-errors.js";
-import { WebhookSecretBox } from "../platform/database/secret-box.js";
+import { SecretBox } from "../platform/database/secret-box.js";
 import { manualSendCounter } from "../platform/limits/manual-sends.js";
 import type { LimiterFactory } from "../platform/limits/rate-limiter.js";
 import type { Logger } from "../platform/logger.js";
@@ -36,7 +36,7 @@ export interface WebhookDelivery {
 
 /** The store the services use (endpoints, deliveries), with the secrets' key. */
 export function webhookStore(settings: WebhookSettings, database: Database): MariadbWebhookStore {
-  return new MariadbWebhookStore(database.write, new WebhookSecretBox(settings.secretKey, settings.previousSecretKeys));
+  return new MariadbWebhookStore(database.write, new SecretBox(settings.secretKey, settings.previousSecretKeys));
 }
 
 /**
@@ -113,7 +113,7 @@ export function startWebhookDelivery(
  */
 async function resealAtStart(settings: WebhookSettings, database: Database, logger: Logger): Promise<void> {
   try {
-    const box = new WebhookSecretBox(settings.secretKey, settings.previousSecretKeys);
+    const box = new SecretBox(settings.secretKey, settings.previousSecretKeys);
     const report = await resealSecrets(database.write, box);
     if (report.resealed > 0) {
       logger.info(

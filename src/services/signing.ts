@@ -1,8 +1,8 @@
 /**
- * Signing, built once for a process: the signing parts an app is built with: the signer every freeze uses (the active result key, read from the
- * database, or the key file SIGNING_KEY_FILE when set), the live signer of live races and boards (the live key,
+ * Signing, built once for a process: the signer every freeze uses (the active result key, read from the database,
+ * or the key file SIGNING_KEY_FILE when set), the live signer of live races and boards (the live key,
  * made once for the fleet when signing is on and there is none: signing/core/live-key.ts), the published keys of
- * each behind their JWK Sets, and their skin. Keys in the database are sealed at rest by the webhook secrets' box
+ * each behind their JWK Sets, and their skin. Keys in the database are sealed at rest by the secret box
  * (WEBHOOK_SECRET_KEY), see signing/sql/signing-keys.ts.
  */
 
@@ -10,7 +10,7 @@ import { BoardSignatures } from "../boards/wire/parts/board-signatures.js";
 import { affiliateExternalIdOf } from "../ingest/sql/affiliates.js";
 import type { Config } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
-import { WebhookSecretBox } from "../platform/database/secret-box.js";
+import { SecretBox } from "../platform/database/secret-box.js";
 import type { Logger } from "../platform/logger.js";
 import type { SigningKeyStore } from "../ports/signing.js";
 import { withKeyFile } from "../signing/core/key-file.js";
@@ -83,16 +83,12 @@ export function resultSigner(
   return signerOfResults(config, resultKeys(config, database, secretBox(config)), logger, noKeyWarning(logger));
 }
 
-function secretBox(config: Pick<Config, "webhooks">): WebhookSecretBox {
-  return new WebhookSecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
+function secretBox(config: Pick<Config, "webhooks">): SecretBox {
+  return new SecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
 }
 
 /** The result keys: the database's, or the key file's in front of them when SIGNING_KEY_FILE is set. */
-function resultKeys(
-  config: Pick<Config, "signingKeyFile">,
-  database: Database,
-  box: WebhookSecretBox,
-): SigningKeyStore {
+function resultKeys(config: Pick<Config, "signingKeyFile">, database: Database, box: SecretBox): SigningKeyStore {
   const inDatabase = mariadbSigningKeys(database.write, box, "result");
   const file = config.signingKeyFile;
   return file === undefined ? inDatabase : withKeyFile(inDatabase, file.privateKey, Math.floor(Date.now() / 1000));

@@ -20,7 +20,7 @@ import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader } from "jo
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { runCli } from "../support/cli.js";
 import { useTestDatabase } from "../support/database.js";
 import { NOV_1 } from "../support/dates.js";
@@ -105,17 +105,14 @@ describe("the private signing key", () => {
     const [rows] = await database.db.read.query<RowDataPacket[]>("SELECT kid, private_sealed FROM signing_keys");
     expect(rows).toHaveLength(1);
     const kid = String(rows[0]?.kid);
-    const d = new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(
-      `signing-key:${kid}`,
-      rows[0]?.private_sealed,
-    );
+    const d = new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(`signing-key:${kid}`, rows[0]?.private_sealed);
     const raw = Buffer.from(d, "base64url");
     expect(raw).toHaveLength(32);
     // The live key the server made for the signed board, sealed under its own name.
     const [live] = await database.db.read.query<RowDataPacket[]>("SELECT kid, private_sealed FROM live_signing_keys");
     expect(live).toHaveLength(1);
     const liveKid = String(live[0]?.kid);
-    const liveD = new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(
+    const liveD = new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(
       `live-signing-key:${liveKid}`,
       live[0]?.private_sealed,
     );
@@ -190,7 +187,7 @@ describe("the live key on the CLI", () => {
         made.kid,
       ])
     )[0];
-    const d = new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(
+    const d = new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(
       `live-signing-key:${made.kid}`,
       row?.private_sealed,
     );

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, ensureDatabaseExists, openDatabase } from "../../src/platform/database/database.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { migrate } from "../../src/schema/migration-runner.js";
 import { MariadbWebhookStore } from "../../src/webhooks/sql/webhooks.js";
 import { until } from "../support/mariadb-topology.js";
@@ -45,7 +45,7 @@ beforeAll(async () => {
     await ensureDatabaseExists(url);
     database = await openDatabase({ url, poolSize: 2 });
     await migrate(database.write);
-    store = new MariadbWebhookStore(database.write, new WebhookSecretBox(undefined));
+    store = new MariadbWebhookStore(database.write, new SecretBox(undefined));
     receiver = await startWebhookReceiver();
     receiver.answer(() => ({ status: 200, body: "ok", delayMs: RECEIVER_DELAY_MS }));
     server = await startServerProcess({

@@ -16,7 +16,7 @@ import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { every } from "../../src/jobs/every.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../../src/platform/database/database.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { migrate } from "../../src/schema/migration-runner.js";
 import { type AttemptResult, DeliveryWorker } from "../../src/webhooks/core/delivery-worker.js";
 import { createWebhookTransport } from "../../src/webhooks/outbound/webhook-sender.js";
@@ -28,7 +28,7 @@ import { allDelivered, deliveryLogOf, receiptsOf, testEventsTo } from "../suppor
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const DB = "tw_webhooks_galera";
-const box = new WebhookSecretBox(randomBytes(32));
+const box = new SecretBox(randomBytes(32));
 
 let topology: Topology | undefined;
 let receiver: WebhookReceiver | undefined;

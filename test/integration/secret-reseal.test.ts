@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { resealSecrets } from "../../src/signing/sql/secret-reseal.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -46,7 +46,7 @@ describe("re-sealing stored secrets", () => {
   }
 
   /** What `box` opens of the stored values (undefined where it cannot). */
-  async function opened(box: WebhookSecretBox): Promise<Record<string, string | undefined>> {
+  async function opened(box: SecretBox): Promise<Record<string, string | undefined>> {
     const rows = await stored();
     const attempt = (aad: string, value: Buffer | undefined) => {
       try {
@@ -65,7 +65,7 @@ describe("re-sealing stored secrets", () => {
   }
 
   it("plain secrets are sealed once a key is set, then a rotation moves them to the new key", async () => {
-    const plain = new WebhookSecretBox(undefined);
+    const plain = new SecretBox(undefined);
     await pool().query("INSERT INTO affiliates (external_id, created_at) VALUES ('aff-reseal', 0)");
     await pool().query(
       `INSERT INTO webhook_endpoints (id, affiliate_id, url, event_types, secret, previous_secret, created_at, updated_at)
@@ -83,24 +83,24 @@ describe("re-sealing stored secrets", () => {
     );
     expect((await stored()).ep_1.toString("utf8")).toBe("plain:whsec_one");
 
-    const boxA = new WebhookSecretBox(KEY_A);
+    const boxA = new SecretBox(KEY_A);
     expect(await resealSecrets(pool(), boxA)).toEqual({ resealed: 5, unreadable: 0 });
     for (const value of Object.values(await stored())) expect(value.toString("utf8").startsWith("enc1:")).toBe(true);
     expect(await opened(boxA)).toEqual(SECRETS);
     expect(await resealSecrets(pool(), boxA)).toEqual({ resealed: 0, unreadable: 0 });
 
     // Rotation: B is the key, A the previous one. Before re-sealing, the ring opens everything A sealed.
-    const ring = new WebhookSecretBox(KEY_B, [KEY_A]);
+    const ring = new SecretBox(KEY_B, [KEY_A]);
     expect(await opened(ring)).toEqual(SECRETS);
-    expect(await opened(new WebhookSecretBox(KEY_B))).toEqual(NONE_OPENED);
+    expect(await opened(new SecretBox(KEY_B))).toEqual(NONE_OPENED);
     expect(await resealSecrets(pool(), ring)).toEqual({ resealed: 5, unreadable: 0 });
-    expect(await opened(new WebhookSecretBox(KEY_B))).toEqual(SECRETS);
+    expect(await opened(new SecretBox(KEY_B))).toEqual(SECRETS);
     expect(await opened(boxA)).toEqual(NONE_OPENED);
   });
 
   it("a value no key of the ring opens is counted and left as it is", async () => {
     const before = await stored();
-    expect(await resealSecrets(pool(), new WebhookSecretBox(randomBytes(32), [KEY_A]))).toEqual({
+    expect(await resealSecrets(pool(), new SecretBox(randomBytes(32), [KEY_A]))).toEqual({
       resealed: 0,
       unreadable: 5,
     });

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { newRaces, type Races } from "../../src/races/core/races.js";
 import { mariadbRaces } from "../../src/races/sql/race-store.js";
 import { makeSigningKey } from "../../src/signing/core/keys.js";
@@ -27,7 +27,7 @@ const clock = { now: NOV_1 + 100 };
 /** One instance's Races, freezing four races at a time with its own signer. */
 function instance(): Races {
   const db = server.database.db;
-  const keys = mariadbSigningKeys(db.write, new WebhookSecretBox(undefined));
+  const keys = mariadbSigningKeys(db.write, new SecretBox(undefined));
   return newRaces({
     store: mariadbRaces(db.write),
     standings: mariadbStandings(db.read),
@@ -76,7 +76,7 @@ describe("the chain of signed results under concurrent freezes", () => {
     const db = server.database.db;
     await addBoard(db, "chain-a", [["ca1", "ann", "", ["300", NOV_1 + 10]]]);
     await addBoard(db, "chain-b", [["cb1", "bob", "", ["200", NOV_1 + 20]]]);
-    const keys = mariadbSigningKeys(db.write, new WebhookSecretBox(undefined));
+    const keys = mariadbSigningKeys(db.write, new SecretBox(undefined));
     const key = await makeSigningKey();
     await keys.insert(key, NOV_1);
     await keys.activate(key.kid, NOV_1);

@@ -12,7 +12,7 @@ import { CompactSign, compactVerify, createLocalJWKSet, generateKeyPair, type JS
 import type { RowDataPacket } from "mysql2/promise";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RaceService } from "../../gen/topwagers/v1/races_pb.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { makeSigningKey } from "../../src/signing/core/keys.js";
 import { Signer } from "../../src/signing/core/signer.js";
 import { mariadbSigningKeys } from "../../src/signing/sql/signing-keys.js";
@@ -28,7 +28,7 @@ const DAY = 86_400;
 let now = NOV_1 - 100;
 let apiKey = "";
 let otherKey = "";
-const keys = () => mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(undefined));
+const keys = () => mariadbSigningKeys(server.database.db.write, new SecretBox(undefined));
 
 interface Signed {
   readonly jws: string;

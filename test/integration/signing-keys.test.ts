@@ -14,7 +14,7 @@ import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import type { RowDataPacket } from "mysql2/promise";
 import { describe, expect, it } from "vitest";
 import { SigningKeyService } from "../../gen/topwagers/v1/signing_pb.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/core/keys.js";
 import { liveKeyMadeOnce } from "../../src/signing/core/live-key.js";
@@ -25,8 +25,7 @@ import { useTestServer } from "../support/server.js";
 const SECRET_KEY_HEX = "7f".repeat(32);
 const RESULT = "topwagers.race-result.v1";
 const server = useTestServer("signing_keys", { ISSUER: "https://casino.example", WEBHOOK_SECRET_KEY: SECRET_KEY_HEX });
-const store = () =>
-  mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")));
+const store = () => mariadbSigningKeys(server.database.db.write, new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex")));
 
 /** The public key of `d`, and its RFC 7638 thumbprint, computed here without our key code. */
 function expectedJwk(key: ActiveSigningKey) {
@@ -136,7 +135,7 @@ describe("signing keys", () => {
 
 describe("the live key", () => {
   const liveStore = () =>
-    mariadbSigningKeys(server.database.db.write, new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex")), "live");
+    mariadbSigningKeys(server.database.db.write, new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex")), "live");
   const liveRows = async () =>
     (
       await server.database.db.read.query<RowDataPacket[]>("SELECT kid, active, private_sealed FROM live_signing_keys")
@@ -160,7 +159,7 @@ describe("the live key", () => {
     expect(new Set(got.map((key) => key?.kid))).toEqual(new Set(madeBy));
     // Sealed at rest under its own name: the results' name does not open it.
     const sealed = rows[0]?.private_sealed as Buffer;
-    const box = new WebhookSecretBox(Buffer.from(SECRET_KEY_HEX, "hex"));
+    const box = new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex"));
     expect(box.open(`live-signing-key:${madeBy[0]}`, sealed)).toBe(got[0]?.d);
     expect(() => box.open(`signing-key:${madeBy[0]}`, sealed)).toThrow();
   });

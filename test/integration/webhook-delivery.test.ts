@@ -9,7 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { every } from "../../src/jobs/every.js";
 import { openDatabase } from "../../src/platform/database/database.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import type { StoredWebhookDelivery, StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
 import { type AttemptResult, type DeliveryObserver, DeliveryWorker } from "../../src/webhooks/core/delivery-worker.js";
 import { newWebhookSecret } from "../../src/webhooks/core/signature.js";
@@ -20,7 +20,7 @@ import { useTestDatabase } from "../support/database.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const database = useTestDatabase("webhook_delivery");
-const box = new WebhookSecretBox(randomBytes(32));
+const box = new SecretBox(randomBytes(32));
 /** 5 s → 2.5 ms, 5 min → 150 ms, 30 min → 0.9 s. */
 const SCALE = 0.0005;
 let store: MariadbWebhookStore;

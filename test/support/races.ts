@@ -10,7 +10,7 @@ import { boardStandings } from "../../src/boards/core/board-standings.js";
 import { Leaderboard } from "../../src/boards/core/leaderboard.js";
 import { causalStandings, mariadbStandings } from "../../src/boards/sql/standings-store.js";
 import type { Database } from "../../src/platform/database/database.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import type { PayloadSigner } from "../../src/ports/signing.js";
 import type { RaceDefinitionFields } from "../../src/races/core/race-rules.js";
 import { newRaces, type Races, type RaceView } from "../../src/races/core/races.js";
@@ -63,7 +63,7 @@ export const RACE_EVENT_TYPES: readonly WebhookEventType[] = [
 
 /** An endpoint of the affiliate subscribed to every race event: each state change writes its event in the outbox. */
 export async function subscribeToRaceEvents(write: Pool, id: string, affiliateExternalId: string): Promise<void> {
-  await new MariadbWebhookStore(write, new WebhookSecretBox(undefined)).insertEndpoint({
+  await new MariadbWebhookStore(write, new SecretBox(undefined)).insertEndpoint({
     id,
     affiliateExternalId,
     url: "https://hooks.example.com/races",

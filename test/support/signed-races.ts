@@ -8,7 +8,7 @@ import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import type { RowDataPacket } from "mysql2/promise";
 import { afterAll, expect } from "vitest";
 import type { Database } from "../../src/platform/database/database.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import type { ActiveSigningKey } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/core/keys.js";
 import { Signer } from "../../src/signing/core/signer.js";
@@ -21,7 +21,7 @@ import { type TestServer, useTestServer } from "./server.js";
 
 /** Makes and activates a signing key on `db` (no WEBHOOK_SECRET_KEY: stored plain). */
 export async function activeSigningKey(db: Database, at = NOV_1): Promise<ActiveSigningKey> {
-  const keys = mariadbSigningKeys(db.write, new WebhookSecretBox(undefined));
+  const keys = mariadbSigningKeys(db.write, new SecretBox(undefined));
   const key = await makeSigningKey();
   await keys.insert(key, at);
   await keys.activate(key.kid, at);
@@ -42,7 +42,7 @@ export async function signedRace(db: Database, affiliate: string, issuer: string
   }
   const start = NOV_1 + day * 86_400;
   let now = start - 100;
-  const signer = new Signer(mariadbSigningKeys(db.write, new WebhookSecretBox(undefined)), { issuer, refreshMs: 0 });
+  const signer = new Signer(mariadbSigningKeys(db.write, new SecretBox(undefined)), { issuer, refreshMs: 0 });
   const races = instanceRaces(db, { now: () => now, freeze: "primary", signer });
   const end = start + 86_399;
   const names =
@@ -128,7 +128,7 @@ export function useSigningStreams(label: string, streamLimit: number, typ: strin
 
 /** Makes a signing key on a signing server's database, sealed as it seals them, added at `at`, active from `activeAt`. */
 export async function sealedSigningKey(db: Database, at: number, activeAt: number): Promise<ActiveSigningKey> {
-  const keys = mariadbSigningKeys(db.write, new WebhookSecretBox(Buffer.from(SEALING_KEY_HEX, "hex")));
+  const keys = mariadbSigningKeys(db.write, new SecretBox(Buffer.from(SEALING_KEY_HEX, "hex")));
   const made = await makeSigningKey();
   await keys.insert(made, at);
   await keys.activate(made.kid, activeAt);

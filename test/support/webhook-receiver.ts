@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import { every } from "../../src/jobs/every.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import type { StoredWebhookEndpoint, WebhookStore } from "../../src/ports/webhooks.js";
 import type { WebhookEventType } from "../../src/values/webhook-events.js";
 import { DeliveryWorker, type WebhookTransport } from "../../src/webhooks/core/delivery-worker.js";
@@ -149,7 +149,7 @@ export function useWebhookBench(database: TestDatabase): WebhookBench {
     async () => {
       const receiver = await startWebhookReceiver();
       const secretKey = randomBytes(32);
-      const store = new MariadbWebhookStore(database.db.write, new WebhookSecretBox(secretKey));
+      const store = new MariadbWebhookStore(database.db.write, new SecretBox(secretKey));
       return {
         receiver,
         transport: createWebhookTransport({ allowPrivate: true, userAgent: "test" }),

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { type ConfigError, loadConfig } from "../../src/platform/config.js";
-import { WebhookSecretBox } from "../../src/platform/database/secret-box.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { WEBHOOK_MAX_ATTEMPTS } from "../../src/values/webhook-events.js";
 import { retryAfterMs, retryDelayMs } from "../../src/webhooks/core/schedule.js";
 import { isWebhookSecret, newWebhookSecret, webhookHeaders } from "../../src/webhooks/core/signature.js";
@@ -212,15 +212,15 @@ describe("the address guard", () => {
 describe("secrets at rest", () => {
   it("are AES-256-GCM under the key, bound to their endpoint, and plain only without a key", () => {
     const secret = newWebhookSecret();
-    const box = new WebhookSecretBox(randomBytes(32));
+    const box = new SecretBox(randomBytes(32));
     const sealed = box.seal("ep_1", secret);
     expect(sealed.toString("utf8")).toMatch(/^enc1:/);
     expect(sealed.toString("utf8")).not.toContain(secret.slice(6, 20));
     expect(box.open("ep_1", sealed)).toBe(secret);
     expect(() => box.open("ep_2", sealed)).toThrow("webhook secret of ep_2 does not decrypt with WEBHOOK_SECRET_KEY");
-    expect(() => new WebhookSecretBox(randomBytes(32)).open("ep_1", sealed)).toThrow("another key?");
-    expect(() => new WebhookSecretBox(undefined).open("ep_1", sealed)).toThrow("WEBHOOK_SECRET_KEY is not set");
-    const plain = new WebhookSecretBox(undefined).seal("ep_1", secret);
+    expect(() => new SecretBox(randomBytes(32)).open("ep_1", sealed)).toThrow("another key?");
+    expect(() => new SecretBox(undefined).open("ep_1", sealed)).toThrow("WEBHOOK_SECRET_KEY is not set");
+    const plain = new SecretBox(undefined).seal("ep_1", secret);
     expect(plain.toString("utf8")).toBe(`plain:${secret}`);
     expect(box.open("ep_1", plain)).toBe(secret);
   });

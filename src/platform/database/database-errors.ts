@@ -2,7 +2,7 @@
  * What a failed statement means, by the driver's errno and code: the one place
  * that knows MySQL/MariaDB error numbers. Transactions retry on `retry`, the
  * node set moves on at `node_down`, and the API answers `unavailable` for
- * every transient failure; anything else is a fault of ours (see errors.ts).
+ * every transient failure; anything else is a fault of ours (see ../errors/database.ts).
  */
 
 export const ER_LOCK_WAIT_TIMEOUT = 1205;

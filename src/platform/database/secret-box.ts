@@ -1,13 +1,14 @@
 /**
- * Webhook signing secrets at rest. With WEBHOOK_SECRET_KEY (32 bytes) a secret is stored as
- * `enc1:` + base64(12-byte IV ‖ 16-byte GCM tag ‖ ciphertext), AES-256-GCM, with the endpoint id as
- * additional data (a stored secret copied onto another endpoint does not decrypt). Without the key
+ * Secrets at rest: the webhooks' signing secrets and the signing keys' private halves
+ * (signing/sql/signing-keys.ts). With WEBHOOK_SECRET_KEY (32 bytes) a secret is stored as
+ * `enc1:` + base64(12-byte IV ‖ 16-byte GCM tag ‖ ciphertext), AES-256-GCM, with the row's id as
+ * additional data (a stored secret copied onto another row does not decrypt). Without the key
  * it is stored as `plain:` + the secret, and the operations guide says to set one. Secrets are never
  * logged; the only way out is the one answer of CreateWebhookEndpoint or RotateWebhookSecret.
  *
  * A key ring for rotating WEBHOOK_SECRET_KEY itself: the previous keys (WEBHOOK_SECRET_KEY_PREVIOUS) still open
- * what they sealed, new secrets are sealed with the current key only, and ../../signing/sql/secret-reseal.ts seals again under
- * the current key what an older key or no key sealed. The stored format is unchanged (`enc1:`), so releases
+ * what they sealed, new secrets are sealed with the current key only, and ../../signing/sql/secret-reseal.ts seals
+ * again under the current key what an older key or no key sealed. The stored format is unchanged (`enc1:`), so releases
  * before the ring read what this one writes with the same key; GCM's tag tells which key sealed a value.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
@@ -15,7 +16,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 const ENCRYPTED = "enc1:";
 const PLAIN = "plain:";
 
-export class WebhookSecretBox {
+export class SecretBox {
   /**
    * `key`: the 32-byte AES key, or undefined to store secrets unencrypted. `previousKeys`: keys that sealed secrets
    * before the current one (they open, they never seal).
@@ -37,28 +38,28 @@ export class WebhookSecretBox {
     return text.startsWith(ENCRYPTED) && openWith(this.key, aad, text) === undefined;
   }
 
-  seal(endpointId: string, secret: string): Buffer {
+  seal(rowId: string, secret: string): Buffer {
     if (this.key === undefined) return Buffer.from(`${PLAIN}${secret}`, "utf8");
     const iv = randomBytes(12);
     const cipher = createCipheriv("aes-256-gcm", this.key, iv);
-    cipher.setAAD(Buffer.from(endpointId, "utf8"));
+    cipher.setAAD(Buffer.from(rowId, "utf8"));
     const sealed = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
     return Buffer.from(`${ENCRYPTED}${Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64")}`, "utf8");
   }
 
   /** Throws when the secret was encrypted and neither the key nor a previous key opens it. */
-  open(endpointId: string, stored: Buffer | string): string {
+  open(rowId: string, stored: Buffer | string): string {
     const text = Buffer.isBuffer(stored) ? stored.toString("utf8") : stored;
     if (text.startsWith(PLAIN)) return text.slice(PLAIN.length);
-    if (!text.startsWith(ENCRYPTED)) throw new Error(`webhook secret of ${endpointId} is in an unknown format`);
+    if (!text.startsWith(ENCRYPTED)) throw new Error(`webhook secret of ${rowId} is in an unknown format`);
     if (this.key === undefined && this.previousKeys.length === 0) {
-      throw new Error(`webhook secret of ${endpointId} is encrypted and WEBHOOK_SECRET_KEY is not set`);
+      throw new Error(`webhook secret of ${rowId} is encrypted and WEBHOOK_SECRET_KEY is not set`);
     }
     for (const key of [...(this.key === undefined ? [] : [this.key]), ...this.previousKeys]) {
-      const opened = openWith(key, endpointId, text);
+      const opened = openWith(key, rowId, text);
       if (opened !== undefined) return opened;
     }
-    throw new Error(`webhook secret of ${endpointId} does not decrypt with WEBHOOK_SECRET_KEY (another key?)`);
+    throw new Error(`webhook secret of ${rowId} does not decrypt with WEBHOOK_SECRET_KEY (another key?)`);
   }
 }
 

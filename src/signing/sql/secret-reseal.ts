@@ -5,7 +5,7 @@
  * compare-and-set on the value read, so instances doing this at once, or a rotation meanwhile, never lose a secret.
  */
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import type { WebhookSecretBox } from "../../platform/database/secret-box.js";
+import type { SecretBox } from "../../platform/database/secret-box.js";
 import { SIGNING_KEY_TABLES } from "./signing-keys.js";
 
 export interface ResealReport {
@@ -23,7 +23,7 @@ const SEALED_COLUMNS = [
   { table: "live_signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.live.sealedAs },
 ] as const;
 
-export async function resealSecrets(pool: Pool, box: WebhookSecretBox): Promise<ResealReport> {
+export async function resealSecrets(pool: Pool, box: SecretBox): Promise<ResealReport> {
   let resealed = 0;
   let unreadable = 0;
   for (const { table, key, column, aad } of SEALED_COLUMNS) {

@@ -10,7 +10,7 @@
  */
 import type { Pool, RowDataPacket } from "mysql2/promise";
 import { ER_DUP_ENTRY, ER_LOCK_DEADLOCK, errnoOf } from "../../platform/database/database-errors.js";
-import type { WebhookSecretBox } from "../../platform/database/secret-box.js";
+import type { SecretBox } from "../../platform/database/secret-box.js";
 import { inTransaction } from "../../platform/database/transactions.js";
 import type { ActiveSigningKey, PublishedSigningKey, SigningKeyPurpose, SigningKeyStore } from "../../ports/signing.js";
 
@@ -20,11 +20,7 @@ export const SIGNING_KEY_TABLES = {
   live: { table: "live_signing_keys", sealedAs: (kid: string) => `live-signing-key:${kid}` },
 } as const;
 
-export function mariadbSigningKeys(
-  pool: Pool,
-  box: WebhookSecretBox,
-  purpose: SigningKeyPurpose = "result",
-): SigningKeyStore {
+export function mariadbSigningKeys(pool: Pool, box: SecretBox, purpose: SigningKeyPurpose = "result"): SigningKeyStore {
   const { table, sealedAs } = SIGNING_KEY_TABLES[purpose];
   return {
     insert: async (key, at) => {

@@ -22,7 +22,7 @@
 import { randomBytes } from "node:crypto";
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { numberOrNull, textOrNull } from "../../platform/database/row-values.js";
-import type { WebhookSecretBox } from "../../platform/database/secret-box.js";
+import type { SecretBox } from "../../platform/database/secret-box.js";
 import { inTransaction } from "../../platform/database/transactions.js";
 import type { ClaimedWebhookDelivery } from "../../ports/webhooks.js";
 import { isWebhookEventType } from "../../values/webhook-events.js";
@@ -47,11 +47,7 @@ export interface ClaimOptions {
 }
 
 /** Claims due deliveries under a new token and lease (the port's claimDue) and reads back the ones it holds. */
-export async function claimDue(
-  pool: Pool,
-  box: WebhookSecretBox,
-  options: ClaimOptions,
-): Promise<ClaimedWebhookDelivery[]> {
+export async function claimDue(pool: Pool, box: SecretBox, options: ClaimOptions): Promise<ClaimedWebhookDelivery[]> {
   if (options.limit <= 0) return [];
   const token = randomBytes(12).toString("hex");
   const picked = await inTransaction(pool, async (connection: PoolConnection) => {
@@ -75,7 +71,7 @@ export async function claimDue(
 }
 
 /** A claimed delivery as read back: its endpoint's secrets opened (the previous one while it is valid). */
-function claimed(box: WebhookSecretBox, row: RowDataPacket, token: string, now: number): ClaimedWebhookDelivery {
+function claimed(box: SecretBox, row: RowDataPacket, token: string, now: number): ClaimedWebhookDelivery {
   const endpointId = String(row.endpoint_id);
   const exists = row.url !== null && row.url !== undefined;
   const secrets: string[] = [];

@@ -9,7 +9,7 @@
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { ensureAffiliate } from "../../ingest/sql/affiliates.js";
 import { numberOrNull, textOrNull } from "../../platform/database/row-values.js";
-import type { WebhookSecretBox } from "../../platform/database/secret-box.js";
+import type { SecretBox } from "../../platform/database/secret-box.js";
 import { inTransaction } from "../../platform/database/transactions.js";
 import type {
   ClaimedWebhookDelivery,
@@ -56,7 +56,7 @@ function toEndpoint(row: RowDataPacket): StoredWebhookEndpoint {
 export class MariadbWebhookStore implements WebhookStore {
   constructor(
     private readonly pool: Pool,
-    private readonly box: WebhookSecretBox,
+    private readonly box: SecretBox,
   ) {}
 
   async affiliateExternalId(affiliateKey: number): Promise<string | undefined> {
