@@ -66,7 +66,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const retention = startRetention(config.retention, database, app.metrics.registry, logger);
   const internalApp = internalAppOf(config, database, app, webhooks.admin, wakeups, logger);
   const listening = await listenAll(config, app, internalApp, tracing, logger);
-  logListening(config, listening, internalApp.ingestEnabled, redis !== undefined, tracing !== undefined, logger);
+  const serving = { ingest: internalApp.ingestEnabled, redis: redis !== undefined, tracing: tracing !== undefined };
+  logListening(config, listening, serving, logger);
   // Starts, ends and freezes happen once however many instances run this (races/sql/races.ts); a freeze
   // missed while every instance was down happens at the first tick.
   const raceClock = startRaceClock(app.races, config.raceClockMs, logger, raceClockMetrics(app.metrics.registry));
@@ -261,29 +262,31 @@ async function listenAll(
 }
 
 /** One line per listener, then tracing's. */
-function logListening(
-  config: Config,
-  at: Listening,
-  ingestEnabled: boolean,
-  redis: boolean,
-  tracing: boolean,
-  logger: Logger,
-): void {
+/** What a start turned on, as its log lines say. */
+interface Serving {
+  /** INGEST_TOKEN is set. */
+  readonly ingest: boolean;
+  /** Rate limits are shared on Redis (REDIS_URL). */
+  readonly redis: boolean;
+  readonly tracing: boolean;
+}
+
+function logListening(config: Config, at: Listening, serving: Serving, logger: Logger): void {
   if (at.metricsPort !== undefined) {
     const host = config.metrics?.host;
     logger.info({ port: at.metricsPort, host }, `metrics (GET /metrics alone) on ${host}:${at.metricsPort}`);
   }
   const internal = `${config.internalHost}:${at.internalPort}`;
   logger.info(
-    { port: at.internalPort, host: config.internalHost, ingest: ingestEnabled ? "enabled" : "disabled" },
-    ingestEnabled
+    { port: at.internalPort, host: config.internalHost, ingest: serving.ingest ? "enabled" : "disabled" },
+    serving.ingest
       ? `internal listener (ingest) on ${internal}`
       : `internal listener on ${internal}; ingest is disabled until INGEST_TOKEN is set`,
   );
-  const rateLimits = redis ? "redis" : "memory";
+  const rateLimits = serving.redis ? "redis" : "memory";
   const fields = { port: at.port, host: config.host, database: redact(config.databaseUrl), rateLimits };
   logger.info(fields, `topwagers listening on ${config.host}:${at.port}`);
-  if (tracing) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
+  if (serving.tracing) logger.info({ exporter: config.tracesExporter }, "OpenTelemetry tracing is on");
 }
 
 async function listen(server: OnePortServer, port: number, host: string): Promise<number> {
