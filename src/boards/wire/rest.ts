@@ -20,6 +20,7 @@ import { answerPeriodRequest, TOP_WAGERS_PROCEDURE, type TopWagersAnswer } from 
 import type { PeriodRequestFields } from "../core/period-request.js";
 import { DecodedBodies } from "./codecs/decoded-bodies.js";
 import { renderEntries } from "./codecs/entries-json.js";
+import type { DecodedFields } from "./codecs/period-request-json.js";
 import { AnswerMemo } from "./parts/answer-memo.js";
 import { type BoardSignatures, withSigned } from "./parts/board-signatures.js";
 import { OPERATION_PATH } from "./parts/rest-paths.js";
@@ -77,13 +78,8 @@ export class RestApi {
       keyId = admitted.caller.keyId;
       rateHeaders = admitted.headers;
       requireScope(admitted.caller, "boards:read");
-      const { maxBodyBytes } = this.options;
-      const tooLarge = () => payloadTooLarge(maxBodyBytes);
-      checkJsonBodyHeaders(exchange, maxBodyBytes);
-      const bytes =
-        bodyIfComplete(exchange.body, maxBodyBytes, tooLarge, exchange.headers["content-length"]) ??
-        (await readJsonBody(exchange, maxBodyBytes));
-      const fields = this.decodedBodies.decode(bytes);
+      const reading = this.requestBytes(exchange);
+      const fields = this.decodedBodies.decode(reading instanceof Promise ? await reading : reading);
       // A cached answer comes at once, without a promise.
       const answering = answerPeriodRequest(
         this.options.leaderboard,
@@ -92,24 +88,9 @@ export class RestApi {
         fields.violations,
       );
       const answer = answering instanceof Promise ? await answering : answering;
-      // A request that names rankBy, or a board ranked by weight (a key's default), shows the weighted total too;
-      // any other answer is exactly the three fields it always was.
-      const weighted = answer.rankByAsked || answer.rankBy === "weighted";
-      const render = () => bodyOf(renderEntries(answer.ranked, weighted));
-      const { signatures } = this.options;
-      const signing =
-        fields.signed === true && signatures !== undefined
-          ? this.signedBody(signatures, answer, weighted, { affiliateId: admitted.caller.affiliateId, ...fields })
-          : undefined;
+      const making = this.answerBody(answer, fields, admitted.caller.affiliateId);
       // A version signed already comes at once, without a promise (as a cached answer does).
-      const body =
-        signing !== undefined
-          ? signing instanceof Promise
-            ? await signing
-            : signing
-          : answer.memoKey === undefined
-            ? render()
-            : this.renderedBodies.get(answer.memoKey, answer.numUsers * 2 + (weighted ? 1 : 0), render);
+      const body = making instanceof Promise ? await making : making;
       const gzipping = send(exchange, 200, body, rateHeaders, { "cache-control": cacheControl(answer.maxAgeSeconds) });
       if (gzipping !== undefined) await gzipping;
     } catch (reason) {
@@ -122,6 +103,32 @@ export class RestApi {
         path: this.path,
       });
     }
+  }
+
+  /** The request's JSON body: at once when it came whole with its headers, else read from the stream. */
+  private requestBytes(exchange: Exchange): Buffer | Promise<Buffer> {
+    const { maxBodyBytes } = this.options;
+    const tooLarge = () => payloadTooLarge(maxBodyBytes);
+    checkJsonBodyHeaders(exchange, maxBodyBytes);
+    return (
+      bodyIfComplete(exchange.body, maxBodyBytes, tooLarge, exchange.headers["content-length"]) ??
+      readJsonBody(exchange, maxBodyBytes)
+    );
+  }
+
+  /** The answer's body: its envelope, rendered once per cached answer, or signed when the request asks. */
+  private answerBody(answer: TopWagersAnswer, fields: DecodedFields, affiliateId: number): Body | Promise<Body> {
+    // A request that names rankBy, or a board ranked by weight (a key's default), shows the weighted total too;
+    // any other answer is exactly the three fields it always was.
+    const weighted = answer.rankByAsked || answer.rankBy === "weighted";
+    const { signatures } = this.options;
+    if (fields.signed === true && signatures !== undefined) {
+      return this.signedBody(signatures, answer, weighted, { affiliateId, ...fields });
+    }
+    const render = () => bodyOf(renderEntries(answer.ranked, weighted));
+    return answer.memoKey === undefined
+      ? render()
+      : this.renderedBodies.get(answer.memoKey, answer.numUsers * 2 + (weighted ? 1 : 0), render);
   }
 
   /**

@@ -42,12 +42,19 @@ import {
   streamWireOf,
 } from "../../platform/transport/rpc-stream-wire.js";
 import type { BoardSnapshot } from "../core/board-snapshot.js";
-import type { LiveBoards } from "../core/live-boards.js";
+import type { LiveBoards, Subscription } from "../core/live-boards.js";
 import { validPeriodQuery, WATCH_PROCEDURE } from "../core/operation.js";
 import { topWagerEntries } from "./codecs/entries-message.js";
 import { requestFields } from "./codecs/period-request-message.js";
 import type { BoardSignatures, SignedBoard, SignedBoardOf } from "./parts/board-signatures.js";
-import { type Frames, liveError, ResponseViewer, revokedKey, shuttingDown } from "./parts/live-streams.js";
+import {
+  type Frames,
+  liveError,
+  ResponseViewer,
+  revokedKey,
+  type StreamViewer,
+  shuttingDown,
+} from "./parts/live-streams.js";
 import { SignedBoardViewer } from "./parts/signed-board-viewer.js";
 
 export const WATCH_PATH = `/${WATCH_PROCEDURE}`;
@@ -117,29 +124,13 @@ export class WatchRpc {
       const request = await this.readRequest(wire, req);
       const fields = requestFields(request);
       const query = validPeriodQuery(fields.values, fields.violations, admitted.caller.defaultRankBy);
-      const frozenHeaders = headers;
-      const frames = wire.binary ? BINARY_FRAMES : JSON_FRAMES;
-      const stream = {
-        protocol: wire.protocol,
-        begin: () => writeHead(res, 200, frozenHeaders),
-        finish: (reason: "shutdown" | "revoked") =>
-          endStream(res, wire, reason === "revoked" ? revokedKey() : shuttingDown()),
-      };
-      const { signatures } = this.options;
       const board = {
         affiliateId: admitted.caller.affiliateId,
         start: query.start,
         end: query.end,
         rankBy: query.rankBy ?? "wagered",
       };
-      const viewer =
-        request.signed === true && signatures !== undefined
-          ? new SignedBoardViewer(res, {
-              ...stream,
-              frame: (snapshot) => this.signedFrame(signatures, snapshot, board, wire.binary),
-              heartbeat: (snapshot) => snapshot.encoded(frames.heartbeat),
-            })
-          : new ResponseViewer(res, { ...stream, frames });
+      const viewer = this.viewerOf(res, wire, headers, request.signed === true ? board : undefined);
       const subscription = await this.options.live
         .open(
           { affiliateId: admitted.caller.affiliateId, ...query },
@@ -151,20 +142,7 @@ export class WatchRpc {
           throw liveError(error);
         });
       viewer.flush();
-      let timer: NodeJS.Timeout | undefined;
-      if (deadline !== undefined) {
-        timer = setTimeout(() => {
-          subscription.close();
-          endStream(res, wire, new ServiceError("DEADLINE_EXCEEDED", "the stream's deadline passed"));
-        }, deadline);
-        timer.unref();
-      }
-      if (viewer.gone) subscription.close();
-      else
-        res.once("close", () => {
-          clearTimeout(timer);
-          subscription.close();
-        });
+      closeWithTheStream(res, wire, subscription, viewer, deadline);
     } catch (reason) {
       failure = reason;
       if (!res.headersSent) writeHead(res, 200, headers);
@@ -172,6 +150,29 @@ export class WatchRpc {
     } finally {
       this.options.observe?.(WATCH_PROCEDURE, wire.protocol, startedAt, failure, { keyId, clientAddress: address });
     }
+  }
+
+  /** The stream's viewer: plain frames, or (`signed`: the board the frames are of) each with its signature. */
+  private viewerOf(
+    res: NodeResponse,
+    wire: StreamWire,
+    headers: Record<string, string>,
+    signed: SignedBoardOf | undefined,
+  ): StreamViewer {
+    const frames = wire.binary ? BINARY_FRAMES : JSON_FRAMES;
+    const stream = {
+      protocol: wire.protocol,
+      begin: () => writeHead(res, 200, headers),
+      finish: (reason: "shutdown" | "revoked") =>
+        endStream(res, wire, reason === "revoked" ? revokedKey() : shuttingDown()),
+    };
+    const { signatures } = this.options;
+    if (signed === undefined || signatures === undefined) return new ResponseViewer(res, { ...stream, frames });
+    return new SignedBoardViewer(res, {
+      ...stream,
+      frame: (snapshot) => this.signedFrame(signatures, snapshot, signed, wire.binary),
+      heartbeat: (snapshot) => snapshot.encoded(frames.heartbeat),
+    });
   }
 
   /** A snapshot's board message with its version's signature, enveloped once per snapshot and codec. */
@@ -235,4 +236,28 @@ function withSignature(message: BoardMessage, signed: SignedBoard | null): Board
   if (signed !== null)
     message.signed = create(SignedBoardSchema, { payload: signed.payload, kid: signed.kid, jws: signed.jws });
   return message;
+}
+
+/** Ends the subscription with the stream: when the connection closes, or at the call's deadline. */
+function closeWithTheStream(
+  res: NodeResponse,
+  wire: StreamWire,
+  subscription: Subscription,
+  viewer: StreamViewer,
+  deadline: number | undefined,
+): void {
+  let timer: NodeJS.Timeout | undefined;
+  if (deadline !== undefined) {
+    timer = setTimeout(() => {
+      subscription.close();
+      endStream(res, wire, new ServiceError("DEADLINE_EXCEEDED", "the stream's deadline passed"));
+    }, deadline);
+    timer.unref();
+  }
+  if (viewer.gone) subscription.close();
+  else
+    res.once("close", () => {
+      clearTimeout(timer);
+      subscription.close();
+    });
 }

@@ -135,20 +135,12 @@ export class StreamResponse {
   }
 }
 
-export interface ResponseViewerOptions extends StreamResponseOptions {
+/** What every live board's viewer on one HTTP response has: its protocol and its response. */
+export abstract class StreamViewer implements Viewer {
   readonly protocol: string;
-  readonly frames: Frames;
-}
+  protected readonly stream: StreamResponse;
 
-/** A live board's viewer on one HTTP response: each snapshot's bytes, encoded once for all viewers. */
-export class ResponseViewer implements Viewer {
-  readonly protocol: string;
-  private readonly stream: StreamResponse;
-
-  constructor(
-    res: NodeResponse,
-    private readonly options: ResponseViewerOptions,
-  ) {
+  constructor(res: NodeResponse, options: StreamResponseOptions & { readonly protocol: string }) {
     this.protocol = options.protocol;
     this.stream = new StreamResponse(res, options);
   }
@@ -161,6 +153,25 @@ export class ResponseViewer implements Viewer {
   /** Sends the headers now if nothing was written yet (a resumed stream starts with no board). */
   flush(): void {
     this.stream.flush();
+  }
+
+  abstract board(snapshot: BoardSnapshot): boolean;
+  abstract heartbeat(snapshot: BoardSnapshot): boolean;
+  abstract end(reason: EndReason): void;
+}
+
+export interface ResponseViewerOptions extends StreamResponseOptions {
+  readonly protocol: string;
+  readonly frames: Frames;
+}
+
+/** A live board's viewer on one HTTP response: each snapshot's bytes, encoded once for all viewers. */
+export class ResponseViewer extends StreamViewer {
+  constructor(
+    res: NodeResponse,
+    private readonly options: ResponseViewerOptions,
+  ) {
+    super(res, options);
   }
 
   board(snapshot: BoardSnapshot): boolean {

@@ -7,8 +7,8 @@
 
 import type { NodeResponse } from "../../../platform/transport/http.js";
 import type { BoardSnapshot } from "../../core/board-snapshot.js";
-import type { EndReason, Viewer } from "../../core/live-board.js";
-import { StreamResponse, type StreamResponseOptions } from "./live-streams.js";
+import type { EndReason } from "../../core/live-board.js";
+import { type StreamResponseOptions, StreamViewer } from "./live-streams.js";
 
 export interface SignedViewerOptions extends StreamResponseOptions {
   readonly protocol: string;
@@ -18,9 +18,7 @@ export interface SignedViewerOptions extends StreamResponseOptions {
   readonly heartbeat: (snapshot: BoardSnapshot) => Buffer;
 }
 
-export class SignedBoardViewer implements Viewer {
-  readonly protocol: string;
-  private readonly stream: StreamResponse;
+export class SignedBoardViewer extends StreamViewer {
   /** The frames not written yet, in order. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -28,16 +26,7 @@ export class SignedBoardViewer implements Viewer {
     res: NodeResponse,
     private readonly options: SignedViewerOptions,
   ) {
-    this.protocol = options.protocol;
-    this.stream = new StreamResponse(res, options);
-  }
-
-  get gone(): boolean {
-    return this.stream.gone;
-  }
-
-  flush(): void {
-    this.stream.flush();
+    super(res, options);
   }
 
   board(snapshot: BoardSnapshot): boolean {
