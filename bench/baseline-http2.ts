@@ -11,6 +11,7 @@ import { hash as digest, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http2 from "node:http2";
 import { RateLimiterMemory } from "rate-limiter-flexible";
+import { listenAndSayPort } from "./baseline-listen.js";
 
 const keyHash = Buffer.from(process.env.KEY_HASH ?? "", "hex");
 const restBody = readFileSync(process.env.REST_BODY_FILE ?? "/dev/null");
@@ -54,8 +55,4 @@ server.on("stream", (stream, headers) => {
     });
   });
 });
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const address = server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address ? address.port : 0 })}\n`);
-});
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+listenAndSayPort(server);

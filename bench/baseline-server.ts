@@ -11,6 +11,7 @@ import { hash as digest, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import { RateLimiterMemory } from "rate-limiter-flexible";
+import { listenAndSayPort } from "./baseline-listen.js";
 
 const keyHash = Buffer.from(process.env.KEY_HASH ?? "", "hex");
 const body = readFileSync(process.env.BODY_FILE ?? "/dev/null");
@@ -39,8 +40,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     });
   });
 });
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
-  const address = server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address ? address.port : 0 })}\n`);
-});
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+listenAndSayPort(server);

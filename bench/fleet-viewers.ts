@@ -7,8 +7,8 @@
  * once the load stops ("finals", asked for as often as the parent checks). Talks to the parent over IPC only.
  */
 
-import net from "node:net";
 import { noteArrivals } from "./arrivals.js";
+import { rawSseStream } from "./raw-sse.js";
 
 export interface FleetBoardPlan {
   /** `/top-affiliate-wagers-by-period/stream?...` */
@@ -79,40 +79,15 @@ class Viewer {
 }
 
 function watch(viewer: Viewer, baseUrl: string, onFirst: (ok: boolean) => void): void {
-  const url = new URL(baseUrl);
-  const socket = net.connect({ port: Number(url.port), host: url.hostname });
-  let head = true;
   let first = true;
-  let buffer: Buffer = Buffer.alloc(0);
   let text = "";
-  socket.setNoDelay(true);
-  socket.write(
-    `GET ${viewer.plan.streamPath} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${viewer.plan.key}\r\naccept: text/event-stream\r\n\r\n`,
-  );
-  socket.on("data", (chunk: Buffer) => {
-    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-    if (head) {
-      const end = buffer.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      const ok = buffer.subarray(0, 12).toString("latin1") === "HTTP/1.1 200";
-      head = false;
-      buffer = buffer.subarray(end + 4);
-      if (!ok) {
-        first = false;
-        onFirst(false);
-        socket.destroy();
-        return;
-      }
-    }
-    // Chunked body: "<hex>\r\n<bytes>\r\n" per write.
-    for (;;) {
-      const line = buffer.indexOf("\r\n");
-      if (line < 0) break;
-      const size = Number.parseInt(buffer.subarray(0, line).toString("latin1"), 16);
-      if (buffer.length < line + 2 + size + 2) break;
-      text += buffer.subarray(line + 2, line + 2 + size).toString("utf8");
-      buffer = buffer.subarray(line + 4 + size);
-    }
+  const onHead = (ok: boolean) => {
+    if (ok) return;
+    first = false;
+    onFirst(false);
+  };
+  const socket = rawSseStream(baseUrl, viewer.plan.streamPath, viewer.plan.key, onHead, (piece) => {
+    text += piece;
     for (let end = text.indexOf("\n\n"); end >= 0; end = text.indexOf("\n\n")) {
       const block = text.slice(0, end);
       text = text.slice(end + 2);

@@ -43,7 +43,15 @@ import { connectionOptions } from "../src/platform/database/database.js";
 import type { FleetBoardPlan, FleetViewersPlan, FleetViewersReport, FromFleetViewers } from "./fleet-viewers.js";
 import { TOKEN } from "./ingest.js";
 import { databaseUrl, describeDataset, ensureSeeded } from "./query.js";
-import { fmt, machineDescription, percentile, type ServerInstance, startServerProcess, table } from "./support.js";
+import {
+  fmt,
+  logNormalUnits,
+  machineDescription,
+  percentile,
+  type ServerInstance,
+  startServerProcess,
+  table,
+} from "./support.js";
 
 export const FLEET_USAGE =
   "fleet [--wagers 50000000] [--instances 1,2,3] [--boards 300] [--viewers 2000] [--wager-rate 300] [--batch 100-1000] [--post-rate 50] [--void-share 0.02] [--seconds 30] [--redis redis://127.0.0.1:6379]   instances x boards x viewers on the seeded data: database CPU and statements, recomputes, push and POST latency, deliveries lost";
@@ -536,10 +544,7 @@ async function runOnce(
           if (!touched.has(affiliate) && wagers.length + touched.size + 2 > size) continue;
           touched.add(affiliate);
           const user = affiliate.userIds[Math.floor(affiliate.userIds.length * next() ** 2)] as string;
-          const units = Math.max(
-            1_000_000,
-            Math.round(3e8 * Math.exp(1.2 * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()))),
-          );
+          const units = logNormalUnits(next);
           const whole = Math.floor(units / 1e8);
           const u = next();
           wagers.push({

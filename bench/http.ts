@@ -13,26 +13,20 @@ import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import autocannon from "autocannon";
-import mysql from "mysql2/promise";
 import { TopWagersService } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { generateApiKey } from "../src/keys/core/api-key-secret.js";
 import { insertApiKey } from "../src/keys/sql/api-keys.js";
-import { connectionOptions, openDatabase } from "../src/platform/database/database.js";
-import { migrate } from "../src/schema/migration-runner.js";
+import { openDatabase } from "../src/platform/database/database.js";
 import { insertWagers, upsertUsers } from "../test/support/users-and-wagers.js";
-import { fmt, machineDescription, percentile, startChild, table } from "./support.js";
+import { recreateDatabase } from "./ingest.js";
+import { fmt, machineDescription, measuredServerEnv, percentile, startChild, table } from "./support.js";
 
 export const OCT_1 = 1_790_812_800;
 
 export async function prepareDatabase(url: string): Promise<string> {
-  const { database, ...server } = connectionOptions(url);
-  const admin = await mysql.createConnection(server);
-  await admin.query(`DROP DATABASE IF EXISTS ${mysql.escapeId(database)}`);
-  await admin.query(`CREATE DATABASE ${mysql.escapeId(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-  await admin.end();
+  await recreateDatabase(url);
   const db = await openDatabase({ url, poolSize: 2 });
   try {
-    await migrate(db.write);
     const users = Array.from({ length: 200 }, (_, i) => ({
       id: `user-${i}`,
       affiliateId: "bench",
@@ -127,19 +121,9 @@ export async function runHttpBench(args: string[]): Promise<void> {
   const request = { startTimestamp: OCT_1, endTimestamp: OCT_1 + 15 * 86_400 - 1, numUsers: 10 };
   const body = JSON.stringify(request);
   const distDir = new URL(".", import.meta.url).pathname;
-  const service = await startChild(
-    join(distDir, "../src/main.js"),
-    {
-      PORT: "0",
-      HOST: "127.0.0.1",
-      DATABASE_URL: databaseUrl,
-      CACHE_TTL_MS: "600000",
-      RATE_LIMIT_POINTS: "1000000000",
-      INTERNAL_PORT: "0",
-      LOG_LEVEL: "info",
-    },
-    { isListening: (line) => line.msg?.startsWith("topwagers listening") === true },
-  );
+  const service = await startChild(join(distDir, "../src/main.js"), measuredServerEnv(databaseUrl), {
+    isListening: (line) => line.msg?.startsWith("topwagers listening") === true,
+  });
   const serviceUrl = `http://127.0.0.1:${service.port}/top-affiliate-wagers-by-period`;
   const warm = await fetch(serviceUrl, {
     method: "POST",

@@ -28,7 +28,7 @@ import { mulberry32 } from "../src/ingest/core/seed-data.js";
 import { verifyRollups } from "../src/ingest/sql/verify.js";
 import { connectionOptions, openDatabase } from "../src/platform/database/database.js";
 import { migrate } from "../src/schema/migration-runner.js";
-import { fmt, machineDescription, percentile, startServerProcess, table } from "./support.js";
+import { fmt, logNormalUnits, machineDescription, percentile, startServerProcess, table } from "./support.js";
 
 export const TOKEN = "bench-ingest-token-0123456789abcdef";
 export type Protocol = "grpc" | "connect" | "grpc-web";
@@ -70,10 +70,7 @@ export function wagerBatches(count: number, batch: number, runTag: string, weigh
     for (let n = start; n < Math.min(count, start + batch); n++) {
       // Heavier players wager more often; amounts from integers (log-normal around $3).
       const user = Math.floor(20_000 * next() ** 3);
-      const units = Math.max(
-        1_000_000,
-        Math.round(3e8 * Math.exp(1.2 * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()))),
-      );
+      const units = logNormalUnits(next);
       const whole = Math.floor(units / 1e8);
       wagers.push({
         $typeName: "topwagers.v1.IngestWager",

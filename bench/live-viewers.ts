@@ -8,13 +8,13 @@
  */
 
 import http2 from "node:http2";
-import net from "node:net";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
   WatchTopAffiliateWagersByPeriodRequestSchema,
   WatchTopAffiliateWagersByPeriodResponseSchema,
 } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { noteArrivals } from "./arrivals.js";
+import { rawSseStream } from "./raw-sse.js";
 
 export type ViewerKind = "sse-h1" | "sse-h2" | "grpc";
 
@@ -132,40 +132,15 @@ function firstBoard(viewer: Viewer, onFirst: (ok: boolean) => void) {
 }
 
 function sseHttp1(plan: ViewersPlan, viewer: Viewer, path: string, onFirst: (ok: boolean) => void): void {
-  const url = new URL(plan.baseUrl);
-  const socket = net.connect({ port: Number(url.port), host: url.hostname });
   const parser = new SseParser(viewer, plan.pacerBase);
-  let head = true;
-  let buffer: Buffer = Buffer.alloc(0);
   const board = firstBoard(viewer, onFirst);
-  socket.setNoDelay(true);
-  socket.write(
-    `GET ${path} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${plan.keys[viewer.board]}\r\naccept: text/event-stream\r\n\r\n`,
-  );
-  socket.on("data", (chunk: Buffer) => {
-    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-    if (head) {
-      const end = buffer.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      const ok = buffer.subarray(0, 12).toString("latin1") === "HTTP/1.1 200";
-      head = false;
-      buffer = buffer.subarray(end + 4);
-      if (!ok) {
-        onFirst(false);
-        socket.destroy();
-        return;
-      }
-    }
-    // Chunked body: "<hex>\r\n<bytes>\r\n" per write.
-    for (;;) {
-      const line = buffer.indexOf("\r\n");
-      if (line < 0) break;
-      const size = Number.parseInt(buffer.subarray(0, line).toString("latin1"), 16);
-      if (buffer.length < line + 2 + size + 2) break;
-      parser.push(buffer.subarray(line + 2, line + 2 + size).toString("utf8"));
-      buffer = buffer.subarray(line + 4 + size);
-      board.seen(viewer.last >= 0);
-    }
+  const key = plan.keys[viewer.board] as string;
+  const onHead = (ok: boolean) => {
+    if (!ok) onFirst(false);
+  };
+  const socket = rawSseStream(plan.baseUrl, path, key, onHead, (text) => {
+    parser.push(text);
+    board.seen(viewer.last >= 0);
   });
   socket.on("close", () => board.closed());
   socket.on("error", () => undefined);

@@ -55,8 +55,8 @@ import {
 } from "../gen/topwagers/v1/top_wagers_pb.js";
 import { OCT_1, prepareDatabase } from "./http.js";
 import { COMPILER_GROUP, GC_GROUP, readDump } from "./instruction-profile.js";
-import { CALLGRIND_HOST, callgrindWrapper, countInstructions } from "./instructions.js";
-import { type Child, fmt, machineDescription, percentile, startChild, table } from "./support.js";
+import { CALLGRIND_HOST, callgrindWrapper, countInstructions, UNDER_CALLGRIND } from "./instructions.js";
+import { type Child, fmt, machineDescription, measuredServerEnv, percentile, startChild, table } from "./support.js";
 
 const run = promisify(execFile);
 
@@ -277,27 +277,7 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
     let internalPort: number | undefined;
     const child = await startChild(
       serverScript,
-      {
-        PORT: "0",
-        HOST: CALLGRIND_HOST,
-        DATABASE_URL: databaseUrl,
-        CACHE_TTL_MS: "600000",
-        RATE_LIMIT_POINTS: "1000000000",
-        INTERNAL_PORT: "0",
-        LOG_LEVEL: "info", // the "listening" lines are how the bench learns the ports
-        ...(wrapper.length === 0
-          ? {}
-          : {
-              // Under valgrind everything runs some 50 times slower: a database connection must not time
-              // out, a garbage collection pause must not make the cache look stale (answers would come from
-              // the database), and the change feed's reads, which come by the clock and not by the
-              // request, are spaced out so that they add little to a request's count.
-              DATABASE_CONNECT_TIMEOUT_MS: "120000",
-              DATABASE_PROBE_TIMEOUT_MS: "120000",
-              CHANGE_FEED_POLL_MS: "5000",
-              CHANGE_FEED_MAX_LAG_MS: "600000",
-            }),
-      },
+      measuredServerEnv(databaseUrl, wrapper.length === 0 ? {} : UNDER_CALLGRIND),
       {
         isListening: (line) => line.msg?.startsWith("topwagers listening") === true,
         nodeArgs,

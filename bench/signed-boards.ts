@@ -30,8 +30,8 @@ import { SecretBox } from "../src/platform/database/secret-box.js";
 import { makeSigningKey } from "../src/signing/core/keys.js";
 import { mariadbSigningKeys } from "../src/signing/sql/signing-keys.js";
 import { OCT_1, prepareDatabase } from "./http.js";
-import { CALLGRIND_HOST, callgrindWrapper, countInstructions } from "./instructions.js";
-import { fmt, machineDescription, startChild, table } from "./support.js";
+import { callgrindWrapper, countInstructions, UNDER_CALLGRIND } from "./instructions.js";
+import { fmt, machineDescription, measuredServerEnv, startChild, table } from "./support.js";
 
 interface Options {
   readonly seconds: number;
@@ -300,21 +300,8 @@ async function instructionsReport(
   const dir = mkdtempSync(join(tmpdir(), "signed-boards-callgrind-"));
   const service = await startChild(
     join(distDir, "../src/main.js"),
-    {
-      PORT: "0",
-      HOST: CALLGRIND_HOST,
-      DATABASE_URL: databaseUrl,
-      CACHE_TTL_MS: "600000",
-      RATE_LIMIT_POINTS: "1000000000",
-      INTERNAL_PORT: "0",
-      ISSUER: "https://casino.example",
-      LOG_LEVEL: "info",
-      // As the protocols scenario runs a server under valgrind (bench/protocols.ts): some 50 times slower.
-      DATABASE_CONNECT_TIMEOUT_MS: "120000",
-      DATABASE_PROBE_TIMEOUT_MS: "120000",
-      CHANGE_FEED_POLL_MS: "5000",
-      CHANGE_FEED_MAX_LAG_MS: "600000",
-    },
+    // As the protocols scenario runs a server under valgrind (bench/protocols.ts).
+    measuredServerEnv(databaseUrl, { ISSUER: "https://casino.example", ...UNDER_CALLGRIND }),
     {
       isListening: (line) => line.msg?.startsWith("topwagers listening") === true,
       nodeArgs: ["--no-flush-bytecode", "--no-memory-reducer"],

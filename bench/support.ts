@@ -1,4 +1,4 @@
-/** Shared pieces of the benchmarks: machine description, child servers, percentiles, tables. */
+/** Shared pieces of the benchmarks: machine description, child servers and their environment, percentiles, tables. */
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import mysql from "mysql2/promise";
@@ -20,6 +20,23 @@ export async function machineDescription(databaseUrl: string): Promise<string> {
   }
   const cpu = os.cpus()[0]?.model ?? "unknown CPU";
   return `${os.cpus().length} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${server}`;
+}
+
+/**
+ * The environment of a topwagers server a benchmark measures: any free port (the "listening" lines, logged at
+ * info, say which), the bench database, answers cached for the whole run and a rate limit no run reaches.
+ */
+export function measuredServerEnv(databaseUrl: string, more: Record<string, string> = {}): Record<string, string> {
+  return {
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATABASE_URL: databaseUrl,
+    CACHE_TTL_MS: "600000",
+    RATE_LIMIT_POINTS: "1000000000",
+    INTERNAL_PORT: "0",
+    LOG_LEVEL: "info",
+    ...more,
+  };
 }
 
 export interface ChildOptions {
@@ -196,4 +213,12 @@ class LastLines {
     const lines = unfinished.trim() === "" ? this.lines : [...this.lines, unfinished];
     return lines.length === 0 ? "" : `; it said:\n${lines.join("\n")}`;
   }
+}
+
+/** A wager's amount in 10^-8 units: log-normal around $3 (σ 1.2), at least $0.01, from two draws of `next`. */
+export function logNormalUnits(next: () => number): number {
+  return Math.max(
+    1_000_000,
+    Math.round(3e8 * Math.exp(1.2 * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()))),
+  );
 }
