@@ -1,3 +1,8 @@
+/**
+ * The public port's routing table (which skin takes a path and method) and the request handler that reads it: the
+ * REST POST first, then the table, then connect-es; the REST POST on HTTP/2 streams; the traces' route names; and
+ * the answers no skin gives (/healthz, /readyz, 404).
+ */
 import { WATCH_PATH } from "../boards/wire/watch-rpc.js";
 import { HttpRefusal } from "../platform/errors/catalogue.js";
 import type { Logger } from "../platform/logger.js";
