@@ -1,6 +1,6 @@
 /**
  * Metrics follow Prometheus' conventions and the docs (issue 20, item 7): every family a real server
- * exports (with the result cache, the change feed, Redis and live boards on) is in docs/operations.md's
+ * exports (with the result cache, the change feed, Redis, live boards and wager pruning on) is in docs/operations.md's
  * table with the same type, and every family there is exported; running totals are `…_total`
  * counters; `topwagers_build_info` names the build; METRICS_PORT serves /metrics alone.
  */
@@ -23,6 +23,8 @@ beforeAll(async () => {
     CACHE_TTL_MS: "10000",
     METRICS_PORT: String(metricsPort),
     INGEST_TOKEN: "metrics-families-ingest-token",
+    // Registers topwagers_retention_horizon_seconds (no run happens within the test: the first is 10 minutes on).
+    WAGER_RETENTION_DAYS: "400",
   });
   const internal = await server.waitForLog((line) => line.msg.startsWith("internal listener"));
   internalPort = Number(internal.port);
