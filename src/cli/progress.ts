@@ -30,6 +30,9 @@ export function formatDuration(seconds: number): string {
   return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${rest}` : `${m}:${rest}`;
 }
 
+/** The environment variable the CLI's progress lines read (beside the server's SETTINGS, ../platform/config.ts). */
+export const PROGRESS_SETTING = "PROGRESS_INTERVAL_S";
+
 export class Progress {
   private readonly stream: NodeJS.WriteStream;
   private readonly tty: boolean;
@@ -43,7 +46,7 @@ export class Progress {
   constructor(private readonly options: ProgressOptions) {
     this.stream = options.stream ?? process.stderr;
     this.tty = options.tty ?? this.stream.isTTY === true;
-    const fromEnv = Number(process.env.PROGRESS_INTERVAL_S);
+    const fromEnv = Number(process.env[PROGRESS_SETTING]);
     this.intervalMs = 1000 * (options.intervalSeconds ?? (Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 5));
     this.lastDrawAt = this.startedAt;
   }

@@ -1,8 +1,8 @@
 /**
  * The retention job (issue 38): every RETENTION_EVERY_S one instance of the fleet (the one that takes the
  * database's retention lock) deletes the webhook history past its window in batches of 1,000 rows, pausing between
- * batches so the delivery worker and the API never wait long. One log line and the
- * `topwagers_retention_deleted_rows_total{table}` counter per run; `topwagers_retention_runs_total{result}` counts
+ * batches so the delivery worker and the API never wait long. One info line when a run deleted something (a debug
+ * line when it did not) and the `topwagers_retention_deleted_rows_total{table}` counter per run; `topwagers_retention_runs_total{result}` counts
  * each run this instance began (ok, failed, or skipped because another instance held the lock). Frozen race results and their signed copies
  * are never deleted (they are the record). Raw wagers and the hourly rollup are pruned only when their settings ask
  * (./wager-retention.ts); the other rollups are kept (docs/operations.md, "Retention").
@@ -59,12 +59,14 @@ export function startRetention(
       deleted.inc({ table: "webhook_deliveries" }, pruned.deliveries);
       deleted.inc({ table: "webhook_attempts" }, pruned.attempts);
       deleted.inc({ table: "webhook_events" }, pruned.events);
-      logger.info({ ...pruned, ms: Date.now() - started }, "retention: webhook history past its window deleted");
+      // A line when something went; a run that found nothing is a debug line (one every RETENTION_EVERY_S).
+      const said = pruned.deliveries + pruned.attempts + pruned.events > 0 ? "info" : "debug";
+      logger[said]({ ...pruned, ms: Date.now() - started }, "retention: webhook history past its window deleted");
       if (wagerMetrics === undefined) return pruned;
       started = Date.now();
       const wagers = await pruneWagers(connection, settings, Math.floor(nowMs / 1000), () => stopped);
       wagerMetrics.record(wagers);
-      logger.info(
+      logger[wagers.wagers + wagers.hourly > 0 ? "info" : "debug"](
         { ...wagers, ms: Date.now() - started },
         "retention: raw wagers and hourly rows before the horizon deleted",
       );

@@ -17,7 +17,7 @@ const NOW_MS = 1_800_000_000_000;
 const DAY_MS = 86_400_000;
 const SETTINGS = { deliveredDays: 30, failedDays: 90, everySeconds: 0, wagerDays: 0, hourlyDays: 0 };
 
-function capturedLogger() {
+function capturedLogger(level: "info" | "debug" = "info") {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, callback) {
@@ -27,7 +27,7 @@ function capturedLogger() {
       callback();
     },
   });
-  return { logger: createLogger("info", sink), lines };
+  return { logger: createLogger(level, sink), lines };
 }
 
 describe("webhook history retention", () => {
@@ -102,11 +102,15 @@ describe("webhook history retention", () => {
     ]);
   });
 
-  it("a window of 0 keeps that kind forever", async () => {
-    const job = startRetention({ ...SETTINGS, failedDays: 0 }, database.db, new Registry(), createLogger("silent"));
+  it("a window of 0 keeps that kind forever; a run that deletes nothing says so at debug level only", async () => {
+    const { logger, lines } = capturedLogger("debug");
+    const job = startRetention({ ...SETTINGS, failedDays: 0 }, database.db, new Registry(), logger);
     await delivery(8, 8, "failed", 5_000);
     expect(await job.runOnce(NOW_MS)).toEqual({ deliveries: 0, attempts: 0, events: 0 });
     expect(await ids("SELECT id FROM webhook_deliveries WHERE id = 8")).toEqual([8]);
+    expect(lines.map((l) => [l.level, l.msg, l.deliveries])).toEqual([
+      [20, "retention: webhook history past its window deleted", 0],
+    ]);
   });
 
   it("2,500 old deliveries go in one run (three batches); a second instance skips while the lock is held", async () => {
