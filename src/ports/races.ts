@@ -85,6 +85,12 @@ export interface NewRace extends RaceDefinition {
   readonly createdAt: number;
 }
 
+/** What RaceStore.insert did. */
+export type RaceInsert =
+  | { readonly kind: "inserted"; readonly race: StoredRace }
+  | { readonly kind: "slug-taken" }
+  | { readonly kind: "cap-reached" };
+
 /** The steps a freeze takes too when they were not taken yet (see RaceStore.freeze). */
 export interface OwedSteps {
   readonly started: RaceEvent;
@@ -161,9 +167,11 @@ export interface RaceStore extends RaceHistoryStore {
   /**
    * "slug-taken" when another series of the affiliate holds the slug. A series holds its slug until its last
    * race is cancelled (or deleted) and none of its races is live (at `createdAt`): a new race then takes it,
-   * and the old races stay readable by id and in the slug's list (races/sql/race-slugs.ts).
+   * and the old races stay readable by id and in the slug's list (races/sql/race-slugs.ts). "cap-reached" when
+   * `cap` is given and the affiliate already has that many scheduled and live races at `createdAt`: counted and
+   * inserted as one step, so creates racing each other never pass the cap.
    */
-  insert(race: NewRace, actor: RaceActor): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }>;
+  insert(race: NewRace, actor: RaceActor, cap?: number): Promise<RaceInsert>;
   byId(id: string): Promise<StoredRace | undefined>;
   /** The race with this index of the series holding the affiliate's slug. */
   seriesRace(affiliateId: number, slug: string, index: number): Promise<StoredRace | undefined>;

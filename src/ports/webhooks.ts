@@ -108,6 +108,11 @@ export interface WebhookStore {
   /** The platform's id of an affiliate by its internal key (a key's caller knows only the key). */
   affiliateExternalId(affiliateKey: number): Promise<string | undefined>;
   insertEndpoint(endpoint: NewWebhookEndpoint): Promise<StoredWebhookEndpoint>;
+  /**
+   * Inserts the endpoint unless its affiliate has `cap` endpoints already (then undefined): counted and inserted
+   * as one step, so creates racing each other never pass the cap.
+   */
+  insertEndpointWithin(endpoint: NewWebhookEndpoint, cap: number): Promise<StoredWebhookEndpoint | undefined>;
   findEndpoint(id: string): Promise<StoredWebhookEndpoint | undefined>;
   /** Every endpoint (of one affiliate, by its external id), oldest first, then by id. */
   listEndpoints(affiliateExternalId?: string): Promise<StoredWebhookEndpoint[]>;

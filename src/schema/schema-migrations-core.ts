@@ -250,3 +250,15 @@ export const RETENTION_HORIZONS: readonly MigrationStep[] = [
     id_hash BINARY(8) NOT NULL PRIMARY KEY
   ) ENGINE=InnoDB`,
 ];
+
+/**
+ * Migration 20, "a counter on each affiliate that every capped create bumps". A create that a cap limits (a race,
+ * a webhook endpoint) adds 1 to its affiliate's `capped_creates` before counting what the affiliate has, in the
+ * same transaction as its insert (../ingest/sql/affiliates.ts lockForCappedCreate): the write holds the
+ * affiliate's row until the commit on one server, and makes two such creates on two Galera nodes conflict at
+ * certification (a locking read alone would not: Galera certifies writes only), so the count and the insert are
+ * one step and racing creates never pass a cap. A column with a default, added in place; older releases ignore it.
+ */
+export const AFFILIATE_CAPPED_CREATES: readonly MigrationStep[] = [
+  addColumnsIfMissing("affiliates", { capped_creates: "BIGINT UNSIGNED NOT NULL DEFAULT 0" }),
+];

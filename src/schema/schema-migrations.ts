@@ -16,6 +16,7 @@
 import { WEIGHTED_SUM_MIGRATION } from "../ingest/sql/weighted-backfill.js";
 import type { MigrationContext, MigrationStep } from "../platform/database/schema-steps.js";
 import {
+  AFFILIATE_CAPPED_CREATES,
   API_KEY_EXPIRY,
   API_KEY_SCOPES,
   CORE_TABLES,
@@ -162,6 +163,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 19,
     name: "the live signing key, apart from the results' keys",
     statements: LIVE_SIGNING_KEYS,
+  },
+  {
+    version: 20,
+    name: "a counter on each affiliate that every capped create bumps",
+    statements: AFFILIATE_CAPPED_CREATES,
   },
 ];
 

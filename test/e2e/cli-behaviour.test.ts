@@ -189,6 +189,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 17, name: "retention horizons and the hashes of pruned wagers" },
     { version: 18, name: "late wagers of a race's period recorded during its review" },
     { version: 19, name: "the live signing key, apart from the results' keys" },
+    { version: 20, name: "a counter on each affiliate that every capped create bumps" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

@@ -6,6 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { describe, expect, it } from "vitest";
+import { ContentionError } from "../../src/platform/database/transactions.js";
 import { HTTP_REFUSALS, HttpRefusal, ServiceError } from "../../src/platform/errors/catalogue.js";
 import { fromDatabase } from "../../src/platform/errors/database.js";
 import { httpStatusForCode } from "../../src/platform/errors/http-status.js";
@@ -134,6 +135,16 @@ describe("database failures", () => {
     const error = failure(fields);
     const seen = fromDatabase(error);
     expect([seen.code, seen.rawMessage, seen.cause]).toEqual([Code.Internal, "internal error", error]);
+  });
+  it("a transaction that met contention on every attempt is unavailable, not internal", () => {
+    const error = new ContentionError(30, failure({ errno: 1213 }));
+    const seen = fromDatabase(error);
+    expect([seen.code, seen.rawMessage, seen.metadata.get("retry-after"), seen.cause]).toEqual([
+      Code.Unavailable,
+      "the leaderboard database is unavailable right now. Retry shortly",
+      "1",
+      error,
+    ]);
   });
   it("passes a service error through unchanged", () => {
     const error = new ConnectError("already decided", Code.NotFound);

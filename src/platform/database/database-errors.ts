@@ -75,6 +75,8 @@ export function classifyDatabaseError(error: unknown): DatabaseFailure {
  */
 export function isTransientDatabaseError(error: unknown): boolean {
   if (classifyDatabaseError(error) !== "other") return true;
+  // A transaction that met lock contention on every attempt (./transactions.ts ContentionError): nothing was written.
+  if (error instanceof Error && error.name === "ContentionError") return true;
   const errno = errnoOf(error);
   if (errno !== undefined && TRANSIENT_ERRNOS.has(errno)) return true;
   const message = (error as { message?: unknown } | null)?.message;

@@ -51,13 +51,14 @@ export class RaceAdmin {
     const past = pastRaceViolations(checked.value, now, allowPast);
     if (past.length > 0) return { kind: "invalid", violations: past };
     const definition = stored(checked.value);
-    const full = await raceCapReached(this.options, affiliateId, now);
-    if (full !== undefined) return full;
+    const cap = this.options.racesPerAffiliate;
     const inserted = await this.options.store.insert(
       { ...definition, ...seriesStartAt(definition, now), id: randomRaceId(), affiliateId, createdAt: now },
       actor,
+      cap,
     );
     if (inserted.kind === "slug-taken") return { kind: "slug-taken", slug: definition.slug };
+    if (inserted.kind === "cap-reached") return raceCapReached(cap ?? 0);
     return { kind: "ok", value: await this.reads.viewOf(inserted.race, now) };
   }
 
@@ -153,18 +154,10 @@ function checkedChange(
 }
 
 /**
- * The refusal of one more race for an affiliate holding its cap of scheduled and live races. Counted before the
- * insert: creates racing each other may pass together, so the cap can be passed by a few, never by many.
+ * The refusal of one more race for an affiliate holding its cap of scheduled and live races (counted by the store
+ * in the insert's own transaction, after the affiliate's row is held: racing creates never pass the cap).
  */
-async function raceCapReached(
-  options: RacesOptions,
-  affiliateId: number,
-  now: number,
-): Promise<RaceOutcome<never> | undefined> {
-  const cap = options.racesPerAffiliate;
-  if (cap === undefined) return undefined;
-  const open = await options.store.list({ affiliateId, states: ["scheduled", "live"], now, limit: cap });
-  if (open.length < cap) return undefined;
+function raceCapReached(cap: number): RaceOutcome<never> {
   const message = `the affiliate has ${cap} scheduled and live races, the most allowed (RACES_PER_AFFILIATE). Cancel one first`;
   return { kind: "limit", message, setting: "RACES_PER_AFFILIATE", limit: cap };
 }

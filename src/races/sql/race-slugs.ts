@@ -1,37 +1,48 @@
 /**
- * SQL for a race's slug (migration 14) and for undoing a race nobody has seen.
+ * SQL for a race's slug (migration 14), a new race's insert under its affiliate's cap, and undoing a race nobody has
+ * seen.
  *
  * A slug is held by one series at a time: the races whose `slug_released` is 0 (`slug_key` is then the slug,
  * and (affiliate, slug_key, index) is unique). A new race may take a slug whose series is over by its owner's
  * hand: its last race is cancelled (or it has no race left) and none of its races is live. The old races are
  * then released (`slug_released` = 1) in the same transaction as the insert: they keep their slug and stay
  * readable by id and in the slug's list, but no longer answer for it. The held rows are read with a lock, so
- * two creates of one slug are serialised; the unique key stops them where no row was there to lock.
+ * two creates of one slug are serialised; the unique key stops them where no row was there to lock. A create counts
+ * the affiliate's scheduled and live races against RACES_PER_AFFILIATE in the same transaction, with the
+ * affiliate's row held (../../ingest/sql/affiliates.ts insertUnderCap).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { insertUnderCap } from "../../ingest/sql/affiliates.js";
 import { inTransaction } from "../../platform/database/transactions.js";
 import type { RaceActor } from "../../ports/race-history.js";
-import type { NewRace, StoredRace } from "../../ports/races.js";
+import type { NewRace, RaceInsert } from "../../ports/races.js";
 import { appendRaceHistory } from "./race-history.js";
 import { insertRace, raceById } from "./races.js";
 
 /** MariaDB: duplicate key. */
 const ER_DUP_ENTRY = 1062;
 
-/** Inserts a series' first race (or a one-off race); "slug-taken" when a series that is not over holds its slug. */
-export async function insertNewRace(
-  pool: Pool,
-  race: NewRace,
-  actor: RaceActor,
-): Promise<{ kind: "inserted"; race: StoredRace } | { kind: "slug-taken" }> {
+/**
+ * Inserts a series' first race (or a one-off race); "slug-taken" when a series that is not over holds its slug;
+ * "cap-reached" when `cap` is given and the affiliate has that many scheduled and live races. The cap is counted
+ * with the affiliate's row held, in the insert's transaction (../../ingest/sql/affiliates.ts insertUnderCap), so
+ * two creates never both count the same races.
+ */
+export async function insertNewRace(pool: Pool, race: NewRace, actor: RaceActor, cap?: number): Promise<RaceInsert> {
   try {
-    const inserted = await inTransaction(pool, async (connection) => {
-      if (!(await releaseSlugIfOver(connection, race.affiliateId, race.slug, race.createdAt))) return false;
-      await insertRace(connection, race);
-      await appendRaceHistory(connection, race.id, race.createdAt, { kind: "created", actor, fields: [] });
-      return true;
-    });
-    if (!inserted) return { kind: "slug-taken" };
+    const outcome = await insertUnderCap(
+      pool,
+      race.affiliateId,
+      cap,
+      (connection) => openRaces(connection, race.affiliateId, race.createdAt),
+      async (connection) => {
+        if (!(await releaseSlugIfOver(connection, race.affiliateId, race.slug, race.createdAt))) return "slug-taken";
+        await insertRace(connection, race);
+        await appendRaceHistory(connection, race.id, race.createdAt, { kind: "created", actor, fields: [] });
+        return "inserted";
+      },
+    );
+    if (outcome !== "inserted") return { kind: outcome };
   } catch (error) {
     if ((error as { errno?: number }).errno === ER_DUP_ENTRY) return { kind: "slug-taken" };
     throw error;
@@ -39,6 +50,16 @@ export async function insertNewRace(
   const stored = await raceById(pool, race.id);
   if (stored === undefined) throw new Error(`race ${race.id} vanished after insert`);
   return { kind: "inserted", race: stored };
+}
+
+/** How many scheduled and live races (not cancelled, not final, not ended at `now`) the affiliate has. */
+async function openRaces(connection: PoolConnection, affiliateId: number, now: number): Promise<number> {
+  const [rows] = await connection.query<RowDataPacket[]>(
+    `SELECT COUNT(*) AS n FROM races
+      WHERE affiliate_id = ? AND end_ts >= ? AND cancelled_at IS NULL AND frozen_at IS NULL`,
+    [affiliateId, now],
+  );
+  return Number(rows[0]?.n ?? 0);
 }
 
 /** True when the slug is free at `now` (no race holds it, or its series is over and is released now). */

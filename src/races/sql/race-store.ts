@@ -28,7 +28,7 @@ export function mariadbRaces(pool: Pool): RaceStore {
   return {
     affiliateKey: (externalId) => affiliateKey(pool, externalId),
     findAffiliateKey: (externalId) => findAffiliateKey(pool, externalId),
-    insert: (race, actor) => insertNewRace(pool, race, actor),
+    insert: (race, actor, cap) => insertNewRace(pool, race, actor, cap),
     byId: (id) => raceById(pool, id),
     seriesRace: (affiliateId, slug, index) => seriesRace(pool, affiliateId, slug, index),
     aroundNow: (affiliateId, slug, now) => racesAroundNow(pool, affiliateId, slug, now),

@@ -95,33 +95,20 @@ export class WebhookAdmin {
     const eventTypes = eventTypeViolations(request.eventTypes, violations);
     violations.push(...descriptionViolations(request.description));
     if (violations.length > 0) return { kind: "invalid", violations };
-    const full = await this.endpointCapReached(request.affiliateId);
-    if (full !== undefined) return full;
     const secret = newWebhookSecret();
-    const endpoint = await this.options.store.insertEndpoint({
+    const endpoint = {
       id: `ep_${randomBytes(16).toString("hex")}`,
       affiliateExternalId: request.affiliateId,
       url: request.url,
       description: request.description,
       eventTypes,
       secret,
-    });
-    return { kind: "created", endpoint, secret };
-  }
-
-  /**
-   * The refusal of one more endpoint for an affiliate at its cap. Counted before the insert: creates racing
-   * each other may pass it together, so an affiliate can briefly hold a few more than the cap, never many.
-   */
-  private async endpointCapReached(affiliateId: string): Promise<WebhookRefused | undefined> {
-    const cap = this.options.endpointsPerAffiliate;
-    if (cap === undefined || (await this.options.store.listEndpoints(affiliateId)).length < cap) return undefined;
-    return {
-      kind: "limit",
-      message: `the affiliate has ${cap} webhook endpoints, the most allowed (WEBHOOK_ENDPOINTS_PER_AFFILIATE). Delete one first`,
-      setting: "WEBHOOK_ENDPOINTS_PER_AFFILIATE",
-      limit: cap,
     };
+    const cap = this.options.endpointsPerAffiliate;
+    if (cap === undefined)
+      return { kind: "created", endpoint: await this.options.store.insertEndpoint(endpoint), secret };
+    const stored = await this.options.store.insertEndpointWithin(endpoint, cap);
+    return stored === undefined ? endpointCapReached(cap) : { kind: "created", endpoint: stored, secret };
   }
 
   /** The refusal of a manual send to an endpoint over its limit this minute, or undefined (counted). */
@@ -270,6 +257,19 @@ export class WebhookAdmin {
     const problem = await this.options.urlProblem(url);
     return problem === undefined ? [] : [{ field: "url", message: `url: ${problem}` }];
   }
+}
+
+/**
+ * The refusal of one more endpoint for an affiliate at its cap (counted by the store in the insert's own
+ * transaction, after the affiliate's row is held: racing creates never pass the cap).
+ */
+function endpointCapReached(cap: number): WebhookRefused {
+  return {
+    kind: "limit",
+    message: `the affiliate has ${cap} webhook endpoints, the most allowed (WEBHOOK_ENDPOINTS_PER_AFFILIATE). Delete one first`,
+    setting: "WEBHOOK_ENDPOINTS_PER_AFFILIATE",
+    limit: cap,
+  };
 }
 
 function notFound(what: "endpoint" | "delivery", id: string): WebhookRefused {

@@ -6,8 +6,8 @@
  * (./webhook-attempts.ts), the deliveries' log, test events and redeliveries (./webhook-delivery-log.ts); the
  * outbox's events are written by ./webhook-outbox.ts.
  */
-import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
-import { ensureAffiliate } from "../../ingest/sql/affiliates.js";
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { ensureAffiliate, insertUnderCap } from "../../ingest/sql/affiliates.js";
 import { numberOrNull, textOrNull } from "../../platform/database/row-values.js";
 import type { SecretBox } from "../../platform/database/secret-box.js";
 import { inTransaction } from "../../platform/database/transactions.js";
@@ -67,8 +67,28 @@ export class MariadbWebhookStore implements WebhookStore {
   }
 
   async insertEndpoint(endpoint: NewWebhookEndpoint): Promise<StoredWebhookEndpoint> {
-    await inTransaction(this.pool, async (connection) => {
-      const affiliateId = await ensureAffiliate(connection, endpoint.affiliateExternalId);
+    const stored = await this.insertEndpointWithin(endpoint, undefined);
+    if (stored === undefined) throw new Error(`webhook endpoint ${endpoint.id} was not inserted`);
+    return stored;
+  }
+
+  /**
+   * The cap is counted with the affiliate's row held, in the insert's transaction
+   * (../../ingest/sql/affiliates.ts insertUnderCap), so two creates never both count the same endpoints.
+   */
+  async insertEndpointWithin(
+    endpoint: NewWebhookEndpoint,
+    cap: number | undefined,
+  ): Promise<StoredWebhookEndpoint | undefined> {
+    const affiliateId = await ensureAffiliate(this.pool, endpoint.affiliateExternalId);
+    const held = async (connection: PoolConnection) => {
+      const [rows] = await connection.query<RowDataPacket[]>(
+        "SELECT COUNT(*) AS n FROM webhook_endpoints WHERE affiliate_id = ?",
+        [affiliateId],
+      );
+      return Number(rows[0]?.n ?? 0);
+    };
+    const inserted = await insertUnderCap(this.pool, affiliateId, cap, held, async (connection) => {
       const now = nowSeconds();
       await connection.query(
         `INSERT INTO webhook_endpoints (id, affiliate_id, url, description, event_types, enabled, secret, created_at, updated_at)
@@ -84,7 +104,9 @@ export class MariadbWebhookStore implements WebhookStore {
           now,
         ],
       );
+      return "inserted";
     });
+    if (inserted === "cap-reached") return undefined;
     const stored = await this.findEndpoint(endpoint.id);
     if (stored === undefined) throw new Error(`webhook endpoint ${endpoint.id} vanished right after insert`);
     return stored;
