@@ -66,7 +66,10 @@ module.exports = {
         "feature's statements read or write beside their own tables); never another feature's sql/, Connect or a " +
         "layer above. The named exceptions follow.",
       severity: "error",
-      from: { path: `^src/(${FEATURES})/sql/`, pathNot: "^src/races/sql/(race-events|race-history)[.]ts$" },
+      from: {
+        path: `^src/(${FEATURES})/sql/`,
+        pathNot: "^src/races/sql/(race-events|race-history|race-steps|races)[.]ts$",
+      },
       to: {
         path: SQL_MAY_NOT,
         pathNot: [
@@ -85,6 +88,19 @@ module.exports = {
       severity: "error",
       from: { path: "^src/(races)/sql/race-events[.]ts$" },
       to: { path: SQL_MAY_NOT, pathNot: `${SQL_MAY}|^src/webhooks/sql/webhook-outbox[.]ts$` },
+    },
+    {
+      name: "race-steps-append-to-the-results-log",
+      comment:
+        "A race's freeze and its cancellation append the result's entry to the results log in their own " +
+        "transaction (results-log/sql/log-append.ts), so a result is final exactly when it is logged. Goes when the " +
+        "steps take the log's append as a port.",
+      severity: "error",
+      from: { path: "^src/(races)/sql/(race-steps|races)[.]ts$" },
+      to: {
+        path: SQL_MAY_NOT,
+        pathNot: `${SQL_MAY}|^src/results-log/sql/log-append[.]ts$`,
+      },
     },
     {
       name: "race-corrections-read-the-boards-totals",

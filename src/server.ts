@@ -9,6 +9,7 @@ import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
 import { startRaceClock } from "./jobs/race-clock.js";
+import { startLogSequencer } from "./jobs/results-log.js";
 import { startRetention } from "./jobs/retention.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./jobs/webhook-delivery.js";
 import { type Config, redact } from "./platform/config.js";
@@ -71,6 +72,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   // Starts, ends and freezes happen once however many instances run this (races/sql/races.ts); a freeze
   // missed while every instance was down happens at the first tick.
   const raceClock = startRaceClock(app.races, config.raceClockMs, logger, raceClockMetrics(app.metrics.registry));
+  // Every instance looks for new entries; one at a time integrates them and signs the checkpoint.
+  const logSequencer = startLogSequencer(app.resultsLog.sequencer, config.logSequenceMs, logger);
   return {
     port: listening.port,
     internalPort: listening.internalPort,
@@ -82,6 +85,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
         // Leaves the fleet first: the others take this instance's boards over at once.
         fleet?.close(),
         raceClock.stop(),
+        logSequencer.stop(),
         ...listening.servers.map(({ server, drainMs }) => server.close(drainMs)),
         webhooks.stop(),
         retention.stop(),

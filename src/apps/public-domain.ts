@@ -1,7 +1,7 @@
 /**
  * The public app's domain, built once per app: the key set, readiness, the change feed and what follows it (the
- * cached leaderboard, the fleet, the live boards), the races, the signing keys and the webhook endpoints'
- * management. No skin, route or wire format here: apps/public-skins.ts serves this domain, apps/public.ts wires it.
+ * cached leaderboard, the fleet, the live boards), the races, the signing keys, the results log and the webhook
+ * endpoints' management. No skin, route or wire format here: apps/public-skins.ts serves this domain, apps/public.ts wires it.
  */
 
 import { ChangeFeed } from "../boards/core/change-feed.js";
@@ -25,11 +25,13 @@ import { Readiness } from "../platform/observability/readiness.js";
 import { packageInfo } from "../platform/package-info.js";
 import type { DataChange } from "../ports/changes.js";
 import type { FleetTransport } from "../ports/fleet.js";
+import type { ResultsLogReader } from "../ports/results-log.js";
 import type { PayloadSigner } from "../ports/signing.js";
 import { RaceWatch } from "../races/core/race-watch.js";
 import type { Races } from "../races/core/races.js";
 import { mariadbSchema } from "../schema/schema-versions.js";
 import { createRaces } from "../services/races.js";
+import { buildResultsLog, type ResultsLog } from "../services/results-log.js";
 import { buildSigning, type Signing } from "../services/signing.js";
 import type { WebhookAdmin } from "../webhooks/core/endpoint-admin.js";
 
@@ -68,6 +70,8 @@ export interface PublicDomain {
   readonly keysLoaded: Promise<void>;
   /** The signer of final results and the published keys (services/signing.ts). */
   readonly signing: Signing;
+  /** The results log: its reader (tiles, checkpoints, proofs) and the sequencer the server runs. */
+  readonly resultsLog: ResultsLog;
 }
 
 /**
@@ -96,8 +100,13 @@ export function buildDomain(
   });
   const watched = new WatchedPeriods();
   const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger);
-  const signing = buildSigning(config, database, logger);
-  const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, { now, signer: signing.signer });
+  const resultsLog = buildResultsLog(config, database, logger);
+  const signing = buildSigning(config, database, logger, () => resultsLog.reader.verifierKey());
+  const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, {
+    now,
+    signer: signing.signer,
+    log: resultsLog.reader,
+  });
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
     heartbeatMs: config.streams.heartbeatSeconds * 1000,
@@ -122,7 +131,7 @@ export function buildDomain(
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
   return {
     ...{ keys, keyCatchUp, readiness, changeFeed, leaderboard, live, watched, fleet },
-    ...{ races, raceWatch, webhooks, keysLoaded, signing },
+    ...{ races, raceWatch, webhooks, keysLoaded, signing, resultsLog },
   };
 }
 
@@ -175,9 +184,9 @@ function buildRaces(
   database: Database,
   leaderboard: Leaderboard,
   logger: Logger,
-  { now, signer }: { now: (() => number) | undefined; signer: PayloadSigner },
+  { now, signer, log }: { now: (() => number) | undefined; signer: PayloadSigner; log: ResultsLogReader },
 ): Pick<PublicDomain, "races" | "raceWatch"> {
-  const races = createRaces({ database, config, signer, leaderboard, now });
+  const races = createRaces({ database, config, signer, leaderboard, now, log });
   const raceWatch = new RaceWatch({
     races,
     pollMs: RACE_WATCH_POLL_MS,

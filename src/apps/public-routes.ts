@@ -20,6 +20,7 @@ import {
 } from "../platform/transport/http.js";
 import { sayOversizeBodiesAs413 } from "../platform/transport/oversize-status.js";
 import { refuse } from "../platform/wire/parts/rest-reply.js";
+import type { LogSkin } from "../results-log/wire/log-tiles.js";
 import type { SigningKeysSkin } from "../signing/wire/signing-keys.js";
 import { VERIFY_PATH, type VerifyPage } from "../signing/wire/verify-page.js";
 import type { Skins } from "./public-skins.js";
@@ -69,7 +70,7 @@ const OPTIONS = ["OPTIONS"] as const;
  * service, add one line to `connectServices` (public-skins.ts) instead.
  */
 export function routingTable(
-  skins: Skins & { readonly jwks: SigningKeysSkin; readonly verify: VerifyPage },
+  skins: Skins & { readonly jwks: SigningKeysSkin; readonly verify: VerifyPage; readonly log: LogSkin },
   readiness: Readiness,
 ): readonly Route[] {
   const { rest, races, raceEvents, watch, boardStream, overlay, preflight, docs } = skins;
@@ -116,6 +117,13 @@ export function routingTable(
       methods: GET,
       handle: (req, res, path) => skins.verify.handle(req, res, path),
       traced: (path) => skins.verify.route(path),
+    },
+    {
+      path: skins.log.path,
+      serves: (path) => skins.log.matches(path),
+      methods: GET,
+      handle: (req, res, path) => skins.log.handle(req, res, path),
+      traced: (path) => skins.log.route(path),
     },
     {
       path: "/docs",

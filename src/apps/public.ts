@@ -29,6 +29,8 @@ import { clientAddressResolver } from "../platform/transport/client-address.js";
 import type { RequestHandler, StreamHandler } from "../platform/transport/http.js";
 import type { RaceWatch } from "../races/core/race-watch.js";
 import type { Races } from "../races/core/races.js";
+import { LogSkin } from "../results-log/wire/log-tiles.js";
+import type { ResultsLog } from "../services/results-log.js";
 import { VerifyPage } from "../signing/wire/verify-page.js";
 import { buildDomain, type PublicDomain, type PublicDomainOptions } from "./public-domain.js";
 import { notFound, routingHandler, routingTable, streamHandler, tracedRoute } from "./public-routes.js";
@@ -64,6 +66,8 @@ export interface PublicApp {
    * server.ts runs its clock (`races.tick()` every RACE_CLOCK_MS).
    */
   readonly races: Races;
+  /** The results log: server.ts runs its sequencer (jobs/results-log.ts); the log's skin serves its reader. */
+  readonly resultsLog: ResultsLog;
   /** The live races' hub (the race SSE stream and WatchRace); the internal listener shares it. */
   readonly raceWatch: RaceWatch;
   /** What /readyz and gRPC health answer; shared with the internal listener. */
@@ -98,8 +102,13 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });
   const skins = buildSkins(config, domain, admission, calls, logger);
-  const verify = new VerifyPage((raceId) => domain.races.signedResult(raceId));
-  const routes = routingTable({ ...skins, jwks: domain.signing.skin, verify }, domain.readiness);
+  const { reader } = domain.resultsLog;
+  const verify = new VerifyPage(
+    (raceId) => domain.races.signedResult(raceId),
+    (raceId) => reader.inclusionOf(raceId),
+  );
+  const log = new LogSkin(reader, logger);
+  const routes = routingTable({ ...skins, jwks: domain.signing.skin, verify, log }, domain.readiness);
   const connect = connectNodeAdapter({
     routes: connectServices(domain),
     fallback: (req, res) => notFound(req, res, skins.rest.path, logger),
@@ -179,11 +188,12 @@ function fleetReadings(fleet: FleetStandings) {
 
 /** What the server and the internal app use of the public app besides its handlers. */
 function publicFace(domain: PublicDomain, metrics: Metrics, admission: Admission) {
-  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races, raceWatch } = domain;
+  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races, raceWatch, resultsLog } = domain;
   return {
     metrics,
     leaderboard,
     races,
+    resultsLog,
     raceWatch,
     readiness,
     keys,

@@ -58,6 +58,13 @@ export interface Config extends DatabaseSettings, ServingSettings {
   readonly signingKeyFile: SigningKeyFile | undefined;
   /** How often the race clock runs (starts, ends, the freeze; src/races/core/races.ts tick), in ms. */
   readonly raceClockMs: number;
+  /**
+   * LOG_ORIGIN: the results log's origin (its checkpoints' first line and its key's name, docs/verify.md); unset:
+   * derived from ISSUER (`https://casino.example` → `casino.example/topwagers`). Fixed once the log's key is made.
+   */
+  readonly logOrigin: string | undefined;
+  /** How often each instance looks for new log entries to integrate and sign a checkpoint for, in ms. */
+  readonly logSequenceMs: number;
   /** Most scheduled and live races one affiliate may have (RACES_PER_AFFILIATE); a create beyond is refused. */
   readonly racesPerAffiliate: number;
 }
@@ -184,6 +191,8 @@ export function loadConfig(env: Env = process.env): Config {
     retention: readRetention(read),
     issuer: read.text("ISSUER", "topwagers").trim(),
     raceClockMs: read.integer("RACE_CLOCK_MS", 1_000, 100, 60_000),
+    logOrigin: readLogOrigin(read),
+    logSequenceMs: read.integer("LOG_SEQUENCE_MS", 500, 50, 10_000),
     racesPerAffiliate: read.integer("RACES_PER_AFFILIATE", 50, 1, 100_000),
     streams: readStreamLimits(read),
     signingKeyFile: readSigningKeyFile(read),
@@ -191,6 +200,15 @@ export function loadConfig(env: Env = process.env): Config {
   checkChangeFeedLag(read, config);
   if (read.problems.length > 0) throw new ConfigError(read.problems);
   return Object.freeze(config);
+}
+
+/** LOG_ORIGIN, when set: a signed note's key name (non-empty, no space, no plus sign). */
+function readLogOrigin(read: EnvReader): string | undefined {
+  const origin = read.optional("LOG_ORIGIN")?.trim();
+  if (origin !== undefined && !/^[^\s+]+$/u.test(origin)) {
+    read.problem(`LOG_ORIGIN must hold no space and no plus sign (a signed note's key name), got "${origin}"`);
+  }
+  return origin;
 }
 
 const LOG_LEVELS: readonly string[] = ["debug", "info", "warn", "error", "silent"];

@@ -6,6 +6,7 @@
  */
 import type { RankBy } from "../values/weights.js";
 import type { NewRaceHistoryEntry, RaceActor, RaceHistoryStore } from "./race-history.js";
+import type { LogPlace } from "./results-log.js";
 import type { SignedPayload } from "./signing.js";
 
 export type RaceRepeat = "none" | "daily" | "weekly" | "monthly";
@@ -103,9 +104,11 @@ export interface OwedSteps {
 export interface RaceFreeze {
   /** The race's public id. */
   readonly id: string;
+  /** The affiliate's platform id (the results log's entry names it). */
+  readonly affiliateExternalId: string;
   readonly result: FrozenResult;
-  /** The race.finalized event, made with the signed result when there is one. */
-  readonly event: (signed: SignedResult | undefined) => RaceEvent;
+  /** The race.finalized event, made with the signed result when there is one and the result's place in the log. */
+  readonly event: (signed: SignedResult | undefined, logged: LogPlace) => RaceEvent;
   readonly owed: OwedSteps;
   /** The history's freeze entry (what voids and late wagers did to the standings). */
   readonly history: NewRaceHistoryEntry;

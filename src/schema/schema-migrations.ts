@@ -29,6 +29,7 @@ import {
   WEIGHTED_SUM_STORED,
   WEIGHTS_IN_EDGE_INDEX,
 } from "./schema-migrations-core.js";
+import { RESULTS_LOG_TABLES } from "./schema-migrations-log.js";
 import {
   LIVE_SIGNING_KEYS,
   RACE_HISTORY_TABLES,
@@ -168,6 +169,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 20,
     name: "a counter on each affiliate that every capped create bumps",
     statements: AFFILIATE_CAPPED_CREATES,
+  },
+  {
+    version: 21,
+    name: "the results log: its entries, tile hashes, checkpoints and note key",
+    statements: RESULTS_LOG_TABLES,
   },
 ];
 

@@ -10,6 +10,7 @@ import type { Leaderboard } from "../boards/core/leaderboard.js";
 import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
 import type { Config } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
+import type { ResultsLogReader } from "../ports/results-log.js";
 import type { PayloadSigner } from "../ports/signing.js";
 import { newRaces, type Races } from "../races/core/races.js";
 import { mariadbRaces } from "../races/sql/race-store.js";
@@ -23,9 +24,11 @@ export interface RacesParts {
   readonly leaderboard?: Leaderboard;
   /** Current Unix time in seconds (tests move it); absent or undefined: the system clock. */
   readonly now?: (() => number) | undefined;
+  /** The results log, whose proofs the answers of logged races carry (services/results-log.ts); absent: none. */
+  readonly log?: ResultsLogReader | undefined;
 }
 
-export function createRaces({ database, config, signer, leaderboard, now }: RacesParts): Races {
+export function createRaces({ database, config, signer, leaderboard, now, log }: RacesParts): Races {
   const boards = mariadbStandings(database.leaderboard);
   return newRaces({
     signer,
@@ -35,5 +38,6 @@ export function createRaces({ database, config, signer, leaderboard, now }: Race
     defaultAvatarUrl: config.defaultAvatarUrl,
     racesPerAffiliate: config.racesPerAffiliate,
     ...(now === undefined ? {} : { now }),
+    ...(log === undefined ? {} : { log }),
   });
 }

@@ -42,6 +42,7 @@ export function buildSigning(
   config: Pick<Config, "issuer" | "webhooks" | "signingKeyFile">,
   database: Database,
   logger: Logger,
+  logVerifierKey?: () => Promise<string | undefined>,
 ): Signing {
   const box = secretBox(config);
   const store = resultKeys(config, database, box);
@@ -66,7 +67,7 @@ export function buildSigning(
     affiliateName: (id) => affiliateExternalIdOf(database.write, id),
   });
   const races = new VersionSignatures({ signer: liveSigner, issuer: config.issuer });
-  const skin = new SigningKeysSkin(published, publishedLive, logger);
+  const skin = new SigningKeysSkin(published, publishedLive, logger, logVerifierKey);
   return { signer, liveSigner, published, publishedLive, skin, boards, races };
 }
 

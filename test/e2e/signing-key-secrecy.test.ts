@@ -88,6 +88,8 @@ async function everythingAbout(on: ServerProcess, raceId: string): Promise<strin
     (await restCall(`${on.baseUrl}/top-affiliate-wagers-by-period`, { key: boardKey, body: SIGNED_BOARD })).text,
     await (await fetch(`${on.baseUrl}/.well-known/jwks-live.json`)).text(),
     JSON.stringify(await client.getSigningKeys({}), (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+    await (await fetch(`${on.baseUrl}/log/vkey`)).text(),
+    await (await fetch(`${on.baseUrl}/log/checkpoint`)).text(),
   ];
 }
 
@@ -130,6 +132,20 @@ describe("the private signing key", () => {
     expect(everything).toContain(liveKid);
     for (const form of [d, raw.toString("base64"), raw.toString("hex")]) expect(everything).not.toContain(form);
     for (const form of [liveD, liveRaw.toString("base64"), liveRaw.toString("hex")]) {
+      expect(everything).not.toContain(form);
+    }
+    // The results log's note key, made by the server's sequencer: its verifier key logged once, its seed nowhere.
+    const [log] = await database.db.read.query<RowDataPacket[]>("SELECT key_id, private_sealed FROM log_signing_keys");
+    expect(log).toHaveLength(1);
+    const seed = new SecretBox(Buffer.from(SECRET_KEY_HEX, "hex")).open(
+      `log-signing-key:${log[0]?.key_id}`,
+      log[0]?.private_sealed,
+    );
+    const seedRaw = Buffer.from(seed, "base64url");
+    expect(seedRaw).toHaveLength(32);
+    const made = logs.filter((line) => line.includes("made the results log's key"));
+    expect(made.map((line) => JSON.parse(line).verifierKey)).toEqual([seen.at(-2)?.trim()]);
+    for (const form of [seed, seedRaw.toString("base64"), seedRaw.toString("hex")]) {
       expect(everything).not.toContain(form);
     }
   });

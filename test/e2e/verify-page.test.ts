@@ -95,9 +95,17 @@ async function verdict(baseUrl: string, screenshot: string, race = raceId): Prom
 
 describe("the verify page", () => {
   it("answers the signed result without a key, and the short link leads to the page", async () => {
+    // Short-lived until a checkpoint holds the result's log entry, the same bytes forever from then on.
+    const pending = await fetch(`${server.baseUrl}/verify/${raceId}/signed`);
+    expect([pending.status, pending.headers.get("cache-control")]).toEqual([200, "public, max-age=1"]);
+    expect(((await pending.json()) as { log: { checkpoint: unknown } }).log.checkpoint).toBeNull();
+    await server.app.resultsLog.sequencer.run();
     const signed = await fetch(`${server.baseUrl}/verify/${raceId}/signed`);
     expect([signed.status, signed.headers.get("cache-control")]).toEqual([200, "public, max-age=31536000, immutable"]);
-    expect(((await signed.json()) as { kid: string }).kid).toBe(kid);
+    const answer = (await signed.json()) as { kid: string; log: { index: number; checkpoint: string } };
+    expect(answer.kid).toBe(kid);
+    expect(answer.log.index).toBeGreaterThanOrEqual(0);
+    expect(answer.log.checkpoint).toMatch(/^casino\.example\/topwagers\n[1-9][0-9]*\n/);
     const short = await fetch(`${server.baseUrl}/v/${raceId.slice("race_".length)}`, { redirect: "manual" });
     expect([short.status, short.headers.get("location")]).toEqual([302, `/verify/${raceId}`]);
     expect((await fetch(`${server.baseUrl}/verify/race_aaaaaaaaaaaaaaaaaaaa/signed`)).status).toBe(404);

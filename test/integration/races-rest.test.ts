@@ -125,6 +125,7 @@ describe("GET /races/{slug-or-id}", () => {
       unallocated: "2000.00",
       version: body.version,
       result: null,
+      log: null,
     });
     // The number is written with every digit (never through a float).
     expect(reply.text).toContain('"totalWagered":99.00000001,"totalWageredDecimal":"99.00000001"');

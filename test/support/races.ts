@@ -29,6 +29,8 @@ export interface InstanceRaces {
   readonly freeze?: "causal" | "primary";
   /** Signs each final result at the freeze (src/signing/core/signer.ts); unsigned unless given. */
   readonly signer?: PayloadSigner;
+  /** How many due races one tick handles at once (1 unless given, as the server's clock). */
+  readonly tickConcurrency?: number;
 }
 
 /** One instance's Races on `db`: its own leaderboard without a cache over the boards' pool, as a process has. */
@@ -50,6 +52,7 @@ export function instanceRaces(db: Database, options: InstanceRaces): Races {
     defaultAvatarUrl: avatar,
     now: options.now,
     ...(options.signer === undefined ? {} : { signer: options.signer }),
+    ...(options.tickConcurrency === undefined ? {} : { tickConcurrency: options.tickConcurrency }),
   });
 }
 

@@ -29,22 +29,34 @@ function entries(count: number, nameLength: number): FrozenEntry[] {
   }));
 }
 
+/** The result's place in the results log, as the freeze's transaction gives it. */
+const LOGGED = { index: 41, entry: '{"affiliateId":"aff","at":1,"kind":"final"}' };
+const LOG = { ...LOGGED, checkpoint: null, proof: null };
+
 const bodyBytes = (data: unknown) =>
   Buffer.byteLength(JSON.stringify({ type: "race.finalized", timestamp: "2027-01-15T08:00:00.000Z", data }));
 
 describe("the race.finalized event's signed result", () => {
+  it("carries the result's place in the results log, signed or not", () => {
+    const event = finalizedEvent(RACE, { entries: entries(3, 5), unallocated: "0.00" }, undefined, LOGGED);
+    expect((event.data as { log: unknown }).log).toEqual(LOG);
+    expect((event.data as { signedResult?: unknown }).signedResult).toBeUndefined();
+  });
+
   it("carries the whole signed result when it fits beside every entry", () => {
     const signed = { jws: `h.${"p".repeat(4_000)}.s`, kid: "k1", sha256: "cd".repeat(32) };
-    const event = finalizedEvent(RACE, { entries: entries(3, 5), unallocated: "0.00" }, signed);
+    const event = finalizedEvent(RACE, { entries: entries(3, 5), unallocated: "0.00" }, signed, LOGGED);
     expect((event.data as { signedResult: unknown }).signedResult).toEqual(signed);
+    expect((event.data as { log: unknown }).log).toEqual(LOG);
     expect((event.data as { entries: unknown[] }).entries).toHaveLength(3);
   });
 
   it("keeps its kid and hash with jws null when the JWS does not fit, and the body stays under 20 KB", () => {
     const signed = { jws: `h.${"p".repeat(15_000)}.s`, kid: "k1", sha256: "cd".repeat(32) };
-    const event = finalizedEvent(RACE, { entries: entries(50, 60), unallocated: "0.00" }, signed);
-    const data = event.data as { signedResult: unknown; entries: unknown[]; entriesTruncated?: boolean };
+    const event = finalizedEvent(RACE, { entries: entries(50, 60), unallocated: "0.00" }, signed, LOGGED);
+    const data = event.data as { signedResult: unknown; entries: unknown[]; entriesTruncated?: boolean; log: unknown };
     expect(data.signedResult).toEqual({ jws: null, kid: "k1", sha256: "cd".repeat(32) });
+    expect(data.log).toEqual(LOG);
     expect([data.entries.length, data.entriesTruncated]).toEqual([50, undefined]);
     expect(bodyBytes(event.data)).toBeLessThan(MAX_WEBHOOK_BODY_BYTES);
   });

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/races.proto.
  */
 export const file_topwagers_v1_races: GenFile = /*@__PURE__*/
-  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSL+AgoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoAxIxCg1zaWduZWRfcmVzdWx0GA4gASgLMhoudG9wd2FnZXJzLnYxLlNpZ25lZFJlc3VsdEIMCgpfZnJvemVuX2F0Qg8KDV9jYW5jZWxsZWRfYXQiOAoMU2lnbmVkUmVzdWx0EgsKA2p3cxgBIAEoCRILCgNraWQYAiABKAkSDgoGc2hhMjU2GAMgASgJImUKEUNyZWF0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRImCgVydWxlcxgCIAEoCzIXLnRvcHdhZ2Vycy52MS5SYWNlUnVsZXMSEgoKYWxsb3dfcGFzdBgDIAEoCCI2ChJDcmVhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIp4EChFVcGRhdGVSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIcCg9zdGFydF90aW1lc3RhbXAYBCABKANIAYgBARIaCg1lbmRfdGltZXN0YW1wGAUgASgDSAKIAQESFgoOcmVwbGFjZV9wcml6ZXMYBiABKAgSDgoGcHJpemVzGAcgAygJEhUKCGN1cnJlbmN5GAggASgJSAOIAQESGAoLbWluX3dhZ2VyZWQYCSABKAlIBIgBARIhChlyZXBsYWNlX2V4Y2x1ZGVkX3VzZXJfaWRzGAogASgIEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAsgAygJEhsKDnJldmlld19zZWNvbmRzGAwgASgNSAWIAQESEgoFc2hvd24YDSABKA1IBogBARIqCgdyYW5rX2J5GA4gASgOMhQudG9wd2FnZXJzLnYxLlJhbmtCeUgHiAEBEi8KCGFwcGx5X3RvGA8gASgOMh0udG9wd2FnZXJzLnYxLlJhY2VVcGRhdGVTY29wZUIICgZfdGl0bGVCEgoQX3N0YXJ0X3RpbWVzdGFtcEIQCg5fZW5kX3RpbWVzdGFtcEILCglfY3VycmVuY3lCDgoMX21pbl93YWdlcmVkQhEKD19yZXZpZXdfc2Vjb25kc0IICgZfc2hvd25CCgoIX3JhbmtfYnkiUgoSVXBkYXRlUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZRIaChJmb2xsb3dpbmdfcmFjZV9pZHMYAiADKAkiNQoRQ2FuY2VsUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEgoKAmlkGAIgASgJIjUKEURlbGV0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSI2ChJEZWxldGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlIjYKEkNhbmNlbFJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2UiOgoOR2V0UmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEhIKCmlkX29yX3NsdWcYAiABKAkingEKD0dldFJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2USKAoHZW50cmllcxgCIAMoCzIXLnRvcHdhZ2Vycy52MS5SYWNlRW50cnkSEwoLdW5hbGxvY2F0ZWQYAyABKAkSKgoHaGlzdG9yeRgEIAEoCzIZLnRvcHdhZ2Vycy52MS5SYWNlSGlzdG9yeSJvCgtSYWNlSGlzdG9yeRIpCgdjaGFuZ2VzGAEgAygLMhgudG9wd2FnZXJzLnYxLlJhY2VDaGFuZ2USNQoJc3RhbmRpbmdzGAIgASgLMiIudG9wd2FnZXJzLnYxLlJhY2VTdGFuZGluZ3NDaGFuZ2VzInsKClJhY2VDaGFuZ2USCgoCYXQYASABKAMSDAoEa2luZBgCIAEoCRISCgphY3Rvcl9raW5kGAMgASgJEhAKCGFjdG9yX2lkGAQgASgJEi0KBmZpZWxkcxgFIAMoCzIdLnRvcHdhZ2Vycy52MS5SYWNlRmllbGRDaGFuZ2UiXwoPUmFjZUZpZWxkQ2hhbmdlEg0KBWZpZWxkGAEgASgJEg4KBmJlZm9yZRgCIAMoCRINCgVhZnRlchgDIAMoCRINCgVhZGRlZBgEIAMoCRIPCgdyZW1vdmVkGAUgAygJIssBChRSYWNlU3RhbmRpbmdzQ2hhbmdlcxIVCg12b2lkZWRfd2FnZXJzGAEgASgNEhYKDnVzZXJzX2FmZmVjdGVkGAIgASgNEg0KBWZpbmFsGAMgASgIEhMKC3JhbmtzX21vdmVkGAQgAygNEhMKC2xhdGVfd2FnZXJzGAUgASgNEhsKE2xhdGVfdXNlcnNfYWZmZWN0ZWQYBiABKA0SGAoQbGF0ZV9yYW5rc19tb3ZlZBgHIAMoDRIUCgxsYXRlX2NvdW50ZWQYCCABKAgihgEKEExpc3RSYWNlc1JlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEicKBnN0YXRlcxgCIAMoDjIXLnRvcHdhZ2Vycy52MS5SYWNlU3RhdGUSDAoEc2x1ZxgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJPChFMaXN0UmFjZXNSZXNwb25zZRIhCgVyYWNlcxgBIAMoCzISLnRvcHdhZ2Vycy52MS5SYWNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJsChBXYXRjaFJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRISCgppZF9vcl9zbHVnGAIgASgJEhsKDnJlc3VtZV92ZXJzaW9uGAMgASgJSACIAQFCEQoPX3Jlc3VtZV92ZXJzaW9uImQKEVdhdGNoUmFjZVJlc3BvbnNlEisKBHJhY2UYASABKAsyHS50b3B3YWdlcnMudjEuR2V0UmFjZVJlc3BvbnNlEg8KB3ZlcnNpb24YAiABKAkSEQoJaGVhcnRiZWF0GAMgASgIKocBCgpSYWNlUmVwZWF0EhsKF1JBQ0VfUkVQRUFUX1VOU1BFQ0lGSUVEEAASFAoQUkFDRV9SRVBFQVRfTk9ORRABEhUKEVJBQ0VfUkVQRUFUX0RBSUxZEAISFgoSUkFDRV9SRVBFQVRfV0VFS0xZEAMSFwoTUkFDRV9SRVBFQVRfTU9OVEhMWRAEKqABCglSYWNlU3RhdGUSGgoWUkFDRV9TVEFURV9VTlNQRUNJRklFRBAAEhgKFFJBQ0VfU1RBVEVfU0NIRURVTEVEEAESEwoPUkFDRV9TVEFURV9MSVZFEAISGAoUUkFDRV9TVEFURV9SRVZJRVdJTkcQAxIUChBSQUNFX1NUQVRFX0ZJTkFMEAQSGAoUUkFDRV9TVEFURV9DQU5DRUxMRUQQBSp/Cg9SYWNlVXBkYXRlU2NvcGUSIQodUkFDRV9VUERBVEVfU0NPUEVfVU5TUEVDSUZJRUQQABIfChtSQUNFX1VQREFURV9TQ09QRV9USElTX1JBQ0UQARIoCiRSQUNFX1VQREFURV9TQ09QRV9USElTX0FORF9GT0xMT1dJTkcQAjLGBAoLUmFjZVNlcnZpY2USTwoKQ3JlYXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5DcmVhdGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5DcmVhdGVSYWNlUmVzcG9uc2USTwoKVXBkYXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5VcGRhdGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5VcGRhdGVSYWNlUmVzcG9uc2USTwoKRGVsZXRlUmFjZRIfLnRvcHdhZ2Vycy52MS5EZWxldGVSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5EZWxldGVSYWNlUmVzcG9uc2USVAoKQ2FuY2VsUmFjZRIfLnRvcHdhZ2Vycy52MS5DYW5jZWxSYWNlUmVxdWVzdBogLnRvcHdhZ2Vycy52MS5DYW5jZWxSYWNlUmVzcG9uc2UiA5ACAhJLCgdHZXRSYWNlEhwudG9wd2FnZXJzLnYxLkdldFJhY2VSZXF1ZXN0Gh0udG9wd2FnZXJzLnYxLkdldFJhY2VSZXNwb25zZSIDkAIBElEKCUxpc3RSYWNlcxIeLnRvcHdhZ2Vycy52MS5MaXN0UmFjZXNSZXF1ZXN0Gh8udG9wd2FnZXJzLnYxLkxpc3RSYWNlc1Jlc3BvbnNlIgOQAgESTgoJV2F0Y2hSYWNlEh4udG9wd2FnZXJzLnYxLldhdGNoUmFjZVJlcXVlc3QaHy50b3B3YWdlcnMudjEuV2F0Y2hSYWNlUmVzcG9uc2UwAUJoChBjb20udG9wd2FnZXJzLnYxQgpSYWNlc1Byb3RvUAFaGHRvcHdhZ2Vycy92MTt0b3B3YWdlcnN2MaoCDFRvcHdhZ2Vycy5WMcoCDFRvcHdhZ2Vyc1xWMeoCDVRvcHdhZ2Vyczo6VjFiBnByb3RvMw", [file_topwagers_v1_top_wagers]);
+  fileDesc("Chh0b3B3YWdlcnMvdjEvcmFjZXMucHJvdG8SDHRvcHdhZ2Vycy52MSLNAgoJUmFjZVJ1bGVzEgwKBHNsdWcYASABKAkSDQoFdGl0bGUYAiABKAkSFwoPc3RhcnRfdGltZXN0YW1wGAMgASgDEhUKDWVuZF90aW1lc3RhbXAYBCABKAMSJQoHcmFua19ieRgFIAEoDjIULnRvcHdhZ2Vycy52MS5SYW5rQnkSDgoGcHJpemVzGAYgAygJEhAKCGN1cnJlbmN5GAcgASgJEhMKC21pbl93YWdlcmVkGAggASgJEhkKEWV4Y2x1ZGVkX3VzZXJfaWRzGAkgAygJEhsKDnJldmlld19zZWNvbmRzGAogASgNSACIAQESDQoFc2hvd24YCyABKA0SKAoGcmVwZWF0GAwgASgOMhgudG9wd2FnZXJzLnYxLlJhY2VSZXBlYXQSEQoJdGltZV96b25lGA0gASgJQhEKD19yZXZpZXdfc2Vjb25kcyKcAQoJUmFjZUVudHJ5EgwKBHJhbmsYASABKA0SDwoHdXNlcl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIOCgZhdmF0YXIYBCABKAkSHQoVdG90YWxfd2FnZXJlZF9kZWNpbWFsGAUgASgJEiAKGHdlaWdodGVkX3dhZ2VyZWRfZGVjaW1hbBgGIAEoCRINCgVwcml6ZRgHIAEoCSKnAwoEUmFjZRIKCgJpZBgBIAEoCRIUCgxhZmZpbGlhdGVfaWQYAiABKAkSJgoFcnVsZXMYAyABKAsyFy50b3B3YWdlcnMudjEuUmFjZVJ1bGVzEiYKBXN0YXRlGAQgASgOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIRCglzdGFydHNfYXQYBSABKAMSDwoHZW5kc19hdBgGIAEoAxIQCghmaW5hbF9hdBgHIAEoAxILCgNub3cYCCABKAMSFgoJZnJvemVuX2F0GAkgASgDSACIAQESDgoGZGlnZXN0GAogASgJEhkKDGNhbmNlbGxlZF9hdBgLIAEoA0gBiAEBEhQKDG5leHRfcmFjZV9pZBgMIAEoCRIWCg5uZXh0X3N0YXJ0c19hdBgNIAEoAxIxCg1zaWduZWRfcmVzdWx0GA4gASgLMhoudG9wd2FnZXJzLnYxLlNpZ25lZFJlc3VsdBInCgNsb2cYDyABKAsyGi50b3B3YWdlcnMudjEuTG9nSW5jbHVzaW9uQgwKCl9mcm96ZW5fYXRCDwoNX2NhbmNlbGxlZF9hdCJPCgxMb2dJbmNsdXNpb24SDQoFaW5kZXgYASABKAQSDQoFZW50cnkYAiABKAkSEgoKY2hlY2twb2ludBgDIAEoCRINCgVwcm9vZhgEIAMoDCI4CgxTaWduZWRSZXN1bHQSCwoDandzGAEgASgJEgsKA2tpZBgCIAEoCRIOCgZzaGEyNTYYAyABKAkiZQoRQ3JlYXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEiYKBXJ1bGVzGAIgASgLMhcudG9wd2FnZXJzLnYxLlJhY2VSdWxlcxISCgphbGxvd19wYXN0GAMgASgIIjYKEkNyZWF0ZVJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2UingQKEVVwZGF0ZVJhY2VSZXF1ZXN0EhQKDGFmZmlsaWF0ZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRISCgV0aXRsZRgDIAEoCUgAiAEBEhwKD3N0YXJ0X3RpbWVzdGFtcBgEIAEoA0gBiAEBEhoKDWVuZF90aW1lc3RhbXAYBSABKANIAogBARIWCg5yZXBsYWNlX3ByaXplcxgGIAEoCBIOCgZwcml6ZXMYByADKAkSFQoIY3VycmVuY3kYCCABKAlIA4gBARIYCgttaW5fd2FnZXJlZBgJIAEoCUgEiAEBEiEKGXJlcGxhY2VfZXhjbHVkZWRfdXNlcl9pZHMYCiABKAgSGQoRZXhjbHVkZWRfdXNlcl9pZHMYCyADKAkSGwoOcmV2aWV3X3NlY29uZHMYDCABKA1IBYgBARISCgVzaG93bhgNIAEoDUgGiAEBEioKB3JhbmtfYnkYDiABKA4yFC50b3B3YWdlcnMudjEuUmFua0J5SAeIAQESLwoIYXBwbHlfdG8YDyABKA4yHS50b3B3YWdlcnMudjEuUmFjZVVwZGF0ZVNjb3BlQggKBl90aXRsZUISChBfc3RhcnRfdGltZXN0YW1wQhAKDl9lbmRfdGltZXN0YW1wQgsKCV9jdXJyZW5jeUIOCgxfbWluX3dhZ2VyZWRCEQoPX3Jldmlld19zZWNvbmRzQggKBl9zaG93bkIKCghfcmFua19ieSJSChJVcGRhdGVSYWNlUmVzcG9uc2USIAoEcmFjZRgBIAEoCzISLnRvcHdhZ2Vycy52MS5SYWNlEhoKEmZvbGxvd2luZ19yYWNlX2lkcxgCIAMoCSI1ChFDYW5jZWxSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSCgoCaWQYAiABKAkiNQoRRGVsZXRlUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEgoKAmlkGAIgASgJIjYKEkRlbGV0ZVJhY2VSZXNwb25zZRIgCgRyYWNlGAEgASgLMhIudG9wd2FnZXJzLnYxLlJhY2UiNgoSQ2FuY2VsUmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZSI6Cg5HZXRSYWNlUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSEgoKaWRfb3Jfc2x1ZxgCIAEoCSKeAQoPR2V0UmFjZVJlc3BvbnNlEiAKBHJhY2UYASABKAsyEi50b3B3YWdlcnMudjEuUmFjZRIoCgdlbnRyaWVzGAIgAygLMhcudG9wd2FnZXJzLnYxLlJhY2VFbnRyeRITCgt1bmFsbG9jYXRlZBgDIAEoCRIqCgdoaXN0b3J5GAQgASgLMhkudG9wd2FnZXJzLnYxLlJhY2VIaXN0b3J5Im8KC1JhY2VIaXN0b3J5EikKB2NoYW5nZXMYASADKAsyGC50b3B3YWdlcnMudjEuUmFjZUNoYW5nZRI1CglzdGFuZGluZ3MYAiABKAsyIi50b3B3YWdlcnMudjEuUmFjZVN0YW5kaW5nc0NoYW5nZXMiewoKUmFjZUNoYW5nZRIKCgJhdBgBIAEoAxIMCgRraW5kGAIgASgJEhIKCmFjdG9yX2tpbmQYAyABKAkSEAoIYWN0b3JfaWQYBCABKAkSLQoGZmllbGRzGAUgAygLMh0udG9wd2FnZXJzLnYxLlJhY2VGaWVsZENoYW5nZSJfCg9SYWNlRmllbGRDaGFuZ2USDQoFZmllbGQYASABKAkSDgoGYmVmb3JlGAIgAygJEg0KBWFmdGVyGAMgAygJEg0KBWFkZGVkGAQgAygJEg8KB3JlbW92ZWQYBSADKAkiywEKFFJhY2VTdGFuZGluZ3NDaGFuZ2VzEhUKDXZvaWRlZF93YWdlcnMYASABKA0SFgoOdXNlcnNfYWZmZWN0ZWQYAiABKA0SDQoFZmluYWwYAyABKAgSEwoLcmFua3NfbW92ZWQYBCADKA0SEwoLbGF0ZV93YWdlcnMYBSABKA0SGwoTbGF0ZV91c2Vyc19hZmZlY3RlZBgGIAEoDRIYChBsYXRlX3JhbmtzX21vdmVkGAcgAygNEhQKDGxhdGVfY291bnRlZBgIIAEoCCKGAQoQTGlzdFJhY2VzUmVxdWVzdBIUCgxhZmZpbGlhdGVfaWQYASABKAkSJwoGc3RhdGVzGAIgAygOMhcudG9wd2FnZXJzLnYxLlJhY2VTdGF0ZRIMCgRzbHVnGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIk8KEUxpc3RSYWNlc1Jlc3BvbnNlEiEKBXJhY2VzGAEgAygLMhIudG9wd2FnZXJzLnYxLlJhY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImwKEFdhdGNoUmFjZVJlcXVlc3QSFAoMYWZmaWxpYXRlX2lkGAEgASgJEhIKCmlkX29yX3NsdWcYAiABKAkSGwoOcmVzdW1lX3ZlcnNpb24YAyABKAlIAIgBAUIRCg9fcmVzdW1lX3ZlcnNpb24iZAoRV2F0Y2hSYWNlUmVzcG9uc2USKwoEcmFjZRgBIAEoCzIdLnRvcHdhZ2Vycy52MS5HZXRSYWNlUmVzcG9uc2USDwoHdmVyc2lvbhgCIAEoCRIRCgloZWFydGJlYXQYAyABKAgqhwEKClJhY2VSZXBlYXQSGwoXUkFDRV9SRVBFQVRfVU5TUEVDSUZJRUQQABIUChBSQUNFX1JFUEVBVF9OT05FEAESFQoRUkFDRV9SRVBFQVRfREFJTFkQAhIWChJSQUNFX1JFUEVBVF9XRUVLTFkQAxIXChNSQUNFX1JFUEVBVF9NT05USExZEAQqoAEKCVJhY2VTdGF0ZRIaChZSQUNFX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUUkFDRV9TVEFURV9TQ0hFRFVMRUQQARITCg9SQUNFX1NUQVRFX0xJVkUQAhIYChRSQUNFX1NUQVRFX1JFVklFV0lORxADEhQKEFJBQ0VfU1RBVEVfRklOQUwQBBIYChRSQUNFX1NUQVRFX0NBTkNFTExFRBAFKn8KD1JhY2VVcGRhdGVTY29wZRIhCh1SQUNFX1VQREFURV9TQ09QRV9VTlNQRUNJRklFRBAAEh8KG1JBQ0VfVVBEQVRFX1NDT1BFX1RISVNfUkFDRRABEigKJFJBQ0VfVVBEQVRFX1NDT1BFX1RISVNfQU5EX0ZPTExPV0lORxACMsYECgtSYWNlU2VydmljZRJPCgpDcmVhdGVSYWNlEh8udG9wd2FnZXJzLnYxLkNyZWF0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkNyZWF0ZVJhY2VSZXNwb25zZRJPCgpVcGRhdGVSYWNlEh8udG9wd2FnZXJzLnYxLlVwZGF0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLlVwZGF0ZVJhY2VSZXNwb25zZRJPCgpEZWxldGVSYWNlEh8udG9wd2FnZXJzLnYxLkRlbGV0ZVJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkRlbGV0ZVJhY2VSZXNwb25zZRJUCgpDYW5jZWxSYWNlEh8udG9wd2FnZXJzLnYxLkNhbmNlbFJhY2VSZXF1ZXN0GiAudG9wd2FnZXJzLnYxLkNhbmNlbFJhY2VSZXNwb25zZSIDkAICEksKB0dldFJhY2USHC50b3B3YWdlcnMudjEuR2V0UmFjZVJlcXVlc3QaHS50b3B3YWdlcnMudjEuR2V0UmFjZVJlc3BvbnNlIgOQAgESUQoJTGlzdFJhY2VzEh4udG9wd2FnZXJzLnYxLkxpc3RSYWNlc1JlcXVlc3QaHy50b3B3YWdlcnMudjEuTGlzdFJhY2VzUmVzcG9uc2UiA5ACARJOCglXYXRjaFJhY2USHi50b3B3YWdlcnMudjEuV2F0Y2hSYWNlUmVxdWVzdBofLnRvcHdhZ2Vycy52MS5XYXRjaFJhY2VSZXNwb25zZTABQmgKEGNvbS50b3B3YWdlcnMudjFCClJhY2VzUHJvdG9QAVoYdG9wd2FnZXJzL3YxO3RvcHdhZ2Vyc3YxqgIMVG9wd2FnZXJzLlYxygIMVG9wd2FnZXJzXFYx6gINVG9wd2FnZXJzOjpWMWIGcHJvdG8z", [file_topwagers_v1_top_wagers]);
 
 /**
  * RaceRules is what a race's owner defines. Every field is checked; an
@@ -308,6 +308,15 @@ export type Race = Message<"topwagers.v1.Race"> & {
    * @generated from field: topwagers.v1.SignedResult signed_result = 14;
    */
   signedResult?: SignedResult | undefined;
+
+  /**
+   * The race's entry in the operator's results log and its inclusion proof
+   * (docs/verify.md, "The results log"): set once FINAL, or CANCELLED after
+   * its start; absent for a race frozen before the log began.
+   *
+   * @generated from field: topwagers.v1.LogInclusion log = 15;
+   */
+  log?: LogInclusion | undefined;
 };
 
 /**
@@ -316,6 +325,54 @@ export type Race = Message<"topwagers.v1.Race"> & {
  */
 export const RaceSchema: GenMessage<Race> = /*@__PURE__*/
   messageDesc(file_topwagers_v1_races, 2);
+
+/**
+ * LogInclusion is a race's place in the results log, an RFC 6962 Merkle tree
+ * published as C2SP tlog-tiles under `GET /log/`.
+ *
+ * @generated from message topwagers.v1.LogInclusion
+ */
+export type LogInclusion = Message<"topwagers.v1.LogInclusion"> & {
+  /**
+   * The entry's index in the log (the first is 0).
+   *
+   * @generated from field: uint64 index = 1;
+   */
+  index: bigint;
+
+  /**
+   * The entry exactly as logged (its UTF-8 bytes are the logged bytes): RFC
+   * 8785 canonical JSON naming the race, the affiliate, the kind ("final" or
+   * "cancelled"), the time and, for a final result, its digest and the
+   * SHA-256 of its JWS.
+   *
+   * @generated from field: string entry = 2;
+   */
+  entry: string;
+
+  /**
+   * The first checkpoint whose tree holds the entry, a C2SP signed note;
+   * empty until one does (within seconds of the freeze or cancellation).
+   *
+   * @generated from field: string checkpoint = 3;
+   */
+  checkpoint: string;
+
+  /**
+   * The inclusion proof of `index` against `checkpoint` (RFC 9162 §2.1.3),
+   * the leaf's side first; empty until a checkpoint holds the entry.
+   *
+   * @generated from field: repeated bytes proof = 4;
+   */
+  proof: Uint8Array[];
+};
+
+/**
+ * Describes the message topwagers.v1.LogInclusion.
+ * Use `create(LogInclusionSchema)` to create a new message.
+ */
+export const LogInclusionSchema: GenMessage<LogInclusion> = /*@__PURE__*/
+  messageDesc(file_topwagers_v1_races, 3);
 
 /**
  * SignedResult is a final race result signed by the operator's key: a compact
@@ -354,7 +411,7 @@ export type SignedResult = Message<"topwagers.v1.SignedResult"> & {
  * Use `create(SignedResultSchema)` to create a new message.
  */
 export const SignedResultSchema: GenMessage<SignedResult> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 3);
+  messageDesc(file_topwagers_v1_races, 4);
 
 /**
  * CreateRaceRequest defines a race.
@@ -393,7 +450,7 @@ export type CreateRaceRequest = Message<"topwagers.v1.CreateRaceRequest"> & {
  * Use `create(CreateRaceRequestSchema)` to create a new message.
  */
 export const CreateRaceRequestSchema: GenMessage<CreateRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 4);
+  messageDesc(file_topwagers_v1_races, 5);
 
 /**
  * CreateRaceResponse is the race as created.
@@ -414,7 +471,7 @@ export type CreateRaceResponse = Message<"topwagers.v1.CreateRaceResponse"> & {
  * Use `create(CreateRaceResponseSchema)` to create a new message.
  */
 export const CreateRaceResponseSchema: GenMessage<CreateRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 5);
+  messageDesc(file_topwagers_v1_races, 6);
 
 /**
  * UpdateRaceRequest changes some of a race's rules.
@@ -533,7 +590,7 @@ export type UpdateRaceRequest = Message<"topwagers.v1.UpdateRaceRequest"> & {
  * Use `create(UpdateRaceRequestSchema)` to create a new message.
  */
 export const UpdateRaceRequestSchema: GenMessage<UpdateRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 6);
+  messageDesc(file_topwagers_v1_races, 7);
 
 /**
  * UpdateRaceResponse is the race as changed.
@@ -562,7 +619,7 @@ export type UpdateRaceResponse = Message<"topwagers.v1.UpdateRaceResponse"> & {
  * Use `create(UpdateRaceResponseSchema)` to create a new message.
  */
 export const UpdateRaceResponseSchema: GenMessage<UpdateRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 7);
+  messageDesc(file_topwagers_v1_races, 8);
 
 /**
  * CancelRaceRequest names the race to cancel.
@@ -590,7 +647,7 @@ export type CancelRaceRequest = Message<"topwagers.v1.CancelRaceRequest"> & {
  * Use `create(CancelRaceRequestSchema)` to create a new message.
  */
 export const CancelRaceRequestSchema: GenMessage<CancelRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 8);
+  messageDesc(file_topwagers_v1_races, 9);
 
 /**
  * DeleteRaceRequest names the race to delete.
@@ -618,7 +675,7 @@ export type DeleteRaceRequest = Message<"topwagers.v1.DeleteRaceRequest"> & {
  * Use `create(DeleteRaceRequestSchema)` to create a new message.
  */
 export const DeleteRaceRequestSchema: GenMessage<DeleteRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 9);
+  messageDesc(file_topwagers_v1_races, 10);
 
 /**
  * DeleteRaceResponse is the race as it was before it was deleted.
@@ -639,7 +696,7 @@ export type DeleteRaceResponse = Message<"topwagers.v1.DeleteRaceResponse"> & {
  * Use `create(DeleteRaceResponseSchema)` to create a new message.
  */
 export const DeleteRaceResponseSchema: GenMessage<DeleteRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 10);
+  messageDesc(file_topwagers_v1_races, 11);
 
 /**
  * CancelRaceResponse is the race as cancelled.
@@ -660,7 +717,7 @@ export type CancelRaceResponse = Message<"topwagers.v1.CancelRaceResponse"> & {
  * Use `create(CancelRaceResponseSchema)` to create a new message.
  */
 export const CancelRaceResponseSchema: GenMessage<CancelRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 11);
+  messageDesc(file_topwagers_v1_races, 12);
 
 /**
  * GetRaceRequest names a race by id, or a series by slug.
@@ -689,7 +746,7 @@ export type GetRaceRequest = Message<"topwagers.v1.GetRaceRequest"> & {
  * Use `create(GetRaceRequestSchema)` to create a new message.
  */
 export const GetRaceRequestSchema: GenMessage<GetRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 12);
+  messageDesc(file_topwagers_v1_races, 13);
 
 /**
  * GetRaceResponse is a race with its standings.
@@ -735,7 +792,7 @@ export type GetRaceResponse = Message<"topwagers.v1.GetRaceResponse"> & {
  * Use `create(GetRaceResponseSchema)` to create a new message.
  */
 export const GetRaceResponseSchema: GenMessage<GetRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 13);
+  messageDesc(file_topwagers_v1_races, 14);
 
 /**
  * RaceHistory is a race's append-only record of changes, oldest first.
@@ -763,7 +820,7 @@ export type RaceHistory = Message<"topwagers.v1.RaceHistory"> & {
  * Use `create(RaceHistorySchema)` to create a new message.
  */
 export const RaceHistorySchema: GenMessage<RaceHistory> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 14);
+  messageDesc(file_topwagers_v1_races, 15);
 
 /**
  * RaceChange is one change to a race.
@@ -815,7 +872,7 @@ export type RaceChange = Message<"topwagers.v1.RaceChange"> & {
  * Use `create(RaceChangeSchema)` to create a new message.
  */
 export const RaceChangeSchema: GenMessage<RaceChange> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 15);
+  messageDesc(file_topwagers_v1_races, 16);
 
 /**
  * RaceFieldChange is one field's value before and after a change.
@@ -864,7 +921,7 @@ export type RaceFieldChange = Message<"topwagers.v1.RaceFieldChange"> & {
  * Use `create(RaceFieldChangeSchema)` to create a new message.
  */
 export const RaceFieldChangeSchema: GenMessage<RaceFieldChange> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 16);
+  messageDesc(file_topwagers_v1_races, 17);
 
 /**
  * RaceStandingsChanges counts what voids did to a race's standings, without
@@ -940,7 +997,7 @@ export type RaceStandingsChanges = Message<"topwagers.v1.RaceStandingsChanges"> 
  * Use `create(RaceStandingsChangesSchema)` to create a new message.
  */
 export const RaceStandingsChangesSchema: GenMessage<RaceStandingsChanges> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 17);
+  messageDesc(file_topwagers_v1_races, 18);
 
 /**
  * ListRacesRequest narrows and pages the list.
@@ -989,7 +1046,7 @@ export type ListRacesRequest = Message<"topwagers.v1.ListRacesRequest"> & {
  * Use `create(ListRacesRequestSchema)` to create a new message.
  */
 export const ListRacesRequestSchema: GenMessage<ListRacesRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 18);
+  messageDesc(file_topwagers_v1_races, 19);
 
 /**
  * ListRacesResponse is one page of races.
@@ -1017,7 +1074,7 @@ export type ListRacesResponse = Message<"topwagers.v1.ListRacesResponse"> & {
  * Use `create(ListRacesResponseSchema)` to create a new message.
  */
 export const ListRacesResponseSchema: GenMessage<ListRacesResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 19);
+  messageDesc(file_topwagers_v1_races, 20);
 
 /**
  * WatchRaceRequest names the race to watch.
@@ -1052,7 +1109,7 @@ export type WatchRaceRequest = Message<"topwagers.v1.WatchRaceRequest"> & {
  * Use `create(WatchRaceRequestSchema)` to create a new message.
  */
 export const WatchRaceRequestSchema: GenMessage<WatchRaceRequest> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 20);
+  messageDesc(file_topwagers_v1_races, 21);
 
 /**
  * WatchRaceResponse is one message of the stream.
@@ -1088,7 +1145,7 @@ export type WatchRaceResponse = Message<"topwagers.v1.WatchRaceResponse"> & {
  * Use `create(WatchRaceResponseSchema)` to create a new message.
  */
 export const WatchRaceResponseSchema: GenMessage<WatchRaceResponse> = /*@__PURE__*/
-  messageDesc(file_topwagers_v1_races, 21);
+  messageDesc(file_topwagers_v1_races, 22);
 
 /**
  * RaceRepeat says whether a race recurs, and how often.

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file topwagers/v1/signing.proto.
  */
 export const file_topwagers_v1_signing: GenFile = /*@__PURE__*/
-  fileDesc("Chp0b3B3YWdlcnMvdjEvc2lnbmluZy5wcm90bxIMdG9wd2FnZXJzLnYxIhcKFUdldFNpZ25pbmdLZXlzUmVxdWVzdCJ9ChZHZXRTaWduaW5nS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC50b3B3YWdlcnMudjEuU2lnbmluZ0tleRIOCgZpc3N1ZXIYAiABKAkSKwoJbGl2ZV9rZXlzGAMgAygLMhgudG9wd2FnZXJzLnYxLlNpZ25pbmdLZXkiewoKU2lnbmluZ0tleRILCgNrdHkYASABKAkSCwoDY3J2GAIgASgJEgkKAXgYAyABKAkSCwoDa2lkGAQgASgJEgsKA3VzZRgFIAEoCRILCgNhbGcYBiABKAkSDQoFc3RhdGUYByABKAkSEgoKY3JlYXRlZF9hdBgIIAEoAzJ1ChFTaWduaW5nS2V5U2VydmljZRJgCg5HZXRTaWduaW5nS2V5cxIjLnRvcHdhZ2Vycy52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaJC50b3B3YWdlcnMudjEuR2V0U2lnbmluZ0tleXNSZXNwb25zZSIDkAIBQmoKEGNvbS50b3B3YWdlcnMudjFCDFNpZ25pbmdQcm90b1ABWhh0b3B3YWdlcnMvdjE7dG9wd2FnZXJzdjGqAgxUb3B3YWdlcnMuVjHKAgxUb3B3YWdlcnNcVjHqAg1Ub3B3YWdlcnM6OlYxYgZwcm90bzM");
+  fileDesc("Chp0b3B3YWdlcnMvdjEvc2lnbmluZy5wcm90bxIMdG9wd2FnZXJzLnYxIhcKFUdldFNpZ25pbmdLZXlzUmVxdWVzdCKXAQoWR2V0U2lnbmluZ0tleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhgudG9wd2FnZXJzLnYxLlNpZ25pbmdLZXkSDgoGaXNzdWVyGAIgASgJEisKCWxpdmVfa2V5cxgDIAMoCzIYLnRvcHdhZ2Vycy52MS5TaWduaW5nS2V5EhgKEGxvZ192ZXJpZmllcl9rZXkYBCABKAkiewoKU2lnbmluZ0tleRILCgNrdHkYASABKAkSCwoDY3J2GAIgASgJEgkKAXgYAyABKAkSCwoDa2lkGAQgASgJEgsKA3VzZRgFIAEoCRILCgNhbGcYBiABKAkSDQoFc3RhdGUYByABKAkSEgoKY3JlYXRlZF9hdBgIIAEoAzJ1ChFTaWduaW5nS2V5U2VydmljZRJgCg5HZXRTaWduaW5nS2V5cxIjLnRvcHdhZ2Vycy52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaJC50b3B3YWdlcnMudjEuR2V0U2lnbmluZ0tleXNSZXNwb25zZSIDkAIBQmoKEGNvbS50b3B3YWdlcnMudjFCDFNpZ25pbmdQcm90b1ABWhh0b3B3YWdlcnMvdjE7dG9wd2FnZXJzdjGqAgxUb3B3YWdlcnMuVjHKAgxUb3B3YWdlcnNcVjHqAg1Ub3B3YWdlcnM6OlYxYgZwcm90bzM");
 
 /**
  * GetSigningKeysRequest has no fields.
@@ -60,6 +60,16 @@ export type GetSigningKeysResponse = Message<"topwagers.v1.GetSigningKeysRespons
    * @generated from field: repeated topwagers.v1.SigningKey live_keys = 3;
    */
   liveKeys: SigningKey[];
+
+  /**
+   * The verifier key of the results log's checkpoints (docs/verify.md, "The
+   * results log"): `<origin>+<key ID, 8 hex digits>+<base64(0x01 || public
+   * key)>`, the form golang.org/x/mod/sumdb/note reads; the same text as
+   * `GET /log/vkey`. Empty until the log's key is made (its first checkpoint).
+   *
+   * @generated from field: string log_verifier_key = 4;
+   */
+  logVerifierKey: string;
 };
 
 /**

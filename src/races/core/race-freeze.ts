@@ -2,10 +2,12 @@
  * The clock's last step, the freeze: once a race's review window is over, its board is read from the primary
  * (uncached), placed with every place a prize is paid to, hashed (digest.ts), its history's freeze entry
  * counted (what voids and late wagers did, race-history.ts), signed when a key is active (signed-result.ts), and written
- * once with the start and end announcements still owed (RaceStore.freeze, one transaction).
+ * once with the start and end announcements still owed and its entry in the results log (RaceStore.freeze, one
+ * transaction).
  */
 
 import type { FrozenEntry, NewRace, SignedResult, StoredRace } from "../../ports/races.js";
+import type { LogPlace } from "../../ports/results-log.js";
 import type { StandingsStore } from "../../ports/standings.js";
 import { type DigestedResult, raceDigest } from "./digest.js";
 import { raceEvent } from "./race-event-data.js";
@@ -60,8 +62,10 @@ export async function freezeRace(
         });
   return options.store.freeze({
     id: race.id,
+    affiliateExternalId: race.affiliateExternalId,
     result: { at: now, digest, unallocated, entries },
-    event: (signed: SignedResult | undefined) => finalizedEvent(frozen, { entries, unallocated }, signed),
+    event: (signed: SignedResult | undefined, logged: LogPlace) =>
+      finalizedEvent(frozen, { entries, unallocated }, signed, logged),
     owed: {
       started: raceEvent("race.started", race),
       ended: raceEvent("race.ended", race),

@@ -7,6 +7,7 @@
  */
 
 import type { FrozenEntry, RaceListQuery, SignedResult, StoredRace } from "../../ports/races.js";
+import type { LogInclusion } from "../../ports/results-log.js";
 import type { StandingsStore } from "../../ports/standings.js";
 import type { Violation } from "../../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
@@ -85,6 +86,14 @@ export class RaceReads {
     return { kind: "ok", value: { races, nextPageToken } };
   }
 
+  /** The race's entry and proof in the results log (a race frozen, or cancelled after its start, is logged). */
+  logOf(race: StoredRace): Promise<LogInclusion | undefined> {
+    const { log } = this.options;
+    const cancelledBeforeStart = race.cancelledAt !== null && race.cancelledAt < race.startTimestamp;
+    if (log === undefined || cancelledBeforeStart) return Promise.resolve(undefined);
+    return log.inclusionOf(race.id);
+  }
+
   /** A series race's next race, when it exists (and the race still holds its slug). */
   nextExisting(race: StoredRace): Promise<StoredRace | undefined> {
     if (race.repeat === "none" || !race.slugHeld) return Promise.resolve(undefined);
@@ -128,15 +137,17 @@ export class RaceReads {
       next,
     };
     if (state === "final") {
-      const [frozen, signed] = await Promise.all([
+      const [frozen, signed, log] = await Promise.all([
         this.options.store.frozenEntries(race.id),
         this.options.store.signedResult(race.id),
+        this.logOf(race),
       ]);
       const view = { ...base, entries: frozen.map(standingOfFrozen), unallocated: race.unallocated ?? "" };
-      return signed === undefined ? view : { ...view, signed };
+      return { ...view, ...(signed === undefined ? {} : { signed }), ...(log === undefined ? {} : { log }) };
     }
     if (state === "scheduled" || state === "cancelled") {
-      return { ...base, entries: [], unallocated: prizeSum(race.prizes) };
+      const log = state === "cancelled" ? await this.logOf(race) : undefined;
+      return { ...base, entries: [], unallocated: prizeSum(race.prizes), ...(log === undefined ? {} : { log }) };
     }
     const placement = await this.place(race, undefined);
     return {

@@ -6,6 +6,7 @@
  */
 
 import type { RaceStore, SignedResult, StoredRace } from "../../ports/races.js";
+import type { LogInclusion, ResultsLogReader } from "../../ports/results-log.js";
 import type { PayloadSigner } from "../../ports/signing.js";
 import type { StandingsStore } from "../../ports/standings.js";
 import type { RankedUser } from "../../values/ranked-user.js";
@@ -30,6 +31,11 @@ export interface RaceView {
   readonly unallocated: string;
   /** The final result as signed at the freeze; absent before, and when no signing key was active then. */
   readonly signed?: SignedResult;
+  /**
+   * The race's entry in the results log and its inclusion proof (docs/verify.md): once final, or cancelled after its
+   * start; absent for a race not logged (frozen before the log began) and when the process has no log.
+   */
+  readonly log?: LogInclusion;
 }
 
 export type RaceOutcome<T> =
@@ -74,4 +80,6 @@ export interface RacesOptions {
   readonly tickConcurrency?: number;
   /** Most scheduled and live races one affiliate may have (RACES_PER_AFFILIATE); absent: no cap. */
   readonly racesPerAffiliate?: number;
+  /** The results log, whose inclusion of a final or cancelled race its answers carry; absent: none carried. */
+  readonly log?: ResultsLogReader;
 }

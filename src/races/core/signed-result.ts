@@ -6,6 +6,7 @@
  * Amounts are decimal strings, times Unix seconds, so no verifier meets a floating-point number.
  */
 import type { ChainLink, FrozenEntry, RaceEvent, ResultSealer, SignedResult, StoredRace } from "../../ports/races.js";
+import type { LogPlace } from "../../ports/results-log.js";
 import { type KeyedSigner, RACE_RESULT_KIND } from "../../ports/signing.js";
 import { type EventResult, frozenEntryData, raceEvent } from "./race-event-data.js";
 import type { RaceHistorySummary } from "./race-history.js";
@@ -53,12 +54,20 @@ export function resultSealer(sign: KeyedSigner, unsigned: Omit<SignedResultInput
 /**
  * The race.finalized event: with the signed result when the JWS fits the 20 KB body beside every entry;
  * else with its key id and hash and `jws: null` (GET /races/{id} and GetRace answer the signed result itself),
- * the entries fitted as ./race-event-data.ts fits them, the signed result counted in.
+ * the entries fitted as ./race-event-data.ts fits them, the signed result counted in. `log` is the result's place
+ * in the results log (docs/verify.md): its index and entry, with `checkpoint` and `proof` null (the event is
+ * written before any checkpoint holds the entry; GET /verify/{id}/signed answers them).
  */
-export function finalizedEvent(race: StoredRace, result: EventResult, signed: SignedResult | undefined): RaceEvent {
-  if (signed === undefined) return raceEvent("race.finalized", race, result);
-  const whole = raceEvent("race.finalized", race, { ...result, extra: { signedResult: { ...signed } } });
+export function finalizedEvent(
+  race: StoredRace,
+  result: EventResult,
+  signed: SignedResult | undefined,
+  logged: LogPlace,
+): RaceEvent {
+  const log = { index: logged.index, entry: logged.entry, checkpoint: null, proof: null };
+  if (signed === undefined) return raceEvent("race.finalized", race, { ...result, extra: { log } });
+  const whole = raceEvent("race.finalized", race, { ...result, extra: { signedResult: { ...signed }, log } });
   if ((whole.data as { entriesTruncated?: boolean }).entriesTruncated !== true) return whole;
   const stub = { jws: null, kid: signed.kid, sha256: signed.sha256 };
-  return raceEvent("race.finalized", race, { ...result, extra: { signedResult: stub } });
+  return raceEvent("race.finalized", race, { ...result, extra: { signedResult: stub, log } });
 }

@@ -18,15 +18,15 @@ export async function enqueueRaceEvent(
 
 /**
  * The events of one transaction's state change for one affiliate (the freeze's owed start and end, and the
- * result): the affiliate's endpoints are read once, at the first event, for all of them.
+ * result): the affiliate's endpoints are read once, now, for all of them (so the result's event, written after the
+ * results log's head is taken, reads nothing more under that lock).
  */
-export function raceEventsOf(
+export async function raceEventsOf(
   connection: PoolConnection,
   affiliateId: number,
-): (event: RaceEvent, at: number) => Promise<void> {
-  let endpoints: AffiliateEndpoints | undefined;
+): Promise<(event: RaceEvent, at: number) => Promise<void>> {
+  const endpoints: AffiliateEndpoints = await affiliateEndpoints(connection, affiliateId);
   return async (event, at) => {
-    endpoints ??= await affiliateEndpoints(connection, affiliateId);
     await enqueueWebhookEvent(connection, { affiliateId, type: event.type, data: event.data, at }, endpoints);
   };
 }

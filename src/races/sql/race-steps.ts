@@ -1,14 +1,16 @@
 /**
  * SQL of the race clock's steps that happen once however many instances try (./races.ts says how): announcing
  * a start (with a series' next race), announcing an end, and the freeze (the result rows, the owed
- * announcements, the signed result's place in its affiliate's chain, ./signed-results.ts), each in one
- * transaction with the events it causes and the race's history entry. Which races are due: ./races.ts
+ * announcements, the signed result's place in its affiliate's chain, ./signed-results.ts, and its entry in the
+ * results log, ../../results-log/sql/log-append.ts), each in one transaction with the events it causes and the
+ * race's history entry. Which races are due: ./races.ts
  * DUE_RACES_SQL; a failing step's wait: ./race-step-waits.ts.
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { inTransaction } from "../../platform/database/transactions.js";
 import { CLOCK_ACTOR } from "../../ports/race-history.js";
 import type { FrozenResult, NewRace, RaceEvent, RaceFreeze, StoredRace } from "../../ports/races.js";
+import { appendToLog } from "../../results-log/sql/log-append.js";
 import { enqueueRaceEvent, raceEventsOf } from "./race-events.js";
 import { appendRaceHistory } from "./race-history.js";
 import { insertRace, nextStepAt, raceById } from "./races.js";
@@ -76,7 +78,7 @@ export async function announceEnd(pool: Pool, id: string, event: RaceEvent, at: 
  * entry, in one transaction; false when the race is frozen or cancelled already.
  */
 export async function writeFreeze(pool: Pool, freeze: RaceFreeze): Promise<boolean> {
-  const { id, result, event, owed, history, seal } = freeze;
+  const { id, affiliateExternalId, result, event, owed, history, seal } = freeze;
   return inTransaction(pool, async (connection) => {
     // What is still owed is read under the row's lock, so no start or end is announced twice.
     const [locked] = await connection.query<RowDataPacket[]>(
@@ -98,7 +100,7 @@ export async function writeFreeze(pool: Pool, freeze: RaceFreeze): Promise<boole
     const internalId = Number(row.id);
     const affiliateId = Number(row.affiliate_id);
     // Up to three events (the owed start and end, the result): the affiliate's endpoints are read once.
-    const enqueue = raceEventsOf(connection, affiliateId);
+    const enqueue = await raceEventsOf(connection, affiliateId);
     if (Number(row.start_announced) === 0) {
       if (owed.next !== null) await insertNextRace(connection, id, owed.next);
       // Owed events carry their transition's time (the start; the second after the end), not the freeze's.
@@ -109,8 +111,17 @@ export async function writeFreeze(pool: Pool, freeze: RaceFreeze): Promise<boole
     }
     await insertResultRows(connection, internalId, result.entries);
     const signed = seal === undefined ? undefined : await signIntoChain(connection, internalId, affiliateId, seal);
-    await enqueue(event(signed), result.at);
     await appendRaceHistory(connection, id, result.at, history);
+    // The results log's head last: held from here to the commit (../../results-log/sql/log-append.ts).
+    const logged = await appendToLog(connection, {
+      kind: "final",
+      affiliateId: affiliateExternalId,
+      raceId: id,
+      at: result.at,
+      digest: result.digest,
+      sha256: signed?.sha256 ?? null,
+    });
+    await enqueue(event(signed, logged), result.at);
     return true;
   });
 }

@@ -23,6 +23,7 @@ import type {
   RaceRepeat,
   StoredRace,
 } from "../../ports/races.js";
+import { appendToLog } from "../../results-log/sql/log-append.js";
 import { canonicalDecimal } from "../../values/decimal.js";
 import type { RankBy } from "../../values/weights.js";
 import { enqueueRaceEvent } from "./race-events.js";
@@ -312,6 +313,16 @@ export async function cancelRace(
         const fields = [{ field: "cancelledWith", after: id }];
         await appendRaceHistory(connection, laterId, at, { kind: "cancelled", actor, fields });
       }
+    }
+    // A race cancelled once it had started is logged (docs/verify.md, "The results log"): its result cannot then
+    // be made to vanish. The log's head last, held to the commit (../../results-log/sql/log-append.ts).
+    if (stored.startTimestamp <= at) {
+      await appendToLog(connection, {
+        kind: "cancelled",
+        affiliateId: stored.affiliateExternalId,
+        raceId: id,
+        at,
+      });
     }
     return stored;
   });

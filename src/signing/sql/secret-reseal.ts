@@ -1,7 +1,7 @@
 /**
  * Seals again, under the current WEBHOOK_SECRET_KEY, every stored secret that is kept plain (endpoints made before
  * a key was set) or sealed by a previous key of the ring (../../platform/database/secret-box.ts): the webhook endpoints' signing
- * secrets (current and previous) and the private halves of the signing keys (results' and live). Each row is written by a
+ * secrets (current and previous) and the private halves of the signing keys (results', live, and the results log's). Each row is written by a
  * compare-and-set on the value read, so instances doing this at once, or a rotation meanwhile, never lose a secret.
  */
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
@@ -21,6 +21,8 @@ const SEALED_COLUMNS = [
   { table: "webhook_endpoints", key: "id", column: "previous_secret", aad: (id: string) => id },
   { table: "signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.result.sealedAs },
   { table: "live_signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.live.sealedAs },
+  // The results log's note key, as ../../results-log/sql/log-keys.ts sealedLogKeyAs seals it.
+  { table: "log_signing_keys", key: "key_id", column: "private_sealed", aad: (id: string) => `log-signing-key:${id}` },
 ] as const;
 
 export async function resealSecrets(pool: Pool, box: SecretBox): Promise<ResealReport> {

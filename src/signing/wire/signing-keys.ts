@@ -3,8 +3,8 @@
  * Set, RFC 7517, cacheable by anyone for JWKS_MAX_AGE_SECONDS) holds the results' keys only, and
  * `GET /.well-known/jwks-live.json` the live keys only (what signs live races and boards), so a verifier of results
  * that trusts the first never accepts a live signature (RFC 8725 §3.12); SigningKeyService.GetSigningKeys answers
- * both, apart (`keys` and `live_keys`), over Connect, gRPC and gRPC-Web. docs/verify.md says how to check a
- * signature with them.
+ * both, apart (`keys` and `live_keys`), over Connect, gRPC and gRPC-Web, with the results log's verifier key
+ * (`log_verifier_key`). docs/verify.md says how to check a signature with them.
  */
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
@@ -29,6 +29,8 @@ export class SigningKeysSkin {
     private readonly published: PublishedKeys,
     private readonly live: PublishedKeys,
     private readonly logger: Logger,
+    /** The results log's verifier key (GetSigningKeys' `log_verifier_key`); absent: answered empty. */
+    private readonly logVerifierKey: () => Promise<string | undefined> = async () => undefined,
   ) {}
 
   /** The JWK Set at `path` (the results' keys) or at `livePath` (the live keys). */
@@ -54,16 +56,19 @@ export class SigningKeysSkin {
   }
 
   register(router: ConnectRouter): void {
-    const { published, live } = this;
+    const { published, live, logVerifierKey } = this;
     router.service(SigningKeyService, {
       async getSigningKeys() {
-        const [keys, liveKeys] = await Promise.all([published.keys(), live.keys()]).catch(() => {
-          throw new ServiceError("DATABASE_UNAVAILABLE", "the signing keys could not be read; try again");
-        });
+        const [keys, liveKeys, logKey] = await Promise.all([published.keys(), live.keys(), logVerifierKey()]).catch(
+          () => {
+            throw new ServiceError("DATABASE_UNAVAILABLE", "the signing keys could not be read; try again");
+          },
+        );
         return create(GetSigningKeysResponseSchema, {
           issuer: published.issuer,
           keys: signingKeyMessages(keys),
           liveKeys: signingKeyMessages(liveKeys),
+          logVerifierKey: logKey ?? "",
         });
       },
     });

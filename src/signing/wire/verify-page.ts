@@ -2,13 +2,15 @@
  * The verify page (docs/verify.md), open to anyone who has the race's id, no key:
  * - `GET /verify/{raceId}`: a page that fetches the signed result and the JWK Set and checks the signature in the
  *   browser (WebCrypto Ed25519), then shows the issuer, the key id, the chain link, the standings and the history;
- * - `GET /verify/{raceId}/signed`: the signed result itself, `{"jws","kid","sha256"}` (404 until there is one);
+ * - `GET /verify/{raceId}/signed`: the signed result itself, `{"jws","kid","sha256","log"}` (404 until there is
+ *   one), `log` its place in the results log with the inclusion proof (docs/verify.md, "The results log");
  * - `GET /v/{id}`: the short link an overlay shows (the race id without "race_"), a redirect to the page.
  * The race id is 100 random bits, so the page is a link to share, not a list to browse.
  */
 import { createHash } from "node:crypto";
 import { type NodeRequest, type NodeResponse, writeJson, writeWhole } from "../../platform/transport/http.js";
 import type { SignedResult } from "../../ports/races.js";
+import type { LogInclusion } from "../../ports/results-log.js";
 import { isRaceId } from "../../races/core/race-id.js";
 import { VERIFY_SCRIPT, VERIFY_STYLE } from "./parts/verify-page-assets.js";
 
@@ -28,7 +30,11 @@ export const VERIFY_CONTENT_SECURITY_POLICY = [
 ].join("; ");
 
 export class VerifyPage {
-  constructor(private readonly signedResult: (raceId: string) => Promise<SignedResult | undefined>) {}
+  constructor(
+    private readonly signedResult: (raceId: string) => Promise<SignedResult | undefined>,
+    /** The race's place in the results log (docs/verify.md); absent: `log` is null. */
+    private readonly inclusion: (raceId: string) => Promise<LogInclusion | undefined> = async () => undefined,
+  ) {}
 
   matches(path: string): boolean {
     return path.startsWith(`${VERIFY_PATH}/`) || path.startsWith(`${SHORT_VERIFY_PATH}/`);
@@ -50,13 +56,15 @@ export class VerifyPage {
     }
     if (rest === undefined) return page(req, res, raceId);
     if (rest !== "signed") return notFound(res);
-    const signed = await this.signedResult(raceId);
+    const [signed, log] = await Promise.all([this.signedResult(raceId), this.inclusion(raceId)]);
     if (signed === undefined) return notFound(res);
-    const body = JSON.stringify({ jws: signed.jws, kid: signed.kid, sha256: signed.sha256 });
+    const logged =
+      log === undefined ? null : { index: log.index, entry: log.entry, checkpoint: log.checkpoint, proof: log.proof };
+    const body = JSON.stringify({ jws: signed.jws, kid: signed.kid, sha256: signed.sha256, log: logged });
     const headers = {
       "content-type": "application/json; charset=utf-8",
-      // The same bytes forever once signed.
-      "cache-control": "public, max-age=31536000, immutable",
+      // The same bytes forever once signed and in a checkpoint (a result's first seconds: its proof is on its way).
+      "cache-control": logged?.checkpoint === null ? "public, max-age=1" : "public, max-age=31536000, immutable",
       "access-control-allow-origin": "*",
       "content-length": String(Buffer.byteLength(body)),
     };

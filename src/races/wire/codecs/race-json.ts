@@ -4,9 +4,10 @@
  *
  * Totals are JSON numbers written from the exact decimal text (every digit kept, as REST boards write
  * `totalWagered`), each beside its exact decimal string; prizes and `unallocated` are decimal strings
- * at the prize table's scale. `version` names what the race shows (everything but `now`, as the race
+ * at the prize table's scale; `log` is the race's place in the results log (null when not logged). `version` names what the race shows (everything but `now`, as the race
  * stream's event ids do): equal versions, equal answers, on every instance.
  */
+import type { LogInclusion } from "../../../ports/results-log.js";
 import { raceVersion } from "../../core/race-watch.js";
 import type { RaceStanding, RaceView } from "../../core/races.js";
 
@@ -55,7 +56,13 @@ export function raceJson(view: RaceView, version = raceVersion(view)): string {
     `"unallocated":${JSON.stringify(view.unallocated)}`;
   const fields = raceFields(view);
   const result = resultOf(view, true);
-  return `{${fields},"now":${view.now},${shown},"version":"${version}","result":${result}}`;
+  const log = view.log === undefined ? "null" : logJson(view.log);
+  return `{${fields},"now":${view.now},${shown},"version":"${version}","result":${result},"log":${log}}`;
+}
+
+/** A race's place in the results log as JSON (docs/verify.md): index, entry, checkpoint and proof, in that order. */
+export function logJson(log: LogInclusion): string {
+  return JSON.stringify({ index: log.index, entry: log.entry, checkpoint: log.checkpoint, proof: log.proof });
 }
 
 /** A race of a list, without standings (no `next`, `entries`, `unallocated` nor `version`), as JSON text. */

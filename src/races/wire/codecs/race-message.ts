@@ -21,6 +21,7 @@ import { RankBy as RankByMessage } from "../../../../gen/topwagers/v1/top_wagers
 import { enumNames } from "../../../platform/wire/codecs/enum-names.js";
 import { rankByMessage, rankByOf } from "../../../platform/wire/codecs/rank-by.js";
 import type { RaceRepeat as Repeat } from "../../../ports/races.js";
+import type { LogInclusion } from "../../../ports/results-log.js";
 import type { Violation } from "../../../values/violation.js";
 import { DEFAULT_UPDATE_SCOPE, type UpdateScope } from "../../core/race-corrections.js";
 import type { RaceDefinitionFields, RacePatch } from "../../core/race-rules.js";
@@ -205,7 +206,18 @@ export function raceMessage(view: RaceView, hideExcluded = false): Race {
     nextRaceId: view.next?.id ?? "",
     nextStartsAt: BigInt(view.next?.startsAt ?? 0),
     ...(view.signed === undefined ? {} : { signedResult: { ...view.signed } }),
+    ...(view.log === undefined ? {} : { log: logMessage(view.log) }),
   });
+}
+
+/** The race's place in the results log as a LogInclusion message (checkpoint empty, no proof, until one holds it). */
+function logMessage(log: LogInclusion) {
+  return {
+    index: BigInt(log.index),
+    entry: log.entry,
+    checkpoint: log.checkpoint ?? "",
+    proof: (log.proof ?? []).map((hash) => new Uint8Array(Buffer.from(hash, "base64"))),
+  };
 }
 
 /** The shown standings as RaceEntry messages, by rank. */
