@@ -150,6 +150,8 @@ export const SETTINGS: readonly string[] = [
   "SIGNING_KEY_FILE",
   "RACE_CLOCK_MS",
   "RACES_PER_AFFILIATE",
+  "LOG_ORIGIN",
+  "LOG_SEQUENCE_MS",
 ];
 
 export const DEFAULT_AVATAR_URL = "https://www.gravatar.com/avatar/?d=mp&s=256";
