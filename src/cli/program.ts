@@ -15,6 +15,7 @@ import { isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
 import { keysCommand } from "./keys.js";
+import { logCommand } from "./log.js";
 import { racesCommand } from "./races.js";
 import { serveCommand } from "./serve.js";
 import { signingKeysCommand } from "./signing-keys.js";
@@ -114,6 +115,7 @@ const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
   ["import", importCommand],
   ["seed", seedCommand],
   ["verify", verifyCommand],
+  ["log", logCommand],
   ["demo", runDemo],
 ]);
 

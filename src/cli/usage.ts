@@ -220,6 +220,17 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
     synopsis: "[--max-report 100] [--json]",
     summary: "recompute every rollup from the raw wagers; exit 1 on a mismatch",
   },
+  "log verify": {
+    synopsis: "[--max-report 100] [--json]",
+    summary: "check the whole results log against itself and the races; exit 1 on a problem (docs/verify.md)",
+    details:
+      "  Reads every entry: each at its index once, its leaf hash, each tile hash, each checkpoint's signature\n" +
+      "  (the log's key) and root; then every race final, or cancelled after its start, since the log began must\n" +
+      "  be logged with exactly its entry, and nothing else. Needs no WEBHOOK_SECRET_KEY. Progress on stderr.\n" +
+      "  --max-report  list at most this many problems (all are counted)\n" +
+      "  --json        print the report as one JSON document on stdout\n" +
+      "  Exit 0: the log holds; 1: a problem, each printed; 2: the command line is wrong.",
+  },
   demo: {
     synopsis: "[--port <port>]",
     summary: "load demo data, create a demo key, and serve",

@@ -89,6 +89,8 @@ export interface Integration {
 export interface LogStore {
   /** How many entries are appended (committed). */
   entryCount(): Promise<number>;
+  /** Since when results are logged (the log's migration), Unix seconds: what was final before is not in it. */
+  beganAt(): Promise<number>;
   /** The newest checkpoint; undefined before the first. */
   latestCheckpoint(): Promise<StoredCheckpoint | undefined>;
   /** The first checkpoint whose tree holds entry `index` (size > index). */
@@ -102,8 +104,21 @@ export interface LogStore {
   entryOf(raceId: string): Promise<LogPlace | undefined>;
   /** Runs `work` holding the sequencing lock, in one transaction; only one runs at a time, fleet-wide. */
   integrate<T>(work: (integration: Integration) => Promise<T>): Promise<T>;
-  /** The log's note key; undefined until one is made. */
+  /** The log's note key with its private seed (the sequencer's); undefined until one is made. */
   key(): Promise<LogKey | undefined>;
+  /** The log's note key's name and public key alone (what verifiers are given); undefined until one is made. */
+  publicKey(): Promise<Pick<LogKey, "name" | "publicKey"> | undefined>;
   /** Stores `key` as the log's key unless one exists: false when one does (made meanwhile elsewhere). */
   insertKeyUnlessAny(key: LogKey, at: number): Promise<boolean>;
 }
+
+/** A race the log should hold (final, or cancelled after its start), as the database has it. */
+export interface LoggableRace {
+  /** Its internal key: the order the races are read in. */
+  readonly key: number;
+  /** The entry it should have. */
+  readonly event: LoggedEvent;
+}
+
+/** The races the log should hold, by key, after `after` (exclusive), at most `limit`. */
+export type LoggableRaces = (after: number, limit: number) => Promise<LoggableRace[]>;

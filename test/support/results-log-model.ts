@@ -24,6 +24,10 @@ export class MemoryLogStore implements LogStore {
     return { index: this.entryRows.length - 1, entry: new TextDecoder().decode(entry) };
   }
 
+  async beganAt(): Promise<number> {
+    return 0;
+  }
+
   async entryCount(): Promise<number> {
     return this.entryRows.length;
   }
@@ -98,6 +102,10 @@ export class MemoryLogStore implements LogStore {
 
   async key(): Promise<LogKey | undefined> {
     return this.logKey;
+  }
+
+  async publicKey(): Promise<Pick<LogKey, "name" | "publicKey"> | undefined> {
+    return this.logKey === undefined ? undefined : { name: this.logKey.name, publicKey: this.logKey.publicKey };
   }
 
   async insertKeyUnlessAny(key: LogKey): Promise<boolean> {

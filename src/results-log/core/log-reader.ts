@@ -54,7 +54,7 @@ export class LogReader implements ResultsLogReader {
 
   /** The verifier key of the log's note key; undefined until the log has one. */
   async verifierKey(): Promise<string | undefined> {
-    const key = await this.store.key();
+    const key = await this.store.publicKey();
     return key === undefined ? undefined : verifierKey(key);
   }
 

@@ -17,6 +17,17 @@ export const sealedLogKeyAs = (id: string) => `log-signing-key:${id}`;
 
 const keyIdHex = (key: Pick<LogKey, "name" | "publicKey">) => Buffer.from(keyId(key)).toString("hex");
 
+/** The key's name and public key, without opening its private seed (no WEBHOOK_SECRET_KEY needed). */
+export async function readLogPublicKey(pool: Pool): Promise<Pick<LogKey, "name" | "publicKey"> | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>("SELECT name, public_key FROM log_signing_keys WHERE active = 1");
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return {
+    name: Buffer.from(row.name).toString("utf8"),
+    publicKey: new Uint8Array(Buffer.from(String(row.public_key), "base64")),
+  };
+}
+
 export async function readLogKey(pool: Pool, box: SecretBox): Promise<LogKey | undefined> {
   const [rows] = await pool.query<RowDataPacket[]>(
     "SELECT key_id, name, public_key, private_sealed FROM log_signing_keys WHERE active = 1",

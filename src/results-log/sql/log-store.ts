@@ -10,7 +10,7 @@ import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { SecretBox } from "../../platform/database/secret-box.js";
 import { inTransaction } from "../../platform/database/transactions.js";
 import type { Integration, LogStore, StoredCheckpoint } from "../../ports/results-log.js";
-import { insertLogKeyUnlessAny, readLogKey } from "./log-keys.js";
+import { insertLogKeyUnlessAny, readLogKey, readLogPublicKey } from "./log-keys.js";
 
 type Queryable = Pool | PoolConnection;
 
@@ -44,6 +44,10 @@ async function headSize(db: Queryable): Promise<number> {
 export function mariadbLog(pool: Pool, box: SecretBox): LogStore {
   return {
     entryCount: () => headSize(pool),
+    beganAt: async () => {
+      const [rows] = await pool.query<RowDataPacket[]>("SELECT began_at FROM log_head WHERE id = 1");
+      return Number(rows[0]?.began_at ?? 0);
+    },
     latestCheckpoint: async () => {
       const [rows] = await pool.query<RowDataPacket[]>(
         "SELECT tree_size, root, note FROM log_checkpoints ORDER BY tree_size DESC LIMIT 1",
@@ -81,6 +85,7 @@ export function mariadbLog(pool: Pool, box: SecretBox): LogStore {
     },
     integrate: (work) => inTransaction(pool, async (connection) => work(await integrationOn(connection))),
     key: () => readLogKey(pool, box),
+    publicKey: () => readLogPublicKey(pool),
     insertKeyUnlessAny: (key, at) => insertLogKeyUnlessAny(pool, box, key, at),
   };
 }
