@@ -9,9 +9,12 @@ import { type Counter, Gauge, type Registry } from "prom-client";
 import semver from "semver";
 import { readHorizons } from "../ingest/sql/retention-horizon.js";
 import {
+  affiliateDeletableBelow,
   affiliatesWithRowsBelow,
   deletableBelow,
   type HeldBack,
+  type HorizonPlan,
+  lockHorizons,
   moveHorizons,
   planHorizons,
   pruneBatch,
@@ -63,16 +66,33 @@ export function wagerRetentionMetrics(registry: Registry, deleted: Counter<"tabl
   };
 }
 
-/** One run at `now` (Unix seconds): moves the horizons, then deletes what is settled below them. */
+/**
+ * The run's plan and the horizons' move, in one transaction that first locks the horizons: a race created
+ * meanwhile either waits for the move (and is then refused a start before it) or is seen by the plan.
+ */
+async function planAndMove(connection: PoolConnection, days: WagerRetentionDays, now: number): Promise<HorizonPlan> {
+  await connection.beginTransaction();
+  try {
+    await lockHorizons(connection);
+    const before = await readHorizons(connection, "shared");
+    const plan = await planHorizons(connection, days, now, before);
+    await moveHorizons(connection, plan, before, now);
+    await connection.commit();
+    return plan;
+  } catch (error) {
+    await connection.rollback().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** One run at `now` (Unix seconds): moves the horizons, then deletes what is settled below them for each affiliate. */
 export async function pruneWagers(
   connection: PoolConnection,
   days: WagerRetentionDays,
   now: number,
   stopped: () => boolean,
 ): Promise<PrunedWagers> {
-  const before = await readHorizons(connection);
-  const plan = await planHorizons(connection, days, now, before);
-  await moveHorizons(connection, plan.target, now);
+  const plan = await planAndMove(connection, days, now);
   const recorded = await readHorizons(connection);
   const release = packageInfo().version;
   if ((recorded.wagers > 0 || recorded.hourly > 0) && semver.valid(release) !== null) {
@@ -84,10 +104,11 @@ export async function pruneWagers(
   for (const kind of ["wagers", "hourly"] as const) {
     let batches = 0;
     for (const affiliate of await affiliatesWithRowsBelow(connection, kind, below[kind])) {
+      const affiliateBelow = affiliateDeletableBelow(recorded, kind, affiliate, now);
       for (;;) {
-        if (stopped() || batches >= MAX_BATCHES) break;
+        if (stopped() || batches >= MAX_BATCHES || affiliateBelow <= 0) break;
         batches += 1;
-        const n = await pruneBatch(connection, kind, affiliate, below[kind], PRUNE_BATCH);
+        const n = await pruneBatch(connection, kind, affiliate, affiliateBelow, PRUNE_BATCH);
         deleted[kind] += n;
         await new Promise((resolve) => setTimeout(resolve, PAUSE_BETWEEN_BATCHES_MS));
         if (n < PRUNE_BATCH) break;

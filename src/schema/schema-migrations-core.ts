@@ -262,3 +262,20 @@ export const RETENTION_HORIZONS: readonly MigrationStep[] = [
 export const AFFILIATE_CAPPED_CREATES: readonly MigrationStep[] = [
   addColumnsIfMissing("affiliates", { capped_creates: "BIGINT UNSIGNED NOT NULL DEFAULT 0" }),
 ];
+
+/**
+ * Migration 22, "retention held per affiliate by its races that are not final". An affiliate with a race not final
+ * yet that started before the horizons keeps its raw wagers and hourly rows from `held_from` (a UTC day start) on,
+ * while the horizons (migration 17) move on for everyone else: each affiliate's own horizon is the lower of the
+ * two (../ingest/sql/retention-horizon.ts). `held_from` 4294967295 is a hold released (its race is final), kept
+ * until PRUNE_GRACE_S has passed so every instance has read the release before anything below it goes; `moved_at`
+ * is when it last changed. A new table; older releases ignore it (they refuse by the horizons alone, which is
+ * more, never less).
+ */
+export const RETENTION_HOLDS: readonly MigrationStep[] = [
+  `CREATE TABLE IF NOT EXISTS retention_holds (
+    affiliate_id INT UNSIGNED NOT NULL PRIMARY KEY,
+    held_from INT UNSIGNED NOT NULL,
+    moved_at INT UNSIGNED NOT NULL
+  ) ENGINE=InnoDB`,
+];

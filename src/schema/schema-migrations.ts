@@ -22,6 +22,7 @@ import {
   CORE_TABLES,
   HALF_MONTH_TOTALS,
   PUBLISHABLE_KEYS,
+  RETENTION_HOLDS,
   RETENTION_HORIZONS,
   TOTALS_TABLES,
   VOIDS_AND_CHANGE_FEED,
@@ -174,6 +175,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 21,
     name: "the results log: its entries, tile hashes, checkpoints and note key",
     statements: RESULTS_LOG_TABLES,
+  },
+  {
+    version: 22,
+    name: "retention held per affiliate by its races that are not final",
+    statements: RETENTION_HOLDS,
   },
 ];
 

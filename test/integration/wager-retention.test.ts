@@ -233,7 +233,7 @@ describe("pruning raw wagers and hourly rows", () => {
     expect((await recordWagerBatch(pool(), [fresh])).kind).toBe("recorded");
   });
 
-  it("moves no horizon past the start of a race that is not final yet", async () => {
+  it("moves the horizons past the start of a race that is not final, holding back its affiliate alone", async () => {
     const raceStart = utc(2026, 4, 10, 5);
     await pool().query(
       `INSERT INTO races (public_id, affiliate_id, slug, series_index, anchor_start, title, start_ts, end_ts, rank_by,
@@ -248,9 +248,13 @@ describe("pruning raw wagers and hourly rows", () => {
     expect(run?.wagers).toEqual({
       wagers: 0,
       hourly: 0,
-      horizons: { wagers: utc(2026, 4, 10), hourly: HOURLY_HORIZON },
+      horizons: { wagers: utc(2026, 4, 20), hourly: HOURLY_HORIZON },
       heldBack: "race not final",
     });
+    // The race's affiliate keeps its rows from the race's day (test/integration/retention-per-affiliate.test.ts).
+    expect(await rows("SELECT affiliate_id, held_from FROM retention_holds")).toBe(
+      JSON.stringify([{ affiliate_id: AFF, held_from: utc(2026, 4, 10) }]),
+    );
     // The race's own period is still answered from the raw wagers.
     const standings = mariadbStandings(pool());
     expect((await standings.topUsers(AFF, raceStart, utc(2026, 5, 19, 23, 59, 59), 10, "wagered")).length).toBe(3);

@@ -225,3 +225,38 @@ describe("validateRaceUpdate", () => {
     });
   });
 });
+
+describe("a race's longest span", () => {
+  const DAYS_400 = 400 * 86_400;
+  const oneOff = (end: number): RaceDefinitionFields => ({ ...minimal, startTimestamp: NOV_START, endTimestamp: end });
+
+  it("is 400 days, both ends inclusive: one second more is refused naming endTimestamp and its last second", () => {
+    expect(validateRaceDefinition(oneOff(NOV_START + DAYS_400 - 1))).toMatchObject({ ok: true });
+    expect(validateRaceDefinition(oneOff(NOV_START + DAYS_400))).toEqual({
+      ok: false,
+      violations: [
+        {
+          field: "endTimestamp",
+          message: `endTimestamp must be at most ${NOV_START + 34_559_999}: a race spans at most 400 days (34560000 seconds, both ends inclusive)`,
+        },
+      ],
+    });
+  });
+
+  it("holds a race made before the rule to its period only when the period changes", () => {
+    const old: CurrentRace = {
+      definition: {
+        ...(validateRaceDefinition(oneOff(NOV_START + 86_400)) as { value: RaceDefinition }).value,
+        end: NOV_START + 1_000 * 86_400,
+      },
+      cancelledAt: null,
+      frozenAt: null,
+    };
+    expect(validateRaceUpdate(old, { title: "Renamed" }, NOV_START - 1)).toMatchObject({ ok: true });
+    expect(validateRaceUpdate(old, { startTimestamp: NOV_START + 1 }, NOV_START - 1)).toMatchObject({
+      ok: false,
+      kind: "invalid_argument",
+      violations: [{ field: "endTimestamp" }],
+    });
+  });
+});

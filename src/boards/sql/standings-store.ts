@@ -19,13 +19,13 @@ export function mariadbStandings(pool: Pool): StandingsStore {
   const periods = guardedPeriods(pool);
   return {
     topUsers: async (affiliateId, start, end, limit, rankBy) =>
-      topUsersFromBuckets(pool, affiliateId, await periods(start, end), limit, rankBy, await weighted()),
+      topUsersFromBuckets(pool, affiliateId, await periods(affiliateId, start, end), limit, rankBy, await weighted()),
     keyed: {
       boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
-        boardInOneSnapshot(pool, affiliateId, await periods(start, end), limit, rankBy, await weighted()),
+        boardInOneSnapshot(pool, affiliateId, await periods(affiliateId, start, end), limit, rankBy, await weighted()),
       userKeys: (externalIds) => userKeysOf(pool, externalIds),
       totalsOf: async (affiliateId, start, end, userKeys) =>
-        totalsOfUsers(pool, affiliateId, await periods(start, end), userKeys, await weighted()),
+        totalsOfUsers(pool, affiliateId, await periods(affiliateId, start, end), userKeys, await weighted()),
     },
   };
 }
@@ -42,7 +42,7 @@ export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): Stand
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
       const column = await weighted();
-      const ranges = await periods(start, end);
+      const ranges = await periods(affiliateId, start, end);
       const connection = await pool.getConnection();
       let waiting = false;
       try {

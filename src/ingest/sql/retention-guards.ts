@@ -1,7 +1,7 @@
 /**
  * What ingest checks against the retention horizons (../../values/retention-horizon.ts), inside its own transaction
  * and under a shared lock on the recorded horizons, so the pruning run cannot move them meanwhile: a wager placed
- * before the wager horizon is refused (its raw rows are gone, so a repeat could not be recognised and it would be
+ * before its affiliate's wager horizon is refused (its raw rows are gone, so a repeat could not be recognised and it would be
  * counted twice), and so is the void of a wager the pruning run deleted (it would otherwise wait forever as the void
  * of a wager not seen yet, and the totals would keep the wager). Nothing of the batch is recorded either way.
  */
@@ -9,14 +9,22 @@ import { createHash } from "node:crypto";
 import type { PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { WagerRecord } from "../../values/records.js";
 import { voidRefusal, wagerRefusal } from "../../values/retention-horizon.js";
-import { readHorizons } from "./retention-horizon.js";
+import { horizonsOf, readHorizons } from "./retention-horizon.js";
 
-/** Throws a BeyondRetentionError naming the first wager of the batch placed before the wager horizon. */
-export async function refuseBeyondHorizon(connection: PoolConnection, wagers: readonly WagerRecord[]): Promise<void> {
-  const horizons = await readHorizons(connection, "shared");
-  if (horizons.wagers === 0) return;
+/**
+ * Throws a BeyondRetentionError naming the first wager of the batch placed before its affiliate's wager horizon
+ * (`affiliateOf`: the internal key of a wager's affiliate, undefined for a user not known yet, who is held to the
+ * fleet's horizon).
+ */
+export async function refuseBeyondHorizon(
+  connection: PoolConnection,
+  wagers: readonly WagerRecord[],
+  affiliateOf: (wager: WagerRecord) => number | undefined,
+): Promise<void> {
+  const recorded = await readHorizons(connection, "shared");
+  if (recorded.wagers === 0) return;
   for (const wager of wagers) {
-    const refusal = wagerRefusal(wager.id, wager.placedAt, horizons);
+    const refusal = wagerRefusal(wager.id, wager.placedAt, horizonsOf(recorded, affiliateOf(wager)));
     if (refusal !== undefined) throw refusal;
   }
 }

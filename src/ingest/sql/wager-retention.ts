@@ -7,12 +7,14 @@
  * one is refused instead of waiting forever as a void of a wager not yet seen (./voids.ts).
  *
  * A run first moves the horizons (recorded, never back), then deletes below a horizon only once it was recorded
- * PRUNE_GRACE_S before, so every instance has read it and refuses what the deletion would make wrong.
+ * PRUNE_GRACE_S before, so every instance has read it and refuses what the deletion would make wrong. A race not
+ * final yet holds back only its own affiliate (`retention_holds`, planHorizons): one affiliate's race, however long,
+ * never keeps another's rows.
  */
 import type { PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { DAY, dayStart } from "../../values/calendar.js";
 import type { HorizonKind, RetentionHorizons } from "../../values/retention-horizon.js";
-import { PRUNE_GRACE_S, type RecordedHorizons, readHorizons } from "./retention-horizon.js";
+import { horizonsOf, PRUNE_GRACE_S, RELEASED_HOLD, type RecordedHorizons, readHorizons } from "./retention-horizon.js";
 import { WEIGHTED_SUM_MIGRATION } from "./weighted-backfill.js";
 
 export interface WagerRetentionDays {
@@ -22,56 +24,97 @@ export interface WagerRetentionDays {
   readonly hourlyDays: number;
 }
 
-/** Why a run did not move a horizon as far as its setting asks, if it did not. */
+/** Why a run did not move a horizon as far as its setting asks (for everyone, or for some affiliates), if it did not. */
 export type HeldBack = "weighted backfill not finished" | "race not final" | undefined;
 
 export interface HorizonPlan {
   readonly target: RetentionHorizons;
+  /** By affiliate (internal key): from which day its rows are kept, RELEASED_HOLD when no longer held. */
+  readonly holds: ReadonlyMap<number, number>;
   readonly heldBack: HeldBack;
 }
 
 /**
- * Where the horizons may move at `now` (Unix seconds): each kind to the UTC day start `days` before now, but never
- * past the day of the earliest start of a race not final yet (scheduled, live or in review: its freeze reads its
- * period, whatever its times), never back, and not at all before migration 12's backfill is recorded (until then
- * boards read weights from the raw wagers).
+ * Where the horizons may move at `now` (Unix seconds): each kind to the UTC day start `days` before now, never
+ * back, and not at all before migration 12's backfill is recorded (until then boards read weights from the raw
+ * wagers). A race not final yet (scheduled, live or in review: its freeze reads its period, whatever its times)
+ * that started before them holds back its own affiliate alone: the affiliate keeps its rows from the day of its
+ * earliest such race (never from before the horizon it had: a hold never brings back what may be gone). An
+ * affiliate held before and held no more is released (RELEASED_HOLD). Read under the lock the caller's transaction
+ * took on the horizons (lockHorizons), so no race is made meanwhile with a start the new horizons leave behind.
  */
 export async function planHorizons(
   connection: PoolConnection,
   days: WagerRetentionDays,
   now: number,
-  recorded: RetentionHorizons,
+  recorded: RecordedHorizons,
 ): Promise<HorizonPlan> {
   const [backfill] = await connection.query<RowDataPacket[]>("SELECT 1 FROM schema_migrations WHERE version = ?", [
     WEIGHTED_SUM_MIGRATION,
   ]);
-  if (backfill.length === 0) return { target: recorded, heldBack: "weighted backfill not finished" };
+  if (backfill.length === 0) {
+    return { target: recorded, holds: new Map(), heldBack: "weighted backfill not finished" };
+  }
+  const wanted = (kind: HorizonKind, keptDays: number): number =>
+    keptDays <= 0 ? recorded[kind] : Math.max(recorded[kind], dayStart(now - keptDays * DAY));
+  const target = { wagers: wanted("wagers", days.wagerDays), hourly: wanted("hourly", days.hourlyDays) };
   const [open] = await connection.query<RowDataPacket[]>(
-    "SELECT MIN(start_ts) AS start FROM races WHERE cancelled_at IS NULL AND frozen_at IS NULL",
+    `SELECT affiliate_id, MIN(start_ts) AS start FROM races WHERE cancelled_at IS NULL AND frozen_at IS NULL
+      GROUP BY affiliate_id HAVING MIN(start_ts) < ?`,
+    [Math.max(target.wagers, target.hourly)],
   );
-  const openStart = open[0]?.start === null || open[0]?.start === undefined ? Infinity : Number(open[0].start);
-  let heldBack: HeldBack;
-  const target = (kind: HorizonKind, keptDays: number): number => {
-    if (keptDays <= 0) return recorded[kind];
-    let wanted = dayStart(now - keptDays * DAY);
-    if (openStart < wanted) {
-      wanted = dayStart(openStart);
-      heldBack = "race not final";
-    }
-    return Math.max(recorded[kind], wanted);
-  };
-  return { target: { wagers: target("wagers", days.wagerDays), hourly: target("hourly", days.hourlyDays) }, heldBack };
+  const holds = new Map<number, number>();
+  for (const row of open) {
+    const affiliate = Number(row.affiliate_id);
+    const had = horizonsOf(recorded, affiliate);
+    const from = Math.max(dayStart(Number(row.start)), had.wagers, had.hourly);
+    if (from < target.wagers || from < target.hourly) holds.set(affiliate, from);
+  }
+  for (const affiliate of recorded.holds.keys()) if (!holds.has(affiliate)) holds.set(affiliate, RELEASED_HOLD);
+  const holding = [...holds.values()].some((from) => from !== RELEASED_HOLD);
+  return { target, holds, heldBack: holding ? "race not final" : undefined };
 }
 
-/** Records the horizons that move forward (with `now` as their time); the others keep theirs. */
-export async function moveHorizons(connection: PoolConnection, target: RetentionHorizons, now: number): Promise<void> {
+/**
+ * Locks the recorded horizons for the run's plan and move (in the caller's transaction): a race's create reads them
+ * with a shared lock in its own (races/sql/race-slugs.ts), so it waits for the move, or the plan sees its race.
+ */
+export async function lockHorizons(connection: PoolConnection): Promise<void> {
+  await connection.query("SELECT kind FROM retention_horizons FOR UPDATE");
+}
+
+/**
+ * Records the horizons that move forward (with `now` as their time; the others keep theirs) and the holds that
+ * changed: a new or moved hold, a hold released, and a release every instance has read (PRUNE_GRACE_S) deleted.
+ */
+export async function moveHorizons(
+  connection: PoolConnection,
+  plan: HorizonPlan,
+  recorded: RecordedHorizons,
+  now: number,
+): Promise<void> {
   for (const kind of ["wagers", "hourly"] as const) {
     await connection.query(
       `INSERT INTO retention_horizons (kind, horizon, moved_at) VALUES (?, ?, ?)
        ON DUPLICATE KEY UPDATE moved_at = IF(VALUES(horizon) > horizon, VALUES(moved_at), moved_at),
                                horizon = GREATEST(horizon, VALUES(horizon))`,
-      [kind, target[kind], now],
+      [kind, plan.target[kind], now],
     );
+  }
+  for (const [affiliate, heldFrom] of plan.holds) {
+    const had = recorded.holds.get(affiliate);
+    if (had?.heldFrom === RELEASED_HOLD && heldFrom === RELEASED_HOLD && now - had.movedAt >= PRUNE_GRACE_S) {
+      await connection.query("DELETE FROM retention_holds WHERE affiliate_id = ? AND held_from = ?", [
+        affiliate,
+        RELEASED_HOLD,
+      ]);
+    } else if (had?.heldFrom !== heldFrom) {
+      await connection.query(
+        `INSERT INTO retention_holds (affiliate_id, held_from, moved_at) VALUES (?, ?, ?)
+         ON DUPLICATE KEY UPDATE held_from = VALUES(held_from), moved_at = VALUES(moved_at)`,
+        [affiliate, heldFrom, now],
+      );
+    }
   }
 }
 
@@ -79,6 +122,22 @@ export async function moveHorizons(connection: PoolConnection, target: Retention
 export function deletableBelow(recorded: RecordedHorizons, now: number): RetentionHorizons {
   const settled = (kind: HorizonKind) => (now - recorded.movedAt[kind] >= PRUNE_GRACE_S ? recorded[kind] : 0);
   return { wagers: settled("wagers"), hourly: settled("hourly") };
+}
+
+/**
+ * Below what one affiliate's rows of `kind` may be deleted at `now`: the fleet's settled horizon, or its hold's day
+ * when lower; nothing while its hold changed less than PRUNE_GRACE_S ago (an instance may still read the old one).
+ */
+export function affiliateDeletableBelow(
+  recorded: RecordedHorizons,
+  kind: HorizonKind,
+  affiliateId: number,
+  now: number,
+): number {
+  const below = deletableBelow(recorded, now)[kind];
+  const hold = recorded.holds.get(affiliateId);
+  if (hold === undefined) return below;
+  return now - hold.movedAt >= PRUNE_GRACE_S ? Math.min(below, hold.heldFrom) : 0;
 }
 
 /** The affiliates with rows of `table` older than `below` (read once per run: the batches go affiliate by affiliate). */
@@ -100,7 +159,7 @@ export async function affiliatesWithRowsBelow(
 /**
  * Deletes up to `batch` rows of one affiliate below the horizon, in one short transaction (by the (affiliate, time)
  * index of each table, so it reads only what it deletes); returns how many. Wagers leave the hash of their id.
- * The horizon is read again under a shared lock: a row is deleted only below what is recorded.
+ * The horizon is read again under a shared lock: a row is deleted only below what is recorded for the affiliate.
  */
 export async function pruneBatch(
   connection: PoolConnection,
@@ -112,7 +171,7 @@ export async function pruneBatch(
   await connection.beginTransaction();
   try {
     const recorded = await readHorizons(connection, "shared");
-    const limit = Math.min(below, recorded[kind]);
+    const limit = Math.min(below, horizonsOf(recorded, affiliateId)[kind]);
     let deleted: number;
     if (kind === "hourly") {
       const [result] = await connection.query<ResultSetHeader>(

@@ -43,8 +43,8 @@ export async function recordWagerBatch(
   return inTransaction(
     pool,
     async (connection): Promise<RecordOutcome> => {
-      await refuseBeyondHorizon(connection, batch);
       const users = await usersByExternalId(connection, userIds);
+      await refuseBeyondHorizon(connection, batch, (wager) => users.get(wager.userId)?.affiliateId);
       const unknown = userIds.filter((id) => !users.has(id));
       if (unknown.length > 0) return { kind: "unknown_users", userIds: unknown };
       await stage(pool, connection, batch, users);

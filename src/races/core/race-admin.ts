@@ -7,6 +7,7 @@
 
 import { ADMIN_ACTOR, type RaceActor } from "../../ports/race-history.js";
 import type { RaceDefinition, StoredRace } from "../../ports/races.js";
+import { BeyondRetentionError } from "../../values/retention-horizon.js";
 import type { Violation } from "../../values/violation.js";
 import {
   DEFAULT_UPDATE_SCOPE,
@@ -52,11 +53,9 @@ export class RaceAdmin {
     if (past.length > 0) return { kind: "invalid", violations: past };
     const definition = stored(checked.value);
     const cap = this.options.racesPerAffiliate;
-    const inserted = await this.options.store.insert(
-      { ...definition, ...seriesStartAt(definition, now), id: randomRaceId(), affiliateId, createdAt: now },
-      actor,
-      cap,
-    );
+    const race = { ...definition, ...seriesStartAt(definition, now), id: randomRaceId(), affiliateId, createdAt: now };
+    const inserted = await this.options.store.insert(race, actor, cap).catch(startBeforeHorizon(race, now));
+    if ("violations" in inserted) return inserted;
     if (inserted.kind === "slug-taken") return { kind: "slug-taken", slug: definition.slug };
     if (inserted.kind === "cap-reached") return raceCapReached(cap ?? 0);
     return { kind: "ok", value: await this.reads.viewOf(inserted.race, now) };
@@ -85,7 +84,8 @@ export class RaceAdmin {
     const nextPatch = scope === "this-and-following" && followsChanges(next, now) ? followingPatch(patch) : undefined;
     const nextChange = next === undefined || nextPatch === undefined ? undefined : checkedChange(next, nextPatch, now);
     if (nextChange !== undefined && nextChange.kind !== "ok") return nextChange;
-    const stored = await this.store(id, changed.value, now, actor);
+    const stored = await this.store(id, changed.value, now, actor).catch(startBeforeHorizon(changed.value, now));
+    if ("violations" in stored) return stored;
     if (next === undefined || nextChange === undefined)
       return { kind: "ok", value: await this.updated(stored, now, []) };
     await this.store(next.id, nextChange.value, now, actor);
@@ -151,6 +151,21 @@ function checkedChange(
   const moved = checked.value.start !== race.startTimestamp || checked.value.end !== race.endTimestamp;
   const past = moved ? pastRaceViolations(checked.value, now, false) : [];
   return past.length > 0 ? { kind: "invalid", violations: past } : { kind: "ok", value: stored(checked.value) };
+}
+
+/**
+ * A store's refusal of a race that has not ended and starts before its affiliate's retention horizon
+ * (races/sql/race-horizon.ts), as the field violation of `startTimestamp` it is; a race over already whose period
+ * was pruned stays a BeyondRetentionError (BEYOND_RETENTION), and any other failure is thrown on.
+ */
+function startBeforeHorizon(
+  race: { readonly endTimestamp: number },
+  now: number,
+): (error: unknown) => { kind: "invalid"; violations: Violation[] } {
+  return (error) => {
+    if (!(error instanceof BeyondRetentionError) || race.endTimestamp < now) throw error;
+    return { kind: "invalid", violations: [{ field: "startTimestamp", message: error.message }] };
+  };
 }
 
 /**

@@ -19,6 +19,13 @@ export const MAX_USER_ID_LENGTH = 64;
 export const MAX_TITLE_LENGTH = 120;
 /** 30 days. */
 export const MAX_REVIEW_SECONDS = 2_592_000;
+/**
+ * The longest a race may span: 400 days, a year's race (366 days in a leap year) with a month to spare. A race not
+ * final holds back its own affiliate's retention from its start (ingest/sql/wager-retention.ts), so this also bounds
+ * how long one race can do that: 400 days and its review.
+ */
+export const MAX_RACE_DAYS = 400;
+export const MAX_RACE_SECONDS = MAX_RACE_DAYS * 86_400;
 export const DEFAULT_REVIEW_SECONDS = 86_400;
 /** What `shown` is when there are no prizes and the definition does not say. */
 export const DEFAULT_SHOWN_WITHOUT_PRIZES = 10;
@@ -164,6 +171,13 @@ function checkedPeriod(fields: RaceDefinitionFields, options: DefinitionOptions,
   }
   const zone = zoneKnown ? timeZone : undefined;
   const end = periodEnd(fields.endTimestamp, start, repeat, zone, problem, options.seriesEnd);
+  if (start !== undefined && end !== undefined && end - start >= MAX_RACE_SECONDS && options.periodKept !== true) {
+    problem(
+      "endTimestamp",
+      `endTimestamp must be at most ${start + MAX_RACE_SECONDS - 1}: a race spans at most ${MAX_RACE_DAYS} days ` +
+        `(${MAX_RACE_SECONDS} seconds, both ends inclusive)`,
+    );
+  }
   return { start, end, repeat, timeZone, zoneKnown };
 }
 
@@ -199,6 +213,8 @@ export interface DefinitionOptions {
    * has a race from the 28th of February to the 30th of March), so its end is not the one its start alone gives.
    */
   readonly seriesEnd?: number;
+  /** The period is the race's own, unchanged: a race made before a period rule (its span) keeps its period. */
+  readonly periodKept?: boolean;
 }
 
 /** The end: as sent without a repeat; for a series computed (or `seriesEnd`), and when sent, checked against it. */
@@ -370,7 +386,8 @@ export function validateRaceUpdate(
   // An unchanged series period keeps the end its series gave it; a changed one starts counting anew.
   const periodKept = !changed.some((field) => field !== "endTimestamp");
   const seriesEnd = periodKept && race.repeat !== "none" ? { seriesEnd: race.end } : {};
-  const validation = validateRaceDefinition(merged, decodingViolations, seriesEnd);
+  const options = { ...seriesEnd, periodKept: changed.length === 0 };
+  const validation = validateRaceDefinition(merged, decodingViolations, options);
   return validation.ok ? validation : { ok: false, kind: "invalid_argument", violations: validation.violations };
 }
 

@@ -9,7 +9,8 @@
  * readable by id and in the slug's list, but no longer answer for it. The held rows are read with a lock, so
  * two creates of one slug are serialised; the unique key stops them where no row was there to lock. A create counts
  * the affiliate's scheduled and live races against RACES_PER_AFFILIATE in the same transaction, with the
- * affiliate's row held (../../ingest/sql/affiliates.ts insertUnderCap).
+ * affiliate's row held (../../ingest/sql/affiliates.ts insertUnderCap), and checks its period against the retention
+ * horizons (./race-horizon.ts).
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { insertUnderCap } from "../../ingest/sql/affiliates.js";
@@ -17,6 +18,7 @@ import { inTransaction } from "../../platform/database/transactions.js";
 import type { RaceActor } from "../../ports/race-history.js";
 import type { NewRace, RaceInsert } from "../../ports/races.js";
 import { appendRaceHistory } from "./race-history.js";
+import { refuseRaceBeyondRetention } from "./race-horizon.js";
 import { insertRace, raceById } from "./races.js";
 
 /** MariaDB: duplicate key. */
@@ -36,6 +38,7 @@ export async function insertNewRace(pool: Pool, race: NewRace, actor: RaceActor,
       cap,
       (connection) => openRaces(connection, race.affiliateId, race.createdAt),
       async (connection) => {
+        await refuseRaceBeyondRetention(connection, race, race.createdAt);
         if (!(await releaseSlugIfOver(connection, race.affiliateId, race.slug, race.createdAt))) return "slug-taken";
         await insertRace(connection, race);
         await appendRaceHistory(connection, race.id, race.createdAt, { kind: "created", actor, fields: [] });

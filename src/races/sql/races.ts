@@ -28,6 +28,7 @@ import { canonicalDecimal } from "../../values/decimal.js";
 import type { RankBy } from "../../values/weights.js";
 import { enqueueRaceEvent } from "./race-events.js";
 import { appendRaceHistory } from "./race-history.js";
+import { refuseRaceBeyondRetention } from "./race-horizon.js";
 
 const SELECT_RACE = `SELECT r.public_id, r.affiliate_id, a.external_id AS affiliate_external_id, r.slug,
     r.series_index, r.anchor_start, r.title, r.start_ts, r.end_ts, r.rank_by, r.currency, r.prizes,
@@ -242,6 +243,9 @@ export async function updateRace(
   return inTransaction(pool, async (connection) => {
     const current = await lockedRace(connection, id);
     if (current === undefined) throw new Error(`race ${id} not found`);
+    if (current.startTimestamp !== definition.startTimestamp || current.endTimestamp !== definition.endTimestamp) {
+      await refuseRaceBeyondRetention(connection, { ...definition, affiliateId: current.affiliateId }, at);
+    }
     const entry = change(current);
     if (entry !== null) await appendRaceHistory(connection, id, at, entry);
     const next = nextStepAt({ ...current, ...definition });
