@@ -3,7 +3,8 @@
  * scope), with small settings: WEBHOOK_ENDPOINTS_PER_AFFILIATE=2 (a third endpoint is 400 failed_precondition
  * naming the setting; deleting one makes room), WEBHOOK_MANUAL_SENDS_PER_MINUTE=2 (a third SendTestEvent or
  * RedeliverWebhook to the same endpoint within the minute is 429 with Retry-After; another endpoint keeps its
- * own count), RACES_PER_AFFILIATE=2 (a third scheduled or live race is 400; cancelling one makes room).
+ * own count, unless it points at the same URL of the same affiliate: that budget is shared, and survives deleting
+ * and re-creating the endpoint), RACES_PER_AFFILIATE=2 (a third scheduled or live race is 400; cancelling one makes room).
  */
 import { describe, expect, it } from "vitest";
 import { createKey } from "../support/fixtures.js";
@@ -103,6 +104,68 @@ describe("the caps", () => {
     }
     // The other endpoint of the same key has its own count.
     expect((await call(secret, "WebhookService/SendTestEvent", { id: b })).status).toBe(200);
+  });
+
+  it("count manual sends per affiliate and target URL too: re-creating the endpoint keeps the budget", async () => {
+    const { secret } = await createKey(server.database.db, "aff-caps-recreate");
+    const create = async (url: string) =>
+      (
+        (await call(secret, "WebhookService/CreateWebhookEndpoint", { url, eventTypes: ["webhook.test"] })).body
+          .endpoint as { id: string }
+      ).id;
+    const first = await create("http://127.0.0.1:9/receiver");
+    const sent = [
+      await call(secret, "WebhookService/SendTestEvent", { id: first }),
+      await call(secret, "WebhookService/SendTestEvent", { id: first }),
+    ];
+    expect(sent.map((a) => a.status)).toEqual([200, 200]);
+    expect((await call(secret, "WebhookService/DeleteWebhookEndpoint", { id: first })).status).toBe(200);
+    // The same receiver, written another way (scheme and host case, a default port, a fragment): the same URL.
+    const again = await create("HTTP://127.0.0.1:9/receiver#again");
+    const refused = refusalOf(await call(secret, "WebhookService/SendTestEvent", { id: again }));
+    const retryAfter = Number(refused[1]);
+    expect(retryAfter >= 55 && retryAfter <= 60).toBe(true);
+    expect([refused[0], ...refused.slice(2)]).toEqual([
+      429,
+      "resource_exhausted",
+      "this endpoint's URL was sent (through any endpoint of the affiliate) 2 test events and redeliveries in the " +
+        "last minute, the most allowed (WEBHOOK_MANUAL_SENDS_PER_MINUTE)",
+      "TOO_MANY_SENDS",
+      { setting: "WEBHOOK_MANUAL_SENDS_PER_MINUTE", limit: "2" },
+    ]);
+  });
+
+  it("count manual sends to one URL through two endpoints against one budget", async () => {
+    const { secret } = await createKey(server.database.db, "aff-caps-shared-url");
+    const create = async (url: string) =>
+      (
+        (await call(secret, "WebhookService/CreateWebhookEndpoint", { url, eventTypes: ["webhook.test"] })).body
+          .endpoint as { id: string }
+      ).id;
+    const a = await create("http://127.0.0.1:9/shared");
+    const b = await create("http://127.0.0.1:9/hooks/../shared");
+    expect((await call(secret, "WebhookService/SendTestEvent", { id: a })).status).toBe(200);
+    const viaB = await call(secret, "WebhookService/SendTestEvent", { id: b });
+    expect(viaB.status).toBe(200);
+    const deliveryId = (viaB.body.delivery as { id: string }).id;
+    // Each endpoint has sent once, the URL twice: a third send through either is refused.
+    for (const refused of [
+      refusalOf(await call(secret, "WebhookService/SendTestEvent", { id: a })),
+      refusalOf(await call(secret, "WebhookService/RedeliverWebhook", { deliveryId })),
+    ]) {
+      expect([refused[0], refused[2], refused[4]]).toEqual([429, "resource_exhausted", "TOO_MANY_SENDS"]);
+    }
+    // Another affiliate's endpoint to the same URL has its own budget.
+    const other = await createKey(server.database.db, "aff-caps-shared-url-other");
+    const theirs = (
+      (
+        await call(other.secret, "WebhookService/CreateWebhookEndpoint", {
+          url: "http://127.0.0.1:9/shared",
+          eventTypes: ["webhook.test"],
+        })
+      ).body.endpoint as { id: string }
+    ).id;
+    expect((await call(other.secret, "WebhookService/SendTestEvent", { id: theirs })).status).toBe(200);
   });
 
   it("refuse a third scheduled or live race of an affiliate with 400 naming RACES_PER_AFFILIATE", async () => {

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { type ConfigError, loadConfig } from "../../src/platform/config.js";
 import { SecretBox } from "../../src/platform/database/secret-box.js";
 import { WEBHOOK_MAX_ATTEMPTS } from "../../src/values/webhook-events.js";
+import { manualSendTarget } from "../../src/webhooks/core/endpoint-admin.js";
 import { retryAfterMs, retryDelayMs } from "../../src/webhooks/core/schedule.js";
 import { isWebhookSecret, newWebhookSecret, webhookHeaders } from "../../src/webhooks/core/signature.js";
 import { addressProblem, checkWebhookTarget } from "../../src/webhooks/outbound/address-guard.js";
@@ -293,5 +294,26 @@ describe("the webhook settings", () => {
     expect([loadConfig({}).racesPerAffiliate, loadConfig({ RACES_PER_AFFILIATE: "7" }).racesPerAffiliate]).toEqual([
       50, 7,
     ]);
+  });
+});
+
+describe("the key manual sends to a URL are counted under", () => {
+  it("is one per affiliate and URL however the URL is written, and the affiliate's own", () => {
+    const key = (url: string, affiliate = "aff-1") => manualSendTarget(affiliate, url);
+    const same = [
+      "https://hooks.example.com/in?x=1",
+      "HTTPS://Hooks.Example.COM:443/in?x=1",
+      "https://hooks.example.com/a/../in?x=1#fragment",
+    ];
+    expect(new Set(same.map((url) => key(url)))).toEqual(new Set([key(same[0] as string)]));
+    expect(key(same[0] as string)).toBe('url ["aff-1","https://hooks.example.com/in?x=1"]');
+    for (const other of [
+      "https://hooks.example.com/in?x=2",
+      "https://hooks.example.com:8443/in?x=1",
+      "http://hooks.example.com/in?x=1",
+    ]) {
+      expect(key(other)).not.toBe(key(same[0] as string));
+    }
+    expect(key(same[0] as string, "aff-2")).not.toBe(key(same[0] as string));
   });
 });

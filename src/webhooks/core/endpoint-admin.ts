@@ -43,8 +43,27 @@ export type WebhookRefused =
       readonly retryAfterSeconds?: number;
     };
 
-/** Counts an endpoint's manual sends (SendTestEvent, RedeliverWebhook): seconds to wait when over, else undefined. */
-export type ManualSendCounter = (endpointId: string) => Promise<number | undefined>;
+/**
+ * Counts one manual send (SendTestEvent, RedeliverWebhook) under a key: an endpoint's id, or manualSendTarget's key
+ * of its affiliate and URL. Seconds to wait when over, else undefined.
+ */
+export type ManualSendCounter = (key: string) => Promise<number | undefined>;
+
+/**
+ * The key an affiliate's manual sends to one URL are counted under, whichever endpoint they go through: the URL as
+ * WHATWG parses it (scheme and host lowercased, a default port dropped, dot segments resolved, percent-encoding
+ * made uniform) without its fragment, which is never sent. Re-creating an endpoint, or making another to the same
+ * URL, shares its budget.
+ */
+export function manualSendTarget(affiliateId: string, url: string): string {
+  let target = url;
+  try {
+    const parsed = new URL(url);
+    parsed.hash = "";
+    target = parsed.href;
+  } catch {}
+  return `url ${JSON.stringify([affiliateId, target])}`;
+}
 
 export interface WebhookAdminOptions {
   readonly store: WebhookStore;
@@ -111,18 +130,29 @@ export class WebhookAdmin {
     return stored === undefined ? endpointCapReached(cap) : { kind: "created", endpoint: stored, secret };
   }
 
-  /** The refusal of a manual send to an endpoint over its limit this minute, or undefined (counted). */
-  private async manualSendRefused(endpointId: string): Promise<WebhookRefused | undefined> {
+  /**
+   * The refusal of a manual send over its limit this minute, or undefined (counted): per endpoint, and per affiliate
+   * and target URL (manualSendTarget), so neither re-creating an endpoint nor pointing several at one receiver
+   * gives a fresh budget.
+   */
+  private async manualSendRefused(endpoint: StoredWebhookEndpoint): Promise<WebhookRefused | undefined> {
     const sends = this.options.manualSends;
-    const wait = sends === undefined ? undefined : await sends.count(endpointId);
-    if (sends === undefined || wait === undefined) return undefined;
-    return {
+    if (sends === undefined) return undefined;
+    const [byEndpoint, byTarget] = await Promise.all([
+      sends.count(endpoint.id),
+      sends.count(manualSendTarget(endpoint.affiliateExternalId, endpoint.url)),
+    ]);
+    const refused = (what: string, wait: number): WebhookRefused => ({
       kind: "limit",
-      message: `this endpoint was sent ${sends.perMinute} test events and redeliveries in the last minute, the most allowed (WEBHOOK_MANUAL_SENDS_PER_MINUTE)`,
+      message: `${what} ${sends.perMinute} test events and redeliveries in the last minute, the most allowed (WEBHOOK_MANUAL_SENDS_PER_MINUTE)`,
       setting: "WEBHOOK_MANUAL_SENDS_PER_MINUTE",
       limit: sends.perMinute,
       retryAfterSeconds: wait,
-    };
+    });
+    if (byEndpoint !== undefined) return refused("this endpoint was sent", byEndpoint);
+    if (byTarget !== undefined)
+      return refused("this endpoint's URL was sent (through any endpoint of the affiliate)", byTarget);
+    return undefined;
   }
 
   /** The platform's id of the affiliate a key's caller belongs to (by its internal key). */
@@ -191,7 +221,7 @@ export class WebhookAdmin {
   async sendTest(owner: string | undefined, id: string): Promise<Found<StoredWebhookDelivery>> {
     const found = await this.endpoint(owner, id);
     if ("kind" in found) return found;
-    const refused = await this.manualSendRefused(id);
+    const refused = await this.manualSendRefused(found);
     if (refused !== undefined) return refused;
     const delivery = await this.options.store.sendTestEvent(id, Math.floor(this.now() / 1000), {
       endpointId: id,
@@ -236,7 +266,7 @@ export class WebhookAdmin {
     if (delivery === undefined) return notFound("delivery", deliveryId);
     const endpoint = await this.endpoint(owner, delivery.endpointId);
     if ("kind" in endpoint) return notFound("delivery", deliveryId);
-    const refused = await this.manualSendRefused(endpoint.id);
+    const refused = await this.manualSendRefused(endpoint);
     if (refused !== undefined) return refused;
     const again = await this.options.store.redeliver(deliveryId, this.now());
     if (again === undefined) return notFound("delivery", deliveryId);
