@@ -101,9 +101,18 @@ describe("a race deleted with a key", () => {
   });
 
   it("answers its history to its readers, ending with the deletion: when, by whom", async () => {
-    const reply = await get(`/races/${raceId}/history`, publishable.secret);
+    for (const [reader, key] of [
+      // A publishable key sees an API key of the affiliate acted, not which; a secret key sees which.
+      [publishable.secret, { kind: "key", id: "" }],
+      [secret.secret, { kind: "key", id: secret.id }],
+    ] as const) {
+      await expectDeletedHistory(reader, key);
+    }
+  });
+
+  async function expectDeletedHistory(reader: string, key: { kind: string; id: string }): Promise<void> {
+    const reply = await get(`/races/${raceId}/history`, reader);
     const at = times(reply.json);
-    const key = { kind: "key", id: secret.id };
     expect(reply).toEqual({
       status: 200,
       json: {
@@ -132,7 +141,7 @@ describe("a race deleted with a key", () => {
       },
     });
     expect(at).toHaveLength(4);
-  });
+  }
 
   it("is not another affiliate's to read: the 404 of a race that never was", async () => {
     expect(await get(`/races/${raceId}/history`, other.secret)).toEqual({ status: 404, json: notFound(raceId) });

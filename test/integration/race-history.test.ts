@@ -3,7 +3,8 @@
  * one instance (an API key on the public port, the ADMIN_TOKEN on the internal listener) appears once, in
  * order, with its actor, when another instance over the same database reads it (REST
  * `GET /races/{id}/history` and GetRace); an excluded user's exclusion shows without their wagers; voids that
- * reach the race's standings while it runs are counted, and the freeze records which ranks they moved.
+ * reach the race's standings while it runs are counted, and the freeze records which ranks they moved. A
+ * publishable key (the public's) sees each actor by its kind, a secret key also which key it was.
  * Expected values are written out by hand from the changes and wagers this file makes.
  */
 import { createClient } from "@connectrpc/connect";
@@ -100,14 +101,8 @@ describe("changes made on one instance, read on another", () => {
     await admin.cancelRace({ affiliateId: affiliate, id: raceId });
   });
 
-  it("REST on the other instance lists each change once, in order, with its actor, the exclusion as a count", async () => {
-    const { status, text } = await restHistory(b.url, raceId, publishable.secret);
-    expect(status).toBe(200);
-    const body = JSON.parse(text) as { data: { changes: { at: number }[] } };
-    const at = body.data.changes.map((change) => change.at);
-    expect(at.every((t) => Math.abs(t - NOW) <= 60)).toBe(true);
-    expect(at).toEqual([...at].sort((x, y) => x - y));
-    const key = { kind: "key", id: secret.id };
+  /** The REST body of the history, with `key` the actor of the changes made by the secret key. */
+  function expectedHistory(at: readonly number[], key: { kind: string; id: string }) {
     const admin = { kind: "admin", id: "" };
     const changes = [
       { kind: "created", actor: key, fields: [] },
@@ -126,7 +121,7 @@ describe("changes made on one instance, read on another", () => {
       { kind: "updated", actor: key, fields: [{ field: "endTimestamp", before: end, after: end + 3_600 }] },
       { kind: "cancelled", actor: admin, fields: [] },
     ].map((change, i) => ({ at: at[i], ...change }));
-    expect(body).toEqual({
+    return {
       data: {
         raceId,
         changes,
@@ -138,10 +133,30 @@ describe("changes made on one instance, read on another", () => {
         },
       },
       errors: null,
-    });
-    // The excluded user is neither named nor are their wagers shown.
+    };
+  }
+
+  it("REST on the other instance lists each change once, in order, with its actor's kind, the exclusion as a count", async () => {
+    const { status, text } = await restHistory(b.url, raceId, publishable.secret);
+    expect(status).toBe(200);
+    const body = JSON.parse(text) as { data: { changes: { at: number }[] } };
+    const at = body.data.changes.map((change) => change.at);
+    expect(at.every((t) => Math.abs(t - NOW) <= 60)).toBe(true);
+    expect(at).toEqual([...at].sort((x, y) => x - y));
+    // A publishable key's viewers are the public: the affiliate's key acted, but which one is not shown.
+    expect(body).toEqual(expectedHistory(at, { kind: "key", id: "" }));
+    // The excluded user is neither named nor are their wagers shown; nor is the acting key.
     expect(text).not.toContain("u-alice");
     expect(text).not.toContain("4321");
+    expect(text).not.toContain(secret.id);
+  });
+
+  it("REST with a secret key shows which key made each change", async () => {
+    const { status, text } = await restHistory(b.url, raceId, secret.secret);
+    expect(status).toBe(200);
+    const at = (JSON.parse(text) as { data: { changes: { at: number }[] } }).data.changes.map((change) => change.at);
+    expect(JSON.parse(text)).toEqual(expectedHistory(at, { kind: "key", id: secret.id }));
+    expect(text).not.toContain("u-alice");
   });
 
   it("GetRace on the other instance carries the history; a secret key sees who was excluded, not their wagers", async () => {
@@ -169,6 +184,16 @@ describe("changes made on one instance, read on another", () => {
     expect(JSON.stringify(history, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain("4321");
     const publicly = await raceClient(b.url, publishable.secret).getRace({ idOrSlug: raceId });
     expect(publicly.history?.changes[4]?.fields[0]?.added).toEqual([""]);
+    // A publishable key sees who acted by kind only.
+    expect(publicly.history?.changes.map((c) => [c.kind, c.actorKind, c.actorId])).toEqual([
+      ["created", "key", ""],
+      ["updated", "key", ""],
+      ["updated", "admin", ""],
+      ["updated", "key", ""],
+      ["updated", "key", ""],
+      ["updated", "key", ""],
+      ["cancelled", "admin", ""],
+    ]);
   });
 
   it("the history is append-only in the database itself", async () => {

@@ -84,6 +84,15 @@ export function withoutUserIds(entries: readonly RaceHistoryEntry[]): RaceHistor
   }));
 }
 
+/**
+ * The entries as the public gets them (a publishable key): each actor by its kind (`key`, an API key of the
+ * affiliate; `admin`, the operator's token; `cli`; `clock`) with an empty id, so no key id nor operating-system user
+ * is shown to a page's viewers.
+ */
+export function withoutActorIds(entries: readonly RaceHistoryEntry[]): RaceHistoryEntry[] {
+  return entries.map((entry) => ({ ...entry, actor: { kind: entry.actor.kind, id: "" } }));
+}
+
 function blank(ids: readonly string[] | undefined): string[] {
   return (ids ?? []).map(() => "");
 }
@@ -245,16 +254,25 @@ function boardOrder(a: RankedRow, b: RankedRow, rules: PlacementRules): number {
   return a.userExternalId < b.userExternalId ? -1 : a.userExternalId > b.userExternalId ? 1 : 0;
 }
 
-/** A race's history as a reader gets it; `hideUserIds`: the excluded users as counts (withoutUserIds). */
-export async function historyOf(store: RaceHistoryStore, raceId: string, hideUserIds: boolean): Promise<RaceHistory> {
+/** What a reader of a race's history may see. */
+export interface HistoryReader {
+  /** The excluded users as counts (withoutUserIds): REST, a publishable key. */
+  readonly hideUserIds: boolean;
+  /** Who acted by kind only (withoutActorIds): a publishable key, whose viewers are the public. */
+  readonly hideActorIds: boolean;
+}
+
+/** A race's history as `reader` gets it. */
+export async function historyOf(store: RaceHistoryStore, raceId: string, reader: HistoryReader): Promise<RaceHistory> {
   const [entries, counted, late] = await Promise.all([
     store.history(raceId),
     store.voidCounts(raceId),
     store.lateWagerCounts(raceId),
   ]);
+  const shown = reader.hideUserIds ? withoutUserIds(entries) : entries;
   return {
     raceId,
-    entries: hideUserIds ? withoutUserIds(entries) : entries,
+    entries: reader.hideActorIds ? withoutActorIds(shown) : shown,
     standings: standingsOf(entries, counted, late),
   };
 }

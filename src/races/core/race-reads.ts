@@ -11,7 +11,7 @@ import type { LogInclusion } from "../../ports/results-log.js";
 import type { StandingsStore } from "../../ports/standings.js";
 import type { Violation } from "../../values/violation.js";
 import { scaleOf, toUnits, unitsText } from "./amounts.js";
-import { historyOf, type RaceHistory } from "./race-history.js";
+import { type HistoryReader, historyOf, type RaceHistory } from "./race-history.js";
 import { isRaceId } from "./race-id.js";
 import { type BoardPlacement, frozenEntry, placeFromBoard, placementRules } from "./race-placing.js";
 import { finalAt, type RaceState, raceStateAt } from "./race-state.js";
@@ -41,9 +41,9 @@ export class RaceReads {
     return this.options.store.signedResult(raceId);
   }
 
-  /** The race's history (races/core/race-history.ts); `hideUserIds`: for a reader that must not see user ids. */
-  history(race: StoredRace, hideUserIds: boolean): Promise<RaceHistory> {
-    return historyOf(this.options.store, race.id, hideUserIds);
+  /** The race's history (races/core/race-history.ts) as `reader` may see it. */
+  history(race: StoredRace, reader: HistoryReader): Promise<RaceHistory> {
+    return historyOf(this.options.store, race.id, reader);
   }
 
   /**
@@ -51,10 +51,10 @@ export class RaceReads {
    * deletion last (when, by whom). `not-found` for a race that is not deleted, or was another affiliate's:
    * the race itself stays not found (`get`).
    */
-  async deletedHistory(affiliateId: number, id: string, hideUserIds: boolean): Promise<RaceOutcome<RaceHistory>> {
+  async deletedHistory(affiliateId: number, id: string, reader: HistoryReader): Promise<RaceOutcome<RaceHistory>> {
     const owner = isRaceId(id) ? await this.options.store.deletedOwner(id) : undefined;
     if (owner !== affiliateId) return { kind: "not-found", id };
-    return { kind: "ok", value: await historyOf(this.options.store, id, hideUserIds) };
+    return { kind: "ok", value: await historyOf(this.options.store, id, reader) };
   }
 
   async list(

@@ -116,10 +116,10 @@ export class RaceRest {
                 allow: deletable ? "GET, DELETE" : "GET",
               },
             ),
-      produce: ({ affiliateId }, params) =>
+      produce: (caller, params) =>
         asked === undefined
-          ? this.list(affiliateId, params)
-          : this.race(affiliateId, decodeSegment(asked.segment), asked.history),
+          ? this.list(caller.affiliateId, params)
+          : this.race(caller, decodeSegment(asked.segment), asked.history),
     });
   }
 
@@ -175,16 +175,19 @@ export class RaceRest {
     return raceJson(view);
   }
 
-  private async race(affiliateId: number, idOrSlug: string, history: boolean): Promise<string> {
+  private async race(caller: Caller, idOrSlug: string, history: boolean): Promise<string> {
     const { races } = this.options;
+    const { affiliateId } = caller;
     const found = await guard(() => races.get(affiliateId, idOrSlug));
+    // REST shows no excluded user's id to any key, and no actor's id to a publishable key (the public's).
+    const reader = { hideUserIds: true, hideActorIds: caller.kind === "publishable" };
     if (history && found.kind === "not-found") {
       // A deleted race is not found, but its history is still its readers' (ending with the deletion).
-      return raceHistoryJson(answer(await guard(() => races.deletedHistory(affiliateId, idOrSlug, true)), "", null));
+      return raceHistoryJson(answer(await guard(() => races.deletedHistory(affiliateId, idOrSlug, reader)), "", null));
     }
     const view = answer(found, "", null);
     if (!history) return raceJson(view);
-    return raceHistoryJson(await guard(() => races.history(view.race, true)));
+    return raceHistoryJson(await guard(() => races.history(view.race, reader)));
   }
 
   private async list(affiliateId: number, params: URLSearchParams): Promise<string> {

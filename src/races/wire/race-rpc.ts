@@ -156,7 +156,10 @@ function raceReads(races: Races, callerAffiliate: RaceCaller): Pick<RaceServiceI
       const affiliateId = await callerAffiliate(context, "races:read", request.affiliateId);
       requireId(request.idOrSlug, "idOrSlug");
       const view = answer(await guard(() => races.get(affiliateId, request.idOrSlug)), "", "idOrSlug");
-      const history = await guard(() => races.history(view.race, publicReader(context)));
+      const publishable = publicReader(context);
+      const history = await guard(() =>
+        races.history(view.race, { hideUserIds: publishable, hideActorIds: publishable }),
+      );
       return create(GetRaceResponseSchema, {
         race: raceMessage(view, publicReader(context)),
         entries: raceEntries(view),
