@@ -8,12 +8,14 @@ import { createHash } from "node:crypto";
 import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
+import { startInstanceHeartbeat } from "./jobs/instance-heartbeat.js";
 import { startRaceClock } from "./jobs/race-clock.js";
 import { startLogSequencer } from "./jobs/results-log.js";
 import { startRetention } from "./jobs/retention.js";
 import { startWebhookDelivery, type WebhookDelivery, webhookAdmin } from "./jobs/webhook-delivery.js";
 import { type Config, redact } from "./platform/config.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "./platform/database/database.js";
+import { secretKeyFingerprints } from "./platform/database/secret-box.js";
 import type { LimiterFactory } from "./platform/limits/rate-limiter.js";
 import { createRedisLimiters } from "./platform/limits/redis-limiters.js";
 import { createLogger, type Logger } from "./platform/logger.js";
@@ -64,6 +66,13 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
   await keysOrListenAnyway(app, logger);
   webhooks.startDelivery(app.metrics);
+  const heartbeat = startInstanceHeartbeat({
+    database,
+    role: "serve",
+    horizons: app.horizons,
+    keys: secretKeyFingerprints(config.webhooks),
+    logger,
+  });
   const retention = startRetention(config.retention, database, app.metrics.registry, logger);
   const internalApp = internalAppOf(config, database, app, webhooks.admin, wakeups, logger);
   const listening = await listenAll(config, app, internalApp, tracing, logger);
@@ -89,6 +98,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
         ...listening.servers.map(({ server, drainMs }) => server.close(drainMs)),
         webhooks.stop(),
         retention.stop(),
+        heartbeat.stop(),
       ]);
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");

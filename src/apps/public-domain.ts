@@ -13,6 +13,7 @@ import { MAX_NUM_USERS } from "../boards/core/period-request.js";
 import { WatchedPeriods } from "../boards/core/watched-periods.js";
 import { mariadbChanges } from "../boards/sql/change-store.js";
 import { mariadbStandings } from "../boards/sql/standings-store.js";
+import { HorizonWatch } from "../ingest/sql/retention-horizon.js";
 import { webhookAdmin } from "../jobs/webhook-delivery.js";
 import { KeyCatchUp } from "../keys/core/key-catch-up.js";
 import { KeySet } from "../keys/core/key-set.js";
@@ -72,6 +73,8 @@ export interface PublicDomain {
   readonly signing: Signing;
   /** The results log: its reader (tiles, checkpoints, proofs) and the sequencer the server runs. */
   readonly resultsLog: ResultsLog;
+  /** The retention horizons every board read here is guarded by (the server's heartbeat reads and reports them). */
+  readonly horizons: HorizonWatch;
 }
 
 /**
@@ -99,13 +102,15 @@ export function buildDomain(
     freshWithinMs: config.changeFeedMaxLagMs,
   });
   const watched = new WatchedPeriods();
-  const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger);
+  const horizons = new HorizonWatch(database.write);
+  const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger, horizons);
   const resultsLog = buildResultsLog(config, database, logger);
   const signing = buildSigning(config, database, logger, () => resultsLog.reader.verifierKey());
   const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, {
     now,
     signer: signing.signer,
     log: resultsLog.reader,
+    horizons,
   });
   const live = new LiveBoards({
     load: loadAfterFirstPoll(changeFeed, leaderboard, config.queryTimeoutMs),
@@ -131,7 +136,7 @@ export function buildDomain(
   const webhooks = options.webhooks ?? webhookAdmin(config.webhooks, database);
   return {
     ...{ keys, keyCatchUp, readiness, changeFeed, leaderboard, live, watched, fleet },
-    ...{ races, raceWatch, webhooks, keysLoaded, signing, resultsLog },
+    ...{ races, raceWatch, webhooks, keysLoaded, signing, resultsLog, horizons },
   };
 }
 
@@ -147,6 +152,7 @@ function buildLeaderboard(
   watched: WatchedPeriods,
   options: PublicDomainOptions,
   logger: Logger,
+  horizons: HorizonWatch,
 ): Pick<PublicDomain, "leaderboard" | "fleet"> {
   const { now } = options;
   const shared = options.fleet !== undefined && config.cacheTtlMs > 0;
@@ -156,7 +162,7 @@ function buildLeaderboard(
       : undefined;
   const leaderboard = new Leaderboard({
     // Keys, the change feed and readiness stay on the primary side.
-    standings: mariadbStandings(database.leaderboard),
+    standings: mariadbStandings(database.leaderboard, horizons),
     defaultAvatarUrl: config.defaultAvatarUrl,
     cacheTtlMs: config.cacheTtlMs,
     ...(now === undefined ? {} : { now }),
@@ -184,9 +190,14 @@ function buildRaces(
   database: Database,
   leaderboard: Leaderboard,
   logger: Logger,
-  { now, signer, log }: { now: (() => number) | undefined; signer: PayloadSigner; log: ResultsLogReader },
+  {
+    now,
+    signer,
+    log,
+    horizons,
+  }: { now: (() => number) | undefined; signer: PayloadSigner; log: ResultsLogReader; horizons: HorizonWatch },
 ): Pick<PublicDomain, "races" | "raceWatch"> {
-  const races = createRaces({ database, config, signer, leaderboard, now, log });
+  const races = createRaces({ database, config, signer, leaderboard, now, log, horizons });
   const raceWatch = new RaceWatch({
     races,
     pollMs: RACE_WATCH_POLL_MS,

@@ -15,6 +15,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { FleetStandings } from "../boards/core/fleet-standings.js";
 import type { Leaderboard } from "../boards/core/leaderboard.js";
 import type { LiveObserver } from "../boards/core/live-boards.js";
+import type { HorizonWatch } from "../ingest/sql/retention-horizon.js";
 import type { KeySet } from "../keys/core/key-set.js";
 import type { Admission } from "../keys/gate/admission.js";
 import type { Config } from "../platform/config.js";
@@ -72,6 +73,8 @@ export interface PublicApp {
   readonly raceWatch: RaceWatch;
   /** What /readyz and gRPC health answer; shared with the internal listener. */
   readonly readiness: Readiness;
+  /** The retention horizons this app answers under; the server's heartbeat reads and reports them. */
+  readonly horizons: HorizonWatch;
   /** Every usable API key, in memory; the internal listener has it read a key again when it changes one. */
   readonly keys: KeySet;
   /** Key, rate limit and CORS of every public call (the skins call it; keys/gate/admission.ts). */
@@ -188,9 +191,10 @@ function fleetReadings(fleet: FleetStandings) {
 
 /** What the server and the internal app use of the public app besides its handlers. */
 function publicFace(domain: PublicDomain, metrics: Metrics, admission: Admission) {
-  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races, raceWatch, resultsLog } = domain;
+  const { changeFeed, keys, keysLoaded, live, readiness, leaderboard, races, raceWatch, resultsLog, horizons } = domain;
   return {
     metrics,
+    horizons,
     leaderboard,
     races,
     resultsLog,

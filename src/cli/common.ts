@@ -4,8 +4,11 @@
  * point (and main.ts can import them without a cycle).
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { type Heartbeat, startInstanceHeartbeat } from "../jobs/instance-heartbeat.js";
 import { type Config, loadConfig } from "../platform/config.js";
 import { type Database, ensureDatabaseExists, openDatabase } from "../platform/database/database.js";
+import { secretKeyFingerprints } from "../platform/database/secret-box.js";
+import { createLogger } from "../platform/logger.js";
 import { packageInfo } from "../platform/package-info.js";
 import { migrate } from "../schema/migration-runner.js";
 import { assertReleaseMayUse } from "../schema/release-floor.js";
@@ -61,12 +64,21 @@ export async function withDatabase<T>(work: (db: Database) => Promise<T>, use: D
     connectTimeoutMs: config.databaseConnectTimeoutMs,
     probeTimeoutMs: config.databaseProbeTimeoutMs,
   });
+  let heartbeat: Heartbeat | undefined;
   try {
     // migrate() refuses an older release than the schema's floor itself.
     if (use.migrate ?? config.migrateOnStart) await migrate(db.write);
     else if (use.releaseCheck ?? true) await assertReleaseMayUse(db.write, packageInfo().version);
+    // Registered while it runs, so the retention job knows its connections for this release's (jobs/wager-retention.ts).
+    heartbeat = startInstanceHeartbeat({
+      database: db,
+      role: "cli",
+      keys: secretKeyFingerprints(config.webhooks),
+      logger: createLogger("silent"),
+    });
     return await work(db);
   } finally {
+    await heartbeat?.stop();
     await db.close();
   }
 }

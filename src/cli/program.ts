@@ -14,6 +14,7 @@ import { LATEST_SCHEMA_VERSION } from "../schema/schema-migrations.js";
 import { isoSeconds, printJson, UsageError, withDatabase } from "./common.js";
 import { importCommand, seedCommand, verifyCommand } from "./data-commands.js";
 import { runDemo } from "./demo.js";
+import { instancesCommand } from "./instances.js";
 import { keysCommand } from "./keys.js";
 import { logCommand } from "./log.js";
 import { racesCommand } from "./races.js";
@@ -108,6 +109,7 @@ async function applyMigrations(db: Database, json: boolean): Promise<void> {
 const COMMANDS = new Map<string, (args: string[]) => Promise<void>>([
   ["serve", serveCommand],
   ["migrate", migrateCommand],
+  ["instances", instancesCommand],
   ["keys", keysCommand],
   ["races", racesCommand],
   ["webhooks", webhooksCommand],

@@ -42,6 +42,16 @@ export const COMMANDS: Readonly<Record<string, CommandUsage>> = {
       "             exit 1 while any is pending, 0 when the schema is current\n" +
       "  --json     print one JSON document on stdout instead of text",
   },
+  instances: {
+    synopsis: "[--json]",
+    summary:
+      "list the live instances registered with this database, and the connections of clients that did not register " +
+      "(an older release); exit 1 while one is open",
+    details:
+      "  --json  print one JSON document {database, instances, unregisteredConnections} on stdout\n" +
+      "  Retention prunes nothing while such a connection is open (docs/operations.md, Version safety). The\n" +
+      "  connections of this command's database user are seen, all of them with the PROCESS privilege.",
+  },
   "keys create": {
     synopsis:
       "--affiliate <affiliateId> [--label <text>] [--rate-limit <points>/<seconds>s] [--expires-in <duration>] " +

@@ -11,6 +11,8 @@ import { Counter, type Registry } from "prom-client";
 import type { RetentionSettings } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import type { Logger } from "../platform/logger.js";
+import { describeConnection } from "../schema/instance-registry.js";
+import { describeHorizon } from "../values/retention-horizon.js";
 import { type PrunedRows, pruneWebhookBatch, withRetentionLock } from "../webhooks/sql/webhook-retention.js";
 import { every } from "./every.js";
 import { type PrunedWagers, pruneWagers, wagerRetentionMetrics } from "./wager-retention.js";
@@ -35,6 +37,7 @@ export function startRetention(
   database: Database,
   registry: Registry,
   logger: Logger,
+  options: { readonly recheckAfterMs?: number } = {},
 ): RetentionJob {
   const deleted = new Counter({
     name: "topwagers_retention_deleted_rows_total",
@@ -64,12 +67,10 @@ export function startRetention(
       logger[said]({ ...pruned, ms: Date.now() - started }, "retention: webhook history past its window deleted");
       if (wagerMetrics === undefined) return pruned;
       started = Date.now();
-      const wagers = await pruneWagers(connection, settings, Math.floor(nowMs / 1000), () => stopped);
+      const fleet = { ownConnections: () => database.connectionIds(), ...options };
+      const wagers = await pruneWagers(connection, settings, Math.floor(nowMs / 1000), () => stopped, fleet);
       wagerMetrics.record(wagers);
-      logger[wagers.wagers + wagers.hourly > 0 ? "info" : "debug"](
-        { ...wagers, ms: Date.now() - started },
-        "retention: raw wagers and hourly rows before the horizon deleted",
-      );
+      logWagerRun(logger, wagers, Date.now() - started);
       return { ...pruned, wagers };
     });
   const runOnce = (nowMs = Date.now()) => runs.counted(prune(nowMs));
@@ -87,6 +88,41 @@ export function startRetention(
       await job?.stop();
     },
   };
+}
+
+/**
+ * A wager run's lines: what it deleted (info, or debug when nothing), and why it waited, if it did (warn: while an
+ * older release is connected, nothing is pruned at all).
+ */
+function logWagerRun(logger: Logger, run: PrunedWagers, ms: number): void {
+  const { waiting, ...deleted } = run;
+  logger[run.wagers + run.hourly > 0 ? "info" : "debug"](
+    { ...deleted, ms },
+    "retention: raw wagers and hourly rows before the horizon deleted",
+  );
+  if (run.lockedOut === true) {
+    logger.info(
+      { horizons: run.horizons },
+      "retention: the first horizon is recorded; releases that cannot read it (before this one) can no longer start " +
+        'on this database (docs/operations.md, "Version safety")',
+    );
+  }
+  if (waiting?.reason === "unregistered_clients") {
+    logger.warn(
+      { reason: waiting.reason, connections: waiting.clients.map(describeConnection) },
+      `retention: nothing pruned: ${waiting.clients.length} connection(s) to this database belong to no registered ` +
+        "instance (an older release, which cannot read the retention horizon, or another client): " +
+        `${waiting.clients.map(describeConnection).join("; ")}. Stop or upgrade them; \`topwagers instances\` lists ` +
+        'them (docs/operations.md, "Version safety")',
+    );
+  } else if (waiting?.reason === "horizon_not_seen") {
+    const who = waiting.instances.map((i) => `${i.id} (${i.release} on ${i.host}, pid ${i.pid})`);
+    logger.warn(
+      { reason: waiting.reason, instances: who },
+      `retention: rows before the horizon ${describeHorizon(run.horizons.wagers || run.horizons.hourly)} are kept ` +
+        `until every live instance has read it; not yet: ${who.join(", ")}`,
+    );
+  }
 }
 
 /** `topwagers_retention_runs_total{result}`: each run this instance began, counted once it ends. */

@@ -1,15 +1,21 @@
 /**
  * Applies the schema migrations (./schema-migrations.ts). Each runs once, in order, and is
- * recorded in `schema_migrations`; a lease row (`schema_migration_lease`) keeps two instances
- * starting at once, on one server or on two Galera nodes, from applying the same migration twice.
+ * recorded (./schema-record.ts: `schema_versions`, and the record older releases read while it is open); a lease row
+ * (`schema_migration_lease`) keeps two instances starting at once, on one server or on two Galera nodes, from
+ * applying the same migration twice. Before anything is applied, a record that disagrees with the tables (a dump
+ * loaded over a newer schema) is refused with the tables that are ahead (./schema-disagreement.ts).
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "../platform/database/database-errors.js";
+import { appliedMigrations, openRecord, recordApplied } from "../platform/database/schema-record.js";
 import { packageInfo } from "../platform/package-info.js";
 import { assertReleaseMayUse, createReleaseFloorTable, raiseReleaseFloor } from "./release-floor.js";
+import { refuseDisagreement } from "./schema-disagreement.js";
 import { MIGRATIONS, type Migration } from "./schema-migrations.js";
+
+export { currentSchemaVersion } from "../platform/database/schema-record.js";
 
 /** How long a migration lease lasts unless renewed; renewed every LEASE_SECONDS / 3 while migrating. */
 const LEASE_SECONDS = 30;
@@ -117,7 +123,7 @@ function keepRenewing(pool: Pool, holder: string): Renewal {
 }
 
 /**
- * Applies the migrations not recorded in `schema_migrations`, in order, while the lease holds. DDL commits
+ * Applies the migrations not recorded, in order, while the lease holds. DDL commits
  * implicitly in MySQL, so a migration is made of idempotent-enough steps and recorded only once all of them
  * succeeded. Refuses (ReleaseTooOldError) before anything is applied when the schema's release floor names a
  * newer release than this one; raises the floor for every recorded migration that carries one.
@@ -128,17 +134,11 @@ async function applyPending(
   options: MigrateOptions,
   renewal: Renewal,
 ): Promise<Migration[]> {
-  await connection.query(
-    `CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INT UNSIGNED NOT NULL PRIMARY KEY,
-      name VARCHAR(200) NOT NULL,
-      applied_at INT UNSIGNED NOT NULL
-    ) ENGINE=InnoDB`,
-  );
   await createReleaseFloorTable(connection);
   await assertReleaseMayUse(connection, options.release ?? packageInfo().version);
-  const [rows] = await connection.query<RowDataPacket[]>("SELECT version FROM schema_migrations");
-  const done = new Set(rows.map((r) => Number(r.version)));
+  const record = await openRecord(connection);
+  await refuseDisagreement(connection, migrations, record);
+  const done = new Set(record.applied.map((m) => m.version));
   // Migrations recorded before the floor existed (or by a release that did not know theirs) raise it now.
   for (const migration of migrations) {
     if (done.has(migration.version)) await raiseFloorFor(connection, migration);
@@ -164,11 +164,7 @@ async function applyOne(connection: PoolConnection, migration: Migration, option
     if (typeof statement === "string") await connection.query(statement);
     else await statement(context);
   }
-  // IGNORE: an instance that took over an expired lease mid-step may have recorded it too.
-  await connection.query(
-    "INSERT IGNORE INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UNIX_TIMESTAMP())",
-    [migration.version, migration.name],
-  );
+  await recordApplied(connection, migration);
   await raiseFloorFor(connection, migration);
   options.onApplied?.(migration, (Date.now() - started) / 1000);
 }
@@ -230,18 +226,6 @@ async function renewLease(pool: Pool, holder: string): Promise<void> {
   if (result.affectedRows !== 1) throw new Error("the migration lease was taken by another instance");
 }
 
-/** The highest applied migration, or 0 when none is; used by readiness. */
-export async function currentSchemaVersion(pool: Pool): Promise<number> {
-  try {
-    const [rows] = await pool.query<RowDataPacket[]>("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations");
-    return Number(rows[0]?.v ?? 0);
-  } catch (error) {
-    // An empty schema (a least-privilege server started before `migrate`) is version 0.
-    if ((error as { code?: string }).code === "ER_NO_SUCH_TABLE") return 0;
-    throw error;
-  }
-}
-
 export interface MigrationStatus {
   /** Whether the database itself exists yet (`migrate` creates it). */
   readonly databaseExists: boolean;
@@ -255,21 +239,13 @@ export async function migrationStatus(
   migrations: readonly Migration[] = MIGRATIONS,
 ): Promise<MigrationStatus> {
   let databaseExists = true;
-  let rows: RowDataPacket[] = [];
+  let applied: MigrationStatus["applied"] = [];
   try {
-    [rows] = await pool.query<RowDataPacket[]>(
-      "SELECT version, name, applied_at FROM schema_migrations ORDER BY version",
-    );
+    applied = await appliedMigrations(pool);
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ER_BAD_DB_ERROR") databaseExists = false;
-    else if (code !== "ER_NO_SUCH_TABLE") throw error;
+    if ((error as { code?: string }).code !== "ER_BAD_DB_ERROR") throw error;
+    databaseExists = false;
   }
-  const applied = rows.map((r) => ({
-    version: Number(r.version),
-    name: String(r.name),
-    appliedAt: Number(r.applied_at),
-  }));
   const done = new Set(applied.map((m) => m.version));
   return { databaseExists, applied, pending: migrations.filter((m) => !done.has(m.version)) };
 }

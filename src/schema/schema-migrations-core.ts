@@ -1,6 +1,6 @@
 /**
- * The bodies of the migrations of the wagers, their totals, the api keys and the change feed (1-9 and 12); the list
- * that numbers and names them is ./schema-migrations.ts. Shipped migrations: never edit one (a new shape is a new
+ * The bodies of the migrations of the wagers, their totals, the api keys, the change feed and retention (1-9, 12, 17
+ * and 20); the list that numbers and names them is ./schema-migrations.ts. Shipped migrations: never edit one (a new shape is a new
  * migration), and keep every statement byte for byte.
  */
 import type { RollupTable } from "../ingest/sql/rollups.js";
@@ -252,7 +252,7 @@ export const RETENTION_HORIZONS: readonly MigrationStep[] = [
 ];
 
 /**
- * Migration 20, "a counter on each affiliate that every capped create bumps". A create that a cap limits (a race,
+ * Migration 22, "a counter on each affiliate that every capped create bumps". A create that a cap limits (a race,
  * a webhook endpoint) adds 1 to its affiliate's `capped_creates` before counting what the affiliate has, in the
  * same transaction as its insert (../ingest/sql/affiliates.ts lockForCappedCreate): the write holds the
  * affiliate's row until the commit on one server, and makes two such creates on two Galera nodes conflict at
@@ -278,4 +278,35 @@ export const RETENTION_HOLDS: readonly MigrationStep[] = [
     held_from INT UNSIGNED NOT NULL,
     moved_at INT UNSIGNED NOT NULL
   ) ENGINE=InnoDB`,
+];
+
+/**
+ * Migration 23, "every process that uses the database registers itself, and how far retention has deleted". Each
+ * server and CLI command of this release and later writes one row of `instances` (./instance-registry.ts) every
+ * 5 s: its release, its database connections, the retention horizons it answers under (and their generation) and the
+ * fingerprints of the WEBHOOK_SECRET_KEY it seals and opens with; the retention job deletes only once every live
+ * server has read the horizons' current generation, and waits while a connection that no live row names is open (an older release, which registers
+ * nothing). `retention_horizons.pruned_below`: the pruning run has deleted, or is deleting, rows below it, so a
+ * refusal can say whether they were deleted or will be. Older releases ignore both (a new table, a column with a
+ * default they never read).
+ */
+export const INSTANCES: readonly MigrationStep[] = [
+  `CREATE TABLE IF NOT EXISTS instances (
+    id CHAR(24) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+    role VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    release_version VARCHAR(40) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    release_commit VARCHAR(40) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    host VARCHAR(255) NOT NULL,
+    pid INT UNSIGNED NOT NULL,
+    started_at INT UNSIGNED NOT NULL,
+    seen_at INT UNSIGNED NOT NULL,
+    horizon_wagers INT UNSIGNED NULL,
+    horizon_hourly INT UNSIGNED NULL,
+    horizons_generation BIGINT UNSIGNED NULL,
+    connections TEXT CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    seals_with VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    opens_with VARCHAR(400) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    KEY ix_instances_seen (seen_at)
+  ) ENGINE=InnoDB`,
+  addColumnsIfMissing("retention_horizons", { pruned_below: "INT UNSIGNED NOT NULL DEFAULT 0" }),
 ];

@@ -21,6 +21,7 @@ import {
   API_KEY_SCOPES,
   CORE_TABLES,
   HALF_MONTH_TOTALS,
+  INSTANCES,
   PUBLISHABLE_KEYS,
   RETENTION_HOLDS,
   RETENTION_HORIZONS,
@@ -180,6 +181,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 22,
     name: "retention held per affiliate by its races that are not final",
     statements: RETENTION_HOLDS,
+  },
+  {
+    version: 23,
+    name: "every process registers itself, and how far retention has deleted",
+    statements: INSTANCES,
   },
 ];
 

@@ -8,6 +8,7 @@
 import { boardStandings } from "../boards/core/board-standings.js";
 import type { Leaderboard } from "../boards/core/leaderboard.js";
 import { causalStandings, mariadbStandings } from "../boards/sql/standings-store.js";
+import { HorizonWatch } from "../ingest/sql/retention-horizon.js";
 import type { Config } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import type { ResultsLogReader } from "../ports/results-log.js";
@@ -26,15 +27,18 @@ export interface RacesParts {
   readonly now?: (() => number) | undefined;
   /** The results log, whose proofs the answers of logged races carry (services/results-log.ts); absent: none. */
   readonly log?: ResultsLogReader | undefined;
+  /** The process's retention horizons (its heartbeat reads them); absent, one watch of their own on the primary. */
+  readonly horizons?: HorizonWatch;
 }
 
-export function createRaces({ database, config, signer, leaderboard, now, log }: RacesParts): Races {
-  const boards = mariadbStandings(database.leaderboard);
+export function createRaces({ database, config, signer, leaderboard, now, log, horizons }: RacesParts): Races {
+  const watch = horizons ?? new HorizonWatch(database.write);
+  const boards = mariadbStandings(database.leaderboard, watch);
   return newRaces({
     signer,
     store: mariadbRaces(database.write),
     standings: leaderboard === undefined ? boards : boardStandings(leaderboard, boards),
-    freezeStandings: causalStandings(database.write, database.flavour),
+    freezeStandings: causalStandings(database.write, database.flavour, watch),
     defaultAvatarUrl: config.defaultAvatarUrl,
     racesPerAffiliate: config.racesPerAffiliate,
     ...(now === undefined ? {} : { now }),

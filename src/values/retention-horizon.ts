@@ -40,18 +40,26 @@ export function describeHorizon(horizon: number): string {
   return `${new Date(horizon * 1000).toISOString().slice(0, 10)} UTC (Unix time ${horizon})`;
 }
 
-const WHAT_WAS_DELETED: Readonly<Record<HorizonKind, string>> = {
+const WHAT_IS_DELETED: Readonly<Record<HorizonKind, string>> = {
   wagers: "raw wagers",
   hourly: "hourly totals",
 };
 
+/** "were deleted" once the pruning run has begun deleting below `from` (`pruned`), else "will be deleted". */
+function deletedOrNot(kind: HorizonKind, from: number, pruned: RetentionHorizons): string {
+  return from < pruned[kind] ? "were deleted" : "will be deleted";
+}
+
 /**
  * The refusal of a period whose pieces read deleted rows, or undefined when every piece is still held. A piece
  * of raw wagers before the wager horizon, or of hourly rows before the hourly horizon, would count nothing there.
+ * `pruned`: below what the pruning run has deleted (or is deleting) each kind; the message says the rows "were
+ * deleted" only then, "will be deleted" while they are still there (default: the horizons themselves).
  */
 export function periodRefusal(
   ranges: readonly BucketRange[],
   horizons: RetentionHorizons,
+  pruned: RetentionHorizons = horizons,
 ): BeyondRetentionError | undefined {
   for (const range of ranges) {
     const kind: HorizonKind | undefined =
@@ -63,29 +71,32 @@ export function periodRefusal(
     return new BeyondRetentionError(
       kind,
       horizon,
-      `this period needs ${WHAT_WAS_DELETED[kind]} from before the retention horizon ${describeHorizon(horizon)} ` +
-        `and those were deleted. Before the horizon a period must start and end on whole UTC ${unit}`,
+      `this period needs ${WHAT_IS_DELETED[kind]} from before the retention horizon ${describeHorizon(horizon)} ` +
+        `and those ${deletedOrNot(kind, range.from, pruned)}. Before the horizon a period must start and end on ` +
+        `whole UTC ${unit}`,
     );
   }
   return undefined;
 }
 
 /**
- * The refusal of recording a wager placed at `placedAt` (Unix seconds), or undefined when it may be recorded.
- * Only the wager horizon counts: a wager after it but before the hourly horizon is recorded exactly in the raw
+ * The refusal of recording a wager placed at `placedAt` (Unix seconds), or undefined when it may be recorded
+ * (`pruned` as for periodRefusal). Only the wager horizon counts: a wager after it but before the hourly horizon is recorded exactly in the raw
  * rows and the coarser rollups, and its hourly row is never read (periodRefusal) and is deleted again.
  */
 export function wagerRefusal(
   wagerId: string,
   placedAt: number,
   horizons: RetentionHorizons,
+  pruned: RetentionHorizons = horizons,
 ): BeyondRetentionError | undefined {
   if (placedAt >= horizons.wagers) return undefined;
   return new BeyondRetentionError(
     "wagers",
     horizons.wagers,
     `wager ${wagerId} was placed before the retention horizon ${describeHorizon(horizons.wagers)}. ` +
-      "Raw wagers before it were deleted so a repeat could not be recognised and nothing was recorded",
+      `Raw wagers before it ${deletedOrNot("wagers", placedAt, pruned)} so a repeat could not be recognised and ` +
+      "nothing was recorded",
   );
 }
 

@@ -192,6 +192,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 20, name: "a counter on each affiliate that every capped create bumps" },
     { version: 21, name: "the results log: its entries, tile hashes, checkpoints and note key" },
     { version: 22, name: "retention held per affiliate by its races that are not final" },
+    { version: 23, name: "every process registers itself, and how far retention has deleted" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

@@ -112,16 +112,17 @@ describe.skipIf(!available)("gRPC health follows readiness on both listeners", (
     const connection = await mysql.createConnection(mariadb?.url(DATABASE) ?? "");
     try {
       const [rows] = await connection.query<mysql.RowDataPacket[]>(
-        "SELECT version, name, applied_at FROM schema_migrations ORDER BY version DESC LIMIT 1",
+        "SELECT version, name, applied_at FROM schema_versions ORDER BY version DESC LIMIT 1",
       );
       const latest = rows[0] as { version: number; name: string; applied_at: number };
-      await connection.query("DELETE FROM schema_migrations WHERE version = ?", [latest.version]);
+      // The record this release reads (schema_migrations is the one releases up to 0.4.0 read).
+      await connection.query("DELETE FROM schema_versions WHERE version = ?", [latest.version]);
       expect(await readyz()).toEqual({
         status: 503,
         body: { status: "migrations_pending", schemaVersion: latest.version - 1, expected: latest.version, ...RELEASE },
       });
       expect(await both()).toEqual(["NOT_SERVING", "NOT_SERVING", "NOT_SERVING", "NOT_SERVING"]);
-      await connection.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [
+      await connection.query("INSERT INTO schema_versions (version, name, applied_at) VALUES (?, ?, ?)", [
         latest.version,
         latest.name,
         latest.applied_at,

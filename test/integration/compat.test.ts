@@ -23,7 +23,7 @@ import {
   reportUnparsableMessagesAsInvalid,
   timeoutMs,
 } from "../../src/platform/compat/connect.js";
-import { connectionIdentity, poolUsage, wrapStatements } from "../../src/platform/compat/mysql2.js";
+import { connectionIdentity, poolConnectionIds, poolUsage, wrapStatements } from "../../src/platform/compat/mysql2.js";
 import { responseStarted, trackConnections } from "../../src/platform/compat/node-http.js";
 import { connectionOptions } from "../../src/platform/database/database.js";
 import { Metrics } from "../../src/platform/observability/metrics.js";
@@ -259,6 +259,24 @@ describe("mysql2", () => {
       expect(seen).toEqual(["SELECT 1", "SELECT ? AS n", "SELECT 3", "SELECT 3"]);
     } finally {
       await wrapped.end();
+    }
+  });
+
+  it("lists the server's id of every connection a pool holds, checked out or idle", async () => {
+    const two = mysql.createPool({ ...connectionOptions(database.url), connectionLimit: 2 });
+    try {
+      expect(poolConnectionIds(two)).toEqual([]);
+      const a = await two.getConnection();
+      const b = await two.getConnection();
+      const ids = [a, b].map(async (c) =>
+        Number((await c.query<mysql.RowDataPacket[]>("SELECT CONNECTION_ID() AS id"))[0][0]?.id),
+      );
+      const [idA, idB] = await Promise.all(ids);
+      a.release();
+      expect(poolConnectionIds(two).sort()).toEqual([idA, idB].sort());
+      b.release();
+    } finally {
+      await two.end();
     }
   });
 

@@ -1,7 +1,8 @@
 /**
  * A board past the retention horizon over REST (issue 38): once the recorded wager horizon is 10 October, an
  * October board of whole days still answers, and one that starts inside an hour before the horizon is refused with
- * 400, code `out_of_range` and the message naming the horizon, never answered short.
+ * 400, code `out_of_range` and the message naming the horizon, never answered short. The message says the raw
+ * wagers "will be deleted" while the pruning run has not begun deleting them, "were deleted" once it has (issue 47).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOV_1, OCT_1, OCT_16 } from "../support/dates.js";
@@ -49,16 +50,26 @@ describe("a period before the retention horizon", () => {
     });
   });
 
-  it("that starts inside an hour is refused with out_of_range naming the horizon", async () => {
+  const refusal = (deleted: string) =>
+    errorBody({
+      code: "out_of_range",
+      message:
+        "this period needs raw wagers from before the retention horizon 2026-10-10 UTC (Unix time 1791590400) " +
+        `and those ${deleted}. Before the horizon a period must start and end on whole UTC hours`,
+    });
+
+  it("that starts inside an hour is refused with out_of_range naming the horizon: they will be deleted", async () => {
     const reply = await board(OCT_1 + 1800, NOV_1 - 1);
     expect(reply.status).toBe(400);
-    expect(reply.json).toEqual(
-      errorBody({
-        code: "out_of_range",
-        message:
-          "this period needs raw wagers from before the retention horizon 2026-10-10 UTC (Unix time 1791590400) " +
-          "and those were deleted. Before the horizon a period must start and end on whole UTC hours",
-      }),
-    );
+    expect(reply.json).toEqual(refusal("will be deleted"));
+  });
+
+  it("once the pruning run has begun deleting below the horizon, the refusal says they were deleted", async () => {
+    // As the pruning run records it before its first batch (jobs/wager-retention.ts markPruning).
+    await server.database.db.write.query("UPDATE retention_horizons SET pruned_below = horizon WHERE kind = 'wagers'");
+    await server.app.horizons.refresh();
+    const reply = await board(OCT_1 + 1800, NOV_1 - 1);
+    expect(reply.status).toBe(400);
+    expect(reply.json).toEqual(refusal("were deleted"));
   });
 });

@@ -19,6 +19,7 @@ import { codeName, httpStatusForCode } from "../../src/platform/errors/http-stat
 import { createLogger } from "../../src/platform/logger.js";
 import { packageInfo } from "../../src/platform/package-info.js";
 import type { StandingsStore } from "../../src/ports/standings.js";
+import { MIGRATIONS } from "../../src/schema/schema-migrations.js";
 import { useTestDatabase } from "../support/database.js";
 import { insertWagers, upsertUsers, type WagerRecord } from "../support/users-and-wagers.js";
 
@@ -66,6 +67,8 @@ const PERIODS_KEPT: Record<string, [number, number]> = {
 const RAW_HOURS =
   "this period needs raw wagers from before the retention horizon 2026-03-21 UTC (Unix time 1774051200) and " +
   "those were deleted. Before the horizon a period must start and end on whole UTC hours";
+/** The same refusal between the run that records the horizon and the one that begins deleting below it. */
+const RAW_HOURS_TO_COME = RAW_HOURS.replace("those were deleted", "those will be deleted");
 const RAW_DAYS =
   "this period needs raw wagers from before the retention horizon 2026-03-21 UTC (Unix time 1774051200) and " +
   "those were deleted. Before the horizon a period must start and end on whole UTC days";
@@ -152,22 +155,37 @@ describe("pruning raw wagers and hourly rows", () => {
       hourly: 0,
       horizons: { wagers: WAGER_HORIZON, hourly: HOURLY_HORIZON },
       heldBack: undefined,
+      lockedOut: true,
     });
+    // The generation row counts the changes (issue 47): servers report the one they have read.
     expect(await rows("SELECT kind, horizon, moved_at FROM retention_horizons ORDER BY kind")).toBe(
       JSON.stringify([
+        { kind: "generation", horizon: 1, moved_at: NOW },
         { kind: "hourly", horizon: HOURLY_HORIZON, moved_at: NOW },
         { kind: "wagers", horizon: WAGER_HORIZON, moved_at: NOW },
       ]),
     );
     expect(await count("SELECT COUNT(*) AS n FROM wagers")).toBe(all.length);
-    // Releases older than this one would answer the pruned periods short: the floor names this release now.
+    // Releases older than this one would answer the pruned periods short: the floor names this release now, and
+    // the record releases before the floor read holds only the note that closed it (issue 47).
     expect(await rows("SELECT oldest_release, set_by_migration FROM schema_release_floor")).toBe(
       JSON.stringify([{ oldest_release: packageInfo().version, set_by_migration: 17 }]),
     );
-    // Refused already: every instance refuses before anything is deleted.
+    expect(await rows("SELECT version, name FROM schema_migrations")).toBe(
+      JSON.stringify([
+        {
+          version: 0,
+          name:
+            "closed by retention on 2026-05-20: a release that reads this table cannot read the retention horizon " +
+            '(docs/operations.md, "Version safety")',
+        },
+      ]),
+    );
+    expect(await count("SELECT COUNT(*) AS n FROM schema_versions")).toBe(MIGRATIONS.length);
+    // Refused already: every instance refuses before anything is deleted, and says the rows will be deleted.
     await expect(
       mariadbStandings(pool()).topUsers(AFF, utc(2026, 3, 5, 10, 30), utc(2026, 3, 6) - 1, 10, "wagered"),
-    ).rejects.toThrow(RAW_HOURS);
+    ).rejects.toThrow(RAW_HOURS_TO_COME);
 
     const second = await job.runOnce((NOW + 61) * 1000);
     expect(second?.wagers).toEqual({

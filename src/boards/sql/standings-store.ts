@@ -4,7 +4,7 @@
  * services run on the in-memory reference model in tests (test/support/reference-model.ts).
  */
 import type { Pool, PoolConnection } from "mysql2/promise";
-import { guardedPeriods } from "../../ingest/sql/retention-horizon.js";
+import { guardedPeriods, HorizonWatch } from "../../ingest/sql/retention-horizon.js";
 import { weightedColumnReader } from "../../ingest/sql/weighted-backfill.js";
 import type { StandingsStore } from "../../ports/standings.js";
 import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
@@ -12,11 +12,12 @@ import { topUsersFromBuckets } from "./leaderboard-queries.js";
 
 /**
  * Periods answered from the rollups plus raw edges (../../ingest/sql/period-buckets.ts); a period needing rows the retention job
- * deleted is refused (../../ingest/sql/retention-horizon.ts).
+ * deleted is refused (../../ingest/sql/retention-horizon.ts), under the horizons `horizons` holds (the process's one
+ * watch; a watch of its own on `pool` by default).
  */
-export function mariadbStandings(pool: Pool): StandingsStore {
+export function mariadbStandings(pool: Pool, horizons: HorizonWatch = new HorizonWatch(pool)): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const periods = guardedPeriods(pool);
+  const periods = guardedPeriods(horizons);
   return {
     topUsers: async (affiliateId, start, end, limit, rankBy) =>
       topUsersFromBuckets(pool, affiliateId, await periods(affiliateId, start, end), limit, rankBy, await weighted()),
@@ -36,9 +37,13 @@ export function mariadbStandings(pool: Pool): StandingsStore {
  * connection; without Galera the setting changes nothing), so a void confirmed on another node just
  * before the freeze is in the frozen result. MySQL has no such setting and no Galera.
  */
-export function causalStandings(pool: Pool, flavour: "mariadb" | "mysql"): StandingsStore {
+export function causalStandings(
+  pool: Pool,
+  flavour: "mariadb" | "mysql",
+  horizons: HorizonWatch = new HorizonWatch(pool),
+): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const periods = guardedPeriods(pool);
+  const periods = guardedPeriods(horizons);
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
       const column = await weighted();

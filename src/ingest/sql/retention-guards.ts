@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import type { PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { WagerRecord } from "../../values/records.js";
 import { voidRefusal, wagerRefusal } from "../../values/retention-horizon.js";
-import { horizonsOf, readHorizons } from "./retention-horizon.js";
+import { horizonsOf, prunedOf, readHorizons } from "./retention-horizon.js";
 
 /**
  * Throws a BeyondRetentionError naming the first wager of the batch placed before its affiliate's wager horizon
@@ -24,7 +24,13 @@ export async function refuseBeyondHorizon(
   const recorded = await readHorizons(connection, "shared");
   if (recorded.wagers === 0) return;
   for (const wager of wagers) {
-    const refusal = wagerRefusal(wager.id, wager.placedAt, horizonsOf(recorded, affiliateOf(wager)));
+    const affiliate = affiliateOf(wager);
+    const refusal = wagerRefusal(
+      wager.id,
+      wager.placedAt,
+      horizonsOf(recorded, affiliate),
+      prunedOf(recorded, affiliate),
+    );
     if (refusal !== undefined) throw refusal;
   }
 }

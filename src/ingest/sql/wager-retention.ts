@@ -12,9 +12,17 @@
  * never keeps another's rows.
  */
 import type { PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { isMigrationApplied } from "../../platform/database/schema-record.js";
 import { DAY, dayStart } from "../../values/calendar.js";
 import type { HorizonKind, RetentionHorizons } from "../../values/retention-horizon.js";
-import { horizonsOf, PRUNE_GRACE_S, RELEASED_HOLD, type RecordedHorizons, readHorizons } from "./retention-horizon.js";
+import {
+  GENERATION_ROW,
+  horizonsOf,
+  PRUNE_GRACE_S,
+  RELEASED_HOLD,
+  type RecordedHorizons,
+  readHorizons,
+} from "./retention-horizon.js";
 import { WEIGHTED_SUM_MIGRATION } from "./weighted-backfill.js";
 
 export interface WagerRetentionDays {
@@ -49,10 +57,7 @@ export async function planHorizons(
   now: number,
   recorded: RecordedHorizons,
 ): Promise<HorizonPlan> {
-  const [backfill] = await connection.query<RowDataPacket[]>("SELECT 1 FROM schema_migrations WHERE version = ?", [
-    WEIGHTED_SUM_MIGRATION,
-  ]);
-  if (backfill.length === 0) {
+  if (!(await isMigrationApplied(connection, WEIGHTED_SUM_MIGRATION))) {
     return { target: recorded, holds: new Map(), heldBack: "weighted backfill not finished" };
   }
   const wanted = (kind: HorizonKind, keptDays: number): number =>
@@ -93,12 +98,23 @@ export async function moveHorizons(
   recorded: RecordedHorizons,
   now: number,
 ): Promise<void> {
+  let changed = false;
   for (const kind of ["wagers", "hourly"] as const) {
+    changed ||= plan.target[kind] > recorded[kind];
     await connection.query(
       `INSERT INTO retention_horizons (kind, horizon, moved_at) VALUES (?, ?, ?)
        ON DUPLICATE KEY UPDATE moved_at = IF(VALUES(horizon) > horizon, VALUES(moved_at), moved_at),
                                horizon = GREATEST(horizon, VALUES(horizon))`,
       [kind, plan.target[kind], now],
+    );
+  }
+  for (const [affiliate, heldFrom] of plan.holds) changed ||= recorded.holds.get(affiliate)?.heldFrom !== heldFrom;
+  // A new generation for every change a server must read before rows below it go (../../jobs/wager-retention.ts).
+  if (changed) {
+    await connection.query(
+      `INSERT INTO retention_horizons (kind, horizon, moved_at) VALUES (?, 1, ?)
+       ON DUPLICATE KEY UPDATE horizon = horizon + 1, moved_at = VALUES(moved_at)`,
+      [GENERATION_ROW, now],
     );
   }
   for (const [affiliate, heldFrom] of plan.holds) {
@@ -140,6 +156,17 @@ export function affiliateDeletableBelow(
   return now - hold.movedAt >= PRUNE_GRACE_S ? Math.min(below, hold.heldFrom) : 0;
 }
 
+/**
+ * Records that rows of `kind` below `below` are being deleted from now on (`pruned_below`, never lowered), before
+ * the first batch deletes any: a refusal of them then says they "were deleted", before it "will be deleted".
+ */
+export async function markPruning(connection: PoolConnection, kind: HorizonKind, below: number): Promise<void> {
+  await connection.query(
+    "UPDATE retention_horizons SET pruned_below = GREATEST(pruned_below, ?) WHERE kind = ? AND horizon >= ?",
+    [below, kind, below],
+  );
+}
+
 /** The affiliates with rows of `table` older than `below` (read once per run: the batches go affiliate by affiliate). */
 export async function affiliatesWithRowsBelow(
   connection: PoolConnection,
@@ -171,7 +198,8 @@ export async function pruneBatch(
   await connection.beginTransaction();
   try {
     const recorded = await readHorizons(connection, "shared");
-    const limit = Math.min(below, horizonsOf(recorded, affiliateId)[kind]);
+    // Never below what is recorded as being pruned (markPruning), so every refusal of these rows says "were deleted".
+    const limit = Math.min(below, horizonsOf(recorded, affiliateId)[kind], recorded.pruned[kind]);
     let deleted: number;
     if (kind === "hourly") {
       const [result] = await connection.query<ResultSetHeader>(

@@ -21,8 +21,10 @@
  * never waits for it), and records where it got to in `schema_backfill_progress` in the same
  * transaction: a crash loses at most the batch in flight, and the next `migrate` resumes there.
  */
+
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "../../platform/database/database-errors.js";
+import { isMigrationApplied } from "../../platform/database/schema-record.js";
 import type { MigrationContext } from "../../platform/database/schema-steps.js";
 import { ROLLUPS, type RollupTable } from "./rollups.js";
 
@@ -46,10 +48,7 @@ export function weightedColumnReader(pool: Pool): () => Promise<WeightedColumn> 
   let asking: Promise<void> | undefined;
   const ask = async (): Promise<void> => {
     try {
-      const [rows] = await pool.query<RowDataPacket[]>("SELECT 1 FROM schema_migrations WHERE version = ?", [
-        WEIGHTED_SUM_MIGRATION,
-      ]);
-      stored = rows.length > 0;
+      stored = await isMigrationApplied(pool, WEIGHTED_SUM_MIGRATION);
     } catch {
       stored = false;
     } finally {

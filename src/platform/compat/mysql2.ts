@@ -33,6 +33,18 @@ export function poolUsage(pool: Pool): PoolUsage {
 }
 
 /**
+ * The server's ids (`CONNECTION_ID()`, the process list's `ID`) of every connection a pool holds now, checked out or
+ * idle: from the same list (`_allConnections`, whose queue type has `toArray()`) and each connection's `threadId`,
+ * set once its handshake is done.
+ */
+export function poolConnectionIds(pool: Pool): number[] {
+  const inner = pool.pool as unknown as { _allConnections?: { toArray?: () => { threadId?: unknown }[] } };
+  return (inner._allConnections?.toArray?.() ?? [])
+    .map((connection) => connection.threadId)
+    .filter((id): id is number => typeof id === "number");
+}
+
+/**
  * The driver's connection behind a checked-out promise PoolConnection: the same object every time
  * that connection is checked out (the promise wrapper is new each time), so per-connection set-up
  * can be remembered against it.

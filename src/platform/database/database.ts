@@ -8,6 +8,7 @@
 
 import type { Pool, PoolOptions } from "mysql2/promise";
 import mysql from "mysql2/promise";
+import { poolConnectionIds } from "../compat/mysql2.js";
 import { classifyDatabaseError } from "./database-errors.js";
 import { NodeSet, routedPool } from "./node-set.js";
 import { ReplicaReads } from "./replicas.js";
@@ -48,6 +49,8 @@ export interface Database {
   currentNode(): number;
   /** Probes every node now (tests, and after a failure). */
   probeNodes(): Promise<void>;
+  /** The server's ids of every connection this process holds, in every pool (what it registers: schema/instance-registry.ts). */
+  connectionIds(): number[];
   close(): Promise<void>;
 }
 
@@ -150,6 +153,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     flavour,
     currentNode: () => nodes.current,
     probeNodes: () => nodes.probeNow(),
+    connectionIds: () =>
+      [...pools.reads, ...pools.boards, ...pools.writes, ...pools.replicas].flatMap(poolConnectionIds),
     async close() {
       await nodes.close();
       const all = [...pools.reads, ...pools.boards, ...pools.writes, ...pools.replicas];

@@ -11,7 +11,7 @@
  * again under the current key what an older key or no key sealed. The stored format is unchanged (`enc1:`), so releases
  * before the ring read what this one writes with the same key; GCM's tag tells which key sealed a value.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 
 const ENCRYPTED = "enc1:";
 const PLAIN = "plain:";
@@ -28,6 +28,15 @@ export class SecretBox {
     for (const one of [...(key === undefined ? [] : [key]), ...previousKeys]) {
       if (one.length !== 32) throw new Error("WEBHOOK_SECRET_KEY must be 32 bytes");
     }
+  }
+
+  /**
+   * Which keys this box seals and opens with, as fingerprints (`keyFingerprint`): never the keys. `seals` is ""
+   * without WEBHOOK_SECRET_KEY (secrets stored plain).
+   */
+  fingerprints(): { readonly seals: string; readonly opens: readonly string[] } {
+    const ring = [...(this.key === undefined ? [] : [this.key]), ...this.previousKeys];
+    return { seals: this.key === undefined ? "" : keyFingerprint(this.key), opens: ring.map(keyFingerprint) };
   }
 
   /** Whether sealing `stored` again would change how it is kept: plain or sealed by a previous key, with a key set. */
@@ -61,6 +70,23 @@ export class SecretBox {
     }
     throw new Error(`webhook secret of ${rowId} does not decrypt with WEBHOOK_SECRET_KEY (another key?)`);
   }
+}
+
+/** The fingerprints of the keys WEBHOOK_SECRET_KEY and WEBHOOK_SECRET_KEY_PREVIOUS name (what an instance registers). */
+export function secretKeyFingerprints(settings: {
+  readonly secretKey: Buffer | undefined;
+  readonly previousSecretKeys?: readonly Buffer[];
+}): { readonly seals: string; readonly opens: readonly string[] } {
+  return new SecretBox(settings.secretKey, settings.previousSecretKeys ?? []).fingerprints();
+}
+
+/**
+ * A key's fingerprint: the first 8 bytes of HMAC-SHA256(key, "topwagers secret key fingerprint"), in hex. Two
+ * processes with the same WEBHOOK_SECRET_KEY show the same one; it says nothing of the key (a 256-bit key cannot
+ * be searched for), so it may be logged and stored beside the instance that holds the key.
+ */
+export function keyFingerprint(key: Buffer): string {
+  return createHmac("sha256", key).update("topwagers secret key fingerprint").digest("hex").slice(0, 16);
 }
 
 /** The secret `text` (`enc1:…`) sealed with `key` for `aad`, or undefined when that key did not seal it. */
