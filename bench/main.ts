@@ -17,6 +17,7 @@ import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
 import { runRacesBench } from "./races.js";
+import { runResultsLogBench } from "./results-log.js";
 import { runSignedBoardsBench } from "./signed-boards.js";
 import { runStorageBench } from "./storage.js";
 import { runPartitionsBench } from "./storage-partitions.js";
@@ -76,6 +77,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runRacesBench,
     usage:
       "races [--wagers 50000000] [--races 1000] [--affiliates 100] [--instances 1] [--runs 50] [--tick-concurrency N] [--signing on|off]   1,000 races ending in one second (signed at the freeze unless --signing off): time until all frozen, board p99 during the freeze, race read vs board, sign and verify cost",
+  },
+  "results-log": {
+    run: runResultsLogBench,
+    usage:
+      "results-log [--entries 100000] [--writers 16] [--instances 2] [--proofs 200]   the results log at scale: appends/s under concurrent freezes, the wait for a checkpoint, bytes per entry, a proof's and a tile's read, log verify",
   },
   webhooks: {
     run: runWebhooksBench,

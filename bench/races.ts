@@ -10,7 +10,9 @@
  * ticks until every race is frozen, while a reader asks month boards of the same affiliates
  * (cache off) without pause. Reports the time until all are frozen, the board read latency before
  * and during the freeze, and a live race's read (GetRace, cache off) against the plain board of
- * the same period for the largest, the median and a small affiliate.
+ * the same period for the largest, the median and a small affiliate. Every freeze also appends its result to the
+ * results log: each instance runs the log's sequencer as the server does (bench/log-watch.ts), and the report says
+ * when every result was in a checkpoint, how long each waited, and what the log's tables grew by.
  */
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -24,6 +26,7 @@ import { migrate } from "../src/schema/migration-runner.js";
 import { ensureActiveKey } from "../src/signing/core/keys.js";
 import { Signer } from "../src/signing/core/signer.js";
 import { mariadbSigningKeys } from "../src/signing/sql/signing-keys.js";
+import { logTableBytes, watchLog } from "./log-watch.js";
 import { databaseUrl, describeDataset, ensureSeeded } from "./query.js";
 import { signAndVerifyCost } from "./signing-cost.js";
 import { StatementTally } from "./statement-tally.js";
@@ -178,6 +181,9 @@ export async function runRacesBench(args: string[]): Promise<void> {
     const during: number[] = [];
     reading = true;
     const duringLoop = readLoop(during);
+    // Each instance's results log sequencer runs as the server runs it; the log's bytes before the freezes.
+    const logBytesBefore = await logTableBytes(data.db);
+    const log = await watchLog(dbs);
     statements.counting = true;
     const freezeStarted = performance.now();
     let ticks = 0;
@@ -195,6 +201,9 @@ export async function runRacesBench(args: string[]): Promise<void> {
     };
     await Promise.all(instances.map(tickUntilDone));
     const freezeSeconds = (performance.now() - freezeStarted) / 1000;
+    const logged = await log.stop();
+    const loggedSeconds = (logged.allCheckpointedAt - freezeStarted) / 1000;
+    const logBytes = (await logTableBytes(data.db)) - logBytesBefore;
     statements.counting = false;
     reading = false;
     await duringLoop;
@@ -231,6 +240,10 @@ export async function runRacesBench(args: string[]): Promise<void> {
             ],
           ],
         ),
+        "",
+        `results log: ${logged.entries} entries appended during the freeze, ${logged.checkpoints} checkpoints signed; all in a checkpoint ${fmt(loggedSeconds, 1)} s after the freeze began`,
+        `from an entry's commit to the first checkpoint holding it (polled every 20 ms): p50 ${fmt(logged.p50, 0)} ms, p99 ${fmt(logged.p99, 0)} ms, max ${fmt(logged.max, 0)} ms (target ≤ 2,000 ms)`,
+        `the log's tables grew by ${fmt(logBytes / 1024, 0)} KiB: ${fmt(logBytes / Math.max(1, logged.entries), 0)} bytes per result (InnoDB pages; bench results-log measures it on a large log)`,
         "",
         "month board (N=10, cache off) of the race affiliates, read without pause:",
         table(
