@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
+import type { HorizonWatch } from "./ingest/sql/retention-horizon.js";
 import { startInstanceHeartbeat } from "./jobs/instance-heartbeat.js";
 import { startRaceClock } from "./jobs/race-clock.js";
 import { startLogSequencer } from "./jobs/results-log.js";
@@ -51,8 +52,11 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const database = await openAndMigrate(config, logger, dataTier);
   tracing?.traceDatabase(database);
   const redis = config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
+  // The fleet's boards are shared only between instances that answer under the same retention horizons.
+  let horizons: HorizonWatch | undefined;
+  const scope = () => `h${horizons?.current.generation ?? 0}`;
   const fleet =
-    config.redisUrl === undefined ? undefined : createRedisFleet(config.redisUrl, fleetName(config), logger);
+    config.redisUrl === undefined ? undefined : createRedisFleet(config.redisUrl, fleetName(config), logger, scope);
   const webhooks = webhooksOf(config, database, logger, redis?.factory);
   const app = createPublicApp(config, database, {
     webhooks: webhooks.admin,
@@ -61,6 +65,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
   });
+  horizons = app.horizons;
   dataTier.countInto(app.metrics);
   const wakeups =
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);

@@ -169,10 +169,13 @@ function buildLeaderboard(
     ...(config.cacheTtlMs > 0 ? { freshness: changeFeed } : {}),
     ...(fleet === undefined ? {} : { fleet }),
     isWatched: (period) => watched.has(period),
+    retention: horizons,
     incremental: {
       onMismatch: (key, detail) => logger.warn({ board: key, detail }, "held board differed from its full computation"),
     },
   });
+  // When the horizons move, what they refuse goes from the caches before the heartbeat reports them as read.
+  horizons.onChange(() => leaderboard.dropRefused());
   fleet?.serveWith(async (period) => {
     const query = { start: period.start, end: period.end, numUsers: MAX_NUM_USERS, rankBy: period.rankBy };
     return (await leaderboard.topWagersForPeriod(period.affiliateId, query, true)).ranked;

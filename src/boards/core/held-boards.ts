@@ -127,6 +127,16 @@ export class HeldBoards {
     }
   }
 
+  /**
+   * Marks the boards for which `affected(affiliateId, start, end)` holds to be computed in full at their next load
+   * (the retention horizons moved: that computation is refused if the period needs pruned rows).
+   */
+  recomputeWhere(affected: (affiliateId: number, start: number, end: number) => boolean): void {
+    for (const state of this.boards.values()) {
+      if (affected(state.affiliateId, state.start, state.end)) this.markFull(state);
+    }
+  }
+
   /** `check`: the held rows are believed current, and are compared with the result. */
   private async full(state: BoardState, check: boolean): Promise<readonly KeyedRow[]> {
     const { store, shown, margin } = this.options;

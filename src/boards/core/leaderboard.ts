@@ -61,6 +61,12 @@ export interface LeaderboardOptions {
    * users (`standings.keyed`), answers are cached and a change feed drives them (`freshness`), unless false.
    */
   readonly incremental?: false | IncrementalOptions;
+  /**
+   * The retention horizons this instance answers under (issue 47): a period they refuse is refused before any cache,
+   * held board or fleet leader is asked, so no answer computed before they moved, or by an instance that did not know
+   * them, is served. `dropRefused()` drops what they refuse when they move. Absent: nothing is ever pruned.
+   */
+  readonly retention?: { refusal(affiliateId: number, start: number, end: number): Error | undefined };
 }
 
 export interface IncrementalOptions {
@@ -135,6 +141,8 @@ export class Leaderboard {
     if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, memoKey: undefined };
     if (this.options.cacheTtlMs <= 0) return undefined;
     if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) return undefined;
+    // A period the horizons refuse is never answered from a cache: topWagersForPeriod refuses it.
+    if (this.options.retention?.refusal(affiliateId, query.start, query.end) !== undefined) return undefined;
     const key = cacheKeyOf(affiliateId, query);
     const entry = this.cache.peek(key);
     return entry === undefined ? undefined : this.standingsOf(entry, query);
@@ -173,6 +181,8 @@ export class Leaderboard {
     const cached = this.cachedStandings(affiliateId, query);
     if (cached !== undefined) return cached;
     if (query.start > this.now()) return { ranked: [], maxAgeSeconds: 0, memoKey: undefined };
+    const refusal = this.options.retention?.refusal(affiliateId, query.start, query.end);
+    if (refusal !== undefined) throw new StoreFailure(refusal);
     if (this.options.cacheTtlMs <= 0) {
       return { ranked: await this.load(affiliateId, query, query.numUsers), maxAgeSeconds: 0, memoKey: undefined };
     }
@@ -214,6 +224,22 @@ export class Leaderboard {
       // A running load may list a renamed user: it must not be stored. A board cut at MAX_NUM_USERS rows may
       // gain a renamed user it does not list (a new name can move a user tied with the cut above it).
       return value === undefined || value.length >= MAX_NUM_USERS || changed.touchesUsers(value);
+    });
+  }
+
+  /**
+   * Drops every cached answer, running load and held board whose period the retention horizons now refuse (they
+   * moved): told by the horizons' watch before it reports them as read, on every instance.
+   */
+  dropRefused(): void {
+    const refused = this.options.retention;
+    if (refused === undefined) return;
+    const affected = (affiliateId: number, start: number, end: number) =>
+      refused.refusal(affiliateId, start, end) !== undefined;
+    this.held?.recomputeWhere(affected);
+    this.cache.drop((key) => {
+      const [affiliate = "", start = "", end = ""] = key.split(":");
+      return affected(Number(affiliate), Number(start), Number(end));
     });
   }
 

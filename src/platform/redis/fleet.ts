@@ -11,6 +11,12 @@
  * PUBLISH says how many listeners got a message, so a request to an instance that is gone fails at once instead of
  * waiting for the timeout, and requests to an instance that drops out of the list fail when it does. The keys and channels are scoped by the fleet's name (FLEET_NAME; by default the
  * database's host, port and name), so two deployments sharing one Redis never answer each other's boards.
+ *
+ * Answers carry what they were computed under (issue 47): the keys are `topwagers:fleet2:…` (releases up to 0.4.0
+ * use `topwagers:fleet:…`, and an instance that knows no retention horizon is never asked nor answered), the members'
+ * set is scoped by `scope()` (the generation of the retention horizons the instance answers under, so instances
+ * that read different horizons are two fleets until they agree), and every ask and answer names its scope: a leader
+ * refuses an ask of another scope, and an asker takes no answer of another scope (it computes the board itself).
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
@@ -47,19 +53,31 @@ type Message =
       readonly p: unknown;
       readonly m: number;
       readonly f?: boolean;
+      readonly s?: string;
     }
-  | { readonly t: "answer"; readonly id: string; readonly b: number; readonly e: FleetEntry[] }
+  | { readonly t: "answer"; readonly id: string; readonly b: number; readonly e: FleetEntry[]; readonly s?: string }
   | { readonly t: "fail"; readonly id: string };
 
-export function createRedisFleet(redisUrl: string, name: string, logger: Logger): FleetTransport {
-  return new RedisFleet(redisUrl, name, logger);
+/**
+ * `scope`: what this instance's answers are computed under (server.ts: the generation of its retention horizons);
+ * only instances of one scope share boards. Default: one scope for all.
+ */
+export function createRedisFleet(
+  redisUrl: string,
+  name: string,
+  logger: Logger,
+  scope: () => string = () => "",
+): FleetTransport {
+  return new RedisFleet(redisUrl, name, logger, scope);
 }
 
 class RedisFleet implements FleetTransport {
   readonly self = randomUUID();
   private readonly commands: Redis;
   private readonly subscriber: Redis;
-  private readonly membersKey: string;
+  private readonly keyPrefix: string;
+  /** The members' set this instance last wrote itself into (its scope's). */
+  private membersKey: string;
   private readonly channelPrefix: string;
   private alive: readonly string[];
   private readonly listeners: (() => void)[] = [];
@@ -73,6 +91,7 @@ class RedisFleet implements FleetTransport {
     redisUrl: string,
     private readonly name: string,
     private readonly logger: Logger,
+    private readonly scope: () => string,
   ) {
     const options = {
       enableOfflineQueue: false,
@@ -85,8 +104,9 @@ class RedisFleet implements FleetTransport {
     this.subscriber = new Redis(redisUrl, { ...options, enableOfflineQueue: true, commandTimeout: undefined });
     this.commands.on("error", () => undefined);
     this.subscriber.on("error", () => undefined);
-    this.membersKey = `topwagers:fleet:${name}:members`;
-    this.channelPrefix = `topwagers:fleet:${name}:to:`;
+    this.keyPrefix = `topwagers:fleet2:${name}`;
+    this.membersKey = this.membersKeyOf(scope());
+    this.channelPrefix = `${this.keyPrefix}:to:`;
     this.alive = [this.self];
     this.subscriber.subscribe(this.channelOf(this.self)).catch(() => undefined);
     this.subscriber.on("message", (_channel: string, text: string) => this.received(text));
@@ -131,7 +151,7 @@ class RedisFleet implements FleetTransport {
     const id = randomUUID();
     const { affiliateId, start, end, rankBy } = request.period;
     const p = [affiliateId, start, end, rankBy];
-    const message = { t: "ask", id, from: this.self, p, m: request.minBasis, f: request.fresh };
+    const message = { t: "ask", id, from: this.self, p, m: request.minBasis, f: request.fresh, s: this.scope() };
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.settle(id, undefined), timeoutMs);
       timer.unref();
@@ -158,10 +178,18 @@ class RedisFleet implements FleetTransport {
     return `${this.channelPrefix}${member}`;
   }
 
+  private membersKeyOf(scope: string): string {
+    return `${this.keyPrefix}:${scope === "" ? "" : `${scope}:`}members`;
+  }
+
   private async beat(): Promise<void> {
     let members: string[];
     try {
-      members = (await this.commands.eval(HEARTBEAT_SCRIPT, 1, this.membersKey, this.self, ALIVE_MS)) as string[];
+      const key = this.membersKeyOf(this.scope());
+      // A new scope: leave the old one's set at once, so its members stop asking this instance.
+      if (key !== this.membersKey) await this.commands.zrem(this.membersKey, this.self).catch(() => undefined);
+      this.membersKey = key;
+      members = (await this.commands.eval(HEARTBEAT_SCRIPT, 1, key, this.self, ALIVE_MS)) as string[];
       if (this.cutOff) this.logger.info("fleet reachable again: sharing boards with the other instances");
       this.cutOff = false;
     } catch {
@@ -190,9 +218,13 @@ class RedisFleet implements FleetTransport {
     } catch {
       return;
     }
-    if (message.t === "ask") void this.answer(message);
-    else if (message.t === "answer") this.settle(message.id, { basis: message.b, entries: message.e });
-    else if (message.t === "fail") this.settle(message.id, undefined);
+    if (message.t === "ask") {
+      void this.answer(message);
+      return;
+    }
+    // An answer computed under another scope is none: the asker computes the board itself.
+    const taken = message.t === "answer" && (message.s ?? "") === this.scope() ? message : undefined;
+    this.settle(message.id, taken === undefined ? undefined : { basis: taken.b, entries: taken.e });
   }
 
   private async answer(message: Extract<Message, { t: "ask" }>): Promise<void> {
@@ -200,8 +232,10 @@ class RedisFleet implements FleetTransport {
     let reply: object;
     try {
       if (period === undefined || this.serving === undefined) throw new Error("cannot serve this request");
+      const scope = this.scope();
+      if ((message.s ?? "") !== scope) throw new Error("asked under another scope");
       const answer = await this.serving({ period, minBasis: Number(message.m), fresh: message.f === true });
-      reply = { t: "answer", id: message.id, b: answer.basis, e: answer.entries };
+      reply = { t: "answer", id: message.id, b: answer.basis, e: answer.entries, s: scope };
     } catch {
       reply = { t: "fail", id: message.id };
     }
