@@ -5,7 +5,9 @@
  * script (Debian's cryptography; skipped, saying what to install, without it) each say the race is logged, result
  * #n of the checkpoint's tree. Each refuses, with its reason: another race's id, a result.json whose JWS is another
  * result's, a changed proof hash, entry or checkpoint, a verifier key of another log, a result not yet in a
- * checkpoint, and an entry written in another (non-canonical) form.
+ * checkpoint, and an entry written in another (non-canonical) form. The page's monitor (Go, over the tiles) lists
+ * the affiliate's results, then only the one added after another freeze, and calls out a fork: a checkpoint kept
+ * from before, signed with the log's own key, that the new tree does not extend.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -13,8 +15,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeLogKey } from "../../src/results-log/core/sequencer.js";
-import { verifierKey } from "../../src/results-log/core/signed-note.js";
+import { SecretBox } from "../../src/platform/database/secret-box.js";
+import type { LogKey } from "../../src/ports/results-log.js";
+import { checkpointText } from "../../src/results-log/core/checkpoint.js";
+import { makeLogKey, privateKeyOf } from "../../src/results-log/core/sequencer.js";
+import { signNote, verifierKey } from "../../src/results-log/core/signed-note.js";
+import { mariadbLog } from "../../src/results-log/sql/log-store.js";
 import { docSection, fencedBlocks } from "../support/doc-blocks.js";
 import { MOVED_CLOCK } from "../support/moved-clock.js";
 import { withoutPythonModules } from "../support/python.js";
@@ -25,6 +31,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const VERIFY_MD = readFileSync(join(ROOT, "docs", "verify.md"), "utf8");
 const SECTION = docSection(VERIFY_MD, "Checking the log with Go");
 const PYTHON_SECTION = docSection(VERIFY_MD, "Checking the log with Python");
+const MONITOR_SECTION = docSection(VERIFY_MD, "Monitoring the log");
 const ISSUER = "https://casino.example";
 const server = useTestServer("verify_log_docs", { ISSUER });
 const work = mkdtempSync(join(tmpdir(), "verify-log-doc-"));
@@ -32,13 +39,18 @@ const races: string[] = [];
 let answer: Record<string, unknown> = {};
 
 /** Runs a bash block of the page in the work directory, with the page's variables; exit code and output. */
-function bash(script: string, raceId: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function bash(
+  script: string,
+  raceId: string,
+  affiliateId = "log-docs-aff",
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: work,
     GOCACHE: join(work, "cache"),
     TOPWAGERS_URL: server.baseUrl,
     RACE_ID: raceId,
+    AFFILIATE_ID: affiliateId,
     ...MOVED_CLOCK,
   };
   return new Promise((resolve) => {
@@ -73,6 +85,7 @@ beforeAll(async () => {
   races.push(await signedRace(server.database.db, "log-docs-aff", ISSUER, 1));
   writeFileSync(join(work, "checklog.go"), fencedBlocks(SECTION, "go")[0] as string);
   writeFileSync(join(work, "check_log.py"), fencedBlocks(PYTHON_SECTION, "python")[0] as string);
+  writeFileSync(join(work, "monitor.go"), fencedBlocks(MONITOR_SECTION, "go")[0] as string);
 }, 60_000);
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -173,4 +186,49 @@ describe("docs/verify.md: checking the log with Go and with Python", () => {
   it.skipIf(pythonMissing !== undefined)(pythonMissing ?? "Python refuses the same, each with its reason", async () => {
     await refusals(pythonCheck, PYTHON);
   });
+});
+
+describe("docs/verify.md: monitoring the log", () => {
+  const [monitorBlock] = fencedBlocks(MONITOR_SECTION, "bash") as [string];
+  const monitor = async () => {
+    const run = await bash(monitorBlock, "", "log-docs-aff");
+    return { ...run, stderr: run.stderr.replace(/exit status 1\n$/, "") };
+  };
+
+  it("lists the affiliate's results, then only the ones added, each checkpoint proved an extension of the last", async () => {
+    const [first, second] = races as [string, string];
+    const firstRun = await monitor();
+    expect(firstRun).toEqual({
+      code: 0,
+      stdout:
+        `#1 final ${first}\n#2 final ${second}\n` +
+        "casino.example/topwagers: 2 entries, consistent with the last checkpoint seen; log-docs-aff has 2 results in it\n",
+      stderr: "",
+    });
+    races.push(await signedRace(server.database.db, "log-docs-aff", ISSUER, 2));
+    await server.app.resultsLog.sequencer.run();
+    const secondRun = await monitor();
+    expect(secondRun).toEqual({
+      code: 0,
+      stdout:
+        `#3 final ${races[2]}\n` +
+        "casino.example/topwagers: 3 entries, consistent with the last checkpoint seen; log-docs-aff has 3 results in it\n",
+      stderr: "",
+    });
+  }, 120_000);
+
+  it("says the log changed its past when the checkpoint it kept is not a prefix of the new one", async () => {
+    // A second tree of size 2 signed with the log's own key: the fork a monitor is there to catch.
+    const store = mariadbLog(server.database.db.write, new SecretBox(undefined));
+    const key = (await store.key()) as LogKey;
+    const forged = checkpointText({ origin: key.name, size: 2, root: new Uint8Array(32).fill(7) });
+    writeFileSync(join(work, "monitor", "checkpoint"), signNote(forged, key, privateKeyOf(key)));
+    const forked = await monitor();
+    expect([forked.code, forked.stderr]).toEqual([
+      1,
+      expect.stringMatching(
+        /^THE LOG CHANGED ITS PAST: the checkpoint of 2 kept is not a prefix of 3 \(.+\); keep both\n$/,
+      ),
+    ]);
+  }, 120_000);
 });
