@@ -302,6 +302,45 @@ describe("topwagers races", () => {
     expect(fields.map((change) => change.field)).toEqual(["title", "endTimestamp", "prizes"]);
   }, 60_000);
 
+  it("names the limit of a time a race cannot hold (exit 2), never a database error", async () => {
+    const late = await races(
+      ...argv("create --affiliate cli-limits --slug late --title Late --start 2106-01-01 --end 2106-01-02"),
+    );
+    expect([late.code, late.stderr.split("\n").slice(0, 2)]).toEqual([
+      2,
+      [
+        "error: --start: startTimestamp must be at most 4102444799 (2099-12-31T23:59:59Z)",
+        "       --end: endTimestamp must be at most 4102444799 (2099-12-31T23:59:59Z)",
+      ],
+    ]);
+    // The time of the security probe: the year 3000, once a 500 ("Out of range value for column 'end_ts'").
+    const year3000 = await races(
+      ...argv(`create --affiliate cli-limits --slug y3k --title Y --start ${END} --end 32503680000`),
+    );
+    expect([year3000.code, year3000.stderr.split("\n")[0]]).toEqual([
+      2,
+      "error: --end: endTimestamp must be at most 4102444799 (2099-12-31T23:59:59Z)",
+    ]);
+    const long = await races(
+      ...argv("create --affiliate cli-limits --slug long --title L --start 2030-01-01 --end 2031-02-05"),
+    );
+    expect([long.code, long.stderr.split("\n")[0]]).toEqual([
+      2,
+      `error: --end: endTimestamp must be at most ${utc(2030, 1, 1) + 34_559_999}: a race spans at most 400 days (34560000 seconds, both ends inclusive)`,
+    ]);
+    const [rows] = await database.db.write.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM races");
+    const before = Number(rows[0]?.n);
+    const series = await races(
+      ...argv("create --affiliate cli-limits --slug s --title S --start 2099-12-20 --repeat monthly"),
+    );
+    expect([series.code, series.stderr.split("\n")[0]]).toEqual([
+      2,
+      "error: --start: startTimestamp must let the first monthly race end by 4102444799 (2099-12-31T23:59:59Z)",
+    ]);
+    const [after] = await database.db.write.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM races");
+    expect(Number(after[0]?.n)).toBe(before);
+  });
+
   it("refuses a race that has already ended unless --allow-past", async () => {
     const typo = argv("create --affiliate cli-past --slug typo --title Typo --start 2025-12-01 --end 2025-12-31");
     const refused = await races(...typo);

@@ -260,3 +260,35 @@ describe("a race's longest span", () => {
     });
   });
 });
+
+describe("a race's times fit what stores them", () => {
+  const LAST = 4_102_444_799; // 2099-12-31T23:59:59Z
+  it("end by 2099-12-31T23:59:59Z: one second more is refused naming the field and the limit", () => {
+    const at = (start: number, end: number) =>
+      validateRaceDefinition({ ...minimal, startTimestamp: start, endTimestamp: end });
+    expect(at(LAST - 10, LAST)).toMatchObject({ ok: true });
+    expect(at(LAST + 1, LAST + 2)).toEqual({
+      ok: false,
+      violations: [
+        { field: "startTimestamp", message: `startTimestamp must be at most ${LAST} (2099-12-31T23:59:59Z)` },
+        { field: "endTimestamp", message: `endTimestamp must be at most ${LAST} (2099-12-31T23:59:59Z)` },
+      ],
+    });
+    // 2^32 (past the INT UNSIGNED columns) and the year 3000 (the security probe's 500) alike.
+    expect(at(LAST - 10, 2 ** 32)).toMatchObject({ violations: [{ field: "endTimestamp" }] });
+    expect(at(LAST - 10, 32_503_680_000)).toMatchObject({ violations: [{ field: "endTimestamp" }] });
+  });
+
+  it("a series' first race must end by then too, named on startTimestamp", () => {
+    const series = validateRaceDefinition({ ...minimal, startTimestamp: LAST - 3 * 86_400, repeat: "weekly" });
+    expect(series).toEqual({
+      ok: false,
+      violations: [
+        {
+          field: "startTimestamp",
+          message: `startTimestamp must let the first weekly race end by ${LAST} (2099-12-31T23:59:59Z)`,
+        },
+      ],
+    });
+  });
+});

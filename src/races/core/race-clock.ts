@@ -13,6 +13,7 @@ import { raceEvent } from "./race-event-data.js";
 import { freezeRace } from "./race-freeze.js";
 import { randomRaceId } from "./race-id.js";
 import type { RaceReads } from "./race-reads.js";
+import { MAX_RACE_TIMESTAMP } from "./race-rules.js";
 import { freezeDueAt } from "./race-state.js";
 import type { RacesOptions } from "./race-view.js";
 import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
@@ -132,6 +133,8 @@ export class RaceClock {
     const index = race.seriesIndex + 1;
     const counted = seriesIndexAt(race.anchorStart, race.repeat, race.timeZone, race.startTimestamp);
     const period = seriesPeriod(race.anchorStart, race.repeat, race.timeZone, counted + 1);
+    // A series ends with its last race before 2100: a later one would not fit the races' time columns.
+    if (period.end > MAX_RACE_TIMESTAMP) return null;
     return {
       ...definitionOf(race),
       startTimestamp: period.start,

@@ -26,6 +26,13 @@ export const MAX_REVIEW_SECONDS = 2_592_000;
  */
 export const MAX_RACE_DAYS = 400;
 export const MAX_RACE_SECONDS = MAX_RACE_DAYS * 86_400;
+/**
+ * The last second a race may start or end: 2099-12-31T23:59:59Z. Every time a race stores fits the INT UNSIGNED
+ * columns (to 2106-02-07T06:28:15Z) with room to spare: its end, the second after its review (30 days at most) when
+ * the clock next looks at it, its series' next race (a series ends with its last race before 2100).
+ */
+export const MAX_RACE_TIMESTAMP = 4_102_444_799;
+const MAX_RACE_TIME_TEXT = `${MAX_RACE_TIMESTAMP} (2099-12-31T23:59:59Z)`;
 export const DEFAULT_REVIEW_SECONDS = 86_400;
 /** What `shown` is when there are no prizes and the definition does not say. */
 export const DEFAULT_SHOWN_WITHOUT_PRIZES = 10;
@@ -239,6 +246,10 @@ function periodEnd(
   const end = sent === undefined ? undefined : timestamp("endTimestamp", sent, problem);
   if (start === undefined || timeZone === undefined) return undefined;
   const computed = seriesEnd ?? seriesPeriod(start, repeat, timeZone, 0).end;
+  if (computed > MAX_RACE_TIMESTAMP) {
+    problem("startTimestamp", `startTimestamp must let the first ${repeat} race end by ${MAX_RACE_TIME_TEXT}`);
+    return undefined;
+  }
   if (sent !== undefined && end !== undefined && end !== computed) {
     problem(
       "endTimestamp",
@@ -259,6 +270,10 @@ function timestamp(field: string, value: bigint | number | undefined, problem: P
   }
   if (value > MAX_PLAUSIBLE_UNIX_SECONDS) {
     problem(field, `${field} looks like milliseconds. Send Unix seconds (divide by 1000)`);
+    return undefined;
+  }
+  if (value > MAX_RACE_TIMESTAMP) {
+    problem(field, `${field} must be at most ${MAX_RACE_TIME_TEXT}`);
     return undefined;
   }
   if (value < 0) {
