@@ -337,6 +337,17 @@ const ROWS = [
         [`sum(rate(topwagers_board_signatures_total{${JI}}[$__rate_interval]))`, "boards"],
         [`sum(rate(topwagers_race_signatures_total{${JI}}[$__rate_interval]))`, "races"],
       ]),
+      graph(
+        "Results log behind",
+        "For how long each instance has seen log entries no checkpoint signs (the alert: the smallest over 60 s for 5 minutes).",
+        "s",
+        [[`max by (instance) (topwagers_results_log_behind_seconds{${JI}})`, "{{instance}}"]],
+        { thresholds: [[60, "red"]] },
+      ),
+      graph("Results log size", "Entries appended to the log, and the newest checkpoint's tree size.", "short", [
+        [`max(topwagers_results_log_entries{${J}})`, "entries"],
+        [`max(topwagers_results_log_checkpoint_size{${J}})`, "checkpoint"],
+      ]),
     ],
   ],
   [

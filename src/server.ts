@@ -87,7 +87,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   // missed while every instance was down happens at the first tick.
   const raceClock = startRaceClock(app.races, config.raceClockMs, logger, raceClockMetrics(app.metrics.registry));
   // Every instance looks for new entries; one at a time integrates them and signs the checkpoint.
-  const logSequencer = startLogSequencer(app.resultsLog.sequencer, config.logSequenceMs, logger);
+  const logSequencer = startLogSequencer(app.resultsLog.sequencer, config.logSequenceMs, logger, app.metrics.registry);
   return {
     port: listening.port,
     internalPort: listening.internalPort,

@@ -137,12 +137,6 @@ describe("the alerts", () => {
     expect(names.filter((name) => !fired.has(name))).toEqual([]);
     expect([...fired.keys()].sort()).toEqual(names);
   });
-
-  it("the results log's checkpoint alert is a placeholder comment until the log and its metrics land", () => {
-    const text = readFileSync(RULES, "utf8");
-    expect(text).toMatch(/^ {6}# TopwagersResultsLogCheckpointStale: /m);
-    expect(alerts.map((alert) => alert.alert)).not.toContain("TopwagersResultsLogCheckpointStale");
-  });
 });
 
 describe("the queries of the rules and the dashboard", () => {

@@ -37,6 +37,8 @@ export class Sequencer {
   private key: { readonly key: LogKey; readonly privateKey: KeyObject } | undefined;
   /** The size of the last checkpoint this instance saw: a run with no entry beyond it takes no lock. */
   private seenSize = -1;
+  /** How many entries the last run found appended. */
+  private seenAppended = 0;
 
   constructor(
     private readonly store: LogStore,
@@ -46,6 +48,7 @@ export class Sequencer {
   /** Integrates what was appended and signs a checkpoint; undefined when there was nothing new. */
   async run(): Promise<SequencedCheckpoint | undefined> {
     const appended = await this.store.entryCount();
+    this.seenAppended = appended;
     if (appended === this.seenSize) return undefined;
     const { key, privateKey } = await this.signingKey();
     const now = this.options.now ?? (() => Math.floor(Date.now() / 1000));
@@ -60,6 +63,11 @@ export class Sequencer {
     });
     this.seenSize = made?.size ?? (await this.store.latestCheckpoint())?.size ?? -1;
     return made;
+  }
+
+  /** What the last run saw: the entries appended, and the size of the newest checkpoint (0 before any). */
+  progress(): { readonly appended: number; readonly signed: number } {
+    return { appended: this.seenAppended, signed: Math.max(this.seenSize, 0) };
   }
 
   /** The log's key, made once for the fleet when there is none. */
