@@ -106,6 +106,8 @@ export function buildDomain(
   const { leaderboard, fleet } = buildLeaderboard(config, database, changeFeed, watched, options, logger, horizons);
   const resultsLog = buildResultsLog(config, database, logger);
   const signing = buildSigning(config, database, logger, () => resultsLog.reader.verifierKey());
+  // Ready for reads whatever the keys; /readyz names an active key this instance cannot open (issue 47).
+  readiness.unopenedKeys = () => signing.health.check();
   const { races, raceWatch } = buildRaces(config, database, leaderboard, logger, {
     now,
     signer: signing.signer,

@@ -28,6 +28,7 @@ import { registerSignatureMetrics } from "../platform/observability/signature-me
 import type { Tracing } from "../platform/observability/tracing.js";
 import { clientAddressResolver } from "../platform/transport/client-address.js";
 import type { RequestHandler, StreamHandler } from "../platform/transport/http.js";
+import type { SigningFailure } from "../ports/signing.js";
 import type { RaceWatch } from "../races/core/race-watch.js";
 import type { Races } from "../races/core/races.js";
 import { LogSkin } from "../results-log/wire/log-tiles.js";
@@ -99,8 +100,19 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   // A registry handed in (a test's, or one shared between apps) reads no gauges of this app.
   if (options.metrics === undefined) {
     metrics.readFrom(readingsOf(domain, database, options.redisConnected));
-    const { boards, races, signer, liveSigner } = domain.signing;
-    registerSignatureMetrics(metrics.registry, boards, races, [signer, liveSigner]);
+    const { boards, races, signer, liveSigner, health } = domain.signing;
+    // A signer's last attempt, or the keys' check (a key that does not open fails before anything is signed).
+    const failing = (purpose: "result" | "live" | "log", last?: { readonly failing: SigningFailure | undefined }) => ({
+      purpose,
+      get failing() {
+        return last?.failing ?? health.failing(purpose);
+      },
+    });
+    registerSignatureMetrics(metrics.registry, boards, races, [
+      failing("result", signer),
+      failing("live", liveSigner),
+      failing("log"),
+    ]);
   }
   const admission = buildAdmission(config, domain, options, logger);
   const calls = observeCalls({ metrics, logger, accessLog: config.accessLog });

@@ -6,30 +6,83 @@
  * without a restart. The private half is sealed with WEBHOOK_SECRET_KEY at rest and never printed.
  */
 import { loadConfig } from "../platform/config.js";
+import type { Database } from "../platform/database/database.js";
 import { SecretBox } from "../platform/database/secret-box.js";
 import type { PublishedSigningKey, SigningKeyPurpose, SigningKeyStore } from "../ports/signing.js";
+import { liveInstances } from "../schema/instance-registry.js";
 import { makeSigningKey } from "../signing/core/keys.js";
+import { sealedWith, unopenedActiveKeys } from "../signing/sql/sealed-keys.js";
 import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
 import { alignColumns } from "./columns.js";
 import { DataError, isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } from "./common.js";
 import { RUN } from "./usage.js";
 
-/** Runs `work` with the results' keys and the live keys. */
-function withSigningKeys<T>(work: (stores: Record<SigningKeyPurpose, SigningKeyStore>) => Promise<T>): Promise<T> {
+/** What a command works with: the results' keys, the live keys, and a check that the servers can open a key. */
+interface SigningKeysAt {
+  readonly stores: Record<SigningKeyPurpose, SigningKeyStore>;
+  /**
+   * Refuses (DataError) unless every live server can open a key sealed by this command's key (`sealedBy`: its
+   * fingerprint; "" stored plain; default WEBHOOK_SECRET_KEY's), and, with no server registered, unless this
+   * command's key opens the active keys already stored (the servers' key did).
+   */
+  readonly checkServersOpen: (sealedBy?: string) => Promise<void>;
+  /** The fingerprint of the key of this command's ring that sealed a stored key; undefined when none opens it. */
+  readonly sealedWith: (purpose: SigningKeyPurpose, kid: string) => Promise<string | undefined>;
+}
+
+/** Runs `work` with the results' keys, the live keys and the check against the servers. */
+function withSigningKeys<T>(work: (at: SigningKeysAt) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const box = new SecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
   return withDatabase(
     (db) =>
-      work({ result: mariadbSigningKeys(db.write, box, "result"), live: mariadbSigningKeys(db.write, box, "live") }),
+      work({
+        stores: {
+          result: mariadbSigningKeys(db.write, box, "result"),
+          live: mariadbSigningKeys(db.write, box, "live"),
+        },
+        checkServersOpen: (sealedBy = box.fingerprints().seals) => checkServersOpen(db, box, sealedBy),
+        sealedWith: (purpose, kid) => sealedWith(db.write, box, purpose, kid),
+      }),
     { config },
   );
+}
+
+/**
+ * A key every server can use (issue 47, item 4): the live servers register the fingerprints of the keys they open
+ * with (schema/instance-registry.ts); a key sealed by one none of a server's keys is would be reported made and active
+ * while that server could sign nothing with it. With no server registered, the keys already stored stand for theirs.
+ */
+async function checkServersOpen(db: Database, box: SecretBox, sealedBy: string): Promise<void> {
+  if (sealedBy === "") return; // stored plain: any instance opens it (and seals it at its next start)
+  const servers = (await liveInstances(db.write)).filter((i) => i.role === "serve");
+  const refusing = servers.filter((server) => !server.opensWith.includes(sealedBy));
+  if (refusing.length > 0) {
+    const opens = (i: (typeof refusing)[number]) =>
+      `instance ${i.id} (${i.release} on ${i.host}, pid ${i.pid}) opens with ${i.opensWith.length === 0 ? "no key: WEBHOOK_SECRET_KEY is not set there" : i.opensWith.join(", ")}`;
+    throw new DataError(
+      `refused: the running servers could not open this key: it is sealed under the WEBHOOK_SECRET_KEY with ` +
+        `fingerprint ${sealedBy}, and ${refusing.map(opens).join("; ")}. Run this command with the servers' ` +
+        "WEBHOOK_SECRET_KEY (docs/operations.md, Rotating WEBHOOK_SECRET_KEY)",
+    );
+  }
+  if (servers.length > 0) return;
+  const unopened = await unopenedActiveKeys(db.write, box);
+  if (unopened.length > 0) {
+    throw new DataError(
+      `refused: no server is registered to ask, and this WEBHOOK_SECRET_KEY does not open the keys stored here ` +
+        `(${unopened.map((k) => `the active ${k.purpose} key ${k.id}: ${k.message}`).join("; ")}), so the servers ` +
+        "that made them could not open a key made here either. Run this command with the servers' WEBHOOK_SECRET_KEY",
+    );
+  }
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 async function make(purpose: SigningKeyPurpose, activate: boolean, json: boolean): Promise<void> {
   const key = await makeSigningKey();
-  const outcome = await withSigningKeys(async (stores) => {
+  const outcome = await withSigningKeys(async ({ stores, checkServersOpen }) => {
+    await checkServersOpen();
     await stores[purpose].insert(key, nowSeconds());
     return activate ? stores[purpose].activate(key.kid, nowSeconds()) : "new";
   });
@@ -46,7 +99,7 @@ async function make(purpose: SigningKeyPurpose, activate: boolean, json: boolean
 }
 
 async function list(json: boolean): Promise<void> {
-  const keys = await withSigningKeys(async (stores) => [
+  const keys = await withSigningKeys(async ({ stores }) => [
     ...(await stores.result.list()).map((key) => ({ purpose: "result", ...key })),
     ...(await stores.live.list()).map((key) => ({ purpose: "live", ...key })),
   ]);
@@ -73,10 +126,19 @@ async function list(json: boolean): Promise<void> {
 async function change(sub: "activate" | "retire", kid: string | undefined): Promise<void> {
   if (kid === undefined) throw new UsageError(`signing-keys ${sub} needs the key id (see: ${RUN} signing-keys list)`);
   // A key id names one key of one purpose: the results' keys are asked first, then the live keys.
-  const outcome = await withSigningKeys(async (stores) => {
+  const outcome = await withSigningKeys(async ({ stores, checkServersOpen, sealedWith }) => {
     let found: Awaited<ReturnType<SigningKeyStore["activate"] | SigningKeyStore["retire"]>> = "not_found";
-    for (const store of [stores.result, stores.live]) {
+    for (const purpose of ["result", "live"] as const) {
       if (found !== "not_found") break;
+      if (sub === "activate" && (await stores[purpose].list()).some((k) => k.kid === kid && k.state === "new")) {
+        // A key the servers cannot open never becomes the one they sign with.
+        const by = await sealedWith(purpose, kid);
+        if (by === undefined) {
+          throw new DataError(`refused: ${kid} does not open with this WEBHOOK_SECRET_KEY (nor a previous one) either`);
+        }
+        await checkServersOpen(by);
+      }
+      const store = stores[purpose];
       found = await (sub === "activate" ? store.activate(kid, nowSeconds()) : store.retire(kid, nowSeconds()));
     }
     return found;

@@ -22,8 +22,14 @@ export function startRaceClock(
 ): Pick<Repeating, "stop"> {
   let overdueReadAt = 0;
   const onFailure = (failure: StepFailure) => {
-    metrics?.stepFailures.inc({ step: failure.step });
     const { error, ...fields } = failure;
+    if (failure.waitsForKey === true) {
+      // Once per race: the instance's error line says which key and why (services/sealed-keys-health.ts).
+      const why = error instanceof Error ? error.message : String(error);
+      logger.warn(fields, `race ${failure.raceId}: its freeze waits for a signing key this instance can open: ${why}`);
+      return;
+    }
+    metrics?.stepFailures.inc({ step: failure.step });
     logger.warn({ ...fields, err: error }, `race ${failure.raceId}: its ${failure.step} failed; tried again later`);
   };
   const tick = async () => {

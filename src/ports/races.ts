@@ -226,8 +226,15 @@ export interface RaceStore extends RaceHistoryStore {
    * one affiliate take their places one at a time), and `event` is made with the signed result.
    */
   freeze(freeze: RaceFreeze): Promise<boolean>;
-  /** Puts the race's next step off until `until` (a step that failed waits; races/core/step-retry.ts). */
-  deferStep(id: string, until: number): Promise<void>;
+  /**
+   * Puts the race's next step off until `until` (a step that failed waits; races/core/step-retry.ts); with `note`,
+   * says why in its history, once while that is its last entry (a freeze waiting for a key it can open).
+   */
+  deferStep(
+    id: string,
+    until: number,
+    note?: { readonly at: number; readonly entry: NewRaceHistoryEntry },
+  ): Promise<void>;
   /**
    * When the oldest step not yet taken fell due, or null when none is due by `now`; `longestWait`: the
    * longest a failing step is put off.

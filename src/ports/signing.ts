@@ -45,7 +45,11 @@ export const SIGNED_KINDS: Readonly<Record<SigningKeyPurpose, readonly SignedKin
  * Why a signer's last attempt to sign failed (the `topwagers_signing_failing` gauge): its active key could not be
  * read or opened (the database did not answer, or WEBHOOK_SECRET_KEY does not open it).
  */
-export const SIGNING_FAILURES = ["key_read_failed"] as const;
+/**
+ * Why a signer's last attempt failed: its active key could not be read (the database), or it was read and cannot be
+ * opened (sealed under a WEBHOOK_SECRET_KEY this instance does not have: values/sealed-secret.ts).
+ */
+export const SIGNING_FAILURES = ["key_read_failed", "key_unopenable"] as const;
 export type SigningFailure = (typeof SIGNING_FAILURES)[number];
 
 /** new: made, published, never used yet; active: every instance signs with it; retired: published, never signs. */

@@ -20,6 +20,7 @@ import { Signer } from "../signing/core/signer.js";
 import { VersionSignatures } from "../signing/core/version-signatures.js";
 import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
 import { SigningKeysSkin } from "../signing/wire/signing-keys.js";
+import { SealedKeysHealth } from "./sealed-keys-health.js";
 
 export interface Signing {
   /** Signs final results with the result key (the freeze). */
@@ -33,6 +34,8 @@ export interface Signing {
   readonly published: PublishedKeys;
   readonly publishedLive: PublishedKeys;
   readonly skin: SigningKeysSkin;
+  /** Whether this instance can open the active key of every sealed kind (readiness, the signing gauge, the log). */
+  readonly health: SealedKeysHealth;
 }
 
 /** How often the "no signing key is active" warning may be logged. */
@@ -68,7 +71,8 @@ export function buildSigning(
   });
   const races = new VersionSignatures({ signer: liveSigner, issuer: config.issuer });
   const skin = new SigningKeysSkin(published, publishedLive, logger, logVerifierKey);
-  return { signer, liveSigner, published, publishedLive, skin, boards, races };
+  const health = new SealedKeysHealth(database, box, logger, config.signingKeyFile === undefined ? [] : ["result"]);
+  return { signer, liveSigner, published, publishedLive, skin, boards, races, health };
 }
 
 /**

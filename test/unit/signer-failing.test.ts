@@ -1,7 +1,8 @@
 /**
  * A signer says when its key cannot sign (issue 51): `failing` names why its last attempt failed
- * (key_read_failed: the active key could not be read or opened), until a signature succeeds, and
- * `topwagers_signing_failing{purpose,reason}` shows it on /metrics, what the SigningFailing alert reads.
+ * (key_read_failed: the active key could not be read; key_unopenable: it was read and does not open here, issue 47),
+ * until a signature succeeds, and `topwagers_signing_failing{purpose,reason}` shows it on /metrics, what the
+ * SigningFailing alert reads.
  */
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
@@ -9,6 +10,7 @@ import { registerSignatureMetrics } from "../../src/platform/observability/signa
 import { RACE_RESULT_KIND } from "../../src/ports/signing.js";
 import { makeSigningKey } from "../../src/signing/core/keys.js";
 import { Signer } from "../../src/signing/core/signer.js";
+import { UnopenableSecretError } from "../../src/values/sealed-secret.js";
 
 const RESULT = { type: RACE_RESULT_KIND.type, race: "r1" };
 
@@ -17,13 +19,14 @@ async function gaugeLines(registry: Registry): Promise<string[]> {
   return (await registry.metrics()).split("\n").filter((line) => line.startsWith("topwagers_signing_failing{"));
 }
 
-describe("a signer whose key cannot be read", () => {
-  it("fails, says key_read_failed until a signature succeeds, and /metrics shows it by purpose", async () => {
+describe("a signer whose key cannot be read or opened", () => {
+  it("fails, says key_unopenable until a signature succeeds, and /metrics shows it by purpose", async () => {
     const key = await makeSigningKey();
     let refuse = true;
     const store = {
       active: async () => {
-        if (refuse) throw new Error("webhook secret of signing-key:x does not decrypt with WEBHOOK_SECRET_KEY");
+        if (refuse)
+          throw new UnopenableSecretError("signing-key:x", "other_key", "the secret signing-key:x was sealed …");
         return key;
       },
     };
@@ -33,16 +36,20 @@ describe("a signer whose key cannot be read", () => {
     registerSignatureMetrics(registry, { signatures: 0 }, { signatures: 0 }, [signer, live]);
     expect(await gaugeLines(registry)).toEqual([
       'topwagers_signing_failing{purpose="result",reason="key_read_failed"} 0',
+      'topwagers_signing_failing{purpose="result",reason="key_unopenable"} 0',
       'topwagers_signing_failing{purpose="live",reason="key_read_failed"} 0',
+      'topwagers_signing_failing{purpose="live",reason="key_unopenable"} 0',
     ]);
 
-    await expect(signer.sign(RESULT)).rejects.toThrow("does not decrypt");
-    await expect(signer.withActiveKey()).rejects.toThrow("does not decrypt");
+    await expect(signer.sign(RESULT)).rejects.toThrow("was sealed");
+    await expect(signer.withActiveKey()).rejects.toThrow("was sealed");
     expect(await live.sign({ type: "topwagers.live-board.v1" })).toBeUndefined();
-    expect({ result: signer.failing, live: live.failing }).toEqual({ result: "key_read_failed", live: undefined });
+    expect({ result: signer.failing, live: live.failing }).toEqual({ result: "key_unopenable", live: undefined });
     expect(await gaugeLines(registry)).toEqual([
-      'topwagers_signing_failing{purpose="result",reason="key_read_failed"} 1',
+      'topwagers_signing_failing{purpose="result",reason="key_read_failed"} 0',
+      'topwagers_signing_failing{purpose="result",reason="key_unopenable"} 1',
       'topwagers_signing_failing{purpose="live",reason="key_read_failed"} 0',
+      'topwagers_signing_failing{purpose="live",reason="key_unopenable"} 0',
     ]);
 
     refuse = false;
@@ -50,7 +57,9 @@ describe("a signer whose key cannot be read", () => {
     expect({ failing: signer.failing, signatures: signer.signatures }).toEqual({ failing: undefined, signatures: 1 });
     expect(await gaugeLines(registry)).toEqual([
       'topwagers_signing_failing{purpose="result",reason="key_read_failed"} 0',
+      'topwagers_signing_failing{purpose="result",reason="key_unopenable"} 0',
       'topwagers_signing_failing{purpose="live",reason="key_read_failed"} 0',
+      'topwagers_signing_failing{purpose="live",reason="key_unopenable"} 0',
     ]);
   });
 

@@ -3,7 +3,7 @@
  * reference package checks them, the address guard's refusals (with a stand-in resolver), the
  * secrets' encryption at rest, and the settings.
  */
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { type ConfigError, loadConfig } from "../../src/platform/config.js";
@@ -213,14 +213,30 @@ describe("the address guard", () => {
 describe("secrets at rest", () => {
   it("are AES-256-GCM under the key, bound to their endpoint, and plain only without a key", () => {
     const secret = newWebhookSecret();
-    const box = new SecretBox(randomBytes(32));
+    const key = randomBytes(32);
+    const box = new SecretBox(key);
     const sealed = box.seal("ep_1", secret);
     expect(sealed.toString("utf8")).toMatch(/^enc1:/);
     expect(sealed.toString("utf8")).not.toContain(secret.slice(6, 20));
     expect(box.open("ep_1", sealed)).toBe(secret);
-    expect(() => box.open("ep_2", sealed)).toThrow("webhook secret of ep_2 does not decrypt with WEBHOOK_SECRET_KEY");
-    expect(() => new SecretBox(randomBytes(32)).open("ep_1", sealed)).toThrow("another key?");
-    expect(() => new SecretBox(undefined).open("ep_1", sealed)).toThrow("WEBHOOK_SECRET_KEY is not set");
+    // Issue 47: the refusal names the real cause and the fingerprints of the keys tried (never a key).
+    const other = randomBytes(32);
+    const fingerprint = (key: Buffer) =>
+      createHmac("sha256", key).update("topwagers secret key fingerprint").digest("hex").slice(0, 16);
+    const otherKey =
+      "was sealed under another WEBHOOK_SECRET_KEY than this instance's (fingerprint %s; WEBHOOK_SECRET_KEY_PREVIOUS: " +
+      "none): set the key that sealed it (as WEBHOOK_SECRET_KEY, or in WEBHOOK_SECRET_KEY_PREVIOUS), or make and " +
+      "activate a new key with this one";
+    expect(() => box.open("ep_2", sealed)).toThrow(`the secret ep_2 ${otherKey.replace("%s", fingerprint(key))}`);
+    expect(() => new SecretBox(other).open("ep_1", sealed)).toThrow(
+      `the secret ep_1 ${otherKey.replace("%s", fingerprint(other))}`,
+    );
+    expect(() => new SecretBox(undefined).open("ep_1", sealed)).toThrow(
+      "the secret ep_1 is sealed and WEBHOOK_SECRET_KEY is not set on this instance: set it to the key that sealed " +
+        "it (the one in use when it was made)",
+    );
+    expect(new SecretBox(other, [key]).openerOf("ep_1", sealed)).toBe(fingerprint(key));
+    expect(new SecretBox(other).openerOf("ep_1", sealed)).toBeUndefined();
     const plain = new SecretBox(undefined).seal("ep_1", secret);
     expect(plain.toString("utf8")).toBe(`plain:${secret}`);
     expect(box.open("ep_1", plain)).toBe(secret);

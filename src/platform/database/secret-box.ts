@@ -12,6 +12,7 @@
  * before the ring read what this one writes with the same key; GCM's tag tells which key sealed a value.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
+import { UnopenableSecretError } from "../../values/sealed-secret.js";
 
 const ENCRYPTED = "enc1:";
 const PLAIN = "plain:";
@@ -39,6 +40,20 @@ export class SecretBox {
     return { seals: this.key === undefined ? "" : keyFingerprint(this.key), opens: ring.map(keyFingerprint) };
   }
 
+  /**
+   * Which key of this box's ring sealed `stored`, as its fingerprint: "" when it is kept plain (any instance opens it),
+   * undefined when no key of the ring opens it.
+   */
+  openerOf(rowId: string, stored: Buffer | string): string | undefined {
+    const text = Buffer.isBuffer(stored) ? stored.toString("utf8") : stored;
+    if (text.startsWith(PLAIN)) return "";
+    if (!text.startsWith(ENCRYPTED)) return undefined;
+    const key = [...(this.key === undefined ? [] : [this.key]), ...this.previousKeys].find(
+      (one) => openWith(one, rowId, text) !== undefined,
+    );
+    return key === undefined ? undefined : keyFingerprint(key);
+  }
+
   /** Whether sealing `stored` again would change how it is kept: plain or sealed by a previous key, with a key set. */
   needsResealing(aad: string, stored: Buffer | string): boolean {
     if (this.key === undefined) return false;
@@ -56,19 +71,33 @@ export class SecretBox {
     return Buffer.from(`${ENCRYPTED}${Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64")}`, "utf8");
   }
 
-  /** Throws when the secret was encrypted and neither the key nor a previous key opens it. */
+  /**
+   * The secret; throws UnopenableSecretError, naming the real cause and the fingerprints of the keys tried, when it
+   * is sealed and neither the key nor a previous key opens it.
+   */
   open(rowId: string, stored: Buffer | string): string {
     const text = Buffer.isBuffer(stored) ? stored.toString("utf8") : stored;
     if (text.startsWith(PLAIN)) return text.slice(PLAIN.length);
-    if (!text.startsWith(ENCRYPTED)) throw new Error(`webhook secret of ${rowId} is in an unknown format`);
+    if (!text.startsWith(ENCRYPTED)) {
+      throw new UnopenableSecretError(
+        rowId,
+        "unknown_format",
+        `the sealed secret ${rowId} is in a format this release does not know`,
+      );
+    }
     if (this.key === undefined && this.previousKeys.length === 0) {
-      throw new Error(`webhook secret of ${rowId} is encrypted and WEBHOOK_SECRET_KEY is not set`);
+      throw new UnopenableSecretError(
+        rowId,
+        "no_key",
+        `the secret ${rowId} is sealed and WEBHOOK_SECRET_KEY is not set on this instance: set it to the key that ` +
+          "sealed it (the one in use when it was made)",
+      );
     }
     for (const key of [...(this.key === undefined ? [] : [this.key]), ...this.previousKeys]) {
       const opened = openWith(key, rowId, text);
       if (opened !== undefined) return opened;
     }
-    throw new Error(`webhook secret of ${rowId} does not decrypt with WEBHOOK_SECRET_KEY (another key?)`);
+    throw new UnopenableSecretError(rowId, "other_key", `the secret ${rowId} ${otherKeyCause(this.fingerprints())}`);
   }
 }
 
@@ -78,6 +107,16 @@ export function secretKeyFingerprints(settings: {
   readonly previousSecretKeys?: readonly Buffer[];
 }): { readonly seals: string; readonly opens: readonly string[] } {
   return new SecretBox(settings.secretKey, settings.previousSecretKeys ?? []).fingerprints();
+}
+
+/** "was sealed under another WEBHOOK_SECRET_KEY than …": what opening with the wrong ring says, with its fingerprints. */
+export function otherKeyCause(ring: { readonly seals: string; readonly opens: readonly string[] }): string {
+  const previous = ring.opens.filter((fingerprint) => fingerprint !== ring.seals);
+  return (
+    `was sealed under another WEBHOOK_SECRET_KEY than this instance's (fingerprint ${ring.seals === "" ? "none: not set" : ring.seals}; ` +
+    `WEBHOOK_SECRET_KEY_PREVIOUS: ${previous.length === 0 ? "none" : previous.join(", ")}): set the key that sealed it ` +
+    "(as WEBHOOK_SECRET_KEY, or in WEBHOOK_SECRET_KEY_PREVIOUS), or make and activate a new key with this one"
+  );
 }
 
 /**

@@ -12,8 +12,22 @@
 import type { SchemaVersions } from "../../ports/schema.js";
 import { SingleFlight } from "../../values/expiring-cache.js";
 
+/**
+ * Ready for reads, not for signing (issue 47): the active keys of some sealed kind (result, live, log) this
+ * instance cannot open, each with why. Present in a ready answer only when there is such a key.
+ */
+export interface SigningReadiness {
+  readonly status: "key_unopenable";
+  readonly keys: readonly { readonly purpose: string; readonly kid: string; readonly message: string }[];
+}
+
 export type ReadinessStatus =
-  | { readonly status: "ready"; readonly schemaVersion: number; readonly warning?: string }
+  | {
+      readonly status: "ready";
+      readonly schemaVersion: number;
+      readonly warning?: string;
+      readonly signing?: SigningReadiness;
+    }
   | { readonly status: "release_too_old"; readonly schemaVersion: number; readonly message: string }
   | { readonly status: "shutting_down" }
   | { readonly status: "loading_keys" }
@@ -37,6 +51,9 @@ export class Readiness {
 
   /** Whether the API keys are loaded; absent on a listener that takes no keys. */
   keysLoaded: (() => boolean) | undefined;
+
+  /** The active sealed keys this instance cannot open (services/sealed-keys-health.ts); absent: none is checked. */
+  unopenedKeys: (() => Promise<readonly { purpose: string; id: string; message: string }[]>) | undefined;
 
   constructor(
     /** The version of the schema (schema/schema-versions.ts on MariaDB). */
@@ -85,10 +102,18 @@ export class Readiness {
     const refusal = await this.releaseRefusal();
     if (refusal !== undefined) return { status: "release_too_old", schemaVersion: version, message: refusal };
     if (this.keysLoaded !== undefined && !this.keysLoaded()) return { status: "loading_keys" };
-    if (version > this.schema.expected) {
-      return { status: "ready", schemaVersion: version, warning: schemaAheadWarning(version, this.schema.expected) };
-    }
-    return { status: "ready", schemaVersion: version };
+    const signing = await this.signingReadiness();
+    const ready = { status: "ready", schemaVersion: version } as const;
+    const ahead = version > this.schema.expected ? { warning: schemaAheadWarning(version, this.schema.expected) } : {};
+    return { ...ready, ...ahead, ...(signing === undefined ? {} : { signing }) };
+  }
+
+  /** Not ready for signing, and why; a check that cannot be made now leaves the answer to the next probe. */
+  private async signingReadiness(): Promise<SigningReadiness | undefined> {
+    const unopened = await this.unopenedKeys?.().catch(() => []);
+    if (unopened === undefined || unopened.length === 0) return undefined;
+    const keys = unopened.map((key) => ({ purpose: key.purpose, kid: key.id, message: key.message }));
+    return { status: "key_unopenable", keys };
   }
 
   /** The floor's refusal; a floor that cannot be read now leaves the answer to the next probe. */

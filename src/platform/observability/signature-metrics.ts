@@ -36,8 +36,9 @@ export function registerSignatureMetrics(
   registerCollected(registry, {
     name: "topwagers_signing_failing",
     help:
-      "1 while this instance's last attempt to sign with the purpose's key (result, live) failed for the reason " +
-      "(key_read_failed: the active key could not be read or opened), 0 otherwise.",
+      "1 while this instance's last attempt to sign with the purpose's key (result, live, log) failed, or its active " +
+      "key does not open here, for the reason (key_read_failed: the active key could not be read; key_unopenable: " +
+      "it was sealed under another WEBHOOK_SECRET_KEY, or none is set here), 0 otherwise.",
     type: "gauge",
     values: () =>
       signers.flatMap(({ purpose, failing }) =>

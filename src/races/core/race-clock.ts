@@ -8,6 +8,7 @@
 
 import type { NewRace, StoredRace } from "../../ports/races.js";
 import type { RankedRow, StandingsStore } from "../../ports/standings.js";
+import { type UnopenableSecretError, unopenableSecret } from "../../values/sealed-secret.js";
 import { definitionOf } from "./race-definition.js";
 import { raceEvent } from "./race-event-data.js";
 import { freezeRace } from "./race-freeze.js";
@@ -17,7 +18,14 @@ import { MAX_RACE_TIMESTAMP } from "./race-rules.js";
 import { freezeDueAt } from "./race-state.js";
 import type { RacesOptions } from "./race-view.js";
 import { seriesIndexAt, seriesPeriod } from "./recurrence.js";
-import { dueStep, MAX_STEP_BACKOFF_SECONDS, StepBackoff, type StepFailure } from "./step-retry.js";
+import {
+  dueStep,
+  freezeWaitingEntry,
+  KEY_WAIT_SECONDS,
+  MAX_STEP_BACKOFF_SECONDS,
+  StepBackoff,
+  type StepFailure,
+} from "./step-retry.js";
 
 /** How many steps of each kind a tick took. */
 export interface TickCounts {
@@ -28,6 +36,8 @@ export interface TickCounts {
 
 export class RaceClock {
   private readonly backoff = new StepBackoff();
+  /** Races whose freeze waits for a signing key this instance can open, reported once each. */
+  private readonly waitingForKey = new Set<string>();
 
   constructor(
     private readonly options: RacesOptions,
@@ -77,8 +87,15 @@ export class RaceClock {
     try {
       await this.step(race, now, counts, boards);
       this.backoff.succeeded(race.id);
+      this.waitingForKey.delete(race.id);
     } catch (error) {
       const { step, dueAt } = dueStep(race, now);
+      const key = unopenableSecret(error);
+      if (key !== undefined) {
+        await this.waitForKey(race, now, key, dueAt, onFailure);
+        return;
+      }
+      this.waitingForKey.delete(race.id);
       const { failures, waitSeconds } = this.backoff.failed(race.id);
       const retryAt = now + waitSeconds;
       // When the database itself is away this fails too: the race is then simply due at the next tick.
@@ -94,6 +111,39 @@ export class RaceClock {
         error,
       });
     }
+  }
+
+  /**
+   * A freeze whose signing key does not open here (issue 47): not a failure to retry ever faster nor to log at every
+   * try, but a wait. The race is tried again every KEY_WAIT_SECONDS, its history says once why it waits, and it is
+   * reported once (the instance's error line names the key and the cause: services/sealed-keys-health.ts).
+   */
+  private async waitForKey(
+    race: StoredRace,
+    now: number,
+    key: UnopenableSecretError,
+    dueAt: number,
+    onFailure: ((failure: StepFailure) => void) | undefined,
+  ): Promise<void> {
+    this.backoff.succeeded(race.id);
+    const retryAt = now + KEY_WAIT_SECONDS;
+    const entry = freezeWaitingEntry(key);
+    await this.options.store.deferStep(race.id, retryAt, { at: now, entry }).catch(() => undefined);
+    if (this.waitingForKey.has(race.id)) return;
+    this.waitingForKey.add(race.id);
+    const { affiliateExternalId: affiliateId, slug } = race;
+    const overdueSeconds = Math.max(0, now - dueAt);
+    onFailure?.({
+      raceId: race.id,
+      affiliateId,
+      slug,
+      step: "freeze",
+      failures: 1,
+      overdueSeconds,
+      retryAt,
+      error: key,
+      waitsForKey: true,
+    });
   }
 
   private async step(race: StoredRace, now: number, counts: TickCounts, boards: StandingsStore): Promise<void> {

@@ -5,7 +5,9 @@
  * written to the race's row so that no instance's scan meets it again sooner, and the failure is reported
  * once per wait (the clock logs and counts it).
  */
+import { CLOCK_ACTOR, type NewRaceHistoryEntry } from "../../ports/race-history.js";
 import type { StoredRace } from "../../ports/races.js";
+import type { UnopenableSecretError } from "../../values/sealed-secret.js";
 import { freezeDueAt } from "./race-state.js";
 
 /** The longest wait between two tries of a failing step. */
@@ -27,6 +29,29 @@ export interface StepFailure {
   /** When it is tried next (Unix seconds). */
   readonly retryAt: number;
   readonly error: unknown;
+  /** The step is a freeze that waits for a signing key this instance can open (reported once, not a failure). */
+  readonly waitsForKey?: boolean;
+}
+
+/** How long a freeze waiting for a signing key it can open waits between tries (a steady pace, never faster). */
+export const KEY_WAIT_SECONDS = 60;
+
+const WHY_UNOPENED: Readonly<Record<UnopenableSecretError["reason"], string>> = {
+  no_key: "WEBHOOK_SECRET_KEY is not set on the instance",
+  other_key: "it was sealed under another WEBHOOK_SECRET_KEY than the instance's",
+  unknown_format: "it is stored in a format the instance does not know",
+};
+
+/**
+ * The history's note of a freeze that waits (kind `freeze_waiting`, by the clock): which key does not open and why,
+ * without any secret. Written once while it is the race's last entry (RaceStore.deferStep).
+ */
+export function freezeWaitingEntry(key: UnopenableSecretError): NewRaceHistoryEntry {
+  return {
+    kind: "freeze_waiting",
+    actor: CLOCK_ACTOR,
+    fields: [{ field: "signingKey", after: `${key.sealedAs} cannot be opened: ${WHY_UNOPENED[key.reason]}` }],
+  };
 }
 
 /** The step the clock takes for `race` at `now` (it is due: the scan found it) and since when it is due. */

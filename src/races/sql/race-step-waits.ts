@@ -2,7 +2,10 @@
  * SQL for the race clock's health (races/core/step-retry.ts): a failing step's wait written to the race's row,
  * and how long the oldest step still to take has been due (the topwagers_race_step_overdue_seconds gauge).
  */
-import type { Pool, RowDataPacket } from "mysql2/promise";
+import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
+import { inTransaction } from "../../platform/database/transactions.js";
+import type { NewRaceHistoryEntry } from "../../ports/race-history.js";
+import { appendRaceHistory } from "./race-history.js";
 
 /**
  * Puts the race's next step off until `until` (Unix seconds), unless it is final or cancelled: the clock's
@@ -13,6 +16,37 @@ export async function deferRaceStep(pool: Pool, id: string, until: number): Prom
     "UPDATE races SET next_step_at = ? WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL",
     [until, id],
   );
+}
+
+/**
+ * Puts the race's next step off until `until`, as deferRaceStep does, and notes why in its history (`entry`, at
+ * `at`), in one transaction: once, while the history's last entry is not the same note already (a step that waits
+ * for the same reason at every try writes one entry, not one per try).
+ */
+export async function deferRaceStepWithNote(
+  pool: Pool,
+  id: string,
+  until: number,
+  at: number,
+  entry: NewRaceHistoryEntry,
+): Promise<void> {
+  await inTransaction(pool, async (connection) => {
+    const [updated] = await connection.query<ResultSetHeader>(
+      "UPDATE races SET next_step_at = ? WHERE public_id = ? AND frozen_at IS NULL AND cancelled_at IS NULL",
+      [until, id],
+    );
+    if (updated.affectedRows === 0) return;
+    const [last] = await connection.query<RowDataPacket[]>(
+      "SELECT kind, detail FROM race_history WHERE race_public_id = ? ORDER BY id DESC LIMIT 1",
+      [id],
+    );
+    const same =
+      last[0] !== undefined &&
+      String(last[0].kind) === entry.kind &&
+      JSON.stringify((JSON.parse(String(last[0].detail)) as { fields: unknown }).fields) ===
+        JSON.stringify(entry.fields);
+    if (!same) await appendRaceHistory(connection, id, at, entry);
+  });
 }
 
 /**

@@ -7,7 +7,7 @@ import { weightedColumnReader } from "../../ingest/sql/weighted-backfill.js";
 import type { RaceStore } from "../../ports/races.js";
 import { deletedRaceOwner, raceCorrectedUsers, raceCorrectionCounts, readRaceHistory } from "./race-history.js";
 import { deleteUnseenRace, insertNewRace } from "./race-slugs.js";
-import { deferRaceStep, oldestDueStep } from "./race-step-waits.js";
+import { deferRaceStep, deferRaceStepWithNote, oldestDueStep } from "./race-step-waits.js";
 import { announceEnd, announceStart, writeFreeze } from "./race-steps.js";
 import {
   affiliateKey,
@@ -48,7 +48,8 @@ export function mariadbRaces(pool: Pool): RaceStore {
     lateWagerCounts: (id) => raceCorrectionCounts(pool, "race_late_wagers", id),
     lateWagerUsers: (id) => raceCorrectedUsers(pool, "race_late_wagers", id, weighted),
     deletedOwner: (id) => deletedRaceOwner(pool, id),
-    deferStep: (id, until) => deferRaceStep(pool, id, until),
+    deferStep: (id, until, note) =>
+      note === undefined ? deferRaceStep(pool, id, until) : deferRaceStepWithNote(pool, id, until, note.at, note.entry),
     oldestDueStep: (now, longestWait) => oldestDueStep(pool, now, longestWait),
   };
 }

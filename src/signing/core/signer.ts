@@ -10,7 +10,8 @@
  * every `refreshMs` (default 2 s), so a key activated by the CLI or another instance is used everywhere
  * within that time, without a restart; the keys it replaced stay published (./published-keys.ts). The private key
  * lives only in this object's memory (a KeyObject): it is never logged, answered or counted. `failing` says why the
- * last attempt to sign failed, until one succeeds (the `topwagers_signing_failing` gauge).
+ * last attempt to sign failed (the key could not be read, or it cannot be opened here), until one succeeds (the
+ * `topwagers_signing_failing` gauge; `onFailing` hears of each new reason once).
  */
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import canonicalize from "canonicalize";
@@ -26,6 +27,7 @@ import {
   type SigningKeyPurpose,
   type SigningKeyStore,
 } from "../../ports/signing.js";
+import { unopenableSecret } from "../../values/sealed-secret.js";
 
 export interface SignerOptions {
   /** Which key this signer holds, so which kinds it signs (default: results). */
@@ -39,6 +41,10 @@ export interface SignerOptions {
   readonly onSigned?: (kid: string) => void;
   /** Told each time something was to be signed while no key is active (so it goes out unsigned). */
   readonly onNoActiveKey?: () => void;
+  /** Told when the signer starts failing for a reason (not at each attempt), with the error that says why. */
+  readonly onFailing?: (reason: SigningFailure, error: unknown) => void;
+  /** Told when it signs again after failing. */
+  readonly onRecovered?: () => void;
 }
 
 interface HeldKey {
@@ -87,7 +93,9 @@ export class Signer implements PayloadSigner {
 
   async withActiveKey(): Promise<KeyedSigner | undefined> {
     const held = await this.activeKey().catch((error: unknown) => {
-      this.failure = "key_read_failed";
+      const reason: SigningFailure = unopenableSecret(error) === undefined ? "key_read_failed" : "key_unopenable";
+      if (this.failure !== reason) this.options.onFailing?.(reason, error);
+      this.failure = reason;
       throw error;
     });
     if (held === undefined) {
@@ -100,6 +108,7 @@ export class Signer implements PayloadSigner {
       const jws = await new CompactSign(signedBytes(payload, this.options.issuer))
         .setProtectedHeader({ alg: "EdDSA", kid: held.kid, typ })
         .sign(held.key);
+      if (this.failure !== undefined) this.options.onRecovered?.();
       this.failure = undefined;
       this.count += 1;
       this.options.onSigned?.(held.kid);

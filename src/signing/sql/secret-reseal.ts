@@ -6,7 +6,7 @@
  */
 import type { Pool, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import type { SecretBox } from "../../platform/database/secret-box.js";
-import { SIGNING_KEY_TABLES } from "./signing-keys.js";
+import { SEALED_KEY_KINDS } from "./sealed-keys.js";
 
 export interface ResealReport {
   /** Values sealed again under the current key. */
@@ -19,10 +19,13 @@ export interface ResealReport {
 const SEALED_COLUMNS = [
   { table: "webhook_endpoints", key: "id", column: "secret", aad: (id: string) => id },
   { table: "webhook_endpoints", key: "id", column: "previous_secret", aad: (id: string) => id },
-  { table: "signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.result.sealedAs },
-  { table: "live_signing_keys", key: "kid", column: "private_sealed", aad: SIGNING_KEY_TABLES.live.sealedAs },
-  // The results log's note key, as ../../results-log/sql/log-keys.ts sealedLogKeyAs seals it.
-  { table: "log_signing_keys", key: "key_id", column: "private_sealed", aad: (id: string) => `log-signing-key:${id}` },
+  // Every kind of sealed key (./sealed-keys.ts): the results' keys, the live key, the results log's note key.
+  ...SEALED_KEY_KINDS.map((kind) => ({
+    table: kind.table,
+    key: kind.id,
+    column: "private_sealed",
+    aad: kind.sealedAs,
+  })),
 ] as const;
 
 export async function resealSecrets(pool: Pool, box: SecretBox): Promise<ResealReport> {
