@@ -1,17 +1,20 @@
 /**
- * The verify page (issue 36 item 3, issue 46 part 1) in Chromium (playwright-core, /usr/bin/chromium): for a real
- * signed result it says "Signature valid" and shows the issuer, the key, the chain link and the standings. Served
- * by another server that answers something else as the race's signed result (the page and the JWK Set as ours
- * serves them), it names the real reason and shows nothing of the payload: a byte changed, another race's result,
- * a live race event and a live board rebuilt as compact JWSs (live key), a live event as 0.4.0 signed it (result
- * key, no typ), `alg: none`, a key that is not the operator's. The signature is checked by the browser's WebCrypto,
- * not by our server.
+ * The verify page (issue 36 item 3, issue 46 parts 1 and 3) in Chromium (playwright-core, /usr/bin/chromium), as
+ * the operator serves it: for a real signed and logged result it says "Valid: result #1 of 2 in
+ * casino.example/topwagers's log, signed by …" and shows the issuer, the key, the chain link, the log, the
+ * standings, the prize table, what is unallocated and the history's notes. Served by another server that answers
+ * something else as the race's signed result (the page, the JWK Sets and the log's key as ours serves them), it
+ * names the real reason and shows nothing of the payload: every kind of signed object (a live race event and a live
+ * board rebuilt as compact JWSs with the live key, a live event as 0.4.0 signed it with the result key), a byte
+ * changed, another race's result, `alg: none`, a key that is not the operator's, and a result 0.4.0 signed that is
+ * in no log. The signature and the log are checked by the browser's WebCrypto, not by our server. Every answer the
+ * page reads is open to other origins (Access-Control-Allow-Origin: *), a 404 too.
  */
 import { existsSync, mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV } from "../support/browser.js";
 import { createKey } from "../support/fixtures.js";
@@ -32,13 +35,13 @@ let tamperingUrl = "";
 /** What the other server answers as any race's signed result. */
 let substitute = "";
 
-/** Serves what our server serves, but `substitute` as the JWS of every signed result. */
+/** Serves what our server serves, but `substitute` as the JWS of every signed result (and no place in the log). */
 function tamperingServer(): Server {
   return createServer(async (req, res) => {
     const answer = await fetch(`${server.baseUrl}${req.url}`);
     const substituted = req.url?.endsWith("/signed") === true;
     const body = substituted
-      ? Buffer.from(JSON.stringify({ jws: substitute, kid: "", sha256: "" }))
+      ? Buffer.from(JSON.stringify({ jws: substitute, kid: "", sha256: "", log: null }))
       : Buffer.from(await answer.arrayBuffer());
     const headers: Record<string, string> = {};
     for (const name of ["content-type", "content-security-policy"]) {
@@ -72,11 +75,22 @@ afterAll(async () => {
   await new Promise((resolve) => tampering?.close(resolve));
 });
 
+/** What the page shows of a payload: its visible standings rows, prize rows and facts. */
+const SHOWN = `(() => {
+  const visible = (selector) => [...document.querySelectorAll(selector)].filter((e) => e.checkVisibility()).length;
+  return visible("#standings tbody tr") + visible("#prizes tbody tr") + visible("#facts dt");
+})()`;
+
 /**
- * The page's verdict on race `race` once it has checked: its state, its text, and how many standings rows and facts
- * it shows.
+ * The page's verdict on race `race` once it has checked: its state, its text, and how many standings rows, prize
+ * rows and facts it shows; `read` reads more of the page before it closes.
  */
-async function verdict(baseUrl: string, screenshot: string, race = raceId): Promise<[string | null, string, number]> {
+async function verdict(
+  baseUrl: string,
+  screenshot: string,
+  race = raceId,
+  read: (page: Page) => Promise<void> = async () => {},
+): Promise<[string | null, string, number]> {
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(error.message));
@@ -86,12 +100,16 @@ async function verdict(baseUrl: string, screenshot: string, race = raceId): Prom
     await status.waitFor({ timeout: 15_000 });
     if (SCREENS !== undefined) await page.screenshot({ path: join(SCREENS, screenshot), fullPage: true });
     expect(problems).toEqual([]);
-    const shown = (await page.locator("#standings tr").count()) - 1 + (await page.locator("#facts dt").count());
-    return [await status.getAttribute("data-state"), (await status.textContent()) ?? "", shown];
+    await read(page);
+    return [await status.getAttribute("data-state"), (await status.textContent()) ?? "", await page.evaluate(SHOWN)];
   } finally {
     await page.close();
   }
 }
+
+/** The texts of a table's body rows, cell by cell. */
+const cells = (page: Page, table: string) =>
+  page.$$eval(`#${table} tbody tr`, (rows) => rows.map((r) => [...r.querySelectorAll("td")].map((c) => c.textContent)));
 
 describe("the verify page", () => {
   it("answers the signed result without a key, and the short link leads to the page", async () => {
@@ -108,18 +126,78 @@ describe("the verify page", () => {
     expect(answer.log.checkpoint).toMatch(/^casino\.example\/topwagers\n[1-9][0-9]*\n/);
     const short = await fetch(`${server.baseUrl}/v/${raceId.slice("race_".length)}`, { redirect: "manual" });
     expect([short.status, short.headers.get("location")]).toEqual([302, `/verify/${raceId}`]);
-    expect((await fetch(`${server.baseUrl}/verify/race_aaaaaaaaaaaaaaaaaaaa/signed`)).status).toBe(404);
+    // Every answer the page reads is open to a page of another origin, a missing result's 404 too.
+    const open = async (path: string) => {
+      const answer = await fetch(`${server.baseUrl}${path}`, { headers: { origin: "https://fans.example" } });
+      return [path, answer.status, answer.headers.get("access-control-allow-origin")];
+    };
+    expect(
+      await Promise.all(
+        [
+          "/.well-known/jwks.json",
+          "/.well-known/jwks-live.json",
+          `/verify/${raceId}/signed`,
+          "/verify/race_aaaaaaaaaaaaaaaaaaaa/signed",
+          "/log/vkey",
+          "/log/checkpoint",
+        ].map(open),
+      ),
+    ).toEqual([
+      ["/.well-known/jwks.json", 200, "*"],
+      ["/.well-known/jwks-live.json", 200, "*"],
+      [`/verify/${raceId}/signed`, 200, "*"],
+      ["/verify/race_aaaaaaaaaaaaaaaaaaaa/signed", 404, "*"],
+      ["/log/vkey", 200, "*"],
+      ["/log/checkpoint", 200, "*"],
+    ]);
+    // One static file: the same bytes at /verify and at each race's address, with the operator's strict policy.
+    const [asking, checking] = await Promise.all([
+      fetch(`${server.baseUrl}/verify`),
+      fetch(`${server.baseUrl}/verify/${raceId}`),
+    ]);
+    expect(await asking.text()).toBe(await checking.text());
+    expect(checking.headers.get("content-security-policy")).toMatch(
+      /^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/]{43}='; style-src 'sha256-[A-Za-z0-9+/]{43}='; connect-src 'self'; base-uri 'none'; form-action 'none'$/,
+    );
   });
 
   it.skipIf(chromiumMissing !== undefined)(
-    "says valid for a real result, with its issuer, key, chain and standings",
+    "says valid for a real result in the log, with its issuer, key, chain, log, standings and prize table",
     async () => {
-      // Two standings rows and eight facts (issuer, key, race, affiliate, period, frozen at, digest, chain).
-      expect(await verdict(server.baseUrl, "verify-valid.png")).toEqual([
+      const seen: Record<string, unknown> = {};
+      const read = async (page: Page) => {
+        seen.seal = await page.textContent("#seal");
+        seen.log = await page.textContent("#facts dt:text-is('Log') + dd");
+        seen.standings = await cells(page, "standings");
+        seen.prizes = await cells(page, "prizes");
+        seen.unallocated = await page.textContent("#unallocated");
+        seen.notes = await page.$$eval("#notes p", (lines) => lines.map((line) => line.textContent));
+      };
+      // Two standings rows, two prize rows and ten facts (issuer, key, race, affiliate, period, rules, frozen at,
+      // digest, chain, log). The race is the log's first entry; the checkpoint holding it also holds the next race's.
+      expect(await verdict(server.baseUrl, "verify-valid.png", raceId, read)).toEqual([
         "valid",
-        `Signature valid: signed by ${ISSUER} with key ${kid}.`,
-        10,
+        `Valid: result #1 of 2 in casino.example/topwagers's log, signed by ${ISSUER} with key ${kid}.`,
+        14,
       ]);
+      expect(seen).toEqual({
+        seal: "✓ Result #1 of 2 in casino.example/topwagers's log · signed by https://casino.example",
+        log: "result #1 of 2 in casino.example/topwagers's log",
+        standings: [
+          ["1", "alice", "300 USD", "100.00"],
+          ["2", "bob", "200.5 USD", "50.00"],
+        ],
+        prizes: [
+          ["1st", "100.00 USD", "alice"],
+          ["2nd", "50.00 USD", "bob"],
+        ],
+        unallocated: "Unallocated: 0.00 USD (prizes no one won).",
+        notes: [
+          "Users excluded by changes after the race was made: 0 (0 added, 0 removed).",
+          "Voids: 0 voided wagers of 0 users while live or in review; no rank moved.",
+          "Late wagers: 0 dated in the race, recorded after its end and before its freeze, of 0 users; no rank moved.",
+        ],
+      });
     },
   );
 
@@ -148,13 +226,13 @@ describe("the verify page", () => {
   );
 
   it.skipIf(chromiumMissing !== undefined)(
-    "says valid for a result as 0.4.0 signed it (no typ, no state)",
+    "takes the signature of a result as 0.4.0 signed it (no typ, no state), and shows nothing of it: it is in no log",
     async () => {
       substitute = kinds.oldResult.jws;
-      expect(await verdict(tamperingUrl, "verify-valid-0.4.0.png")).toEqual([
-        "valid",
-        `Signature valid: signed by ${ISSUER} with key ${kid}.`,
-        10,
+      expect(await verdict(tamperingUrl, "verify-unlogged-0.4.0.png")).toEqual([
+        "invalid",
+        `Not accepted: the result is validly signed by ${ISSUER} but is not in its log (frozen before the log began, or left out of it).`,
+        0,
       ]);
     },
   );

@@ -11,7 +11,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { GetSigningKeysResponseSchema, SigningKeyService } from "../../../gen/topwagers/v1/signing_pb.js";
 import { ServiceError } from "../../platform/errors/catalogue.js";
 import type { Logger } from "../../platform/logger.js";
-import { type NodeRequest, type NodeResponse, writeJson, writeWhole } from "../../platform/transport/http.js";
+import { type NodeRequest, type NodeResponse, writeWhole } from "../../platform/transport/http.js";
 import type { PublishedSigningKey } from "../../ports/signing.js";
 import { jwkSet } from "../core/keys.js";
 import type { PublishedKeys } from "../core/published-keys.js";
@@ -20,6 +20,12 @@ export const JWKS_PATH = "/.well-known/jwks.json";
 export const LIVE_JWKS_PATH = "/.well-known/jwks-live.json";
 /** How long a client or cache may keep the JWK Set: make a key, wait this long, then activate it. */
 export const JWKS_MAX_AGE_SECONDS = 300;
+
+const JSON_HEADERS = {
+  "content-type": "application/json; charset=utf-8",
+  "cache-control": "no-store",
+  "access-control-allow-origin": "*",
+};
 
 export class SigningKeysSkin {
   readonly path = JWKS_PATH;
@@ -40,10 +46,12 @@ export class SigningKeysSkin {
       body = JSON.stringify(jwkSet(await (path === this.livePath ? this.live : this.published).keys()));
     } catch (error) {
       this.logger.warn({ err: error }, "the signing keys could not be read for the JWKS");
-      writeJson(res, 503, {
+      const refusal = JSON.stringify({
         data: null,
         errors: [{ code: "unavailable", message: "the signing keys could not be read; try again" }],
       });
+      // Readable by a page of any origin, as the keys are (a verify page hosted elsewhere says why it failed).
+      writeWhole(res, 503, { ...JSON_HEADERS, "content-length": String(Buffer.byteLength(refusal)) }, refusal);
       return;
     }
     const headers = {
