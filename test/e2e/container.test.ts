@@ -6,7 +6,8 @@
  * it answers REST and gRPC (@grpc/grpc-js), runs the CLI, and stops on SIGTERM promptly with exit 0.
  * Then deploy/kubernetes/ is played with `podman kube play` (what differs from a cluster: the
  * Kubernetes section of docs/operations.md): the pod reaches MariaDB, is ready, answers REST, stops
- * cleanly. The documented upgrade (issue 38) runs as written on a database left at schema 8, step by step. Containers, pods, secrets and the test's image tag are removed afterwards, also when a
+ * cleanly. The documented upgrade (issue 38) runs as written on a database left at schema 8, step by step, then the
+ * documented rollback to that backup and the upgrade again (issue 47). Containers, pods, secrets and the test's image tag are removed afterwards, also when a
  * step fails.
  *
  * Needs podman and runc (CI installs them); outside CI the file is skipped when podman is missing.
@@ -579,7 +580,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         ...["-e", "MIGRATE_ON_START=false", "-e", `PORT=${upgradePorts.public}`],
         ...["-e", `INTERNAL_PORT=${upgradePorts.internal}`, tag],
       );
-      const { setUp, commands } = documentedBlock("topwagers-before-upgrade.sql.gz");
+      const { setUp, commands } = documentedBlock("mariadb-dump --single-transaction");
       expect(setUp).toBe("export CONTAINERS_CONF=$PWD/containers/containers.conf");
       expect(commands.map((c) => c.command.split(/\s/, 3).join(" "))).toEqual([
         "podman run --rm",
@@ -598,6 +599,11 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
           .replace(
             /^podman stop topwagers && podman rm topwagers$/,
             `podman stop ${upgradeName} && podman rm ${upgradeName}`,
+          )
+          .replace("localhost/topwagers:previous", tag)
+          .replace(
+            "-u topwagers -psecret -e 'DROP DATABASE topwagers; CREATE DATABASE topwagers ",
+            `-u root -e 'DROP DATABASE ${databaseName}; CREATE DATABASE ${databaseName} `,
           )
           .replace("-u topwagers -psecret topwagers", `-u root ${databaseName}`)
           .replace("topwagers-before-upgrade.sql.gz", backup)
@@ -668,6 +674,51 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         numUsers: 10,
       });
       expect({ status: board.status, body: board.json }).toEqual(DAY_BOARD);
-    }, 180_000);
+
+      // Issue 47: the rollback block as written (the newer instance stops, the database is dropped and made again,
+      // the backup loaded, the older release started on it: this image stands in for it), then the upgrade again.
+      const back = documentedBlock("DROP DATABASE topwagers");
+      expect(back.setUp).toBe(setUp);
+      expect(back.commands.map((c) => c.command.split(/\s/, 3).join(" "))).toEqual([
+        "podman stop topwagers",
+        "mariadb -h 127.0.0.1",
+        "gunzip -c topwagers-before-upgrade.sql.gz",
+        "podman run -d",
+        "curl -s --retry",
+      ]);
+      // Its last line, the readiness check, is the upgrade block's, run as written above: against the stand-in,
+      // which is not ready on schema 8 by design, curl would retry the 503 thirty times. Asked once it listens instead.
+      for (const command of back.commands.slice(0, -1)) {
+        const done = await exitAndOutput(`set -eo pipefail\n${setUp}\n${asWritten(command.command)}`);
+        expect({ command: command.command, code: done.code }).toEqual({ command: command.command, code: 0 });
+      }
+      let readiness: { status: number; body: unknown } | undefined;
+      for (const deadline = Date.now() + 30_000; readiness === undefined && Date.now() < deadline; await sleep(500)) {
+        const reply = await fetch(`http://127.0.0.1:${upgradePorts.public}/readyz`).catch(() => undefined);
+        if (reply !== undefined) readiness = { status: reply.status, body: await reply.json() };
+      }
+      // The backup's schema, 8: the stand-in (MIGRATE_ON_START=false) says what is pending, and migrates nothing.
+      expect(readiness).toEqual({
+        status: 503,
+        body: { status: "migrations_pending", schemaVersion: 8, expected: LATEST_SCHEMA_VERSION, ...RELEASE },
+      });
+      const again = await step(2);
+      expect({ code: again.code, last: again.stdout.trimEnd().split("\n").at(-1) }).toEqual({
+        code: 0,
+        last: `Schema is at version ${LATEST_SCHEMA_VERSION}.`,
+      });
+      const readyAgain = await step(5);
+      expect(JSON.parse(readyAgain.stdout)).toEqual({
+        status: "ready",
+        schemaVersion: LATEST_SCHEMA_VERSION,
+        ...RELEASE,
+      });
+      const boardAgain = await restTop(`http://127.0.0.1:${upgradePorts.public}`, oldKey, {
+        startTimestamp: JAN_1_2025,
+        endTimestamp: JAN_1_2025 + 86_399,
+        numUsers: 10,
+      });
+      expect({ status: boardAgain.status, body: boardAgain.json }).toEqual(DAY_BOARD);
+    }, 300_000);
   });
 });
