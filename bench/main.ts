@@ -21,6 +21,7 @@ import { runResultsLogBench } from "./results-log.js";
 import { runSignedBoardsBench } from "./signed-boards.js";
 import { runStorageBench } from "./storage.js";
 import { runPartitionsBench } from "./storage-partitions.js";
+import { runVerifyPageBench } from "./verify-page.js";
 import { runWebhooksBench } from "./webhooks.js";
 
 const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage: string }> = {
@@ -82,6 +83,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runResultsLogBench,
     usage:
       "results-log [--entries 100000] [--writers 16] [--instances 2] [--proofs 200]   the results log at scale: appends/s under concurrent freezes, the wait for a checkpoint, bytes per entry, a proof's and a tile's read, log verify",
+  },
+  "verify-page": {
+    run: runVerifyPageBench,
+    usage:
+      "verify-page [--entries 1000000] [--index 500000] [--runs 30] [--chromium /usr/bin/chromium]   the verify page in Chromium: a result's inclusion proof and log check in a log of 1,000,000 entries",
   },
   webhooks: {
     run: runWebhooksBench,

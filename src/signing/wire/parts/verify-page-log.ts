@@ -102,8 +102,9 @@ export const LOG_CHECKS = String.raw`
     return sn === 0 && same(r, root);
   };
 
-  // The whole place, with the log's key: checkpoint, entry and proof; how long the proof took (performance.now, ms).
+  // The whole place, with the log's key: checkpoint, entry and proof; how long the proof and all three took (ms).
   const checkLogPlace = async (log, logKey, raceId, jws, payload) => {
+    const began = performance.now();
     const tree = await openCheckpoint(log.checkpoint, logKey);
     await checkEntry(log.entry, raceId, jws, payload);
     let proof;
@@ -114,6 +115,6 @@ export const LOG_CHECKS = String.raw`
     const good = await included(log.index, tree.size, leaf, proof, tree.root);
     const proofMs = performance.now() - started;
     if (!good) throw refusal("Log check failed: the inclusion proof does not lead to the checkpoint's root (entry #" + (Number(log.index) + 1) + " is not in the tree it signs).");
-    return { logKey, tree, index: log.index, proofMs, hashes: proof.length };
+    return { logKey, tree, index: log.index, proofMs, logMs: performance.now() - began, hashes: proof.length };
   };
 `;

@@ -89,6 +89,7 @@ export const RENDER = String.raw`
     renderHistory(p);
     checked("Inclusion proof", place.hashes + (place.hashes === 1 ? " hash" : " hashes") + " to the root of the checkpoint of " + place.tree.size + ", checked in " + place.proofMs.toFixed(1) + " ms");
     document.body.dataset.proofMs = String(place.proofMs);
+    document.body.dataset.logMs = String(place.logMs);
     $("result").hidden = false;
   };
 `;
