@@ -52,11 +52,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const database = await openAndMigrate(config, logger, dataTier);
   tracing?.traceDatabase(database);
   const redis = config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
-  // The fleet's boards are shared only between instances that answer under the same retention horizons.
-  let horizons: HorizonWatch | undefined;
-  const scope = () => `h${horizons?.current.generation ?? 0}`;
-  const fleet =
-    config.redisUrl === undefined ? undefined : createRedisFleet(config.redisUrl, fleetName(config), logger, scope);
+  const scoped = fleetOf(config, logger);
+  const fleet = scoped?.fleet;
   const webhooks = webhooksOf(config, database, logger, redis?.factory);
   const app = createPublicApp(config, database, {
     webhooks: webhooks.admin,
@@ -65,19 +62,14 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     ...(redis === undefined ? {} : { limiterFactory: redis.factory, redisConnected: redis.connected }),
     ...(tracing === undefined ? {} : { tracing }),
   });
-  horizons = app.horizons;
+  scoped?.answerUnder(app.horizons);
   dataTier.countInto(app.metrics);
   const wakeups =
     config.redisUrl === undefined ? undefined : createChangeWakeups(config.redisUrl, logger, app.changesCommitted);
   await keysOrListenAnyway(app, logger);
   webhooks.startDelivery(app.metrics);
-  const heartbeat = startInstanceHeartbeat({
-    database,
-    role: "serve",
-    horizons: app.horizons,
-    keys: secretKeyFingerprints(config.webhooks),
-    logger,
-  });
+  const keys = secretKeyFingerprints(config.webhooks);
+  const heartbeat = startInstanceHeartbeat({ database, role: "serve", horizons: app.horizons, keys, logger });
   const retention = startRetention(config.retention, database, app.metrics.registry, logger);
   const internalApp = internalAppOf(config, database, app, webhooks.admin, wakeups, logger);
   const listening = await listenAll(config, app, internalApp, tracing, logger);
@@ -138,6 +130,27 @@ function internalAppOf(
       wakeups?.announce();
     },
   });
+}
+
+/**
+ * The fleet on Redis (REDIS_URL), whose boards are shared only between instances that answer under the same retention
+ * horizons: its scope is the generation of the horizons the app's watch holds, once `answerUnder` names that watch.
+ */
+function fleetOf(config: Config, logger: Logger) {
+  if (config.redisUrl === undefined) return undefined;
+  let horizons: HorizonWatch | undefined;
+  const fleet = createRedisFleet(
+    config.redisUrl,
+    fleetName(config),
+    logger,
+    () => `h${horizons?.current.generation ?? 0}`,
+  );
+  return {
+    fleet,
+    answerUnder(watch: HorizonWatch): void {
+      horizons = watch;
+    },
+  };
 }
 
 /**
