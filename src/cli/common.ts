@@ -45,6 +45,8 @@ export interface DatabaseUse {
   readonly migrate?: boolean;
   /** Refuse when the schema's release floor names a newer release than this one; default true. */
   readonly releaseCheck?: boolean;
+  /** Register in `instances` while it runs (a command that writes nothing, e.g. migrate --status, does not); default true. */
+  readonly register?: boolean;
 }
 
 /**
@@ -70,6 +72,7 @@ export async function withDatabase<T>(work: (db: Database) => Promise<T>, use: D
     if (use.migrate ?? config.migrateOnStart) await migrate(db.write);
     else if (use.releaseCheck ?? true) await assertReleaseMayUse(db.write, packageInfo().version);
     // Registered while it runs, so the retention job knows its connections for this release's (jobs/wager-retention.ts).
+    if (use.register === false) return await work(db);
     heartbeat = startInstanceHeartbeat({
       database: db,
       role: "cli",

@@ -20,7 +20,12 @@ import { isoSeconds, parseCommandOptions, printJson, UsageError, withDatabase } 
 export async function instancesCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandOptions(args, { json: { type: "boolean", default: false } });
   if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-  await withDatabase((db) => report(db, values.json === true), { poolSize: 1, create: false, migrate: false });
+  await withDatabase((db) => report(db, values.json === true), {
+    poolSize: 1,
+    create: false,
+    migrate: false,
+    register: false,
+  });
 }
 
 async function report(db: Database, json: boolean): Promise<void> {

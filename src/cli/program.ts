@@ -44,6 +44,7 @@ async function migrateCommand(args: string[]): Promise<void> {
       create: false,
       migrate: false,
       releaseCheck: false,
+      register: false,
     });
     return;
   }
