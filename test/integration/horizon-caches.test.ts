@@ -74,7 +74,21 @@ describe("a cached answer and a horizon that moves", () => {
       everyMs: 100,
     });
     try {
-      await sleep(400);
+      // Its beats read the horizons (every 100 ms here), drop what they refuse, then report them as read.
+      const reported = async () =>
+        (
+          await server.database.db.write.query<RowDataPacket[]>(
+            "SELECT role, horizon_wagers, horizon_hourly, horizons_generation FROM instances WHERE id = ?",
+            [heartbeat.id],
+          )
+        )[0].map((r) => ({ ...r }));
+      for (const deadline = Date.now() + 5_000; Date.now() < deadline; await sleep(100)) {
+        if ((await reported())[0]?.horizons_generation === "1") break;
+      }
+      expect(await reported()).toEqual([
+        { role: "serve", horizon_wagers: utc(2026, 3, 21), horizon_hourly: 0, horizons_generation: "1" },
+      ]);
+      // Reported as read: the cached answer is gone, and the period is refused.
       const refused = await board();
       expect({ status: refused.status, json: refused.json }).toEqual({
         status: 400,
@@ -86,13 +100,6 @@ describe("a cached answer and a horizon that moves", () => {
         }),
       });
       expect(server.app.leaderboard.cacheStats.size).toBe(0);
-      const [rows] = await server.database.db.write.query<RowDataPacket[]>(
-        "SELECT role, horizon_wagers, horizon_hourly, horizons_generation FROM instances WHERE id = ?",
-        [heartbeat.id],
-      );
-      expect(rows.map((r) => ({ ...r }))).toEqual([
-        { role: "serve", horizon_wagers: utc(2026, 3, 21), horizon_hourly: 0, horizons_generation: "1" },
-      ]);
     } finally {
       await heartbeat.stop();
     }
