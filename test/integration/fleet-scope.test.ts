@@ -21,6 +21,11 @@ const REQUEST: FleetRequest = {
 };
 const ANSWER: FleetAnswer = { basis: 42, entries: [[1, "u1", "ann", "", "12.5", "12.5"]] };
 
+/** Waits (at most 5 s: heartbeats every 250 ms, members alive for 1 s) until `done`. */
+async function until(done: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !done() && Date.now() < deadline; ) await sleep(50);
+}
+
 describe("the fleet's scope", () => {
   it("shares within one scope, never across scopes, and never with the old key format", async () => {
     const name = `scope-${randomUUID()}`;
@@ -37,13 +42,13 @@ describe("the fleet's scope", () => {
     try {
       // An instance of an older release, in its own key format, alive as far as its heartbeat says.
       await old.zadd(`topwagers:fleet:${name}:members`, Date.now(), "old-release-instance");
-      await sleep(800);
+      await until(() => a.members().length === 2);
       expect([...a.members()].sort()).toEqual([a.self, b.self].sort());
       expect(await b.ask(a.self, REQUEST, 2_000)).toEqual(ANSWER);
       expect(served).toBe(1);
 
       scopes.b = "h2"; // b read a newer generation of the horizons
-      await sleep(800);
+      await until(() => a.members().length === 1 && b.members().length === 1);
       expect(a.members()).toEqual([a.self]);
       expect(b.members()).toEqual([b.self]);
       expect(await b.ask(a.self, REQUEST, 2_000)).toBeUndefined();
