@@ -6,8 +6,10 @@
  *   1.2 s and the values only go down;
  * - the status is the race's state (scheduled, live, in review, final, cancelled), never a green LIVE beside
  *   "Final results"; a scheduled race shows its prize table and the countdown; a cancelled one no board;
- * - in the transparent theme every text is readable over white, black and a busy picture (contrast ratios
- *   computed from the colours Chromium paints, over each pixel of the picture under the text: WCAG's 4.5:1);
+ * - in every theme (dark, light, transparent) every text is readable (contrast ratios computed from the colours
+ *   Chromium paints, in the transparent theme over white, black and each pixel of a busy picture under the text:
+ *   WCAG's 4.5:1), in every state and at every frame of a changed row's flash (issue 46 part 4: the transparent
+ *   theme's pale mint under white text), each frame reached by pausing the flash's animation (Web Animations API);
  * - a 120-character title without spaces ends in an ellipsis inside the source;
  * - the developer's detail of a refusal shows only on a top-level page outside OBS: not in a frame, not in
  *   OBS's browser source (its user agent says OBS/…).
@@ -271,11 +273,12 @@ describe("the race overlay's states", () => {
 });
 
 /**
- * Run in the host page: the lowest contrast ratio (WCAG 2) of each text in the framed overlay over white, over black
- * and over each third pixel of the picture under it, from the colours Chromium computed: the text's colour over
- * every background behind it (each element's, inner over outer) over the backdrop.
+ * A function, run in the host page: the lowest contrast ratio (WCAG 2) of each text in the framed overlay over white,
+ * over black and over each third pixel of the picture under it, from the colours Chromium computed: the text's colour
+ * over every background behind it (each element's, inner over outer) over the backdrop (in the dark and light themes
+ * the page's own background is opaque, so the backdrop does not show).
  */
-const LOWEST_CONTRASTS = `(() => {
+const CONTRASTS = `(() => {
   const doc = document.getElementById("overlay").contentDocument;
   const canvas = document.getElementById("photo");
   const g = canvas.getContext("2d");
@@ -323,12 +326,44 @@ const LOWEST_CONTRASTS = `(() => {
     };
   });
   return out;
+})`;
+const LOWEST_CONTRASTS = `${CONTRASTS}()`;
+
+/** The fractions of a changed row's flash at which its colours are measured (0: the first frame, 1: the last). */
+const FLASH_FRAMES = [0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 1];
+
+/**
+ * Run in the host page while a row of the framed overlay flashes (it has the class `bump`): every animation and
+ * transition of the overlay paused (the Web Animations API), then set to each of FLASH_FRAMES of its duration in
+ * turn, the contrasts measured at each; null when no row flashes at that moment. A flash that is a style held
+ * without an animation is measured as it stands ("held").
+ */
+const FLASH_CONTRASTS = `(() => {
+  const measure = ${CONTRASTS};
+  const doc = document.getElementById("overlay").contentDocument;
+  if (doc.querySelector(".row.bump") === null) return null;
+  const moving = doc.getAnimations();
+  moving.forEach((a) => a.pause());
+  const frames = { held: measure() };
+  if (moving.length > 0) {
+    for (const f of ${JSON.stringify(FLASH_FRAMES)}) {
+      moving.forEach((a) => { a.currentTime = f * a.effect.getComputedTiming().duration; });
+      frames["at " + f] = measure();
+    }
+  }
+  return { animations: moving.map((a) => a.animationName ?? a.transitionProperty), frames };
 })()`;
 
-describe("the transparent theme", () => {
-  it("keeps every text at 4.5:1 or more over white, black and a busy picture", async () => {
-    for (const state of ["scheduled", "live", "final", "cancelled"]) {
-      const frame = `/board?key=tw_pub_x&race=${state}&theme=transparent`;
+/** The texts of `contrasts` (each text's lowest ratios) below 4.5:1. */
+const lowOf = (contrasts: Record<string, Record<string, number>>) =>
+  Object.entries(contrasts).filter(([, c]) => Math.min(...Object.values(c)) < 4.5);
+
+describe("every theme, a changed row's flash included", () => {
+  it("keeps every text at 4.5:1 or more in every state, over white, black and a busy picture", async () => {
+    for (const [theme, state] of ["dark", "light", "transparent"].flatMap((t) =>
+      ["scheduled", "live", "final", "cancelled"].map((s) => [t, s]),
+    )) {
+      const frame = `/board?key=tw_pub_x&race=${state}&theme=${theme}`;
       const page = await open(`/host?frame=${encodeURIComponent(frame)}`);
       await framedOverlay(
         page,
@@ -337,12 +372,52 @@ describe("the transparent theme", () => {
         (text) => (text ?? "") !== "",
       );
       const contrasts = (await page.evaluate(LOWEST_CONTRASTS)) as Record<string, Record<string, number>>;
-      const low = Object.entries(contrasts).filter(([, c]) => Math.min(...Object.values(c)) < 4.5);
-      expect([state, low]).toEqual([state, []]);
+      expect([theme, state, lowOf(contrasts)]).toEqual([theme, state, []]);
       expect(Object.keys(contrasts).length).toBeGreaterThan(3);
       await page.close();
     }
-  });
+  }, 60_000);
+
+  it("keeps every text at 4.5:1 or more at every frame of a changed row's flash, in every theme", async () => {
+    for (const theme of ["dark", "light", "transparent"]) {
+      // The ticking race's total changes with every event (800 ms apart): its row flashes each time.
+      const page = await open(`/host?frame=${encodeURIComponent(`/board?key=tw_pub_x&race=ticking&theme=${theme}`)}`);
+      await framedOverlay(
+        page,
+        "the ticking race",
+        (overlay) => overlay.locator(".row").count(),
+        (rows) => rows > 0,
+      );
+      const flash = (await until(
+        "a row flashing",
+        () => page.evaluate(FLASH_CONTRASTS),
+        (measured) => measured !== null,
+        15_000,
+      )) as { animations: string[]; frames: Record<string, Record<string, Record<string, number>>> };
+      // The flash is an animation the frames sample (not a colour held for its length).
+      expect([theme, flash.animations]).toEqual([theme, ["bump"]]);
+      const low = Object.entries(flash.frames).flatMap(([at, contrasts]) => lowOf(contrasts).map((l) => [at, ...l]));
+      expect([theme, low]).toEqual([theme, []]);
+      expect(Object.keys(flash.frames)).toEqual(["held", ...FLASH_FRAMES.map((f) => `at ${f}`)]);
+      if (process.env.OVERLAY_SCREENS !== undefined) {
+        // The flash's first frame, paused there: a picture to look at (the frames above are the check).
+        mkdirSync(process.env.OVERLAY_SCREENS, { recursive: true });
+        await until(
+          "a row flashing, paused at its first frame",
+          () =>
+            page.evaluate<number>(`(() => {
+              const doc = document.getElementById("overlay").contentDocument;
+              const moving = doc.getAnimations().filter((a) => a.animationName === "bump");
+              moving.forEach((a) => { a.pause(); a.currentTime = 0; });
+              return moving.length;
+            })()`),
+          (paused) => paused > 0,
+        );
+        await page.screenshot({ path: `${process.env.OVERLAY_SCREENS}/flash-${theme}-800x480.png` });
+      }
+      await page.close();
+    }
+  }, 60_000);
 });
 
 describe("a refused race page", () => {
