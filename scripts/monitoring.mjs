@@ -359,6 +359,13 @@ const ROWS = [
         "short",
         [[`sum by (result) (increase(topwagers_retention_runs_total{${JI}}[1h]))`, "{{result}}"]],
       ),
+      graph(
+        "Retention blocked",
+        "1 while retention runs find a reason not to prune (an unregistered client connected, a horizon not yet read). The alert: for an hour.",
+        "short",
+        [[`max by (reason) (topwagers_retention_blocked{${J}})`, "{{reason}}"]],
+        { thresholds: [[1, "red"]] },
+      ),
       graph("Rows deleted", "Rows the retention job deleted in the last hour, by table.", "short", [
         [`sum by (table) (increase(topwagers_retention_deleted_rows_total{${JI}}[1h]))`, "{{table}}"],
       ]),
