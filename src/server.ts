@@ -9,6 +9,7 @@ import { createInternalApp, type InternalApp } from "./apps/internal.js";
 import { metricsOnlyHandler } from "./apps/metrics-endpoint.js";
 import { createPublicApp, type PublicApp } from "./apps/public.js";
 import type { HorizonWatch } from "./ingest/sql/retention-horizon.js";
+import { startFirstSigningKey } from "./jobs/first-signing-key.js";
 import { startInstanceHeartbeat } from "./jobs/instance-heartbeat.js";
 import { startRaceClock } from "./jobs/race-clock.js";
 import { startLogSequencer } from "./jobs/results-log.js";
@@ -31,6 +32,7 @@ import { createOnePortServer, type OnePortServer } from "./platform/transport/on
 import { currentSchemaVersion, migrate } from "./schema/migration-runner.js";
 import { assertReleaseMayUse, ReleaseTooOldError } from "./schema/release-floor.js";
 import { LATEST_SCHEMA_VERSION } from "./schema/schema-migrations.js";
+import { makeFirstResultKey } from "./services/signing.js";
 import type { WebhookAdmin } from "./webhooks/core/endpoint-admin.js";
 
 /** How long the start waits for the API keys before listening anyway. */
@@ -51,6 +53,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   const dataTier = new DataTierEvents(logger);
   const database = await openAndMigrate(config, logger, dataTier);
   tracing?.traceDatabase(database);
+  // Servers sign by default: the first to start with no active result key makes one for the fleet (SIGNING=off: none).
+  const firstKey = await startFirstSigningKey(() => makeFirstResultKey(config, database, logger), logger);
   const redis = config.redisUrl === undefined ? undefined : createRedisLimiters(config.redisUrl, logger);
   const scoped = fleetOf(config, logger);
   const fleet = scoped?.fleet;
@@ -96,6 +100,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
         webhooks.stop(),
         retention.stop(),
         heartbeat.stop(),
+        firstKey?.stop(),
       ]);
       await Promise.all([database.close(), redis?.close(), wakeups?.close(), tracing?.shutdown()]);
       logger.info("stopped");

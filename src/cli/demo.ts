@@ -1,9 +1,12 @@
 /**
  * `npm run demo`: a newcomer's first run. Loads a small deterministic demo
  * data set (once), creates a fresh demo key and an overlay key, a monthly
- * demo race with prizes (once), prints the race overlay's URL and
- * ready-to-paste curl and buf curl commands, serves, and keeps wagers
- * arriving so the board and the race move.
+ * demo race with prizes (once) and last month's race, finished (once), serves
+ * (signing by default: the server makes the signing key), waits until last
+ * month's result is frozen, signed and in a checkpoint of the results log,
+ * prints its verify link (a green check at once), the race overlay's URL and
+ * ready-to-paste curl and buf curl commands, and keeps wagers arriving so the
+ * board and the race move.
  */
 
 import { randomInt } from "node:crypto";
@@ -19,13 +22,10 @@ import { mariadbApiKeys } from "../keys/sql/key-stores.js";
 import { type Config, loadConfig } from "../platform/config.js";
 import type { Database } from "../platform/database/database.js";
 import { openDatabase } from "../platform/database/database.js";
-import { SecretBox } from "../platform/database/secret-box.js";
 import { silentLogger } from "../platform/logger.js";
 import { serve } from "../server.js";
 import { createRaces } from "../services/races.js";
 import { resultSigner } from "../services/signing.js";
-import { ensureActiveKey } from "../signing/core/keys.js";
-import { mariadbSigningKeys } from "../signing/sql/signing-keys.js";
 import { halfMonthOf, monthStart, nextMonthStart } from "../values/calendar.js";
 import { UsageError, withDatabase } from "./common.js";
 import { type SeedReport, seedDatabase } from "./seed.js";
@@ -62,21 +62,21 @@ export function loadDemoData(db: Database, end: number): Promise<SeedReport> {
 export async function runDemo(args: string[]): Promise<void> {
   const config = demoConfig(args);
   // The demo always prepares its database, whatever MIGRATE_ON_START says.
-  const keys = await withDatabase(
+  const { keys, lastMonth } = await withDatabase(
     async (db) => {
       await loadDemoDataOnce(db);
       const issued = await issueDemoKeys(db);
       await ensureDemoRace(db, config);
-      // Final results are signed (docs/verify.md): the demo has an active key without any setting.
-      const box = new SecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
-      await ensureActiveKey(mariadbSigningKeys(db.write, box), Math.floor(Date.now() / 1000));
-      return issued;
+      return { keys: issued, lastMonth: await ensureLastMonthRace(db, config) };
     },
     { config, create: true, migrate: true },
   );
+  // The server makes and activates the signing key at its first start, then its clock freezes last month's race.
   const running = await serve(config);
+  const base = `http://localhost:${running.port}`;
+  const verified = config.signing === "off" ? false : await inTheLog(`http://127.0.0.1:${running.port}`, lastMonth);
   const trickle = await startWagerTrickle(config.databaseUrl);
-  process.stdout.write(demoWelcome(`http://localhost:${running.port}`, config.basePath, keys));
+  process.stdout.write(demoWelcome(base, config.basePath, keys, { raceId: lastMonth, verified }));
   const stop = () => {
     trickle.stop();
     running.stop().then(
@@ -131,8 +131,16 @@ async function issueDemoKeys(db: Database): Promise<{ secret: string; overlay: s
   return { secret: issued.secret, overlay: overlay.secret };
 }
 
-/** What the demo prints once it runs: the keys, and commands to try over REST, gRPC, the browser, the overlay. */
-function demoWelcome(base: string, basePath: string, key: { secret: string; overlay: string }): string {
+/**
+ * What the demo prints once it runs: the keys, last month's result's verify link, and commands to try over REST,
+ * gRPC, the browser, the overlay.
+ */
+function demoWelcome(
+  base: string,
+  basePath: string,
+  key: { secret: string; overlay: string },
+  lastMonth: { raceId: string; verified: boolean },
+): string {
   const period = halfMonthOf(Math.floor(Date.now() / 1000));
   const body = JSON.stringify({ startTimestamp: period.start, endTimestamp: period.end, numUsers: 10 });
   return [
@@ -154,6 +162,11 @@ function demoWelcome(base: string, basePath: string, key: { secret: string; over
     `    ${base}/topwagers.v1.TopWagersService/GetTopAffiliateWagersByPeriod`,
     "",
     `Or try it in a browser: ${base}/docs (Authorize with the key above, then Try it out).`,
+    "",
+    lastMonth.verified
+      ? "Last month's race is over: its result is signed and in the results log. Check it in a browser (a green check):"
+      : "Last month's race is over; its result is not signed and logged yet (SIGNING=off, or still on its way):",
+    `  ${base}/verify/${lastMonth.raceId}`,
     "",
     `The demo race "${DEMO_RACE_TITLE}" (slug ${DEMO_RACE_SLUG}, a new race every month, prizes for the top 5):`,
     `  curl -s ${base}${basePath}/races/${DEMO_RACE_SLUG} -H 'Authorization: Bearer ${key.secret}'`,
@@ -197,6 +210,44 @@ async function ensureDemoRace(db: Database, config: Config): Promise<void> {
   if (created.kind !== "ok" && created.kind !== "slug-taken") {
     throw new Error(`the demo race was refused: ${JSON.stringify(created)}`);
   }
+}
+
+/**
+ * Last month's race (UTC), a one-off made as history (allowPast, no review), so the server's clock freezes it at
+ * its first tick: signed and logged, a result to check at once. Made once a month: a later demo finds its slug and
+ * answers the same race. Its id.
+ */
+async function ensureLastMonthRace(db: Database, config: Config): Promise<string> {
+  const start = monthStart(monthStart(Math.floor(Date.now() / 1000)) - 1);
+  const month = new Date(start * 1000).toISOString().slice(0, 7);
+  const slug = `monthly-${month}`;
+  const races = createRaces({ database: db, config, signer: resultSigner(config, db, silentLogger) });
+  const affiliateId = await ensureAffiliate(db.write, DEMO_AFFILIATE);
+  const name = new Date(start * 1000).toLocaleString("en", { month: "long", year: "numeric", timeZone: "UTC" });
+  const definition = {
+    ...{ slug, title: `${DEMO_RACE_TITLE} (${name})`, startTimestamp: start, endTimestamp: nextMonthStart(start) - 1 },
+    ...{ prizes: DEMO_RACE_PRIZES, currency: "USD", repeat: "none" as const, timeZone: "UTC", reviewSeconds: 0 },
+  };
+  const created = await races.create(affiliateId, definition, [], { kind: "cli", id: "demo" }, true);
+  if (created.kind === "ok") return created.value.race.id;
+  const found = created.kind === "slug-taken" ? await races.get(affiliateId, slug) : created;
+  if (found.kind !== "ok") throw new Error(`last month's demo race was refused: ${JSON.stringify(found)}`);
+  return found.value.race.id;
+}
+
+/** How long the demo waits for last month's result to be frozen, signed and in a checkpoint of the log. */
+const VERIFIED_WITHIN_MS = 30_000;
+
+/** Whether race `raceId`'s signed result, with its inclusion proof, is answered by the server at `base` in time. */
+async function inTheLog(base: string, raceId: string): Promise<boolean> {
+  for (const until = Date.now() + VERIFIED_WITHIN_MS; Date.now() < until; ) {
+    const answer = await fetch(`${base}/verify/${raceId}/signed`).catch(() => undefined);
+    if (answer?.ok === true && ((await answer.json()) as { log?: { checkpoint?: unknown } }).log?.checkpoint) {
+      return true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
 }
 
 /** How many of the month's leaders the demo's wagers go to: the race visibly moves (ranks swap, prizes change). */

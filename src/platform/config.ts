@@ -22,7 +22,7 @@ import {
   readTrustedProxies,
   type ServingSettings,
 } from "./config/serving-settings.js";
-import { readSigningKeyFile, type SigningKeyFile } from "./config/signing-settings.js";
+import { readSigning, readSigningKeyFile, type SigningKeyFile } from "./config/signing-settings.js";
 import { readWebhookSettings, type WebhookSettings } from "./config/webhook-settings.js";
 
 export { DEFAULT_DATABASE_URL, urlList } from "./config/database-settings.js";
@@ -56,6 +56,12 @@ export interface Config extends DatabaseSettings, ServingSettings {
    * the database's active key (signing/core/key-file.ts). Undefined: the database's keys (the default).
    */
   readonly signingKeyFile: SigningKeyFile | undefined;
+  /**
+   * SIGNING: "on" (the default): results and live versions are signed, and the first server to start with no active
+   * result key (and no SIGNING_KEY_FILE) makes and activates one for the fleet; "off": nothing is signed and no key
+   * is made (docs/verify.md).
+   */
+  readonly signing: "on" | "off";
   /** How often the race clock runs (starts, ends, the freeze; src/races/core/races.ts tick), in ms. */
   readonly raceClockMs: number;
   /**
@@ -147,6 +153,7 @@ export const SETTINGS: readonly string[] = [
   "STREAM_LIMIT_PER_ADDRESS",
   "STREAM_LIMIT",
   "ISSUER",
+  "SIGNING",
   "SIGNING_KEY_FILE",
   "RACE_CLOCK_MS",
   "RACES_PER_AFFILIATE",
@@ -197,11 +204,17 @@ export function loadConfig(env: Env = process.env): Config {
     logSequenceMs: read.integer("LOG_SEQUENCE_MS", 500, 50, 10_000),
     racesPerAffiliate: read.integer("RACES_PER_AFFILIATE", 50, 1, 100_000),
     streams: readStreamLimits(read),
-    signingKeyFile: readSigningKeyFile(read),
+    ...readSigningSettings(read),
   };
   checkChangeFeedLag(read, config);
   if (read.problems.length > 0) throw new ConfigError(read.problems);
   return Object.freeze(config);
+}
+
+/** SIGNING_KEY_FILE and SIGNING, the latter checked against the former. */
+function readSigningSettings(read: EnvReader): Pick<Config, "signingKeyFile" | "signing"> {
+  const signingKeyFile = readSigningKeyFile(read);
+  return { signingKeyFile, signing: readSigning(read, signingKeyFile) };
 }
 
 /** LOG_ORIGIN, when set: a signed note's key name (non-empty, no space, no plus sign). */

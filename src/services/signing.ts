@@ -3,7 +3,9 @@
  * or the key file SIGNING_KEY_FILE when set), the live signer of live races and boards (the live key,
  * made once for the fleet when signing is on and there is none: signing/core/live-key.ts), the published keys of
  * each behind their JWK Sets, and their skin. Keys in the database are sealed at rest by the secret box
- * (WEBHOOK_SECRET_KEY), see signing/sql/signing-keys.ts.
+ * (WEBHOOK_SECRET_KEY), see signing/sql/signing-keys.ts. Servers sign by default: the first to start with no active
+ * result key makes one for the fleet (`makeFirstResultKey`); with SIGNING=off nothing is signed (the keys made before
+ * stay published) and no key is made.
  */
 
 import { BoardSignatures } from "../boards/wire/parts/board-signatures.js";
@@ -14,6 +16,7 @@ import { SecretBox } from "../platform/database/secret-box.js";
 import type { Logger } from "../platform/logger.js";
 import type { SigningKeyStore } from "../ports/signing.js";
 import { withKeyFile } from "../signing/core/key-file.js";
+import { ensureActiveKey } from "../signing/core/keys.js";
 import { liveKeyMadeOnce } from "../signing/core/live-key.js";
 import { PublishedKeys } from "../signing/core/published-keys.js";
 import { Signer } from "../signing/core/signer.js";
@@ -41,22 +44,24 @@ export interface Signing {
 /** How often the "no signing key is active" warning may be logged. */
 const NO_KEY_WARNING_EVERY_MS = 60_000;
 
+type SigningConfig = Pick<Config, "issuer" | "webhooks" | "signingKeyFile" | "signing">;
+
 export function buildSigning(
-  config: Pick<Config, "issuer" | "webhooks" | "signingKeyFile">,
+  config: SigningConfig,
   database: Database,
   logger: Logger,
   logVerifierKey?: () => Promise<string | undefined>,
 ): Signing {
   const box = secretBox(config);
   const store = resultKeys(config, database, box);
-  const warnNoKey = noKeyWarning(logger);
+  const warnNoKey = noKeyWarning(config, logger);
   const signer = signerOfResults(config, store, logger, warnNoKey);
   const liveKeys = mariadbSigningKeys(database.write, box, "live");
   const liveKey = liveKeyMadeOnce(liveKeys, {
     signingOn: () => signer.isOn(),
     onMade: (kid) => logger.info({ kid }, "made and activated the live signing key (docs/verify.md, The live key)"),
   });
-  const liveSigner = new Signer(liveKey, {
+  const liveSigner = new Signer(config.signing === "off" ? NO_KEY : liveKey, {
     issuer: config.issuer,
     purpose: "live",
     onSigned: (kid) => logger.debug({ kid }, "signed with the active live signing key"),
@@ -80,13 +85,34 @@ export function buildSigning(
  * (the internal listener on its own, the CLI, the demo): the same key (the database's active result key, or
  * SIGNING_KEY_FILE) as buildSigning's `signer`.
  */
-export function resultSigner(
-  config: Pick<Config, "issuer" | "webhooks" | "signingKeyFile">,
-  database: Database,
-  logger: Logger,
-): Signer {
-  return signerOfResults(config, resultKeys(config, database, secretBox(config)), logger, noKeyWarning(logger));
+export function resultSigner(config: SigningConfig, database: Database, logger: Logger): Signer {
+  return signerOfResults(config, resultKeys(config, database, secretBox(config)), logger, noKeyWarning(config, logger));
 }
+
+/**
+ * Servers sign by default: at a server's start with SIGNING on, no SIGNING_KEY_FILE and no active result key, makes
+ * and activates one, once for the fleet (instances starting together: one key goes in, the others find it), sealed
+ * with this instance's WEBHOOK_SECRET_KEY; the instance that made it logs it (its id, never the key). A key that is
+ * active but cannot be opened is not replaced: the instance reports it (sealed-keys-health.ts).
+ */
+export async function makeFirstResultKey(config: SigningConfig, database: Database, logger: Logger): Promise<void> {
+  if (config.signing === "off") {
+    logger.info("signing is off (SIGNING=off): final results and live versions go out unsigned (docs/verify.md)");
+    return;
+  }
+  if (config.signingKeyFile !== undefined) return;
+  const store = mariadbSigningKeys(database.write, secretBox(config), "result");
+  const { kid, made } = await ensureActiveKey(store, Math.floor(Date.now() / 1000));
+  if (made) {
+    logger.info(
+      { kid },
+      "made and activated the result signing key: none was active (docs/verify.md; SIGNING=off to sign nothing)",
+    );
+  }
+}
+
+/** What a signer reads with SIGNING=off: no key is ever active. */
+const NO_KEY: Pick<SigningKeyStore, "active"> = { active: async () => undefined };
 
 function secretBox(config: Pick<Config, "webhooks">): SecretBox {
   return new SecretBox(config.webhooks.secretKey, config.webhooks.previousSecretKeys);
@@ -100,22 +126,26 @@ function resultKeys(config: Pick<Config, "signingKeyFile">, database: Database, 
 }
 
 function signerOfResults(
-  config: Pick<Config, "issuer">,
+  config: Pick<Config, "issuer" | "signing">,
   store: SigningKeyStore,
   logger: Logger,
   onNoActiveKey: () => void,
 ): Signer {
-  return new Signer(store, {
+  return new Signer(config.signing === "off" ? NO_KEY : store, {
     issuer: config.issuer,
     onSigned: (kid) => logger.debug({ kid }, "signed with the active signing key"),
     onNoActiveKey,
   });
 }
 
-/** A deployment that never made a key freezes its races unsigned: say so, at most once a minute. */
-function noKeyWarning(logger: Logger): () => void {
+/**
+ * A deployment with no active key freezes its races unsigned: say so, at most once a minute (not when SIGNING=off
+ * asks for it).
+ */
+function noKeyWarning(config: Pick<Config, "signing">, logger: Logger): () => void {
   let warnedAt = Number.NEGATIVE_INFINITY;
   return () => {
+    if (config.signing === "off") return;
     if (Date.now() - warnedAt < NO_KEY_WARNING_EVERY_MS) return;
     warnedAt = Date.now();
     logger.warn(

@@ -3,12 +3,18 @@
  * race with prizes and an overlay key, prints the race overlay's URL and a curl line, and keeps
  * wagers arriving. Run as `demo` runs (the built CLI) against a throwaway database: the printed
  * curl's race is live with its prizes, the printed overlay URL is the page, and the race moves.
+ * It also leaves last month's race finished, signed (with the key the server made at its first
+ * start: servers sign by default) and in the results log, and prints its verify link, which opens
+ * green in Chromium at once (issue 46 part 4).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
 import mysql from "mysql2/promise";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { connectionOptions } from "../../src/platform/database/database.js";
+import { CHROMIUM, CHROMIUM_ARGS, CHROMIUM_ENV } from "../support/browser.js";
 import { CLI_ENTRY } from "../support/cli.js";
 import { TEST_SERVER_URL } from "../support/database.js";
 import { freePort, sleep, stopChild } from "../support/processes.js";
@@ -101,4 +107,56 @@ it("prints a live monthly race with prizes, its overlay URL, and keeps wagers ar
   expect(moved.version).not.toBe(first.version);
   expect(moved.entries.length).toBeGreaterThan(0);
   expect(moved.entries[0]).toEqual(expect.objectContaining({ rank: 1, prize: "500.00" }));
+}, 60_000);
+
+it("leaves last month's race finished, signed and logged, and prints its verify link, which opens green", async () => {
+  const link = new RegExp(`\\n {2}(http://localhost:${port}/verify/(race_[a-z2-7]{20}))\\n`).exec(stdout);
+  expect(stdout).toContain(
+    "Last month's race is over: its result is signed and in the results log. Check it in a browser (a green check):",
+  );
+  const [, verifyUrl = "", raceId = ""] = link ?? [];
+  expect(raceId).not.toBe("");
+  // Signed by the one result key, which the server made and activated at its first start (the demo made none).
+  const signed = (await (await fetch(`http://127.0.0.1:${port}/verify/${raceId}/signed`)).json()) as {
+    jws: string;
+    kid: string;
+    log: { index: number; checkpoint: string | null };
+  };
+  const { database: _unused, ...server } = connectionOptions(url.toString());
+  const admin = await mysql.createConnection({ ...server, database: name });
+  const [keys] = await admin.query<mysql.RowDataPacket[]>("SELECT kid, active FROM signing_keys");
+  await admin.end();
+  expect(keys.map((k) => [k.kid, Number(k.active)])).toEqual([[signed.kid, 1]]);
+  expect(signed.log.checkpoint).not.toBeNull();
+  const checkpoint = (signed.log.checkpoint ?? "").split("\n");
+  // Last month (UTC), from its first second to its last, with the demo's five prizes.
+  const payload = JSON.parse(Buffer.from(signed.jws.split(".")[1] ?? "", "base64url").toString("utf8"));
+  const now = new Date();
+  const [from, to] = [
+    Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1),
+    Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1),
+  ];
+  expect([payload.raceId, payload.state, payload.period, payload.prizes]).toEqual([
+    raceId,
+    "final",
+    { startsAt: from / 1000, endsAt: to / 1000 - 1 },
+    ["500.00", "250.00", "125.00", "75.00", "50.00"],
+  ]);
+  if (!existsSync(CHROMIUM)) return;
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, env: CHROMIUM_ENV });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(verifyUrl.replace("localhost", "127.0.0.1"));
+    const status = page.locator("#status:not([data-state=checking])");
+    await status.waitFor({ timeout: 15_000 });
+    mkdirSync("test-artifacts", { recursive: true });
+    await page.screenshot({ path: "test-artifacts/demo-verify-1280x900.png" });
+    expect([await status.getAttribute("data-state"), await status.textContent()]).toEqual([
+      "valid",
+      `Valid: result #${signed.log.index + 1} of ${checkpoint[1]} in ${checkpoint[0]}'s log, signed by ${payload.iss} with key ${signed.kid}.`,
+    ]);
+    expect(await page.locator("#standings tbody tr").count()).toBe(5);
+  } finally {
+    await browser.close();
+  }
 }, 60_000);

@@ -1,7 +1,12 @@
 /**
  * Settings (issue 20, item 5): every problem of the environment is listed in one pass, OpenTelemetry's
- * OTEL_TRACES_EXPORTER included, so an operator fixes them all before the next start. No database.
+ * OTEL_TRACES_EXPORTER included, so an operator fixes them all before the next start. SIGNING (issue 46 part 4): on
+ * by default, off turns signing off, anything else and off beside SIGNING_KEY_FILE are problems. No database.
  */
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/platform/config.js";
 import { problemsOf } from "../support/config-problems.js";
@@ -26,5 +31,25 @@ describe("settings errors", () => {
     expect(loadConfig({}).tracesExporter).toBe("none");
     expect(loadConfig({ OTEL_TRACES_EXPORTER: "OTLP" }).tracesExporter).toBe("otlp");
     expect(loadConfig({ OTEL_TRACES_EXPORTER: "console", OTEL_SDK_DISABLED: "true" }).tracesExporter).toBe("none");
+  });
+});
+
+describe("SIGNING", () => {
+  it("is on by default and off when asked, in any case", () => {
+    expect([
+      loadConfig({}).signing,
+      loadConfig({ SIGNING: "off" }).signing,
+      loadConfig({ SIGNING: "OFF" }).signing,
+    ]).toEqual(["on", "off", "off"]);
+  });
+
+  it("is on or off, and off beside SIGNING_KEY_FILE is a problem", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "topwagers-signing-")), "key.pem");
+    writeFileSync(file, generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }).toString());
+    expect(problemsOf({ SIGNING: "no" })).toEqual(['SIGNING must be on or off, got "no"']);
+    expect(problemsOf({ SIGNING: "off", SIGNING_KEY_FILE: file })).toEqual([
+      "SIGNING=off and SIGNING_KEY_FILE cannot both be set: unset one (SIGNING=off signs nothing)",
+    ]);
+    expect(loadConfig({ SIGNING: "on", SIGNING_KEY_FILE: file }).signing).toBe("on");
   });
 });

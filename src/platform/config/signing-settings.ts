@@ -1,4 +1,8 @@
-/** The signing key file (SIGNING_KEY_FILE): read and checked at start-up, never quoted in a problem. */
+/**
+ * Signing's settings: whether the servers sign at all (SIGNING, on by default: the first server to start with no
+ * active result key makes one), and the signing key file (SIGNING_KEY_FILE), read and checked at start-up, never
+ * quoted in a problem.
+ */
 
 import type { KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -32,4 +36,17 @@ export function readSigningKeyFile(read: EnvReader): SigningKeyFile | undefined 
     return undefined;
   }
   return { path, privateKey };
+}
+
+/** SIGNING: "on" (the default) or "off" (nothing signed, no key made); off with SIGNING_KEY_FILE is a problem. */
+export function readSigning(read: EnvReader, keyFile: SigningKeyFile | undefined): "on" | "off" {
+  const value = read.text("SIGNING", "on").trim().toLowerCase();
+  if (value !== "on" && value !== "off") {
+    read.problem(`SIGNING must be on or off, got "${value}"`);
+    return "on";
+  }
+  if (value === "off" && keyFile !== undefined) {
+    read.problem("SIGNING=off and SIGNING_KEY_FILE cannot both be set: unset one (SIGNING=off signs nothing)");
+  }
+  return value;
 }

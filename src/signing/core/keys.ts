@@ -32,15 +32,20 @@ export function jwkSet(keys: readonly PublishedSigningKey[]): { readonly keys: r
   };
 }
 
-/** Makes and activates a key when none is active (the demo's signing key); the active key's id. */
+/**
+ * The active key, made and activated when none is active (a server's first start, the bench), once for the fleet:
+ * processes that ask together each make one, the store lets one in (`insertActiveUnlessAny`, a unique index), and
+ * the others find it. Its id, and whether this call made it (undefined only if the key that went in was retired
+ * at once).
+ */
 export async function ensureActiveKey(
-  store: Pick<SigningKeyStore, "list" | "insert" | "activate">,
+  store: Pick<SigningKeyStore, "list" | "insertActiveUnlessAny">,
   at: number,
-): Promise<string> {
-  const active = (await store.list()).find((key) => key.state === "active");
-  if (active !== undefined) return active.kid;
+): Promise<{ readonly kid: string | undefined; readonly made: boolean }> {
+  const activeOf = async () => (await store.list()).find((key) => key.state === "active")?.kid;
+  const active = await activeOf();
+  if (active !== undefined) return { kid: active, made: false };
   const key = await makeSigningKey();
-  await store.insert(key, at);
-  await store.activate(key.kid, at);
-  return key.kid;
+  if (await store.insertActiveUnlessAny(key, at)) return { kid: key.kid, made: true };
+  return { kid: await activeOf(), made: false };
 }
