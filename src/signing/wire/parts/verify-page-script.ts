@@ -193,6 +193,13 @@ const MAIN = String.raw`
   if (what.base === "" || what.race === "") return show("idle", "Give the operator's address and a race id to check its result.");
   if (!globalThis.crypto || !crypto.subtle) return show("invalid", "Could not check: this browser gives the page no WebCrypto (open it over https).");
   try {
+    // RFC 8032's first test key: whether this browser's WebCrypto knows Ed25519 at all.
+    const rfc8032 = Uint8Array.from(atob("11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="), (c) => c.charCodeAt(0));
+    await crypto.subtle.importKey("raw", rfc8032, { name: "Ed25519" }, false, ["verify"]);
+  } catch {
+    return show("invalid", "Could not check: this browser's WebCrypto has no Ed25519 (Chromium 137, Firefox 129, Safari 17 or later have it).");
+  }
+  try {
     await check(what);
   } catch (error) {
     show("invalid", error instanceof Refusal ? error.message : "Could not check: " + (error && error.message ? error.message : String(error)));
