@@ -255,7 +255,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
     expect(documented.setUp).toBe("export CONTAINERS_CONF=$PWD/containers/containers.conf");
     expect(documented.commands.map((c) => c.command.split(/\s/, 3).join(" "))).toEqual([
       "podman run -d",
-      "curl -s --retry",
+      "curl -sf --retry",
       "podman run --rm",
       "podman stop topwagers",
       "podman rm topwagers",
@@ -588,7 +588,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         "podman run --rm",
         "podman stop topwagers",
         "podman run -d",
-        "curl -s --retry",
+        "curl -sf --retry",
         "podman run --rm",
       ]);
       // Each step as written, with this test's image, names, backup file, database and ports; run in turn.
@@ -684,7 +684,7 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         "mariadb -h 127.0.0.1",
         "gunzip -c topwagers-before-upgrade.sql.gz",
         "podman run -d",
-        "curl -s --retry",
+        "curl -sf --retry",
       ]);
       // Its last line, the readiness check, is the upgrade block's, run as written above: against the stand-in,
       // which is not ready on schema 8 by design, curl would retry the 503 thirty times. Asked once it listens instead.
@@ -707,7 +707,13 @@ describe.skipIf(!podmanInstalled)("the container image", () => {
         code: 0,
         last: `Schema is at version ${LATEST_SCHEMA_VERSION}.`,
       });
+      // Then, as the rollback block's text says, the rest of the upgrade block: the older release stops and the
+      // new one starts (asking the older one would race its next schema check: it was not ready on schema 8).
+      expect((await step(3)).code).toBe(0);
+      await expect(podman("container", "exists", upgradeName)).rejects.toThrow();
+      expect((await step(4)).code).toBe(0);
       const readyAgain = await step(5);
+      expect(readyAgain.code).toBe(0);
       expect(JSON.parse(readyAgain.stdout)).toEqual({
         status: "ready",
         schemaVersion: LATEST_SCHEMA_VERSION,
