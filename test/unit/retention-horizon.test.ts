@@ -3,9 +3,11 @@
  * period is answered when none of its pieces reads raw wagers before the wager horizon or hourly rows before the
  * hourly horizon, whatever the pieces are (a day minus its last hours needs those hours).
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
-import { periodRefusal, wagerRefusal } from "../../src/values/retention-horizon.js";
+import { horizonsOf, prunedOf, refusalUnder } from "../../src/ingest/sql/retention-horizon.js";
+import { NOTHING_PRUNED, periodRefusal, wagerRefusal } from "../../src/values/retention-horizon.js";
 
 const utc = (m: number, d: number, h = 0, min = 0) => Date.UTC(2026, m - 1, d, h, min) / 1000;
 const HORIZONS = { wagers: utc(3, 21), hourly: utc(2, 19) };
@@ -43,5 +45,49 @@ describe("periods and the horizons", () => {
     expect(wagerRefusal("w1", utc(3, 1), HORIZONS)?.kind).toBe("wagers");
     expect(wagerRefusal("w1", utc(3, 21) - 1, HORIZONS)?.horizon).toBe(utc(3, 21));
     expect(wagerRefusal("w1", 1, { wagers: 0, hourly: 0 })).toBeUndefined();
+  });
+});
+
+describe("the guard's shortcut for periods after the horizons", () => {
+  // refusalUnder answers a period whose month starts after both horizons without splitting it into pieces: it must
+  // refuse exactly what the pieces refuse, for any period, horizons and hold.
+  const DAY = 86_400;
+  const base = utc(1, 1);
+  it("refuses exactly what the period's pieces refuse", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 400 * DAY }),
+        fc.integer({ min: 0, max: 80 * DAY }),
+        fc.integer({ min: 0, max: 400 * DAY }),
+        fc.integer({ min: 0, max: 60 * DAY }),
+        fc.option(fc.integer({ min: 0, max: 400 * DAY }), { nil: undefined }),
+        (offset, length, wagerOffset, hourlyLag, heldOffset) => {
+          // Horizons are UTC day starts, but the shortcut must hold for any second (it relies on months alone).
+          const start = base + offset;
+          const end = start + length;
+          const wagers = wagerOffset === 0 ? 0 : base + wagerOffset;
+          const hourly = wagers === 0 ? 0 : Math.max(0, wagers - hourlyLag);
+          const holds = new Map(heldOffset === undefined ? [] : [[7, { heldFrom: base + heldOffset, movedAt: 0 }]]);
+          const recorded = {
+            wagers,
+            hourly,
+            movedAt: NOTHING_PRUNED,
+            holds,
+            pruned: { wagers, hourly },
+            generation: 1,
+          };
+          for (const affiliateId of [7, 8]) {
+            const full = periodRefusal(
+              bucketRanges(start, end),
+              horizonsOf(recorded, affiliateId),
+              prunedOf(recorded, affiliateId),
+            );
+            const quick = refusalUnder(recorded, affiliateId, start, end);
+            expect(quick?.message).toBe(full?.message);
+          }
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
