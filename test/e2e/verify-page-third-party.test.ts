@@ -145,6 +145,9 @@ interface Verdict {
   says: string;
   shown: number;
   checks: Record<string, string>;
+  /** The note beside the verdict when the log's key was not pinned, if shown, and whether it is in the first screen. */
+  pin: string | null;
+  pinInView: boolean;
 }
 
 /** Opens `path` on the host at each viewport; the verdict (the same at both), screenshots as `name`-<w>x<h>.png. */
@@ -160,7 +163,12 @@ async function verdict(path: string, name: string): Promise<Verdict> {
       await status.waitFor({ timeout: 15_000 });
       await page.screenshot({ path: join(SCREENS, `${name}-${viewport.width}x${viewport.height}.png`) });
       expect(problems).toEqual([]);
+      const pin = page.locator("#pin");
+      const pinShown = await pin.isVisible();
+      const pinBox = pinShown ? await pin.boundingBox() : null;
       seen.push({
+        pin: pinShown ? await pin.textContent() : null,
+        pinInView: pinBox !== null && pinBox.y + pinBox.height <= viewport.height,
         state: await status.getAttribute("data-state"),
         says: (await status.textContent()) ?? "",
         shown: await page.evaluate(
@@ -209,7 +217,7 @@ describe("the verify page on a third party's origin", () => {
     async () => {
       change = (answer) => answer;
       const direct = await verdict(link(operator?.baseUrl ?? ""), "valid");
-      expect([direct.state, direct.says, direct.shown]).toEqual(["valid", VALID(), ALL_SHOWN]);
+      expect([direct.state, direct.says, direct.shown, direct.pin]).toEqual(["valid", VALID(), ALL_SHOWN, null]);
       expect(direct.checks).toEqual({
         Operator: operator?.baseUrl,
         "Log key": vkey,
@@ -280,10 +288,11 @@ describe("the verify page on a third party's origin", () => {
     async () => {
       change = (answer) => answer;
       const pinned = await verdict(`/pinned.html?race=${raceId}`, "pinned-valid");
-      expect([pinned.state, pinned.says, pinned.checks["Its fingerprint"]]).toEqual([
+      expect([pinned.state, pinned.says, pinned.checks["Its fingerprint"], pinned.pin]).toEqual([
         "valid",
         VALID(),
         `${fingerprint()} (pinned by this page)`,
+        null,
       ]);
       const other = await verdict(`/pinned.html?base=${encodeURIComponent(proxyUrl)}&race=${raceId}`, "pinned-other");
       expect([other.state, other.says, other.shown]).toEqual([
@@ -303,6 +312,12 @@ describe("the verify page on a third party's origin", () => {
         "valid",
         VALID(),
         `${fingerprint()} (from the operator, not pinned: compare it with one published elsewhere)`,
+      ]);
+      // Said beside the verdict too, in the first screen at both sizes: the fingerprint list is under the standings.
+      expect([unpinned.pin, unpinned.pinInView]).toEqual([
+        `The log's key came from the operator being checked (fingerprint ${fingerprint()}): compare it with one ` +
+          "published elsewhere, or use a link or copy of this page that pins it.",
+        true,
       ]);
       const elsewhere = (operator?.baseUrl ?? "").replace("127.0.0.1", "localhost");
       const blocked = await verdict(link(elsewhere), "outside-connect-src");

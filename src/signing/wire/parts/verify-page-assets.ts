@@ -56,6 +56,7 @@ export const VERIFY_PAGE_HTML =
   `<meta name="topwagers-operator" content="">\n<meta name="topwagers-log-key" content="">\n` +
   `<title>Race result check</title><style>${VERIFY_STYLE}</style></head><body>\n` +
   `<h1>Race result check</h1><p id="status" role="status" data-state="checking">Checking…</p>\n` +
+  `<p id="pin" class="note" hidden></p>\n` +
   `${RESULT}\n<h2>Checked against</h2><dl id="checks"></dl>\n${FORM}\n` +
   `<p class="note">The signature, the log's checkpoint and the result's place in the log are checked in this ` +
   `browser (WebCrypto), against the operator's published keys; the standings show only when every check passes.</p>\n` +

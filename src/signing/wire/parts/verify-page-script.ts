@@ -179,6 +179,12 @@ const MAIN = String.raw`
     const logKey = await logKeyOf(vkey);
     checked("Log key", logKey.vkey);
     checked("Its fingerprint", logKey.fingerprint + (what.pinnedBy !== "" ? " (pinned by " + what.pinnedBy + ")" : " (from the operator, not pinned: compare it with one published elsewhere)"));
+    if (what.pinnedBy === "") {
+      // Said beside the verdict, not only under the standings: a key the checked operator served proves less.
+      const pin = document.getElementById("pin");
+      pin.textContent = "The log's key came from the operator being checked (fingerprint " + logKey.fingerprint + "): compare it with one published elsewhere, or use a link or copy of this page that pins it.";
+      pin.hidden = false;
+    }
     if (signed.log.checkpoint === null) {
       return show("pending", "Signed by " + payload.iss + ", but not yet in a checkpoint of its log: try again in a minute.");
     }
