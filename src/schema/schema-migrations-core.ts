@@ -1,6 +1,6 @@
 /**
- * The bodies of the migrations of the wagers, their totals, the api keys, the change feed and retention (1-9, 12, 17
- * and 20); the list that numbers and names them is ./schema-migrations.ts. Shipped migrations: never edit one (a new shape is a new
+ * The bodies of the migrations of the wagers, their totals, the api keys, the change feed and retention (1-9, 12, 17,
+ * 20 and 24); the list that numbers and names them is ./schema-migrations.ts. Shipped migrations: never edit one (a new shape is a new
  * migration), and keep every statement byte for byte.
  */
 import type { RollupTable } from "../ingest/sql/rollups.js";
@@ -309,4 +309,17 @@ export const INSTANCES: readonly MigrationStep[] = [
     KEY ix_instances_seen (seen_at)
   ) ENGINE=InnoDB`,
   addColumnsIfMissing("retention_horizons", { pruned_below: "INT UNSIGNED NOT NULL DEFAULT 0" }),
+];
+
+/**
+ * Migration 24, "each month's totals indexed by affiliate, month and total (plain and weighted)". A long period's
+ * board (a year, all time) reads each month's leading rows in order and stops once the rest cannot reach the board
+ * (../boards/sql/threshold-board.ts), instead of summing every user of every month: these two indexes hand it a
+ * month's rows best first, from the index alone (a secondary index holds the primary key, so user_id is in it).
+ * Built online (ALGORITHM=INPLACE, LOCK=NONE): ingest and reads go on while they build, and every writer (ingest,
+ * voids, late corrections, seed) keeps them current like any index. Older releases ignore them.
+ */
+export const MONTHLY_TOTAL_INDEXES: readonly MigrationStep[] = [
+  addIndexIfMissing("wager_monthly", "ix_monthly_by_total", "affiliate_id, bucket, total DESC"),
+  addIndexIfMissing("wager_monthly", "ix_monthly_by_weighted", "affiliate_id, bucket, weighted_sum DESC"),
 ];

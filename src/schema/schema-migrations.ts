@@ -22,6 +22,7 @@ import {
   CORE_TABLES,
   HALF_MONTH_TOTALS,
   INSTANCES,
+  MONTHLY_TOTAL_INDEXES,
   PUBLISHABLE_KEYS,
   RETENTION_HOLDS,
   RETENTION_HORIZONS,
@@ -186,6 +187,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 23,
     name: "every process registers itself, and how far retention has deleted",
     statements: INSTANCES,
+  },
+  {
+    version: 24,
+    name: "each month's totals indexed by affiliate, month and total (plain and weighted)",
+    statements: MONTHLY_TOTAL_INDEXES,
   },
 ];
 

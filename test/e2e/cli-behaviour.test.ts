@@ -193,6 +193,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 21, name: "the results log: its entries, tile hashes, checkpoints and note key" },
     { version: 22, name: "retention held per affiliate by its races that are not final" },
     { version: 23, name: "every process registers itself, and how far retention has deleted" },
+    { version: 24, name: "each month's totals indexed by affiliate, month and total (plain and weighted)" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

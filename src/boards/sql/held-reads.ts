@@ -32,9 +32,9 @@ export async function totalsOfUsers(
 
 /**
  * The board with internal keys, its statements inside one read-only transaction with a consistent
- * snapshot (REPEATABLE READ): the board query ranks in one statement and reads the chosen users'
- * totals in a second, and a write between the two would otherwise leave out a user that now ranks
- * above a listed one. The connection comes from the pool's own side (on a replica set, the primary; with the
+ * snapshot (REPEATABLE READ): the board query ranks in one statement (the threshold plan: in up to
+ * three) and reads the chosen users' totals in another, and a write between them would otherwise leave
+ * out a user that now ranks above a listed one. The connection comes from the pool's own side (on a replica set, the primary; with the
  * primary unreachable, the statements go to the replicas without a transaction).
  */
 export async function boardInOneSnapshot(
@@ -44,6 +44,7 @@ export async function boardInOneSnapshot(
   limit: number,
   rankBy: RankBy,
   weighted: WeightedColumn,
+  threshold = false,
 ): Promise<KeyedRow[]> {
   let connection: PoolConnection;
   try {
@@ -52,12 +53,12 @@ export async function boardInOneSnapshot(
     if (classifyDatabaseError(error) !== "node_down") throw error;
     // No primary to take a connection from (replicas answer the pool's statements): nothing can commit, so the
     // two statements read the same data without a transaction.
-    return keyedTopUsersFromBuckets(pool, affiliateId, ranges, limit, rankBy, weighted);
+    return keyedTopUsersFromBuckets(pool, affiliateId, ranges, limit, rankBy, weighted, threshold);
   }
   try {
     await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     await connection.query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
-    const rows = await keyedTopUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, weighted);
+    const rows = await keyedTopUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, weighted, threshold);
     await connection.query("COMMIT");
     connection.release();
     return rows;

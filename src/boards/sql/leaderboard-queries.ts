@@ -7,9 +7,12 @@ import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { ROLLUPS, WEIGHTED_AMOUNT_OF_WAGER } from "../../ingest/sql/rollups.js";
 import type { WeightedColumn } from "../../ingest/sql/weighted-backfill.js";
 import type { KeyedRow, RankedRow } from "../../ports/standings.js";
+import { countBoardPlan } from "../../values/board-plans.js";
 import type { BucketRange, Source } from "../../values/bucket-range.js";
 import { bucketCeil, nextBucketStart } from "../../values/calendar.js";
 import type { RankBy } from "../../values/weights.js";
+import { monthsAndEdges } from "../core/threshold-plan.js";
+import { RANKED_COLUMNS, thresholdContenders } from "./threshold-board.js";
 
 export type { RankedRow };
 
@@ -177,7 +180,17 @@ export async function topUsersFromBuckets(...board: Parameters<typeof keyedTopUs
   return rows.map(({ userKey: _key, ...row }) => row);
 }
 
-/** topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold). */
+/**
+ * Whole months from which a period may be answered by the threshold plan (./threshold-board.ts): a shorter
+ * period reads few rows per user already, and the plan's extra statements would cost more than they save.
+ */
+const THRESHOLD_MIN_MONTHS = 3;
+
+/**
+ * topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold).
+ * `threshold`: whether a long period may be answered by the threshold plan (migration 24's indexes are there);
+ * it gives the same board (the same users, totals and order) reading a few rows per month instead of all.
+ */
 export async function keyedTopUsersFromBuckets(
   pool: Pool | PoolConnection,
   affiliateId: number,
@@ -185,9 +198,29 @@ export async function keyedTopUsersFromBuckets(
   limit: number,
   rankBy: RankBy = "wagered",
   weighted: WeightedColumn = "weighted_total",
+  threshold = false,
 ): Promise<KeyedRow[]> {
   if (ranges.length === 0) return [];
   const source = SOURCES[weighted];
+  const { months, edges } = monthsAndEdges(ranges);
+  if (threshold && months.length >= THRESHOLD_MIN_MONTHS && (rankBy === "wagered" || weighted === "weighted_sum")) {
+    const ranked = RANKED_COLUMNS[rankBy === "weighted" ? "weighted_sum" : "total"];
+    const answer = await thresholdContenders(pool, {
+      affiliateId,
+      months,
+      ranked,
+      edges:
+        edges.length === 0
+          ? undefined
+          : {
+              sql: `SELECT user_id, SUM(r) AS ranked FROM (${edges.map((r) => rankedPiece(source, r, rankBy)).join(" UNION ALL ")}) x GROUP BY user_id`,
+              params: edges.flatMap((r) => [affiliateId, r.from, r.to]),
+            },
+      limit,
+    });
+    countBoardPlan(answer.ok ? "threshold" : "fallback");
+    if (answer.ok) return boardOfUsers(pool, source, affiliateId, ranges, answer.users, limit, rankBy);
+  } else countBoardPlan("rollup");
   const ranking = rankingStatement(source, affiliateId, ranges, rankBy);
   const [leading] = await pool.execute<RowDataPacket[]>(`${ranking.sql} ORDER BY ranked DESC LIMIT ?`, [
     ...ranking.params,
@@ -206,8 +239,31 @@ export async function keyedTopUsersFromBuckets(
         [...ranking.params, cut],
       );
   }
-  if (chosen.length === 0) return [];
-  const users = chosen.map((row) => Number(row.user_id));
+  return boardOfUsers(
+    pool,
+    source,
+    affiliateId,
+    ranges,
+    chosen.map((row) => Number(row.user_id)),
+    limit,
+    rankBy,
+  );
+}
+
+/**
+ * The board among `users` (every user at or above the board's cut must be listed): their totals over the
+ * period, read by primary key, ordered by the board's order, the first `limit` with a positive total.
+ */
+async function boardOfUsers(
+  pool: Pool | PoolConnection,
+  source: Sources,
+  affiliateId: number,
+  ranges: readonly BucketRange[],
+  users: readonly number[],
+  limit: number,
+  rankBy: RankBy,
+): Promise<KeyedRow[]> {
+  if (users.length === 0) return [];
   const parts = ranges.map((r) => chosenPiece(source, r, affiliateId, users));
   const [rows] = await pool.query<RowDataPacket[]>(
     `${listedUsersTotals(parts, " HAVING total > 0")}

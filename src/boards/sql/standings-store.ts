@@ -6,24 +6,63 @@
 import type { Pool, PoolConnection } from "mysql2/promise";
 import { guardedPeriods, HorizonWatch } from "../../ingest/sql/retention-horizon.js";
 import { weightedColumnReader } from "../../ingest/sql/weighted-backfill.js";
+import { migrationRecordedReader } from "../../platform/database/schema-record.js";
 import type { StandingsStore } from "../../ports/standings.js";
 import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
+
+/** The migration whose indexes the threshold plan reads (../../schema/schema-migrations.ts). */
+const MONTHLY_TOTAL_INDEXES_MIGRATION = 24;
+
+export interface StandingsOptions {
+  /**
+   * `auto` (the default): a long period of a large affiliate is answered by the threshold plan once migration 24
+   * is recorded (./threshold-board.ts); `rollup`: always by summing the period's rollup rows (benches compare the two).
+   */
+  readonly plans?: "auto" | "rollup";
+}
+
+/** Whether boards on `pool` may use the threshold plan: asked of the schema record, like the weighted column. */
+function thresholdReader(pool: Pool, options: StandingsOptions): () => Promise<boolean> {
+  if (options.plans === "rollup") return async () => false;
+  return migrationRecordedReader(pool, MONTHLY_TOTAL_INDEXES_MIGRATION);
+}
 
 /**
  * Periods answered from the rollups plus raw edges (../../ingest/sql/period-buckets.ts); a period needing rows the retention job
  * deleted is refused (../../ingest/sql/retention-horizon.ts), under the horizons `horizons` holds (the process's one
  * watch; a watch of its own on `pool` by default).
  */
-export function mariadbStandings(pool: Pool, horizons: HorizonWatch = new HorizonWatch(pool)): StandingsStore {
+export function mariadbStandings(
+  pool: Pool,
+  horizons: HorizonWatch = new HorizonWatch(pool),
+  options: StandingsOptions = {},
+): StandingsStore {
   const weighted = weightedColumnReader(pool);
+  const threshold = thresholdReader(pool, options);
   const periods = guardedPeriods(horizons);
   return {
     topUsers: async (affiliateId, start, end, limit, rankBy) =>
-      topUsersFromBuckets(pool, affiliateId, await periods(affiliateId, start, end), limit, rankBy, await weighted()),
+      topUsersFromBuckets(
+        pool,
+        affiliateId,
+        await periods(affiliateId, start, end),
+        limit,
+        rankBy,
+        await weighted(),
+        await threshold(),
+      ),
     keyed: {
       boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
-        boardInOneSnapshot(pool, affiliateId, await periods(affiliateId, start, end), limit, rankBy, await weighted()),
+        boardInOneSnapshot(
+          pool,
+          affiliateId,
+          await periods(affiliateId, start, end),
+          limit,
+          rankBy,
+          await weighted(),
+          await threshold(),
+        ),
       userKeys: (externalIds) => userKeysOf(pool, externalIds),
       totalsOf: async (affiliateId, start, end, userKeys) =>
         totalsOfUsers(pool, affiliateId, await periods(affiliateId, start, end), userKeys, await weighted()),
@@ -43,10 +82,12 @@ export function causalStandings(
   horizons: HorizonWatch = new HorizonWatch(pool),
 ): StandingsStore {
   const weighted = weightedColumnReader(pool);
+  const threshold = thresholdReader(pool, {});
   const periods = guardedPeriods(horizons);
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
       const column = await weighted();
+      const thresholdPlan = await threshold();
       const ranges = await periods(affiliateId, start, end);
       const connection = await pool.getConnection();
       let waiting = false;
@@ -55,7 +96,7 @@ export function causalStandings(
           await connection.query("SET SESSION wsrep_sync_wait = 1");
           waiting = true;
         }
-        return await topUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, column);
+        return await topUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, column, thresholdPlan);
       } finally {
         await releaseAfter(connection, waiting ? "SET SESSION wsrep_sync_wait = 0" : undefined);
       }

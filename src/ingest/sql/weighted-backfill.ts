@@ -24,7 +24,7 @@
 
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from "mysql2/promise";
 import { classifyDatabaseError } from "../../platform/database/database-errors.js";
-import { isMigrationApplied } from "../../platform/database/schema-record.js";
+import { migrationRecordedReader } from "../../platform/database/schema-record.js";
 import type { MigrationContext } from "../../platform/database/schema-steps.js";
 import { ROLLUPS, type RollupTable } from "./rollups.js";
 
@@ -43,26 +43,8 @@ const RECHECK_MS = 5_000;
  * once every 5 s while the answer is no; an error (no schema yet) counts as no.
  */
 export function weightedColumnReader(pool: Pool): () => Promise<WeightedColumn> {
-  let stored = false;
-  let askedAt = Number.NEGATIVE_INFINITY;
-  let asking: Promise<void> | undefined;
-  const ask = async (): Promise<void> => {
-    try {
-      stored = await isMigrationApplied(pool, WEIGHTED_SUM_MIGRATION);
-    } catch {
-      stored = false;
-    } finally {
-      askedAt = Date.now();
-      asking = undefined;
-    }
-  };
-  return async () => {
-    if (!stored && Date.now() - askedAt >= RECHECK_MS) {
-      asking ??= ask();
-      await asking;
-    }
-    return stored ? "weighted_sum" : "weighted_total";
-  };
+  const recorded = migrationRecordedReader(pool, WEIGHTED_SUM_MIGRATION, RECHECK_MS);
+  return async () => ((await recorded()) ? "weighted_sum" : "weighted_total");
 }
 
 /** Rows per backfill transaction: a few tens of milliseconds of row locks on this machine. */

@@ -163,6 +163,33 @@ export async function isMigrationApplied(pool: Pool | PoolConnection, version: n
   }
 }
 
+/**
+ * Whether migration `version` is recorded, asked of the database at most once every `recheckMs` while the answer
+ * is no, and never again once it is yes (a recorded migration stays recorded); an error (no schema yet) counts as no.
+ */
+export function migrationRecordedReader(pool: Pool, version: number, recheckMs = 5_000): () => Promise<boolean> {
+  let recorded = false;
+  let askedAt = Number.NEGATIVE_INFINITY;
+  let asking: Promise<void> | undefined;
+  const ask = async (): Promise<void> => {
+    try {
+      recorded = await isMigrationApplied(pool, version);
+    } catch {
+      recorded = false;
+    } finally {
+      askedAt = Date.now();
+      asking = undefined;
+    }
+  };
+  return async () => {
+    if (!recorded && Date.now() - askedAt >= recheckMs) {
+      asking ??= ask();
+      await asking;
+    }
+    return recorded;
+  };
+}
+
 async function recordedMigrations(pool: Pool | PoolConnection, table: string): Promise<RecordedMigration[]> {
   const [rows] = await pool.query<RowDataPacket[]>(`SELECT version, name, applied_at FROM ${table} ORDER BY version`);
   return rows.map((r) => ({ version: Number(r.version), name: String(r.name), appliedAt: Number(r.applied_at) }));

@@ -11,6 +11,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { BOARD_PLANS, boardPlansTaken } from "../../values/board-plans.js";
 import { packageInfo } from "../package-info.js";
 import { CallTable, type Protocol } from "./call-metrics.js";
 import { type MetricsSources, readSources, STREAM_PROTOCOLS } from "./scraped-metrics.js";
@@ -134,6 +135,20 @@ function registryWithCalls(calls: CallTable): Registry {
     registers: [registry],
   }).set({ version: packageInfo().version, commit: packageInfo().commit, node_version: process.versions.node }, 1);
   calls.register(registry);
+  new Counter({
+    name: "topwagers_board_plan_total",
+    help:
+      "Boards computed from the database, by plan: threshold (a long period read month by month, best rows first, " +
+      "until the rest cannot reach the board), rollup (every user's rows of the period summed: shorter periods, and " +
+      "before migration 24), fallback (the threshold plan gave up, then rollup). Counts every board of the process.",
+    labelNames: ["plan"],
+    registers: [registry],
+    collect() {
+      const taken = boardPlansTaken();
+      this.reset();
+      for (const plan of BOARD_PLANS) this.inc({ plan }, taken[plan]);
+    },
+  });
   return registry;
 }
 

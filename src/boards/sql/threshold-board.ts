@@ -1,0 +1,92 @@
+/**
+ * A long period's board without summing every user of every month: the three reads of the proof in
+ * ../core/threshold-plan.ts over the monthly rollup's indexes by total (migration 24), then the
+ * contenders' exact totals and order by the board's usual last statement (./leaderboard-queries.ts).
+ * Where the reads would grow past what the usual plan reads, it gives up and says so (`fallback`): the
+ * caller answers by the usual plan.
+ */
+import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import { decimalOfScaled, MonthLists, scaledDecimal, secondPhaseFloor } from "../core/threshold-plan.js";
+
+/** The ranking column of the monthly rollup, its index by that column, and its scale. */
+export interface RankedColumn {
+  readonly column: "total" | "weighted_sum";
+  readonly index: "ix_monthly_by_total" | "ix_monthly_by_weighted";
+  readonly scale: 8 | 12;
+}
+
+export const RANKED_COLUMNS: Readonly<Record<"total" | "weighted_sum", RankedColumn>> = {
+  total: { column: "total", index: "ix_monthly_by_total", scale: 8 },
+  weighted_sum: { column: "weighted_sum", index: "ix_monthly_by_weighted", scale: 12 },
+};
+
+/**
+ * Rows the second read may return, all months together. The usual plan of a year of the largest affiliate at 50M
+ * wagers sums 200,570 rows; past this the proof is not worth finishing.
+ */
+const SECOND_READ_ROWS = 40_000;
+
+/** Contenders the last statement may read (one primary key lookup per contender and bucket). */
+const MAX_CONTENDERS = 2_000;
+
+export interface ThresholdQuery {
+  readonly affiliateId: number;
+  /** The period's whole months (bucket starts), each one list. */
+  readonly months: readonly number[];
+  readonly ranked: RankedColumn;
+  /** The ranking value's sum per user over the ragged edges (`user_id`, `ranked`), or undefined without edges. */
+  readonly edges: { readonly sql: string; readonly params: readonly number[] } | undefined;
+  readonly limit: number;
+}
+
+/** The users the board is among (every user that ranks at or above the k-th), or why the proof was not finished. */
+export type ThresholdAnswer =
+  | { readonly ok: true; readonly users: number[] }
+  | { readonly ok: false; readonly reason: "few_users" | "too_many_rows" | "too_many_contenders" };
+
+export async function thresholdContenders(
+  pool: Pool | PoolConnection,
+  query: ThresholdQuery,
+): Promise<ThresholdAnswer> {
+  const { affiliateId, months, ranked, limit } = query;
+  const edge = new Map<number, bigint>();
+  if (query.edges !== undefined) {
+    const [rows] = await pool.query<RowDataPacket[]>(query.edges.sql, [...query.edges.params]);
+    for (const row of rows) edge.set(Number(row.user_id), scaledDecimal(String(row.ranked), ranked.scale));
+  }
+  const lists = new MonthLists(months.length, edge);
+  // First read: the best `limit` rows of each month, from its index, in one statement.
+  const best = months
+    .map(
+      () =>
+        `(SELECT ? AS m, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (${ranked.index})
+           WHERE affiliate_id = ? AND bucket = ? ORDER BY ${ranked.column} DESC LIMIT ?)`,
+    )
+    .join(" UNION ALL ");
+  const [first] = await pool.query<RowDataPacket[]>(
+    best,
+    months.flatMap((bucket, m) => [m, affiliateId, bucket, limit]),
+  );
+  for (const row of first) lists.add(Number(row.m), Number(row.user_id), scaledDecimal(String(row.v), ranked.scale));
+  const open = months.map((_, m) => m).filter((m) => lists.rowsIn(m) >= limit);
+  if (open.length === 0) return contendersOrNot(lists.everyUser());
+  const tau1 = lists.kthLowerBound(limit);
+  if (tau1 === undefined) return { ok: false, reason: "few_users" };
+  // Second read: every row at or above the floor in each month not read to its end.
+  const floor = secondPhaseFloor(tau1, months.length);
+  const [second] = await pool.query<RowDataPacket[]>(
+    `SELECT bucket, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (${ranked.index})
+      WHERE affiliate_id = ? AND bucket IN (?) AND ${ranked.column} >= CAST(? AS DECIMAL(65,12)) LIMIT ?`,
+    [affiliateId, open.map((m) => months[m]), decimalOfScaled(floor, ranked.scale), SECOND_READ_ROWS + 1],
+  );
+  if (second.length > SECOND_READ_ROWS) return { ok: false, reason: "too_many_rows" };
+  const monthOf = new Map(months.map((bucket, m) => [bucket, m]));
+  for (const row of second) {
+    lists.add(monthOf.get(Number(row.bucket)) ?? -1, Number(row.user_id), scaledDecimal(String(row.v), ranked.scale));
+  }
+  return contendersOrNot(lists.contenders(lists.kthLowerBound(limit) ?? tau1, floor));
+}
+
+function contendersOrNot(users: number[]): ThresholdAnswer {
+  return users.length > MAX_CONTENDERS ? { ok: false, reason: "too_many_contenders" } : { ok: true, users };
+}

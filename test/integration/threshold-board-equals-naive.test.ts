@@ -1,0 +1,186 @@
+/**
+ * The threshold plan (src/boards/sql/threshold-board.ts) answers exactly what the naive GROUP BY over raw
+ * wagers answers: same users, same order, same decimal strings (plain and weighted), for random periods to
+ * the second spanning 1 to 30 months, random N and either ranking, on random wagers with weights, after late
+ * wagers into months long past and voids (applied, and pending ones whose wagers arrive later). A model-based
+ * check on the real MariaDB: the rollups, their indexes by total (migration 24) and the plan's proof all
+ * take part; few distinct amounts and weights make equal totals cross the cut often.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keyedTopUsersFromBuckets } from "../../src/boards/sql/leaderboard-queries.js";
+import { mulberry32 } from "../../src/ingest/core/seed-data.js";
+import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
+import { voidWagerBatch } from "../../src/ingest/sql/voids.js";
+import { boardPlansTaken } from "../../src/values/board-plans.js";
+import { EARLIEST_PERIOD_START } from "../../src/values/calendar.js";
+import { canonicalDecimal } from "../../src/values/decimal.js";
+import type { WagerRecord } from "../../src/values/records.js";
+import type { RankBy } from "../../src/values/weights.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { addUsers, addWagers, affiliateKey } from "../support/fixtures.js";
+import { topUsersFromRawWagers } from "../support/naive-leaderboard.js";
+
+const SEED = Number(process.env.THRESHOLD_SEED ?? 49);
+const next = mulberry32(SEED);
+const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+
+/** 2 December 2024 05:00 (the earliest start a period may have) to 15 June 2027: 30 and a half months. */
+const DATA_FROM = EARLIEST_PERIOD_START;
+const DATA_TO = Date.UTC(2027, 5, 15) / 1000;
+const MONTH = 30.44 * 86_400;
+
+// Usernames with shared prefixes, case differences and non-ASCII: the tie-break is binary.
+const NAMES = ["amy", "Amy", "amy", "zoë", "Zed", "émile", "bob", "bob_", "😀", "ｆｕｌｌ"];
+const AMOUNTS = ["1", "2.5", "0.00000001", "10", "3.33333333", "100", "25"];
+const WEIGHTS = [10_000, 10_000, 10_000, 5000, 1000, 0, 3333];
+
+let database: TestDatabase;
+let affiliates: number[];
+let sequence = 0;
+
+/** A wager of one of `users` (the first ones far more often) at a random second of [from, to). */
+function randomWager(users: readonly string[], from: number, to: number): WagerRecord {
+  sequence += 1;
+  return {
+    id: `w${sequence}`,
+    userId: users[Math.floor(next() ** 2.5 * users.length)] as string,
+    amount: pick(AMOUNTS),
+    placedAt: from + Math.floor(next() * (to - from)),
+    weightBps: pick(WEIGHTS),
+  };
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase("threshold_naive");
+  const big = Array.from({ length: 160 }, (_, i) => ({
+    id: `b${i}`,
+    affiliateId: "big",
+    username: NAMES[i % 10] ?? "x",
+    avatar: "",
+  }));
+  const mid = Array.from({ length: 40 }, (_, i) => ({
+    id: `m${i}`,
+    affiliateId: "mid",
+    username: `p${i % 7}`,
+    avatar: "",
+  }));
+  // Everybody wagers the same in every month: every board is one tie, cut by username (written in reverse order).
+  const ties = Array.from({ length: 30 }, (_, i) => ({
+    id: `t${i}`,
+    affiliateId: "ties",
+    username: `player_${String(29 - i).padStart(2, "0")}`,
+    avatar: "",
+  }));
+  await addUsers(database.db, [...big, ...mid, ...ties]);
+  const wagers: WagerRecord[] = [];
+  for (let n = 0; n < 9000; n++)
+    wagers.push(
+      randomWager(
+        big.map((u) => u.id),
+        DATA_FROM,
+        DATA_TO,
+      ),
+    );
+  for (let n = 0; n < 1500; n++)
+    wagers.push(
+      randomWager(
+        mid.map((u) => u.id),
+        DATA_FROM,
+        DATA_TO,
+      ),
+    );
+  for (let month = 0; month < 31; month++) {
+    for (const [i, user] of ties.entries()) {
+      sequence += 1;
+      const placedAt = Date.UTC(2024, 11 + month, 3 + (i % 20), i % 24) / 1000;
+      wagers.push({ id: `t${sequence}`, userId: user.id, amount: i < 4 ? "5.5" : "5", placedAt });
+    }
+  }
+  await addWagers(database.db, wagers);
+  affiliates = await Promise.all(["big", "mid", "ties"].map((a) => affiliateKey(database.db.read, a)));
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** A period to the second spanning 1 to 30 months: aligned to months, to days, or to nothing; a few after the data. */
+function randomPeriod(): [number, number] {
+  const months = 1 + Math.floor(next() * 30);
+  const kind = Math.floor(next() * 5);
+  const start = DATA_FROM + Math.floor(next() * (DATA_TO - DATA_FROM - 2 * MONTH));
+  if (kind === 0) {
+    const d = new Date(start * 1000);
+    const from = Math.max(DATA_FROM, Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / 1000);
+    return [from, Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1) / 1000 - 1];
+  }
+  if (kind === 1)
+    return [start - (start % 86_400), start - (start % 86_400) + Math.round((months * MONTH) / 86_400) * 86_400 - 1];
+  if (kind === 2) return [DATA_FROM, DATA_FROM + Math.floor(months * MONTH) + Math.floor(next() * 86_400)];
+  if (kind === 3) return [start, start + Math.floor((months - 1 + next()) * MONTH)];
+  // After the data: no user at all.
+  return [DATA_TO + 86_400 + (start % 86_400), DATA_TO + Math.floor(months * MONTH)];
+}
+
+/** Checks `count` random boards against the naive GROUP BY; returns how many were answered by each plan. */
+async function checkBoards(count: number): Promise<Record<string, number>> {
+  const before = boardPlansTaken();
+  for (let i = 0; i < count; i++) {
+    const [start, end] = randomPeriod();
+    const affiliateId = i % 5 === 4 ? (affiliates[1 + (i % 2)] as number) : (affiliates[0] as number);
+    const limit = next() < 0.5 ? pick([1, 2, 3, 5, 10]) : 1 + Math.floor(next() * 100);
+    const rankBy: RankBy = next() < 0.5 ? "wagered" : "weighted";
+    const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, limit, rankBy);
+    const board = await keyedTopUsersFromBuckets(
+      database.db.read,
+      affiliateId,
+      bucketRanges(start, end),
+      limit,
+      rankBy,
+      "weighted_sum",
+      true,
+    );
+    const exact = (rows: typeof naive) =>
+      rows.map((r) => [
+        r.userExternalId,
+        r.username,
+        r.avatarUrl,
+        canonicalDecimal(r.total),
+        canonicalDecimal(r.weightedTotal),
+      ]);
+    expect(exact(board), `seed ${SEED}: [${start}, ${end}] N=${limit} affiliate ${affiliateId} by ${rankBy}`).toEqual(
+      exact(naive),
+    );
+  }
+  const after = boardPlansTaken();
+  return Object.fromEntries(Object.entries(after).map(([plan, n]) => [plan, n - before[plan as keyof typeof after]]));
+}
+
+describe("the threshold plan equals the naive GROUP BY", () => {
+  it("on random wagers with weights", async () => {
+    const plans = await checkBoards(150);
+    // Most boards are long periods of the big affiliate: the plan under test answers them.
+    expect(plans.threshold).toBeGreaterThan(60);
+  });
+
+  it("after late wagers into past months and voids (applied, and pending before their wager arrives)", async () => {
+    const [recorded] = await database.db.read.query<import("mysql2/promise").RowDataPacket[]>(
+      "SELECT external_id FROM wagers ORDER BY id",
+    );
+    const ids = recorded.map((r) => String(r.external_id));
+    const voided = ids.filter(() => next() < 0.06);
+    const late = Array.from({ length: 1500 }, () =>
+      randomWager(
+        Array.from({ length: 160 }, (_, i) => `b${i}`),
+        DATA_FROM,
+        DATA_FROM + 8 * MONTH,
+      ),
+    );
+    // A void asked for before its wager arrives takes it out as it is recorded.
+    const pending = late.filter(() => next() < 0.1).map((w) => w.id);
+    await voidWagerBatch(database.db.write, [...voided, ...pending]);
+    await addWagers(database.db, late);
+    const plans = await checkBoards(150);
+    expect(plans.threshold).toBeGreaterThan(60);
+  });
+});
