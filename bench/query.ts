@@ -3,9 +3,15 @@
  * by the plain and by the weighted total, against the naive GROUP BY over raw
  * wagers with each wager's weight applied, on the research-sized data set, in
  * the same run; and the same period at two data sizes to show cost follows
- * active users, not wagers.
+ * active users, not wagers. Each board is timed twice in the same run: `rollup`,
+ * the plan that sums every user's rows of the period (forced), and `auto`, the
+ * plan the service picks (the threshold plan for 3 whole months or more once
+ * migration 24 is recorded); `plan` says which plan answered the auto runs.
  *
  *   npm run bench -- query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]
+ *                          [--periods all|long]
+ *
+ * `--periods long`: only the month and the long periods (12 months aligned and misaligned, all time).
  *
  * Data is generated with `npm run cli -- seed` into topwagers_bench_<size>
  * databases, once; later runs reuse them.
@@ -17,6 +23,8 @@ import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
 import { Leaderboard } from "../src/boards/core/leaderboard.js";
 import { mariadbStandings } from "../src/boards/sql/standings-store.js";
+import { type BoardPlan, boardPlansTaken } from "../src/values/board-plans.js";
+import { EARLIEST_PERIOD_START } from "../src/values/calendar.js";
 import { connectionOptions, type Database, openDatabase } from "../src/platform/database/database.js";
 import { topUsersFromRawWagers } from "../test/support/naive-leaderboard.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
@@ -100,7 +108,7 @@ interface Shape {
   readonly end: number;
 }
 
-function shapes(month: { start: number; end: number }): Shape[] {
+function shapes(month: { start: number; end: number }, periods = "all"): Shape[] {
   const d = new Date(month.start * 1000);
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth();
@@ -113,7 +121,22 @@ function shapes(month: { start: number; end: number }): Shape[] {
   ];
   // Worst case for the edges: partial hours at both ends.
   const misaligned = aligned.map((s) => ({ name: `${s.name} misaligned`, start: s.start + 1837, end: s.end - 911 }));
-  return aligned.flatMap((s, i) => [s, misaligned[i] as Shape]);
+  // All time: from the earliest start a period may have to the data's last hour (the seed's window ends 22 days
+  // into the month after `month`).
+  const allTime = { name: "all time", start: EARLIEST_PERIOD_START, end: at(1, 22) + 5 * 3600 - 1 };
+  const every = [...aligned.flatMap((s, i) => [s, misaligned[i] as Shape]), allTime];
+  const long = ["month", "month misaligned", "12 months", "12 months misaligned", "all time"];
+  return periods === "long" ? every.filter((s) => long.includes(s.name)) : every;
+}
+
+/** The plan that answered most of the boards counted since `before` (boardPlansTaken). */
+function planSince(before: Readonly<Record<BoardPlan, number>>): string {
+  const now = boardPlansTaken();
+  const counts = (Object.keys(now) as BoardPlan[]).map((plan) => [plan, now[plan] - before[plan]] as const);
+  return counts
+    .filter(([, n]) => n > 0)
+    .map(([plan, n]) => `${plan}${counts.filter(([, m]) => m > 0).length > 1 ? ` ${n}` : ""}`)
+    .join(", ");
 }
 
 async function timeIt(runs: number, call: () => Promise<unknown>): Promise<number[]> {
@@ -135,8 +158,10 @@ export async function runQueryBench(args: string[]): Promise<void> {
       "compare-wagers": { type: "string", default: "5000000" },
       runs: { type: "string", default: "20" },
       "naive-runs": { type: "string", default: "5" },
+      periods: { type: "string", default: "all" },
     },
   });
+  const periods = values.periods === "long" ? "long" : "all";
   const wagers = Number(values.wagers);
   const compareWagers = Number(values["compare-wagers"]);
   const runs = Number(values.runs);
@@ -150,6 +175,12 @@ export async function runQueryBench(args: string[]): Promise<void> {
     cacheTtlMs: 0,
     now: () => data.month.end + 86_400 * 40,
   });
+  const rollupBoard = new Leaderboard({
+    standings: mariadbStandings(data.db.read, undefined, { plans: "rollup" }),
+    defaultAvatarUrl: "https://x.example/a.png",
+    cacheTtlMs: 0,
+    now: () => data.month.end + 86_400 * 40,
+  });
   const rows: (string | number)[][] = [];
   const summary: Record<string, number> = {};
   // The machine is shared: the load around the run says how quiet it was.
@@ -158,16 +189,21 @@ export async function runQueryBench(args: string[]): Promise<void> {
     .join(", ");
   try {
     for (const affiliate of data.affiliates) {
-      for (const shape of shapes(data.month)) {
+      for (const shape of shapes(data.month, periods)) {
         let naiveP50 = Number.NaN;
         let naiveP95 = Number.NaN;
         for (const numUsers of [10, 100]) {
           const query = { start: shape.start, end: shape.end, numUsers };
+          const weightedQuery = { ...query, rankBy: "weighted" as const };
+          const rollupPlain = await timeIt(runs, () => rollupBoard.topWagersForPeriod(affiliate.id, query));
+          const before = boardPlansTaken();
           const plain = await timeIt(runs, () => leaderboard.topWagersForPeriod(affiliate.id, query));
-          const weighted = await timeIt(runs, () =>
-            leaderboard.topWagersForPeriod(affiliate.id, { ...query, rankBy: "weighted" }),
-          );
-          if (numUsers === 10) {
+          const plan = planSince(before);
+          const rollupWeighted = await timeIt(runs, () => rollupBoard.topWagersForPeriod(affiliate.id, weightedQuery));
+          const beforeWeighted = boardPlansTaken();
+          const weighted = await timeIt(runs, () => leaderboard.topWagersForPeriod(affiliate.id, weightedQuery));
+          const weightedPlan = planSince(beforeWeighted);
+          if (numUsers === 10 && naiveRuns > 0) {
             const naive = await timeIt(naiveRuns, () =>
               topUsersFromRawWagers(data.db.read, affiliate.id, shape.start, shape.end, numUsers, "weighted"),
             );
@@ -176,17 +212,18 @@ export async function runQueryBench(args: string[]): Promise<void> {
           }
           const p50 = percentile(weighted, 50);
           summary[`${affiliate.name}:${shape.name}:${numUsers}`] = percentile(weighted, 95);
+          const pair = (samples: number[]) => `${fmt(percentile(samples, 50))} / ${fmt(percentile(samples, 95))}`;
           rows.push([
             `${affiliate.name} (${affiliate.users} users)`,
             shape.name,
             numUsers,
-            fmt(percentile(plain, 50)),
-            fmt(percentile(plain, 95)),
-            fmt(p50),
-            fmt(percentile(weighted, 95)),
-            numUsers === 10 ? fmt(naiveP50) : "",
-            numUsers === 10 ? fmt(naiveP95) : "",
-            numUsers === 10 ? `${fmt(naiveP50 / p50, 1)}x` : "",
+            pair(rollupPlain),
+            pair(plain),
+            pair(rollupWeighted),
+            pair(weighted),
+            plan === weightedPlan ? plan : `${plan} / ${weightedPlan}`,
+            numUsers === 10 && naiveRuns > 0 ? `${fmt(naiveP50)} / ${fmt(naiveP95)}` : "",
+            numUsers === 10 && naiveRuns > 0 ? `${fmt(naiveP50 / p50, 1)}x` : "",
           ]);
         }
       }
@@ -204,7 +241,7 @@ export async function runQueryBench(args: string[]): Promise<void> {
         now: () => small.month.end + 86_400 * 40,
       });
       try {
-        for (const shape of shapes(data.month).filter((s) => !s.name.includes("misaligned"))) {
+        for (const shape of shapes(data.month, periods).filter((s) => !s.name.includes("misaligned"))) {
           const largest = data.affiliates[0];
           const smallLargest = small.affiliates[0];
           if (largest === undefined || smallLargest === undefined) continue;
@@ -234,10 +271,11 @@ export async function runQueryBench(args: string[]): Promise<void> {
     process.stdout.write(
       [
         "",
-        `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns}`,
+        `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns} --periods ${periods}`,
         `machine: ${await machineDescription(mainUrl)}`,
         `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000 --end 1795323600); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
-        "latency in ms, cache off, client and server on the same 2 cores; plain / weighted = ranked by the plain / weighted total",
+        "latency p50 / p95 in ms, cache off, client and server on the same 2 cores; plain / weighted = ranked by the plain / weighted total;",
+        "rollup = the plan summing every user's rows of the period (forced); auto = the plan the service picks, `plan` says which answered",
         "(each answer carries both totals); naive = one GROUP BY over raw wagers with the weight applied, ranked by weight (N=10)",
         `load average before the run: ${loadBefore}; after: ${loadavg()
           .map((l) => l.toFixed(2))
@@ -248,13 +286,13 @@ export async function runQueryBench(args: string[]): Promise<void> {
             "affiliate",
             "period",
             "N",
-            "plain p50",
-            "plain p95",
-            "weighted p50",
-            "weighted p95",
-            "naive p50",
-            "naive p95",
-            "speed-up (weighted p50)",
+            "plain: rollup",
+            "plain: auto",
+            "weighted: rollup",
+            "weighted: auto",
+            "plan (auto)",
+            "naive",
+            "speed-up (weighted auto p50)",
           ],
           rows,
         ),
