@@ -23,9 +23,9 @@ import { parseArgs } from "node:util";
 import mysql from "mysql2/promise";
 import { Leaderboard } from "../src/boards/core/leaderboard.js";
 import { mariadbStandings } from "../src/boards/sql/standings-store.js";
+import { connectionOptions, type Database, openDatabase } from "../src/platform/database/database.js";
 import { type BoardPlan, boardPlansTaken } from "../src/values/board-plans.js";
 import { EARLIEST_PERIOD_START } from "../src/values/calendar.js";
-import { connectionOptions, type Database, openDatabase } from "../src/platform/database/database.js";
 import { topUsersFromRawWagers } from "../test/support/naive-leaderboard.js";
 import { fmt, machineDescription, percentile, table } from "./support.js";
 
