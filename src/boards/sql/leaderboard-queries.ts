@@ -219,7 +219,18 @@ export async function keyedTopUsersFromBuckets(
       limit,
     });
     countBoardPlan(answer.ok ? "threshold" : "fallback");
-    if (answer.ok) return boardOfUsers(pool, source, affiliateId, ranges, answer.users, limit, rankBy);
+    if (answer.ok) {
+      // The months that hold no row of the affiliate add nothing (before its first users, or the future): the
+      // last statement reads only the others, each run of adjacent months as one piece.
+      const withRows: BucketRange[] = [];
+      for (const month of answer.monthsWithRows) {
+        const previous = withRows.at(-1);
+        const to = nextBucketStart("monthly", month);
+        if (previous?.to === month) withRows[withRows.length - 1] = { ...previous, to };
+        else withRows.push({ source: "monthly", sign: 1, from: month, to });
+      }
+      return boardOfUsers(pool, source, affiliateId, [...withRows, ...edges], answer.users, limit, rankBy);
+    }
   } else countBoardPlan("rollup");
   const ranking = rankingStatement(source, affiliateId, ranges, rankBy);
   const [leading] = await pool.execute<RowDataPacket[]>(`${ranking.sql} ORDER BY ranked DESC LIMIT ?`, [

@@ -39,9 +39,12 @@ export interface ThresholdQuery {
   readonly limit: number;
 }
 
-/** The users the board is among (every user that ranks at or above the k-th), or why the proof was not finished. */
+/**
+ * The users the board is among (every user that ranks at or above the k-th) and the months that hold rows of the
+ * affiliate (the others add nothing), or why the proof was not finished.
+ */
 export type ThresholdAnswer =
-  | { readonly ok: true; readonly users: number[] }
+  | { readonly ok: true; readonly users: number[]; readonly monthsWithRows: number[] }
   | { readonly ok: false; readonly reason: "few_users" | "too_many_rows" | "too_many_contenders" };
 
 export async function thresholdContenders(
@@ -69,7 +72,8 @@ export async function thresholdContenders(
   );
   for (const row of first) lists.add(Number(row.m), Number(row.user_id), scaledDecimal(String(row.v), ranked.scale));
   const open = months.map((_, m) => m).filter((m) => lists.rowsIn(m) >= limit);
-  if (open.length === 0) return contendersOrNot(lists.everyUser());
+  const monthsWithRows = months.filter((_, m) => lists.rowsIn(m) > 0);
+  if (open.length === 0) return contendersOrNot(lists.everyUser(), monthsWithRows);
   const tau1 = lists.kthLowerBound(limit);
   if (tau1 === undefined) return { ok: false, reason: "few_users" };
   // Second read: every row at or above the floor in each month not read to its end.
@@ -84,9 +88,11 @@ export async function thresholdContenders(
   for (const row of second) {
     lists.add(monthOf.get(Number(row.bucket)) ?? -1, Number(row.user_id), scaledDecimal(String(row.v), ranked.scale));
   }
-  return contendersOrNot(lists.contenders(lists.kthLowerBound(limit) ?? tau1, floor));
+  return contendersOrNot(lists.contenders(lists.kthLowerBound(limit) ?? tau1, floor), monthsWithRows);
 }
 
-function contendersOrNot(users: number[]): ThresholdAnswer {
-  return users.length > MAX_CONTENDERS ? { ok: false, reason: "too_many_contenders" } : { ok: true, users };
+function contendersOrNot(users: number[], monthsWithRows: number[]): ThresholdAnswer {
+  return users.length > MAX_CONTENDERS
+    ? { ok: false, reason: "too_many_contenders" }
+    : { ok: true, users, monthsWithRows };
 }
