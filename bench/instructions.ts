@@ -37,8 +37,11 @@ export const CALLGRIND_HOST = "127.0.0.1";
 /**
  * What a server under valgrind needs besides measuredServerEnv (bench/support.ts): everything runs some 50 times
  * slower, so a database connection must not time out, a garbage collection pause must not make the cache look
- * stale (answers would come from the database), and the change feed's reads, which come by the clock and not by
- * the request, are spaced out so that they add little to a request's count.
+ * stale (answers would come from the database), and the work that comes by the clock and not by the request (the
+ * change feed's reads, the race clock, the results log's sequencer, the webhook queue's poll: each a database
+ * round trip) is spaced out so that it adds little to a request's count. Natively that work is a few statements a
+ * second against tens of thousands of requests; under callgrind, at the same intervals, it was 5,000-8,000
+ * instructions of every REST request's count (docs/benchmarks.md, issue 49 part 2).
  */
 export const UNDER_CALLGRIND: Readonly<Record<string, string>> = {
   HOST: CALLGRIND_HOST,
@@ -46,6 +49,9 @@ export const UNDER_CALLGRIND: Readonly<Record<string, string>> = {
   DATABASE_PROBE_TIMEOUT_MS: "120000",
   CHANGE_FEED_POLL_MS: "5000",
   CHANGE_FEED_MAX_LAG_MS: "600000",
+  RACE_CLOCK_MS: "60000",
+  LOG_SEQUENCE_MS: "10000",
+  WEBHOOK_POLL_MS: "60000",
 };
 
 async function control(pid: number, ...args: string[]): Promise<void> {

@@ -4,7 +4,7 @@
  * load generators (wrk for HTTP/1.1, h2load for HTTP/2 and gRPC), in
  * alternating rounds (baseline, topwagers, baseline, topwagers, ...).
  *
- *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest] [--no-pin]
+ *   npm run bench -- protocols [--duration 8] [--rounds 2] [--connections 16] [--streams 8] [--profile DIR] [--only rest[,grpc]] [--no-pin]
  *                              [--instructions] [--requests 2000] [--warmup 40000] [--instruction-rounds 3] [--instruction-profile DIR]
  *                              [--server dist/src/main.js]
  *
@@ -386,14 +386,16 @@ export async function runProtocolsBench(args: string[]): Promise<void> {
     spec("Connect binary, h2c (h2load)", 85, "connect", procedure, protoHeaders, files.protoRequest),
     spec("Connect JSON, h2c (h2load)", 85, "connect", procedure, jsonHeaders, files.restRequest),
   ];
-  // --only rest|grpc|binary|json|h1|h2c: run the paths whose name contains it (case-insensitive), e.g. to profile one.
+  // --only rest|grpc|binary|json|h1|h2c: run the paths whose name contains it (case-insensitive), e.g. to profile one;
+  // several, comma-separated (--only grpc,connect), run the paths matching any.
   const only = values.only?.toLowerCase();
   if (only !== undefined) {
     // A path's name says "HTTP/1.1", not "h1": match that short form too.
     const words = (path: PathSpec) => `${path.name.toLowerCase()}${path.http1 ? " h1" : ""}`;
+    const wanted = only.split(",").map((word) => word.trim());
     for (let i = paths.length - 1; i >= 0; i--) {
       const path = paths[i];
-      if (path !== undefined && !words(path).includes(only)) paths.splice(i, 1);
+      if (path !== undefined && !wanted.some((word) => words(path).includes(word))) paths.splice(i, 1);
     }
     if (paths.length === 0) throw new Error(`--only ${values.only} matches no path`);
   }
