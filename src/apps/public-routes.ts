@@ -195,10 +195,14 @@ export function streamHandler(
   routes: readonly Route[],
   clientAddress: ReturnType<typeof clientAddressResolver>,
 ): StreamHandler {
+  // As over HTTP/1.1, the REST operation's POST is found on its exact raw path before the table is scanned.
+  const firsts = routes.filter((route) => route.first === "POST" && route.stream !== undefined);
   return (stream, headers) => {
     const path = headers[":path"];
     if (headers[":method"] !== "POST" || path === undefined || headers.expect !== undefined) return false;
-    const route = routeOf(routes, "POST", normalizePath(path));
+    let route: Route | undefined;
+    for (const first of firsts) if (first.path === path) route = first;
+    route ??= routeOf(routes, "POST", normalizePath(path));
     if (route?.stream === undefined) return false;
     void route.stream(stream, headers, clientAddress({ headers, socket: stream.session?.socket ?? {} }));
     return true;

@@ -118,12 +118,14 @@ export function readStream(body: Readable, maxBytes: number, tooLarge: () => Err
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // Plain listeners, left on the body (it is this request's alone): `once` wraps each one, and removing them
+    // cost more than the rest of the read (docs/benchmarks.md, issue 49 part 2). A promise settles once, so an
+    // `end` after `close` (or the reverse) changes nothing.
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
+        // Nothing more is read (the body pauses, as before; the refusal closes the connection).
         body.removeListener("data", onData);
-        body.removeListener("end", onEnd);
-        body.removeListener("close", onEnd);
         reject(tooLarge());
         return;
       }
@@ -131,11 +133,11 @@ export function readStream(body: Readable, maxBytes: number, tooLarge: () => Err
     };
     const onEnd = () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
     body.on("data", onData);
-    body.once("end", onEnd);
-    body.once("error", reject);
+    body.on("end", onEnd);
+    body.on("error", reject);
     // A bare HTTP/2 stream the client resets only closes: what arrived is the body, as with Node's
     // compatibility request (the answer then goes nowhere).
-    body.once("close", onEnd);
+    body.on("close", onEnd);
   });
 }
 
