@@ -143,9 +143,28 @@ export class Leaderboard {
     if (this.options.freshness !== undefined && !this.options.freshness.isCurrent()) return undefined;
     // A period the horizons refuse is never answered from a cache: topWagersForPeriod refuses it.
     if (this.options.retention?.refusal(affiliateId, query.start, query.end) !== undefined) return undefined;
-    const key = cacheKeyOf(affiliateId, query);
+    const key = this.recentKeyOf(affiliateId, query);
     const entry = this.cache.peek(key);
     return entry === undefined ? undefined : this.standingsOf(entry, query);
+  }
+
+  /** Each affiliate's last period asked and its cache key (recentKeyOf). */
+  private readonly recentKeys = new Map<number, { start: number; end: number; rankBy: string; key: string }>();
+
+  /**
+   * The period's cache key, the same string as the last time this affiliate asked for this period: a string keeps
+   * its hash once computed, so a hit of the hot period makes and hashes no new text (about 2,000 instructions of a
+   * REST call; docs/benchmarks.md, issue 49 part 2). One entry per affiliate, replaced when it asks another period.
+   */
+  private recentKeyOf(affiliateId: number, query: PeriodQuery): string {
+    const rankBy = query.rankBy ?? "wagered";
+    const recent = this.recentKeys.get(affiliateId);
+    if (recent !== undefined && recent.start === query.start && recent.end === query.end && recent.rankBy === rankBy) {
+      return recent.key;
+    }
+    const key = cacheKeyOf(affiliateId, query);
+    this.recentKeys.set(affiliateId, { start: query.start, end: query.end, rankBy, key });
+    return key;
   }
 
   /** Answers computed here in full outside the held boards, and answers taken from the period's leader in a fleet. */
