@@ -8,6 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyedTopUsersFromBuckets } from "../../src/boards/sql/leaderboard-queries.js";
+import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
+import { THRESHOLD_MIN_USERS } from "../../src/boards/sql/threshold-board.js";
 import { mulberry32 } from "../../src/ingest/core/seed-data.js";
 import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
 import { voidWagerBatch } from "../../src/ingest/sql/voids.js";
@@ -71,7 +73,14 @@ beforeAll(async () => {
     username: `player_${String(29 - i).padStart(2, "0")}`,
     avatar: "",
   }));
-  await addUsers(database.db, [...big, ...mid, ...ties]);
+  // As many users as the threshold plan needs to be picked by the standings (THRESHOLD_MIN_USERS), a few wagers each.
+  const wide = Array.from({ length: THRESHOLD_MIN_USERS }, (_, i) => ({
+    id: `x${i}`,
+    affiliateId: "wide",
+    username: `w${i % 11}`,
+    avatar: "",
+  }));
+  await addUsers(database.db, [...big, ...mid, ...ties, ...wide]);
   const wagers: WagerRecord[] = [];
   for (let n = 0; n < 9000; n++)
     wagers.push(
@@ -96,8 +105,16 @@ beforeAll(async () => {
       wagers.push({ id: `t${sequence}`, userId: user.id, amount: i < 4 ? "5.5" : "5", placedAt });
     }
   }
+  for (let n = 0; n < 2 * THRESHOLD_MIN_USERS; n++)
+    wagers.push(
+      randomWager(
+        wide.map((u) => u.id),
+        DATA_FROM,
+        DATA_TO,
+      ),
+    );
   await addWagers(database.db, wagers);
-  affiliates = await Promise.all(["big", "mid", "ties"].map((a) => affiliateKey(database.db.read, a)));
+  affiliates = await Promise.all(["big", "mid", "ties", "wide"].map((a) => affiliateKey(database.db.read, a)));
 });
 
 afterAll(async () => {
@@ -127,7 +144,7 @@ async function checkBoards(count: number): Promise<Record<string, number>> {
   const before = boardPlansTaken();
   for (let i = 0; i < count; i++) {
     const [start, end] = randomPeriod();
-    const affiliateId = i % 5 === 4 ? (affiliates[1 + (i % 2)] as number) : (affiliates[0] as number);
+    const affiliateId = i % 5 === 4 ? (affiliates[1 + (i % 3)] as number) : (affiliates[0] as number);
     const limit = next() < 0.5 ? pick([1, 2, 3, 5, 10]) : 1 + Math.floor(next() * 100);
     const rankBy: RankBy = next() < 0.5 ? "wagered" : "weighted";
     const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, limit, rankBy);
@@ -182,5 +199,32 @@ describe("the threshold plan equals the naive GROUP BY", () => {
     await addWagers(database.db, late);
     const plans = await checkBoards(150);
     expect(plans.threshold).toBeGreaterThan(60);
+  });
+});
+
+describe("the standings pick the plan by the affiliate's users", () => {
+  it("the threshold plan for a long period of a large affiliate, the rollup plan for a small one or a short period", async () => {
+    const standings = mariadbStandings(database.db.read);
+    const [big, mid, , wide] = affiliates as [number, number, number, number];
+    const year: [number, number] = [Date.UTC(2025, 5, 1) / 1000, Date.UTC(2026, 5, 1) / 1000 - 1];
+    const month: [number, number] = [Date.UTC(2025, 5, 1) / 1000, Date.UTC(2025, 6, 1) / 1000 - 1];
+    const plan = async (affiliateId: number, [start, end]: [number, number]) => {
+      const before = boardPlansTaken();
+      const board = await standings.topUsers(affiliateId, start, end, 10, "wagered");
+      const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, 10, "wagered");
+      expect(board.map((r) => [r.userExternalId, canonicalDecimal(r.total)])).toEqual(
+        naive.map((r) => [r.userExternalId, canonicalDecimal(r.total)]),
+      );
+      const after = boardPlansTaken();
+      return (["threshold", "rollup", "fallback"] as const).filter((p) => after[p] > before[p]);
+    };
+    expect(await plan(wide, year)).toEqual(["threshold"]);
+    expect(await plan(wide, month)).toEqual(["rollup"]);
+    expect(await plan(big, year)).toEqual(["rollup"]);
+    expect(await plan(mid, year)).toEqual(["rollup"]);
+    // Forced: the bench's before.
+    const before = boardPlansTaken().rollup;
+    await mariadbStandings(database.db.read, undefined, { plans: "rollup" }).topUsers(wide, ...year, 10, "wagered");
+    expect(boardPlansTaken().rollup).toBe(before + 1);
   });
 });

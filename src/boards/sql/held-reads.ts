@@ -44,7 +44,7 @@ export async function boardInOneSnapshot(
   limit: number,
   rankBy: RankBy,
   weighted: WeightedColumn,
-  threshold = false,
+  threshold: boolean | (() => Promise<boolean>) = false,
 ): Promise<KeyedRow[]> {
   let connection: PoolConnection;
   try {

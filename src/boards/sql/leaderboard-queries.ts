@@ -188,8 +188,9 @@ const THRESHOLD_MIN_MONTHS = 3;
 
 /**
  * topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold).
- * `threshold`: whether a long period may be answered by the threshold plan (migration 24's indexes are there);
- * it gives the same board (the same users, totals and order) reading a few rows per month instead of all.
+ * `threshold`: whether a long period may be answered by the threshold plan (migration 24's indexes are there, and
+ * the affiliate is large: asked only of long periods); it gives the same board (the same users, totals and order)
+ * reading a few rows per month instead of all.
  */
 export async function keyedTopUsersFromBuckets(
   pool: Pool | PoolConnection,
@@ -198,12 +199,13 @@ export async function keyedTopUsersFromBuckets(
   limit: number,
   rankBy: RankBy = "wagered",
   weighted: WeightedColumn = "weighted_total",
-  threshold = false,
+  threshold: boolean | (() => Promise<boolean>) = false,
 ): Promise<KeyedRow[]> {
   if (ranges.length === 0) return [];
   const source = SOURCES[weighted];
   const { months, edges } = monthsAndEdges(ranges);
-  if (threshold && months.length >= THRESHOLD_MIN_MONTHS && (rankBy === "wagered" || weighted === "weighted_sum")) {
+  const long = months.length >= THRESHOLD_MIN_MONTHS && (rankBy === "wagered" || weighted === "weighted_sum");
+  if (long && (typeof threshold === "boolean" ? threshold : await threshold())) {
     const ranked = RANKED_COLUMNS[rankBy === "weighted" ? "weighted_sum" : "total"];
     const answer = await thresholdContenders(pool, {
       affiliateId,

@@ -10,22 +10,29 @@ import { migrationRecordedReader } from "../../platform/database/schema-record.j
 import type { StandingsStore } from "../../ports/standings.js";
 import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
+import { AffiliateUsers, THRESHOLD_MIN_USERS } from "./threshold-board.js";
 
 /** The migration whose indexes the threshold plan reads (../../schema/schema-migrations.ts). */
 const MONTHLY_TOTAL_INDEXES_MIGRATION = 24;
 
 export interface StandingsOptions {
   /**
-   * `auto` (the default): a long period of a large affiliate is answered by the threshold plan once migration 24
-   * is recorded (./threshold-board.ts); `rollup`: always by summing the period's rollup rows (benches compare the two).
+   * `auto` (the default): a long period of an affiliate of THRESHOLD_MIN_USERS users or more is answered by the
+   * threshold plan once migration 24 is recorded (./threshold-board.ts); `rollup`: always by summing the period's
+   * rollup rows (benches compare the two).
    */
   readonly plans?: "auto" | "rollup";
 }
 
-/** Whether boards on `pool` may use the threshold plan: asked of the schema record, like the weighted column. */
-function thresholdReader(pool: Pool, options: StandingsOptions): () => Promise<boolean> {
-  if (options.plans === "rollup") return async () => false;
-  return migrationRecordedReader(pool, MONTHLY_TOTAL_INDEXES_MIGRATION);
+/**
+ * Whether a long period of an affiliate may use the threshold plan: migration 24 is recorded (asked of the schema
+ * record, like the weighted column) and the affiliate is large enough; asked only of long periods.
+ */
+function thresholdGate(pool: Pool, options: StandingsOptions): (affiliateId: number) => () => Promise<boolean> {
+  if (options.plans === "rollup") return () => async () => false;
+  const recorded = migrationRecordedReader(pool, MONTHLY_TOTAL_INDEXES_MIGRATION);
+  const users = new AffiliateUsers(pool);
+  return (affiliateId) => async () => (await recorded()) && (await users.count(affiliateId)) >= THRESHOLD_MIN_USERS;
 }
 
 /**
@@ -39,7 +46,7 @@ export function mariadbStandings(
   options: StandingsOptions = {},
 ): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const threshold = thresholdReader(pool, options);
+  const threshold = thresholdGate(pool, options);
   const periods = guardedPeriods(horizons);
   return {
     topUsers: async (affiliateId, start, end, limit, rankBy) =>
@@ -50,7 +57,7 @@ export function mariadbStandings(
         limit,
         rankBy,
         await weighted(),
-        await threshold(),
+        threshold(affiliateId),
       ),
     keyed: {
       boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
@@ -61,7 +68,7 @@ export function mariadbStandings(
           limit,
           rankBy,
           await weighted(),
-          await threshold(),
+          threshold(affiliateId),
         ),
       userKeys: (externalIds) => userKeysOf(pool, externalIds),
       totalsOf: async (affiliateId, start, end, userKeys) =>
@@ -82,12 +89,12 @@ export function causalStandings(
   horizons: HorizonWatch = new HorizonWatch(pool),
 ): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const threshold = thresholdReader(pool, {});
+  const threshold = thresholdGate(pool, {});
   const periods = guardedPeriods(horizons);
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
       const column = await weighted();
-      const thresholdPlan = await threshold();
+      const thresholdPlan = threshold(affiliateId);
       const ranges = await periods(affiliateId, start, end);
       const connection = await pool.getConnection();
       let waiting = false;
