@@ -48,7 +48,9 @@ export function leaderboardRpc(
       const fields = requestFields(request);
       let answer: TopWagersAnswer;
       try {
-        answer = await answerPeriodRequest(leaderboard, caller, fields.values, fields.violations);
+        // A cached answer comes at once, without a promise to wait for (as on REST).
+        const answering = answerPeriodRequest(leaderboard, caller, fields.values, fields.violations);
+        answer = answering instanceof Promise ? await answering : answering;
       } catch (reason) {
         // connect-es renders what a handler throws: the domain's errors go through the catalogue first.
         throw fromDomain(reason);
