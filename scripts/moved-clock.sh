@@ -50,7 +50,9 @@ done
 
 mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --auth-root-authentication-method=normal \
   --skip-test-db >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
-faketime -f "$offset" mariadbd --no-defaults --datadir="$dir/data" --port="$port" --socket="$dir/sock" \
+# libfaketime's own variables on mariadbd itself (as `faketime -f` sets them), not the faketime wrapper: the wrapper
+# forks, so its PID is not the server's and stopping it would leave mariadbd running.
+env LD_PRELOAD='/usr/$LIB/faketime/libfaketime.so.1' FAKETIME="$offset" mariadbd --no-defaults --datadir="$dir/data" --port="$port" --socket="$dir/sock" \
   --bind-address=127.0.0.1 --user=root --skip-log-bin --max-connections=1000 >"$dir/mariadb.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
