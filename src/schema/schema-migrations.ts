@@ -22,6 +22,7 @@ import {
   CORE_TABLES,
   HALF_MONTH_TOTALS,
   INSTANCES,
+  MONTHLY_RANKING_INDEX,
   MONTHLY_TOTAL_INDEXES,
   PUBLISHABLE_KEYS,
   RETENTION_HOLDS,
@@ -192,6 +193,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 24,
     name: "each month's totals indexed by affiliate, month and total (plain and weighted)",
     statements: MONTHLY_TOTAL_INDEXES,
+  },
+  {
+    version: 25,
+    name: "one index of each month's totals for both rankings",
+    statements: MONTHLY_RANKING_INDEX,
   },
 ];
 

@@ -2,7 +2,7 @@
  * How boards were answered in this process, by plan: `threshold` (a long period read month by month, best rows
  * first, until the rest cannot reach the board: ../boards/sql/threshold-board.ts), `rollup` (every user's rows of
  * the period summed: periods of fewer than 3 whole months, affiliates of fewer than 500 users, and databases
- * before migration 24) and `fallback` (the
+ * before migration 25) and `fallback` (the
  * threshold plan tried and gave up, then the rollup plan). Counted by the boards' statements, exported as
  * `topwagers_board_plan_total` (../platform/observability/metrics.ts). One tally per process: every app in it
  * shares the database's boards.

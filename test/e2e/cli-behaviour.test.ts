@@ -194,6 +194,7 @@ describe("--json prints one JSON document on stdout", () => {
     { version: 22, name: "retention held per affiliate by its races that are not final" },
     { version: 23, name: "every process registers itself, and how far retention has deleted" },
     { version: 24, name: "each month's totals indexed by affiliate, month and total (plain and weighted)" },
+    { version: 25, name: "one index of each month's totals for both rankings" },
   ];
   const latest = Math.max(...migrations.map((m) => m.version));
 

@@ -71,9 +71,12 @@ describe("monthsAndEdges", () => {
   });
 });
 
-/** One month's rows (user, value above 0) and the edges' sum per user. */
+/**
+ * One month's rows and the edges' sum per user. A row is read in the order of its key (the plain total) and counts
+ * its value: the plain total itself, or a weighted total, never above the plain one.
+ */
 interface Instance {
-  readonly months: readonly (readonly [user: number, value: bigint][])[];
+  readonly months: readonly (readonly (readonly [user: number, key: bigint, value: bigint])[])[];
   readonly edge: ReadonlyMap<number, bigint>;
   readonly k: number;
 }
@@ -83,23 +86,34 @@ const USERS = 40;
 const instance = fc
   .record({
     months: fc.array(
-      fc.array(fc.tuple(fc.integer({ min: 0, max: USERS - 1 }), fc.constantFrom(1n, 2n, 3n, 5n, 8n, 40n, 100n)), {
-        maxLength: 30,
-      }),
+      fc.array(
+        fc.tuple(
+          fc.integer({ min: 0, max: USERS - 1 }),
+          fc.constantFrom(1n, 2n, 3n, 5n, 8n, 40n, 100n),
+          // The weight in quarters: 4 (full) most often, down to 0.
+          fc.constantFrom(4n, 4n, 4n, 2n, 1n, 0n),
+        ),
+        { maxLength: 30 },
+      ),
       { minLength: 1, maxLength: 8 },
     ),
     edge: fc.array(fc.tuple(fc.integer({ min: 0, max: USERS - 1 }), fc.constantFrom(-3n, -1n, 1n, 2n, 7n, 50n)), {
       maxLength: 20,
     }),
     k: fc.integer({ min: 1, max: 12 }),
+    weighted: fc.boolean(),
   })
-  .map(({ months, edge, k }): Instance => {
-    // One row per user and month, as in the rollup.
-    const rows = months.map((m) => [...new Map<number, bigint>(m)]);
+  .map(({ months, edge, k, weighted }): Instance => {
+    // One row per user and month, as in the rollup; ranked by the plain total, or by the weighted one.
+    const rows = months.map((m) => [
+      ...new Map(
+        m.map(([user, key, quarters]) => [user, [user, key, weighted ? (key * quarters) / 4n : key] as const]),
+      ).values(),
+    ]);
     const edges = new Map<number, bigint>(edge);
     // An edge never takes more than the user's months hold (a subtracted piece lies inside an added month).
     for (const [user, value] of edges) {
-      const held = rows.reduce((sum, m) => sum + (new Map(m).get(user) ?? 0n), 0n);
+      const held = rows.reduce((sum, m) => sum + (m.find(([u]) => u === user)?.[2] ?? 0n), 0n);
       if (held + value < 0n) edges.set(user, -held);
     }
     return { months: rows, edge: edges, k };
@@ -119,21 +133,21 @@ function board(totals: ReadonlyMap<number, bigint>, users: Iterable<number>, k: 
 /** The three phases as the SQL module runs them; undefined when it would fall back (fewer than k users above 0). */
 function contendersOf(
   { months, edge, k }: Instance,
-  tieOrder: (a: [number, bigint], b: [number, bigint]) => number,
+  tieOrder: (a: readonly [number, ...bigint[]], b: readonly [number, ...bigint[]]) => number,
 ): number[] | undefined {
   const sorted = months.map((rows) =>
     [...rows].sort((a, b) => (a[1] === b[1] ? tieOrder(a, b) : a[1] > b[1] ? -1 : 1)),
   );
   const lists = new MonthLists(months.length, edge);
   sorted.forEach((rows, m) => {
-    for (const [user, value] of rows.slice(0, k)) lists.add(m, user, value);
+    for (const [user, , value] of rows.slice(0, k)) lists.add(m, user, value);
   });
   const open = sorted.map((rows, m) => [rows, m] as const).filter(([, m]) => lists.rowsIn(m) >= k);
   if (open.length === 0) return lists.everyUser();
   const tau1 = lists.kthLowerBound(k);
   if (tau1 === undefined) return undefined;
   const floor = secondPhaseFloor(tau1, months.length);
-  for (const [rows, m] of open) for (const [user, value] of rows) if (value >= floor) lists.add(m, user, value);
+  for (const [rows, m] of open) for (const [user, key, value] of rows) if (key >= floor) lists.add(m, user, value);
   return lists.contenders(lists.kthLowerBound(k) ?? tau1, floor);
 }
 
@@ -143,7 +157,7 @@ describe("the threshold plan's contenders", () => {
       fc.property(instance, fc.boolean(), (inst, userOrder) => {
         const totals = new Map<number, bigint>();
         for (const rows of inst.months)
-          for (const [user, value] of rows) totals.set(user, (totals.get(user) ?? 0n) + value);
+          for (const [user, , value] of rows) totals.set(user, (totals.get(user) ?? 0n) + value);
         for (const [user, value] of inst.edge) totals.set(user, (totals.get(user) ?? 0n) + value);
         // The index reads equal totals in some order of its own: either way, the answer is the same.
         const contenders = contendersOf(inst, (a, b) => (userOrder ? a[0] - b[0] : b[0] - a[0]));

@@ -6,7 +6,9 @@
  *
  * A period is its whole months (each one list: the month's rows of the affiliate, best first) plus its
  * ragged edges, whose sums per user are read in full (`edge`): a user's total is exactly edge + the sum
- * of their monthly rows, and a monthly row is never negative.
+ * of their monthly rows, and a monthly row is never negative. A list may be read in the order of a key that
+ * is never below the value (the weighted ranking reads the months by plain total): "a row at or above the
+ * floor" then means its key, and every row left unread is below the floor in value too.
  *
  * 1. Read the best `k` rows of each month. Every user's lower bound is edge + the rows seen; τ1 is the
  *    k-th best lower bound.

@@ -188,7 +188,7 @@ const THRESHOLD_MIN_MONTHS = 3;
 
 /**
  * topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold).
- * `threshold`: whether a long period may be answered by the threshold plan (migration 24's indexes are there, and
+ * `threshold`: whether a long period may be answered by the threshold plan (migration 25's index is there, and
  * the affiliate is large: asked only of long periods); it gives the same board (the same users, totals and order)
  * reading a few rows per month instead of all.
  */

@@ -12,25 +12,25 @@ import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
 import { topUsersFromBuckets } from "./leaderboard-queries.js";
 import { AffiliateUsers, THRESHOLD_MIN_USERS } from "./threshold-board.js";
 
-/** The migration whose indexes the threshold plan reads (../../schema/schema-migrations.ts). */
-const MONTHLY_TOTAL_INDEXES_MIGRATION = 24;
+/** The migration whose index the threshold plan reads (../../schema/schema-migrations.ts). */
+const MONTHLY_RANKING_INDEX_MIGRATION = 25;
 
 export interface StandingsOptions {
   /**
    * `auto` (the default): a long period of an affiliate of THRESHOLD_MIN_USERS users or more is answered by the
-   * threshold plan once migration 24 is recorded (./threshold-board.ts); `rollup`: always by summing the period's
+   * threshold plan once migration 25 is recorded (./threshold-board.ts); `rollup`: always by summing the period's
    * rollup rows (benches compare the two).
    */
   readonly plans?: "auto" | "rollup";
 }
 
 /**
- * Whether a long period of an affiliate may use the threshold plan: migration 24 is recorded (asked of the schema
+ * Whether a long period of an affiliate may use the threshold plan: migration 25 is recorded (asked of the schema
  * record, like the weighted column) and the affiliate is large enough; asked only of long periods.
  */
 function thresholdGate(pool: Pool, options: StandingsOptions): (affiliateId: number) => () => Promise<boolean> {
   if (options.plans === "rollup") return () => async () => false;
-  const recorded = migrationRecordedReader(pool, MONTHLY_TOTAL_INDEXES_MIGRATION);
+  const recorded = migrationRecordedReader(pool, MONTHLY_RANKING_INDEX_MIGRATION);
   const users = new AffiliateUsers(pool);
   return (affiliateId) => async () => (await recorded()) && (await users.count(affiliateId)) >= THRESHOLD_MIN_USERS;
 }

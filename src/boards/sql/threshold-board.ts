@@ -1,6 +1,6 @@
 /**
  * A long period's board without summing every user of every month: the three reads of the proof in
- * ../core/threshold-plan.ts over the monthly rollup's indexes by total (migration 24), then the
+ * ../core/threshold-plan.ts over the monthly rollup's index by total (migration 25), then the
  * contenders' exact totals and order by the board's usual last statement (./leaderboard-queries.ts).
  * Where the reads would grow past what the usual plan reads, it gives up and says so (`fallback`): the
  * caller answers by the usual plan.
@@ -8,16 +8,19 @@
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import { decimalOfScaled, MonthLists, scaledDecimal, secondPhaseFloor } from "../core/threshold-plan.js";
 
-/** The ranking column of the monthly rollup, its index by that column, and its scale. */
+/**
+ * The ranking value's column of the monthly rollup and its scale. Both rankings read the months' rows in the order
+ * of migration 25's index, by plain total: a row's weighted total never exceeds its plain one, so the rows below a
+ * plain floor are below it in either value.
+ */
 export interface RankedColumn {
   readonly column: "total" | "weighted_sum";
-  readonly index: "ix_monthly_by_total" | "ix_monthly_by_weighted";
   readonly scale: 8 | 12;
 }
 
 export const RANKED_COLUMNS: Readonly<Record<"total" | "weighted_sum", RankedColumn>> = {
-  total: { column: "total", index: "ix_monthly_by_total", scale: 8 },
-  weighted_sum: { column: "weighted_sum", index: "ix_monthly_by_weighted", scale: 12 },
+  total: { column: "total", scale: 8 },
+  weighted_sum: { column: "weighted_sum", scale: 12 },
 };
 
 /**
@@ -61,12 +64,12 @@ export async function thresholdContenders(
   const lists = new MonthLists(months.length, edge);
   // No month holds a row of the affiliate (the period's months all lie after its last): the edges say it all.
   if (months.length === 0) return contendersOrNot(lists.everyUser(), []);
-  // First read: the best `limit` rows of each month, from its index, in one statement.
+  // First read: the best `limit` rows of each month by plain total, from the index, in one statement.
   const best = months
     .map(
       () =>
-        `(SELECT ? AS m, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (${ranked.index})
-           WHERE affiliate_id = ? AND bucket = ? ORDER BY ${ranked.column} DESC LIMIT ?)`,
+        `(SELECT ? AS m, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (ix_monthly_ranked)
+           WHERE affiliate_id = ? AND bucket = ? ORDER BY total DESC LIMIT ?)`,
     )
     .join(" UNION ALL ");
   const [first] = await pool.query<RowDataPacket[]>(
@@ -79,11 +82,11 @@ export async function thresholdContenders(
   if (open.length === 0) return contendersOrNot(lists.everyUser(), monthsWithRows);
   const tau1 = lists.kthLowerBound(limit);
   if (tau1 === undefined) return { ok: false, reason: "few_users" };
-  // Second read: every row at or above the floor in each month not read to its end.
+  // Second read: every row whose plain total is at or above the floor in each month not read to its end.
   const floor = secondPhaseFloor(tau1, months.length);
   const [second] = await pool.query<RowDataPacket[]>(
-    `SELECT bucket, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (${ranked.index})
-      WHERE affiliate_id = ? AND bucket IN (?) AND ${ranked.column} >= CAST(? AS DECIMAL(65,12)) LIMIT ?`,
+    `SELECT bucket, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (ix_monthly_ranked)
+      WHERE affiliate_id = ? AND bucket IN (?) AND total >= CAST(? AS DECIMAL(65,12)) LIMIT ?`,
     [affiliateId, open.map((m) => months[m]), decimalOfScaled(floor, ranked.scale), SECOND_READ_ROWS + 1],
   );
   if (second.length > SECOND_READ_ROWS) return { ok: false, reason: "too_many_rows" };

@@ -140,7 +140,7 @@ function registryWithCalls(calls: CallTable): Registry {
     help:
       "Boards computed from the database, by plan: threshold (a long period read month by month, best rows first, " +
       "until the rest cannot reach the board), rollup (every user's rows of the period summed: shorter periods, " +
-      "affiliates of fewer than 500 users, and before migration 24), fallback (the threshold plan gave up, then rollup). Counts every board of the process.",
+      "affiliates of fewer than 500 users, and before migration 25), fallback (the threshold plan gave up, then rollup). Counts every board of the process.",
     labelNames: ["plan"],
     registers: [registry],
     collect() {
