@@ -208,18 +208,20 @@ describe("the standings pick the plan by the affiliate's users", () => {
     const [big, mid, , wide] = affiliates as [number, number, number, number];
     const year: [number, number] = [Date.UTC(2025, 5, 1) / 1000, Date.UTC(2026, 5, 1) / 1000 - 1];
     const month: [number, number] = [Date.UTC(2025, 5, 1) / 1000, Date.UTC(2025, 6, 1) / 1000 - 1];
-    const plan = async (affiliateId: number, [start, end]: [number, number]) => {
+    const plan = async (affiliateId: number, [start, end]: [number, number], rankBy: RankBy = "wagered") => {
       const before = boardPlansTaken();
-      const board = await standings.topUsers(affiliateId, start, end, 10, "wagered");
-      const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, 10, "wagered");
-      expect(board.map((r) => [r.userExternalId, canonicalDecimal(r.total)])).toEqual(
-        naive.map((r) => [r.userExternalId, canonicalDecimal(r.total)]),
-      );
+      const board = await standings.topUsers(affiliateId, start, end, 10, rankBy);
+      const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, 10, rankBy);
+      const exact = (rows: typeof naive) =>
+        rows.map((r) => [r.userExternalId, canonicalDecimal(r.total), canonicalDecimal(r.weightedTotal)]);
+      expect(exact(board)).toEqual(exact(naive));
       const after = boardPlansTaken();
       return (["threshold", "rollup", "fallback"] as const).filter((p) => after[p] > before[p]);
     };
     expect(await plan(wide, year)).toEqual(["threshold"]);
     expect(await plan(wide, month)).toEqual(["rollup"]);
+    // A weighted month: the index orders it by plain total, which bounds the weighted one.
+    expect(await plan(wide, month, "weighted")).toEqual(["threshold"]);
     expect(await plan(big, year)).toEqual(["rollup"]);
     expect(await plan(mid, year)).toEqual(["rollup"]);
     // An end as late as the contract allows (10^11 s, the year 5138): the months after the affiliate's last row are not

@@ -130,11 +130,11 @@ function board(totals: ReadonlyMap<number, bigint>, users: Iterable<number>, k: 
     .slice(0, k);
 }
 
-/** The three phases as the SQL module runs them; undefined when it would fall back (fewer than k users above 0). */
+/** The three phases as the SQL module runs them. */
 function contendersOf(
   { months, edge, k }: Instance,
   tieOrder: (a: readonly [number, ...bigint[]], b: readonly [number, ...bigint[]]) => number,
-): number[] | undefined {
+): number[] {
   const sorted = months.map((rows) =>
     [...rows].sort((a, b) => (a[1] === b[1] ? tieOrder(a, b) : a[1] > b[1] ? -1 : 1)),
   );
@@ -145,9 +145,10 @@ function contendersOf(
   const open = sorted.map((rows, m) => [rows, m] as const).filter(([, m]) => lists.rowsIn(m) >= k);
   if (open.length === 0) return lists.everyUser();
   const tau1 = lists.kthLowerBound(k);
-  if (tau1 === undefined) return undefined;
-  const floor = secondPhaseFloor(tau1, months.length);
+  // Fewer than k users above 0 in the best rows: every row of the open months is read, every user is known.
+  const floor = tau1 === undefined ? 0n : secondPhaseFloor(tau1, months.length);
   for (const [rows, m] of open) for (const [user, key, value] of rows) if (key >= floor) lists.add(m, user, value);
+  if (tau1 === undefined) return lists.everyUser();
   return lists.contenders(lists.kthLowerBound(k) ?? tau1, floor);
 }
 
@@ -162,8 +163,6 @@ describe("the threshold plan's contenders", () => {
         // The index reads equal totals in some order of its own: either way, the answer is the same.
         const contenders = contendersOf(inst, (a, b) => (userOrder ? a[0] - b[0] : b[0] - a[0]));
         const everyone = board(totals, totals.keys(), inst.k);
-        // Fewer than k users with a positive lower bound: the plan gives up and the usual plan answers.
-        if (contenders === undefined) return;
         expect(new Set(contenders).size).toBe(contenders.length);
         expect(board(totals, contenders, inst.k)).toEqual(everyone);
       }),

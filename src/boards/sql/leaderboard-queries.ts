@@ -204,7 +204,12 @@ export async function keyedTopUsersFromBuckets(
   if (ranges.length === 0) return [];
   const source = SOURCES[weighted];
   const { months, edges } = monthsAndEdges(ranges);
-  const long = months.length >= THRESHOLD_MIN_MONTHS && (rankBy === "wagered" || weighted === "weighted_sum");
+  // A weighted board of one whole month too: migration 25's index orders a month by plain total, so the month's
+  // weighted board would sort every row of the month; read by plain total, it stops after a few.
+  const oneWeightedMonth = rankBy === "weighted" && months.length === 1 && edges.length === 0;
+  const long =
+    (months.length >= THRESHOLD_MIN_MONTHS || oneWeightedMonth) &&
+    (rankBy === "wagered" || weighted === "weighted_sum");
   if (long && (typeof threshold === "boolean" ? threshold : await threshold())) {
     const ranked = RANKED_COLUMNS[rankBy === "weighted" ? "weighted_sum" : "total"];
     const answer = await thresholdContenders(pool, {

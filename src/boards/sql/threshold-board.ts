@@ -48,7 +48,7 @@ export interface ThresholdQuery {
  */
 export type ThresholdAnswer =
   | { readonly ok: true; readonly users: number[]; readonly monthsWithRows: number[] }
-  | { readonly ok: false; readonly reason: "few_users" | "too_many_rows" | "too_many_contenders" };
+  | { readonly ok: false; readonly reason: "too_many_rows" | "too_many_contenders" };
 
 export async function thresholdContenders(
   pool: Pool | PoolConnection,
@@ -81,9 +81,10 @@ export async function thresholdContenders(
   const monthsWithRows = months.filter((_, m) => lists.rowsIn(m) > 0);
   if (open.length === 0) return contendersOrNot(lists.everyUser(), monthsWithRows);
   const tau1 = lists.kthLowerBound(limit);
-  if (tau1 === undefined) return { ok: false, reason: "few_users" };
+  // Fewer than k users above 0 in the best rows (weighted totals of 0 among them): the second read takes every row
+  // of the open months (floor 0), and then every user of the period is known.
   // Second read: every row whose plain total is at or above the floor in each month not read to its end.
-  const floor = secondPhaseFloor(tau1, months.length);
+  const floor = tau1 === undefined ? 0n : secondPhaseFloor(tau1, months.length);
   const [second] = await pool.query<RowDataPacket[]>(
     `SELECT bucket, user_id, ${ranked.column} AS v FROM wager_monthly FORCE INDEX (ix_monthly_ranked)
       WHERE affiliate_id = ? AND bucket IN (?) AND total >= CAST(? AS DECIMAL(65,12)) LIMIT ?`,
@@ -94,6 +95,7 @@ export async function thresholdContenders(
   for (const row of second) {
     lists.add(monthOf.get(Number(row.bucket)) ?? -1, Number(row.user_id), scaledDecimal(String(row.v), ranked.scale));
   }
+  if (tau1 === undefined) return contendersOrNot(lists.everyUser(), monthsWithRows);
   return contendersOrNot(lists.contenders(lists.kthLowerBound(limit) ?? tau1, floor), monthsWithRows);
 }
 
