@@ -19,6 +19,7 @@ import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Heartbeat, startInstanceHeartbeat } from "../../src/jobs/instance-heartbeat.js";
 import { createLogger } from "../../src/platform/logger.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/schema/schema-migrations.js";
 import { DAY, dayStart } from "../../src/values/calendar.js";
 import { type CliResult, closed, collectOutput, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
@@ -161,7 +162,8 @@ describe("retention beside the real older releases", () => {
   it("0.1.0 connected: nothing is pruned, both answer the same; stopped: the horizon holds, cached answers go", async () => {
     const old = await server({}, release("0.1.0"));
     current = await server({ WAGER_RETENTION_DAYS: "30", RETENTION_EVERY_S: "1" });
-    expect(await readyz(old)).toEqual({ status: 200, body: { status: "ready", schemaVersion: 23 } });
+    // 0.1.0 reads the newest version recorded in schema_migrations, this build's latest, and serves beside it.
+    expect(await readyz(old)).toEqual({ status: 200, body: { status: "ready", schemaVersion: LATEST_SCHEMA_VERSION } });
     expect(await board(old)).toEqual(ANSWERED);
     expect(await board(current)).toEqual(ANSWERED);
 
