@@ -9,7 +9,7 @@
  * migration 24 is recorded); `plan` says which plan answered the auto runs.
  *
  *   npm run bench -- query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]
- *                          [--periods all|long]
+ *                          [--periods all|long] [--months 12]
  *
  * `--periods long`: only the month and the long periods (12 months aligned and misaligned, all time).
  *
@@ -31,14 +31,16 @@ import { fmt, machineDescription, percentile, table } from "./support.js";
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "mysql://root@127.0.0.1:3306/topwagers_bench";
 
-export function databaseUrl(wagers: number): string {
+export function databaseUrl(wagers: number, months = 12): string {
   const url = new URL(SERVER_URL);
-  url.pathname = `/topwagers_bench_${wagers >= 1e6 && wagers % 1e6 === 0 ? `${wagers / 1e6}m` : wagers}`;
+  const size = wagers >= 1e6 && wagers % 1e6 === 0 ? `${wagers / 1e6}m` : String(wagers);
+  // 12 months (the research data set's span) keeps the name every earlier run seeded.
+  url.pathname = `/topwagers_bench_${size}${months === 12 ? "" : `_${months}mo`}`;
   return url.toString();
 }
 
 /** Seeds the database for this size unless a previous run finished seeding it. */
-export async function ensureSeeded(url: string, wagers: number): Promise<void> {
+export async function ensureSeeded(url: string, wagers: number, months = 12): Promise<void> {
   const { database, ...server } = connectionOptions(url);
   const admin = await mysql.createConnection(server);
   try {
@@ -59,7 +61,10 @@ export async function ensureSeeded(url: string, wagers: number): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [cli, "seed", "--seed", "42", "--wagers", String(wagers), "--affiliates", "2000", "--end", "1795323600"],
+      [
+        ...[cli, "seed", "--seed", "42", "--wagers", String(wagers), "--affiliates", "2000"],
+        ...["--months", String(months), "--end", "1795323600"],
+      ],
       {
         env: { ...process.env, DATABASE_URL: url },
         stdio: ["ignore", "inherit", "inherit"],
@@ -159,15 +164,18 @@ export async function runQueryBench(args: string[]): Promise<void> {
       runs: { type: "string", default: "20" },
       "naive-runs": { type: "string", default: "5" },
       periods: { type: "string", default: "all" },
+      // The seed's span in calendar months, ending in November 2026: 24 makes "all time" (from 2 December 2024) whole.
+      months: { type: "string", default: "12" },
     },
   });
+  const months = Number(values.months);
   const periods = values.periods === "long" ? "long" : "all";
   const wagers = Number(values.wagers);
   const compareWagers = Number(values["compare-wagers"]);
   const runs = Number(values.runs);
   const naiveRuns = Number(values["naive-runs"]);
-  const mainUrl = databaseUrl(wagers);
-  await ensureSeeded(mainUrl, wagers);
+  const mainUrl = databaseUrl(wagers, months);
+  await ensureSeeded(mainUrl, wagers, months);
   const data = await describeDataset(mainUrl);
   const leaderboard = new Leaderboard({
     standings: mariadbStandings(data.db.read),
@@ -231,8 +239,8 @@ export async function runQueryBench(args: string[]): Promise<void> {
     // Same affiliate rank and periods on a 10x smaller data set: cost should follow active users, not wagers.
     const scaleRows: (string | number)[][] = [];
     if (compareWagers > 0 && compareWagers !== wagers) {
-      const smallUrl = databaseUrl(compareWagers);
-      await ensureSeeded(smallUrl, compareWagers);
+      const smallUrl = databaseUrl(compareWagers, months);
+      await ensureSeeded(smallUrl, compareWagers, months);
       const small = await describeDataset(smallUrl);
       const smallBoard = new Leaderboard({
         standings: mariadbStandings(small.db.read),
@@ -271,9 +279,9 @@ export async function runQueryBench(args: string[]): Promise<void> {
     process.stdout.write(
       [
         "",
-        `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns} --periods ${periods}`,
+        `command: npm run bench -- query --wagers ${wagers} --compare-wagers ${compareWagers} --runs ${runs} --naive-runs ${naiveRuns} --periods ${periods} --months ${months}`,
         `machine: ${await machineDescription(mainUrl)}`,
-        `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000 --end 1795323600); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
+        `data: ${fmtCount(wagers)} wagers (npm run cli -- seed --seed 42 --wagers ${wagers} --affiliates 2000 --months ${months} --end 1795323600); month = ${new Date(data.month.start * 1000).toISOString().slice(0, 7)}`,
         "latency p50 / p95 in ms, cache off, client and server on the same 2 cores; plain / weighted = ranked by the plain / weighted total;",
         "rollup = the plan summing every user's rows of the period (forced); auto = the plan the service picks, `plan` says which answered",
         "(each answer carries both totals); naive = one GROUP BY over raw wagers with the weight applied, ranked by weight (N=10)",
