@@ -123,7 +123,13 @@ const servedBoard = (a: number, s: number, e: number, n: number, r: RankBy) =>
 
 /** A board read from the stored weighted column (`weighted_sum`), whatever migration 12's state. */
 const storedColumnBoard = (a: number, s: number, e: number, n: number, r: RankBy) =>
-  topUsersFromBuckets(database.db.read, a, bucketRanges(s, e), n, r, "weighted_sum");
+  topUsersFromBuckets(database.db.read, {
+    affiliateId: a,
+    ranges: bucketRanges(s, e),
+    limit: n,
+    rankBy: r,
+    weighted: "weighted_sum",
+  });
 
 /** Every board of every affiliate and period, ranked both ways, as the store answers and as the naive query does. */
 async function boardsAgainstNaive(

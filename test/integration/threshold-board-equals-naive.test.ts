@@ -7,13 +7,13 @@
  * take part; few distinct amounts and weights make equal totals cross the cut often.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keyedTopUsersFromBuckets } from "../../src/boards/sql/leaderboard-queries.js";
+import { type BoardScope, keyedTopUsersFromBuckets } from "../../src/boards/sql/leaderboard-queries.js";
 import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
 import { THRESHOLD_MIN_USERS } from "../../src/boards/sql/threshold-board.js";
 import { mulberry32 } from "../../src/ingest/core/seed-data.js";
 import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
 import { voidWagerBatch } from "../../src/ingest/sql/voids.js";
-import { boardPlansTaken } from "../../src/values/board-plans.js";
+import { BOARD_PLANS, boardPlansTaken } from "../../src/values/board-plans.js";
 import { EARLIEST_PERIOD_START } from "../../src/values/calendar.js";
 import { canonicalDecimal } from "../../src/values/decimal.js";
 import type { WagerRecord } from "../../src/values/records.js";
@@ -139,6 +139,13 @@ function randomPeriod(): [number, number] {
   return [DATA_TO + 86_400 + (start % 86_400), DATA_TO + Math.floor(months * MONTH)];
 }
 
+const SCOPES: readonly BoardScope[] = [
+  { kind: "large" },
+  { kind: "usual" },
+  { kind: "small", months: new Map(), rawHeldFrom: Number.POSITIVE_INFINITY },
+  { kind: "small", months: new Map(), rawHeldFrom: 0 },
+];
+
 /** Checks `count` random boards against the naive GROUP BY; returns how many were answered by each plan. */
 async function checkBoards(count: number): Promise<Record<string, number>> {
   const before = boardPlansTaken();
@@ -148,15 +155,6 @@ async function checkBoards(count: number): Promise<Record<string, number>> {
     const limit = next() < 0.5 ? pick([1, 2, 3, 5, 10]) : 1 + Math.floor(next() * 100);
     const rankBy: RankBy = next() < 0.5 ? "wagered" : "weighted";
     const naive = await topUsersFromRawWagers(database.db.read, affiliateId, start, end, limit, rankBy);
-    const board = await keyedTopUsersFromBuckets(
-      database.db.read,
-      affiliateId,
-      bucketRanges(start, end),
-      limit,
-      rankBy,
-      "weighted_sum",
-      true,
-    );
     const exact = (rows: typeof naive) =>
       rows.map((r) => [
         r.userExternalId,
@@ -165,9 +163,23 @@ async function checkBoards(count: number): Promise<Record<string, number>> {
         canonicalDecimal(r.total),
         canonicalDecimal(r.weightedTotal),
       ]);
-    expect(exact(board), `seed ${SEED}: [${start}, ${end}] N=${limit} affiliate ${affiliateId} by ${rankBy}`).toEqual(
-      exact(naive),
-    );
+    // Every plan on the same board: the threshold plan (large), the usual two statements, and a small affiliate's
+    // one statement over the period's pieces (raw wagers never held) and over its raw wagers (an empty profile
+    // estimates no raw wager: raw always reads less).
+    for (const scope of SCOPES) {
+      const board = await keyedTopUsersFromBuckets(database.db.read, {
+        affiliateId,
+        ranges: bucketRanges(start, end),
+        limit,
+        rankBy,
+        weighted: "weighted_sum",
+        scope,
+      });
+      expect(
+        exact(board),
+        `seed ${SEED}: [${start}, ${end}] N=${limit} affiliate ${affiliateId} by ${rankBy}, ${scope.kind} ${JSON.stringify(scope)}`,
+      ).toEqual(exact(naive));
+    }
   }
   const after = boardPlansTaken();
   return Object.fromEntries(Object.entries(after).map(([plan, n]) => [plan, n - before[plan as keyof typeof after]]));
@@ -178,6 +190,7 @@ describe("the threshold plan equals the naive GROUP BY", () => {
     const plans = await checkBoards(150);
     // Most boards are long periods of the big affiliate: the plan under test answers them.
     expect(plans.threshold).toBeGreaterThan(60);
+    expect(plans).toMatchObject({ small: 150, raw: 150 });
   });
 
   it("after late wagers into past months and voids (applied, and pending before their wager arrives)", async () => {
@@ -199,11 +212,12 @@ describe("the threshold plan equals the naive GROUP BY", () => {
     await addWagers(database.db, late);
     const plans = await checkBoards(150);
     expect(plans.threshold).toBeGreaterThan(60);
+    expect(plans).toMatchObject({ small: 150, raw: 150 });
   });
 });
 
 describe("the standings pick the plan by the affiliate's users", () => {
-  it("the threshold plan for a long period of a large affiliate, the rollup plan for a small one or a short period", async () => {
+  it("the threshold plan for a long period of a large affiliate, the rollup plan for its short periods, one statement for a small one", async () => {
     const standings = mariadbStandings(database.db.read);
     const [big, mid, , wide] = affiliates as [number, number, number, number];
     const year: [number, number] = [Date.UTC(2025, 5, 1) / 1000, Date.UTC(2026, 5, 1) / 1000 - 1];
@@ -216,14 +230,40 @@ describe("the standings pick the plan by the affiliate's users", () => {
         rows.map((r) => [r.userExternalId, canonicalDecimal(r.total), canonicalDecimal(r.weightedTotal)]);
       expect(exact(board)).toEqual(exact(naive));
       const after = boardPlansTaken();
-      return (["threshold", "rollup", "fallback"] as const).filter((p) => after[p] > before[p]);
+      return BOARD_PLANS.filter((p) => after[p] > before[p]);
     };
     expect(await plan(wide, year)).toEqual(["threshold"]);
     expect(await plan(wide, month)).toEqual(["rollup"]);
     // A weighted month: the index orders it by plain total, which bounds the weighted one.
     expect(await plan(wide, month, "weighted")).toEqual(["threshold"]);
-    expect(await plan(big, year)).toEqual(["rollup"]);
-    expect(await plan(mid, year)).toEqual(["rollup"]);
+    // Fewer than THRESHOLD_MIN_USERS users: one statement. A year of "big" (160 users, 9,000 wagers over 30 months)
+    // holds some 3,500 raw wagers and at most 12 × 160 monthly rows: the rollups; ten days and a few hours of "mid"
+    // (40 users, 1,500 wagers) about 20 raw wagers against a statement of 4 pieces: its raw wagers.
+    expect(await plan(big, year)).toEqual(["small"]);
+    expect(await plan(mid, year)).toEqual(["small"]);
+    const tenDays: [number, number] = [Date.UTC(2025, 7, 3, 5, 17) / 1000, Date.UTC(2025, 7, 13, 9, 41) / 1000];
+    expect(await plan(mid, tenDays)).toEqual(["raw"]);
+    expect(await plan(mid, tenDays, "weighted")).toEqual(["raw"]);
+    // Raw wagers before the wager horizon may be deleted: a period starting before it (on a whole hour, as such a
+    // period must) is read from its pieces, whatever they cost; with the horizon back, from raw wagers again.
+    const horizon = Date.UTC(2025, 7, 10) / 1000;
+    const hourAligned: [number, number] = [Date.UTC(2025, 7, 3, 5) / 1000, Date.UTC(2025, 7, 13, 9, 41) / 1000];
+    const [was] = await database.db.write.query<import("mysql2/promise").RowDataPacket[]>(
+      "SELECT horizon FROM retention_horizons WHERE kind = 'wagers'",
+    );
+    expect(was.map((row) => Number(row.horizon))).toEqual([0]);
+    await database.db.write.query("UPDATE retention_horizons SET horizon = ? WHERE kind = 'wagers'", [horizon]);
+    try {
+      const held = mariadbStandings(database.db.read);
+      const before = boardPlansTaken();
+      await held.topUsers(mid, ...hourAligned, 10, "wagered");
+      expect(boardPlansTaken().small).toBe(before.small + 1);
+      await held.topUsers(mid, horizon, hourAligned[1], 10, "wagered");
+      expect(boardPlansTaken().raw).toBe(before.raw + 1);
+    } finally {
+      await database.db.write.query("UPDATE retention_horizons SET horizon = 0 WHERE kind = 'wagers'");
+    }
+    expect(await plan(mid, hourAligned)).toEqual(["raw"]);
     // An end as late as the contract allows (10^11 s, the year 5138): the months after the affiliate's last row are not
     // read, so no statement grows with the period (one subquery per month of it was a 7 MB statement, 12 s, a 503).
     const statements: string[] = [];
@@ -239,15 +279,13 @@ describe("the standings pick the plan by the affiliate's users", () => {
     });
     const far: [number, number] = [Date.UTC(2025, 9, 1) / 1000, 100_000_000_000];
     for (const [start, end] of [far, [DATA_TO + 40 * 86_400, 100_000_000_000] as [number, number]]) {
-      const board = await keyedTopUsersFromBuckets(
-        recording,
-        wide,
-        bucketRanges(start, end),
-        10,
-        "wagered",
-        "weighted_sum",
-        true,
-      );
+      const board = await keyedTopUsersFromBuckets(recording, {
+        affiliateId: wide,
+        ranges: bucketRanges(start, end),
+        limit: 10,
+        weighted: "weighted_sum",
+        scope: { kind: "large" },
+      });
       const naive = await topUsersFromRawWagers(pool, wide, start, end, 10, "wagered");
       expect(board.map((r) => [r.userExternalId, canonicalDecimal(r.total)])).toEqual(
         naive.map((r) => [r.userExternalId, canonicalDecimal(r.total)]),

@@ -8,8 +8,7 @@ import type { WeightedColumn } from "../../ingest/sql/weighted-backfill.js";
 import { classifyDatabaseError } from "../../platform/database/database-errors.js";
 import type { KeyedRow } from "../../ports/standings.js";
 import type { BucketRange } from "../../values/bucket-range.js";
-import type { RankBy } from "../../values/weights.js";
-import { keyedTopUsersFromBuckets, totalsOfListedUsers } from "./leaderboard-queries.js";
+import { type BoardRead, keyedTopUsersFromBuckets, totalsOfListedUsers } from "./leaderboard-queries.js";
 
 /** Users read per statement (the statement's text grows with them). */
 const USERS_PER_READ = 1000;
@@ -37,15 +36,7 @@ export async function totalsOfUsers(
  * out a user that now ranks above a listed one. The connection comes from the pool's own side (on a replica set, the primary; with the
  * primary unreachable, the statements go to the replicas without a transaction).
  */
-export async function boardInOneSnapshot(
-  pool: Pool,
-  affiliateId: number,
-  ranges: readonly BucketRange[],
-  limit: number,
-  rankBy: RankBy,
-  weighted: WeightedColumn,
-  threshold: boolean | (() => Promise<boolean>) = false,
-): Promise<KeyedRow[]> {
+export async function boardInOneSnapshot(pool: Pool, board: BoardRead): Promise<KeyedRow[]> {
   let connection: PoolConnection;
   try {
     connection = await pool.getConnection();
@@ -53,12 +44,12 @@ export async function boardInOneSnapshot(
     if (classifyDatabaseError(error) !== "node_down") throw error;
     // No primary to take a connection from (replicas answer the pool's statements): nothing can commit, so the
     // two statements read the same data without a transaction.
-    return keyedTopUsersFromBuckets(pool, affiliateId, ranges, limit, rankBy, weighted, threshold);
+    return keyedTopUsersFromBuckets(pool, board);
   }
   try {
     await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     await connection.query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
-    const rows = await keyedTopUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, weighted, threshold);
+    const rows = await keyedTopUsersFromBuckets(connection, board);
     await connection.query("COMMIT");
     connection.release();
     return rows;

@@ -11,6 +11,7 @@ import { countBoardPlan } from "../../values/board-plans.js";
 import type { BucketRange, Source } from "../../values/bucket-range.js";
 import { bucketCeil, nextBucketStart } from "../../values/calendar.js";
 import type { RankBy } from "../../values/weights.js";
+import { type MonthlyProfile, smallBoardPieces } from "../core/small-board-plan.js";
 import { monthsAndEdges } from "../core/threshold-plan.js";
 import { RANKED_COLUMNS, thresholdContenders } from "./threshold-board.js";
 
@@ -160,23 +161,48 @@ function toRows(rows: RowDataPacket[]): KeyedRow[] {
 }
 
 /**
+ * How an affiliate's boards may be read, by its size (./standings-store.ts asks it of the affiliate): `usual`,
+ * every period ranked, then its chosen users' totals read (two statements); `large`, a long period by the threshold
+ * plan (./threshold-board.ts); `small`, every period in one statement over its pieces or over the raw wagers,
+ * whichever reads fewer rows by the affiliate's monthly profile (../core/small-board-plan.ts; raw only where the
+ * retention job keeps every raw wager of the period: from `rawHeldFrom` on).
+ */
+export type BoardScope =
+  | { readonly kind: "usual" }
+  | { readonly kind: "large" }
+  | { readonly kind: "small"; readonly months: MonthlyProfile; readonly rawHeldFrom: number };
+
+/** One board to read: the affiliate (internal key), the period's pieces, its size and order. */
+export interface BoardRead {
+  readonly affiliateId: number;
+  readonly ranges: readonly BucketRange[];
+  readonly limit: number;
+  /** By the plain total (the default) or the weighted one. */
+  readonly rankBy?: RankBy;
+  /** The rollups' weighted column: `weighted_sum` only once migration 12 is recorded (the default: `weighted_total`). */
+  readonly weighted?: WeightedColumn;
+  /** `usual` when absent; a function is asked once per board. */
+  readonly scope?: BoardScope | (() => Promise<BoardScope>);
+}
+
+/**
  * The top `limit` users from the rollups plus raw edges, ordered by the plain or the weighted
  * total descending, then username and user id in binary (code point) order, each with both totals.
- * `weighted`: the rollups' weighted column, `weighted_sum` only once migration 12 is recorded.
  *
- * In two steps, so that a board costs one DECIMAL sum per row, as before weights existed: the
+ * The usual plan is two steps, so that a board costs one DECIMAL sum per row, as before weights existed: the
  * ranking value alone is summed over the period's rows for the leading `limit + 1` users (the extra
  * one shows whether a tie crosses the cut; when it does, every user at or above the cut's value is
  * taken, so the username tie-break decides who is in, exactly as a full sort would); then both
  * totals of just those users are read by primary key, joined with users and ordered. Weighted
  * boards with fewer users of a positive weighted total than the limit may also list users whose
- * wagers all had weight 0 (weighted 0): those are read in one pass with both sums (small boards).
+ * wagers all had weight 0 (weighted 0): those are read in one pass with both sums (small boards),
+ * as is every board of a small affiliate (BoardScope).
  * The two statements read two snapshots, as the tie query always did: a write between them can
  * change a chosen user's totals (shown as read by the second) but not who was chosen; the change
  * feed then drops the cached answer and the next read takes the new order.
  */
-export async function topUsersFromBuckets(...board: Parameters<typeof keyedTopUsersFromBuckets>): Promise<RankedRow[]> {
-  const rows = await keyedTopUsersFromBuckets(...board);
+export async function topUsersFromBuckets(pool: Pool | PoolConnection, board: BoardRead): Promise<RankedRow[]> {
+  const rows = await keyedTopUsersFromBuckets(pool, board);
   return rows.map(({ userKey: _key, ...row }) => row);
 }
 
@@ -187,57 +213,30 @@ export async function topUsersFromBuckets(...board: Parameters<typeof keyedTopUs
 const THRESHOLD_MIN_MONTHS = 3;
 
 /**
- * topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold).
- * `threshold`: whether a long period may be answered by the threshold plan (migration 25's index is there, and
- * the affiliate is large: asked only of long periods); it gives the same board (the same users, totals and order)
+ * topUsersFromBuckets with each user's internal key (what boards kept current from the change feed hold). A `large`
+ * affiliate's long period is answered by the threshold plan: the same board (the same users, totals and order)
  * reading a few rows per month instead of all.
  */
-export async function keyedTopUsersFromBuckets(
-  pool: Pool | PoolConnection,
-  affiliateId: number,
-  ranges: readonly BucketRange[],
-  limit: number,
-  rankBy: RankBy = "wagered",
-  weighted: WeightedColumn = "weighted_total",
-  threshold: boolean | (() => Promise<boolean>) = false,
-): Promise<KeyedRow[]> {
+export async function keyedTopUsersFromBuckets(pool: Pool | PoolConnection, board: BoardRead): Promise<KeyedRow[]> {
+  const { affiliateId, ranges, limit, rankBy = "wagered" } = board;
   if (ranges.length === 0) return [];
-  const source = SOURCES[weighted];
+  const source = SOURCES[board.weighted ?? "weighted_total"];
+  const scope = typeof board.scope === "function" ? await board.scope() : (board.scope ?? { kind: "usual" });
+  if (scope.kind === "small") {
+    const read = smallBoardPieces(scope.months, ranges, scope.rawHeldFrom);
+    countBoardPlan(read.source === "raw" ? "raw" : "small");
+    return topUsersSummingBoth(pool, source, affiliateId, read.ranges, limit, rankBy);
+  }
   const { months, edges } = monthsAndEdges(ranges);
   // A weighted board of one whole month too: migration 25's index orders a month by plain total, so the month's
   // weighted board would sort every row of the month; read by plain total, it stops after a few.
   const oneWeightedMonth = rankBy === "weighted" && months.length === 1 && edges.length === 0;
   const long =
     (months.length >= THRESHOLD_MIN_MONTHS || oneWeightedMonth) &&
-    (rankBy === "wagered" || weighted === "weighted_sum");
-  if (long && (typeof threshold === "boolean" ? threshold : await threshold())) {
-    const ranked = RANKED_COLUMNS[rankBy === "weighted" ? "weighted_sum" : "total"];
-    const answer = await thresholdContenders(pool, {
-      affiliateId,
-      months,
-      ranked,
-      edges:
-        edges.length === 0
-          ? undefined
-          : {
-              sql: `SELECT user_id, SUM(r) AS ranked FROM (${edges.map((r) => rankedPiece(source, r, rankBy)).join(" UNION ALL ")}) x GROUP BY user_id`,
-              params: edges.flatMap((r) => [affiliateId, r.from, r.to]),
-            },
-      limit,
-    });
-    countBoardPlan(answer.ok ? "threshold" : "fallback");
-    if (answer.ok) {
-      // The months that hold no row of the affiliate add nothing (before its first users, or the future): the
-      // last statement reads only the others, each run of adjacent months as one piece.
-      const withRows: BucketRange[] = [];
-      for (const month of answer.monthsWithRows) {
-        const previous = withRows.at(-1);
-        const to = nextBucketStart("monthly", month);
-        if (previous?.to === month) withRows[withRows.length - 1] = { ...previous, to };
-        else withRows.push({ source: "monthly", sign: 1, from: month, to });
-      }
-      return boardOfUsers(pool, source, affiliateId, [...withRows, ...edges], answer.users, limit, rankBy);
-    }
+    (rankBy === "wagered" || board.weighted === "weighted_sum");
+  if (long && scope.kind === "large") {
+    const rows = await thresholdBoard(pool, source, { ...board, rankBy }, months, edges);
+    if (rows !== undefined) return rows;
   } else countBoardPlan("rollup");
   const ranking = rankingStatement(source, affiliateId, ranges, rankBy);
   const [leading] = await pool.execute<RowDataPacket[]>(`${ranking.sql} ORDER BY ranked DESC LIMIT ?`, [
@@ -266,6 +265,48 @@ export async function keyedTopUsersFromBuckets(
     limit,
     rankBy,
   );
+}
+
+/**
+ * A large affiliate's long period by the threshold plan (./threshold-board.ts), or undefined when the plan gave up
+ * (counted as `fallback`: the caller answers by the usual plan).
+ */
+async function thresholdBoard(
+  pool: Pool | PoolConnection,
+  source: Sources,
+  board: BoardRead & { readonly rankBy: RankBy },
+  months: readonly number[],
+  edges: readonly BucketRange[],
+): Promise<KeyedRow[] | undefined> {
+  const { affiliateId, limit, rankBy } = board;
+  const ranked = RANKED_COLUMNS[rankBy === "weighted" ? "weighted_sum" : "total"];
+  const answer = await thresholdContenders(pool, {
+    affiliateId,
+    months,
+    ranked,
+    edges:
+      edges.length === 0
+        ? undefined
+        : {
+            sql: `SELECT user_id, SUM(r) AS ranked FROM (${edges.map((r) => rankedPiece(source, r, rankBy)).join(" UNION ALL ")}) x GROUP BY user_id`,
+            params: edges.flatMap((r) => [affiliateId, r.from, r.to]),
+          },
+    limit,
+  });
+  countBoardPlan(answer.ok ? "threshold" : "fallback");
+  if (answer.ok) {
+    // The months that hold no row of the affiliate add nothing (before its first users, or the future): the
+    // last statement reads only the others, each run of adjacent months as one piece.
+    const withRows: BucketRange[] = [];
+    for (const month of answer.monthsWithRows) {
+      const previous = withRows.at(-1);
+      const to = nextBucketStart("monthly", month);
+      if (previous?.to === month) withRows[withRows.length - 1] = { ...previous, to };
+      else withRows.push({ source: "monthly", sign: 1, from: month, to });
+    }
+    return boardOfUsers(pool, source, affiliateId, [...withRows, ...edges], answer.users, limit, rankBy);
+  }
+  return undefined;
 }
 
 /**

@@ -4,35 +4,51 @@
  * services run on the in-memory reference model in tests (test/support/reference-model.ts).
  */
 import type { Pool, PoolConnection } from "mysql2/promise";
-import { guardedPeriods, HorizonWatch } from "../../ingest/sql/retention-horizon.js";
+import { guardedPeriods, HorizonWatch, horizonsOf } from "../../ingest/sql/retention-horizon.js";
 import { weightedColumnReader } from "../../ingest/sql/weighted-backfill.js";
 import { migrationRecordedReader } from "../../platform/database/schema-record.js";
 import type { StandingsStore } from "../../ports/standings.js";
+import type { RankBy } from "../../values/weights.js";
 import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
-import { topUsersFromBuckets } from "./leaderboard-queries.js";
-import { AffiliateUsers, THRESHOLD_MIN_USERS } from "./threshold-board.js";
+import { type BoardScope, topUsersFromBuckets } from "./leaderboard-queries.js";
+import { AffiliateSizes, THRESHOLD_MIN_USERS } from "./threshold-board.js";
 
 /** The migration whose index the threshold plan reads (../../schema/schema-migrations.ts). */
 const MONTHLY_RANKING_INDEX_MIGRATION = 25;
 
 export interface StandingsOptions {
   /**
-   * `auto` (the default): a long period of an affiliate of THRESHOLD_MIN_USERS users or more is answered by the
-   * threshold plan once migration 25 is recorded (./threshold-board.ts); `rollup`: always by summing the period's
-   * rollup rows (benches compare the two).
+   * `auto` (the default): the plan by the affiliate's size (BoardScope in ./leaderboard-queries.ts: one statement for
+   * an affiliate of fewer than THRESHOLD_MIN_USERS users, the threshold plan for a long period of a larger one once
+   * migration 25 is recorded); `rollup`: always the usual two statements over the rollups (benches compare them).
    */
   readonly plans?: "auto" | "rollup";
 }
 
+const USUAL: BoardScope = { kind: "usual" };
+const LARGE: BoardScope = { kind: "large" };
+
 /**
- * Whether a long period of an affiliate may use the threshold plan: migration 25 is recorded (asked of the schema
- * record, like the weighted column) and the affiliate is large enough; asked only of long periods.
+ * How each affiliate's boards may be read: its size read at most every 10 minutes (AffiliateSizes), whether
+ * migration 25 is recorded (asked of the schema record, like the weighted column), and for a small affiliate the
+ * wager horizon that holds for it (raw wagers from it on are all there).
  */
-function thresholdGate(pool: Pool, options: StandingsOptions): (affiliateId: number) => () => Promise<boolean> {
-  if (options.plans === "rollup") return () => async () => false;
+function boardScopes(
+  pool: Pool,
+  horizons: HorizonWatch,
+  options: StandingsOptions,
+): (affiliateId: number) => () => Promise<BoardScope> {
+  if (options.plans === "rollup") return () => async () => USUAL;
   const recorded = migrationRecordedReader(pool, MONTHLY_RANKING_INDEX_MIGRATION);
-  const users = new AffiliateUsers(pool);
-  return (affiliateId) => async () => (await recorded()) && (await users.count(affiliateId)) >= THRESHOLD_MIN_USERS;
+  const sizes = new AffiliateSizes(pool);
+  return (affiliateId) => async () => {
+    const size = await sizes.of(affiliateId);
+    if (size.months !== undefined) {
+      const rawHeldFrom = horizonsOf(await horizons.fresh(), affiliateId).wagers;
+      return { kind: "small", months: size.months, rawHeldFrom };
+    }
+    return size.users >= THRESHOLD_MIN_USERS && (await recorded()) ? LARGE : USUAL;
+  };
 }
 
 /**
@@ -46,30 +62,20 @@ export function mariadbStandings(
   options: StandingsOptions = {},
 ): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const threshold = thresholdGate(pool, options);
+  const scopes = boardScopes(pool, horizons, options);
   const periods = guardedPeriods(horizons);
+  const board = async (affiliateId: number, start: number, end: number, limit: number, rankBy: RankBy) => ({
+    affiliateId,
+    ranges: await periods(affiliateId, start, end),
+    limit,
+    rankBy,
+    weighted: await weighted(),
+    scope: scopes(affiliateId),
+  });
   return {
-    topUsers: async (affiliateId, start, end, limit, rankBy) =>
-      topUsersFromBuckets(
-        pool,
-        affiliateId,
-        await periods(affiliateId, start, end),
-        limit,
-        rankBy,
-        await weighted(),
-        threshold(affiliateId),
-      ),
+    topUsers: async (...query) => topUsersFromBuckets(pool, await board(...query)),
     keyed: {
-      boardWithKeys: async (affiliateId, start, end, limit, rankBy) =>
-        boardInOneSnapshot(
-          pool,
-          affiliateId,
-          await periods(affiliateId, start, end),
-          limit,
-          rankBy,
-          await weighted(),
-          threshold(affiliateId),
-        ),
+      boardWithKeys: async (...query) => boardInOneSnapshot(pool, await board(...query)),
       userKeys: (externalIds) => userKeysOf(pool, externalIds),
       totalsOf: async (affiliateId, start, end, userKeys) =>
         totalsOfUsers(pool, affiliateId, await periods(affiliateId, start, end), userKeys, await weighted()),
@@ -89,13 +95,18 @@ export function causalStandings(
   horizons: HorizonWatch = new HorizonWatch(pool),
 ): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const threshold = thresholdGate(pool, {});
+  const scopes = boardScopes(pool, horizons, {});
   const periods = guardedPeriods(horizons);
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
-      const column = await weighted();
-      const thresholdPlan = threshold(affiliateId);
-      const ranges = await periods(affiliateId, start, end);
+      const board = {
+        affiliateId,
+        ranges: await periods(affiliateId, start, end),
+        limit,
+        rankBy,
+        weighted: await weighted(),
+        scope: scopes(affiliateId),
+      };
       const connection = await pool.getConnection();
       let waiting = false;
       try {
@@ -103,7 +114,7 @@ export function causalStandings(
           await connection.query("SET SESSION wsrep_sync_wait = 1");
           waiting = true;
         }
-        return await topUsersFromBuckets(connection, affiliateId, ranges, limit, rankBy, column, thresholdPlan);
+        return await topUsersFromBuckets(connection, board);
       } finally {
         await releaseAfter(connection, waiting ? "SET SESSION wsrep_sync_wait = 0" : undefined);
       }

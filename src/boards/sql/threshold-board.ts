@@ -6,6 +6,7 @@
  * caller answers by the usual plan.
  */
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
+import type { MonthlyProfile } from "../core/small-board-plan.js";
 import { decimalOfScaled, MonthLists, scaledDecimal, secondPhaseFloor } from "../core/threshold-plan.js";
 
 /**
@@ -129,7 +130,7 @@ function contendersOrNot(users: number[], monthsWithRows: number[]): ThresholdAn
  * Users an affiliate must have for its long periods to be worth the threshold plan: below, summing every user's
  * monthly rows reads a few thousand rows at most and takes fewer statements (on the bench seeds, an affiliate of
  * 23 or 50 users answered 12 months and all time 0.2-0.7 ms faster by the rollup plan; one of 100,000 users 10 to
- * 25 times slower).
+ * 25 times slower). Below it, every board of the affiliate is one statement (../core/small-board-plan.ts).
  */
 export const THRESHOLD_MIN_USERS = 500;
 
@@ -140,27 +141,45 @@ const USERS_COUNTED_FOR_MS = 10 * 60_000;
 const MAX_COUNTED = 100_000;
 
 /**
- * Users per affiliate (those whose affiliate it is now: a measure of the rows its periods hold, never exact, as a
- * user who moved keeps their wagers with the old affiliate), counted at most once every 10 minutes per affiliate:
- * what picks the plan of a long period, never what it answers.
+ * What picks the plan of an affiliate's boards, never what they answer: its users (those whose affiliate it is now:
+ * a measure of the rows its periods hold, never exact, as a user who moved keeps their wagers with the old affiliate)
+ * and, for an affiliate of fewer than THRESHOLD_MIN_USERS users, its monthly rollup's rows and wagers per month
+ * (../core/small-board-plan.ts). Read at most once every 10 minutes per affiliate.
  */
-export class AffiliateUsers {
-  private readonly counted = new Map<number, { readonly users: number; readonly until: number }>();
+export interface AffiliateSize {
+  readonly users: number;
+  /** Only for a small affiliate (fewer than THRESHOLD_MIN_USERS users). */
+  readonly months: MonthlyProfile | undefined;
+}
+
+export class AffiliateSizes {
+  private readonly counted = new Map<number, { readonly size: AffiliateSize; readonly until: number }>();
 
   constructor(
     private readonly pool: Pool | PoolConnection,
     private readonly now: () => number = Date.now,
   ) {}
 
-  async count(affiliateId: number): Promise<number> {
+  async of(affiliateId: number): Promise<AffiliateSize> {
     const held = this.counted.get(affiliateId);
-    if (held !== undefined && held.until > this.now()) return held.users;
+    if (held !== undefined && held.until > this.now()) return held.size;
     const [rows] = await this.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM users WHERE affiliate_id = ?", [
       affiliateId,
     ]);
     const users = Number(rows[0]?.n ?? 0);
+    const size = { users, months: users < THRESHOLD_MIN_USERS ? await this.monthsOf(affiliateId) : undefined };
     if (this.counted.size >= MAX_COUNTED) this.counted.clear();
-    this.counted.set(affiliateId, { users, until: this.now() + USERS_COUNTED_FOR_MS });
-    return users;
+    this.counted.set(affiliateId, { size, until: this.now() + USERS_COUNTED_FOR_MS });
+    return size;
+  }
+
+  /** One range of the monthly rollup's primary key: fewer than THRESHOLD_MIN_USERS rows a month. */
+  private async monthsOf(affiliateId: number): Promise<MonthlyProfile> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT bucket, COUNT(*) AS users, SUM(wagers) AS wagers FROM wager_monthly
+        WHERE affiliate_id = ? GROUP BY bucket`,
+      [affiliateId],
+    );
+    return new Map(rows.map((row) => [Number(row.bucket), { users: Number(row.users), wagers: Number(row.wagers) }]));
   }
 }

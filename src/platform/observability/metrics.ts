@@ -139,8 +139,10 @@ function registryWithCalls(calls: CallTable): Registry {
     name: "topwagers_board_plan_total",
     help:
       "Boards computed from the database, by plan: threshold (a long period read month by month, best rows first, " +
-      "until the rest cannot reach the board), rollup (every user's rows of the period summed: shorter periods, " +
-      "affiliates of fewer than 500 users, and before migration 25), fallback (the threshold plan gave up, then rollup). Counts every board of the process.",
+      "until the rest cannot reach the board), rollup (every user's rows of the period summed, then the chosen " +
+      "users' totals: shorter periods, and before migration 25), fallback (the threshold plan gave up, then rollup), " +
+      "small and raw (an affiliate of fewer than 500 users: one statement over the rollups, or over its raw wagers " +
+      "where those are fewer). Counts every board of the process.",
     labelNames: ["plan"],
     registers: [registry],
     collect() {
