@@ -163,21 +163,41 @@ function routeOf(
 }
 
 /**
+ * The Connect procedures' paths that no route of the table serves: a request on one of them, exactly as
+ * written, goes to connect-es without a scan of the table (whose `serves` and `takes` all ran for every RPC
+ * call before, and twice over HTTP/2: the stream handler's look-up, then the request handler's).
+ */
+export function directProcedurePaths(routes: readonly Route[], procedurePaths: Iterable<string>): ReadonlySet<string> {
+  const direct = new Set<string>();
+  for (const path of procedurePaths) {
+    if (!routes.some((route) => route.path === path || route.serves?.(path) === true)) direct.add(path);
+  }
+  return direct;
+}
+
+/**
  * The port's request handler: the client address is found once, before anything else reads it; then the routes
- * taken `first` on the raw URL, the routing table, and connect-es.
+ * taken `first` on the raw URL, a Connect procedure no route serves (`procedures`, from directProcedurePaths),
+ * the routing table, and connect-es.
  */
 export function routingHandler(
   routes: readonly Route[],
   connect: RequestHandler,
   clientAddress: ReturnType<typeof clientAddressResolver>,
+  procedures: ReadonlySet<string> = new Set(),
 ): RequestHandler {
   const firsts = routes.filter((route) => route.first !== undefined);
   return (req, res) => {
     stampClientAddress(req, clientAddress);
+    const url = req.url ?? "/";
     for (const route of firsts) {
-      if (req.url === route.path && req.method === route.first) return void route.handle(req, res, route.path);
+      if (url === route.path && req.method === route.first) return void route.handle(req, res, route.path);
     }
-    const path = normalizePath(req.url ?? "/");
+    if (procedures.has(url)) {
+      sayOversizeBodiesAs413(req, res);
+      return connect(req, res);
+    }
+    const path = normalizePath(url);
     const route = routeOf(routes, req.method, path, req);
     if (route === undefined) {
       sayOversizeBodiesAs413(req, res);
@@ -194,12 +214,15 @@ export function routingHandler(
 export function streamHandler(
   routes: readonly Route[],
   clientAddress: ReturnType<typeof clientAddressResolver>,
+  procedures: ReadonlySet<string> = new Set(),
 ): StreamHandler {
   // As over HTTP/1.1, the REST operation's POST is found on its exact raw path before the table is scanned.
   const firsts = routes.filter((route) => route.first === "POST" && route.stream !== undefined);
   return (stream, headers) => {
     const path = headers[":path"];
     if (headers[":method"] !== "POST" || path === undefined || headers.expect !== undefined) return false;
+    // A Connect procedure no route serves is for the request handler (connect-es).
+    if (procedures.has(path)) return false;
     let route: Route | undefined;
     for (const first of firsts) if (first.path === path) route = first;
     route ??= routeOf(routes, "POST", normalizePath(path));

@@ -35,7 +35,14 @@ import { LogSkin } from "../results-log/wire/log-tiles.js";
 import type { ResultsLog } from "../services/results-log.js";
 import { VerifyPage } from "../signing/wire/verify-page.js";
 import { buildDomain, type PublicDomain, type PublicDomainOptions } from "./public-domain.js";
-import { notFound, routingHandler, routingTable, streamHandler, tracedRoute } from "./public-routes.js";
+import {
+  directProcedurePaths,
+  notFound,
+  routingHandler,
+  routingTable,
+  streamHandler,
+  tracedRoute,
+} from "./public-routes.js";
 import {
   type AdmissionOptions,
   buildAdmission,
@@ -124,19 +131,24 @@ export function createPublicApp(config: Config, database: Database, options: Pub
   );
   const log = new LogSkin(reader, logger);
   const routes = routingTable({ ...skins, jwks: domain.signing.skin, verify, log }, domain.readiness);
+  const procedurePaths: string[] = [];
   const connect = connectNodeAdapter({
-    routes: connectServices(domain),
+    routes: (router) => {
+      connectServices(domain)(router);
+      for (const { requestPath } of router.handlers) procedurePaths.push(requestPath);
+    },
     fallback: (req, res) => notFound(req, res, skins.rest.path, logger),
     readMaxBytes: MAX_BODY_BYTES,
     requestGate: gate(admission, calls),
     ...calls.adapterOptions,
   }) as RequestHandler;
   const clientAddress = clientAddressResolver(config.trustedProxies);
-  const handler = routingHandler(routes, connect, clientAddress);
+  const procedures = directProcedurePaths(routes, procedurePaths);
+  const handler = routingHandler(routes, connect, clientAddress, procedures);
   return {
     handler: options.tracing === undefined ? handler : options.tracing.wrapHandler(handler, tracedRoute(routes)),
     // Traces wrap (req, res) handlers: while tracing is on, HTTP/2 streams go through `handler` too.
-    ...(options.tracing === undefined ? { streamHandler: streamHandler(routes, clientAddress) } : {}),
+    ...(options.tracing === undefined ? { streamHandler: streamHandler(routes, clientAddress, procedures) } : {}),
     ...publicFace(domain, metrics, admission),
   };
 }
