@@ -34,12 +34,22 @@ const UNPARSABLE_MESSAGE = "the request message is not valid protobuf binary";
  */
 export function reportUnparsableMessagesAsInvalid(
   context: HandlerContext,
-  replacement: () => ConnectError = () => new ConnectError(UNPARSABLE_MESSAGE, Code.InvalidArgument),
+  replacement: () => ConnectError = invalidArgument,
 ): void {
-  context.signal.addEventListener(
-    "abort",
-    () => {
-      const reason: unknown = context.signal.reason;
+  context.signal.addEventListener("abort", correctorFor(replacement), ONCE);
+}
+
+const invalidArgument = () => new ConnectError(UNPARSABLE_MESSAGE, Code.InvalidArgument);
+const ONCE = Object.freeze({ once: true });
+
+/** One abort listener per replacement, shared by every call (none made per call): it reads the signal it fires on. */
+const correctors = new WeakMap<() => ConnectError, (event: Event) => void>();
+
+function correctorFor(replacement: () => ConnectError): (event: Event) => void {
+  let corrector = correctors.get(replacement);
+  if (corrector === undefined) {
+    corrector = (event) => {
+      const reason: unknown = (event.target as AbortSignal).reason;
       if (isUnparsableBinary(reason)) {
         const error = replacement();
         Object.assign(reason, {
@@ -49,9 +59,10 @@ export function reportUnparsableMessagesAsInvalid(
           details: error.details,
         });
       }
-    },
-    { once: true },
-  );
+    };
+    correctors.set(replacement, corrector);
+  }
+  return corrector;
 }
 
 export function isUnparsableBinary(reason: unknown): reason is ConnectError {
