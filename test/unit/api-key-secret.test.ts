@@ -106,4 +106,15 @@ describe("API key secrets", () => {
       bearerCredential(undefined),
     ]).toEqual([KEY, KEY, undefined, undefined]);
   });
+
+  it("reads exactly one credential after the scheme, on the usual form's short path too", () => {
+    expect([
+      bearerCredential(`Bearer ${KEY} `),
+      bearerCredential(`Bearer\t${KEY}`),
+      bearerCredential(`Bearer ${KEY} x`),
+      bearerCredential(`Bearer ${KEY}\u00a0x`),
+      bearerCredential("Bearer "),
+      bearerCredential(`Bearer  ${KEY}`),
+    ]).toEqual([KEY, KEY, undefined, undefined, undefined, KEY]);
+  });
 });

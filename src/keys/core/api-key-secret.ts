@@ -101,6 +101,13 @@ export function sameHash(a: Buffer, b: Buffer): boolean {
  */
 export function bearerCredential(authorization: string | null | undefined): string | undefined {
   if (authorization == null) return undefined;
-  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
-  return match?.[1];
+  // The usual form, exactly "Bearer <key>", is read without the match array (every call carries one).
+  if (authorization.startsWith("Bearer ")) {
+    const key = authorization.slice(7);
+    if (key !== "" && !WHITESPACE.test(key)) return key;
+  }
+  return BEARER.exec(authorization)?.[1];
 }
+
+const BEARER = /^\s*bearer\s+(\S+)\s*$/i;
+const WHITESPACE = /\s/;
