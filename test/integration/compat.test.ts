@@ -11,11 +11,17 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import mysql from "mysql2/promise";
 import { Histogram, Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GetTopAffiliateWagersByPeriodResponseSchema, TopWagersService } from "../../gen/topwagers/v1/top_wagers_pb.js";
 import {
+  GetTopAffiliateWagersByPeriodRequestSchema,
+  GetTopAffiliateWagersByPeriodResponseSchema,
+  TopWagersService,
+} from "../../gen/topwagers/v1/top_wagers_pb.js";
+import {
+  CALL_ENDED,
   CONNECT_END_STREAM_FLAG,
   CONNECT_PARSE_BINARY_PREFIX,
   connectEndStream,
+  endCallsWithSharedReason,
   envelopeOf,
   GRPC_WEB_TRAILER_FLAG,
   grpcTrailerStatus,
@@ -81,6 +87,45 @@ describe("connect-es", () => {
       );
       expect(ok.status).toBe(200);
     });
+  });
+
+  it("ends a call that went well through its context's abort(), which the gate can give one shared reason", async () => {
+    const failing = (router: ConnectRouter) =>
+      router.service(TopWagersService, {
+        getTopAffiliateWagersByPeriod: (request) => {
+          if (request.numUsers === 13) throw new ConnectError("refused", Code.FailedPrecondition);
+          return create(GetTopAffiliateWagersByPeriodResponseSchema);
+        },
+      });
+    const signals: AbortSignal[] = [];
+    const wrapped: boolean[] = [];
+    const requestGate = (context: Parameters<typeof endCallsWithSharedReason>[0]) => {
+      wrapped.push(endCallsWithSharedReason(context));
+      signals.push(context.signal);
+    };
+    const handler = connectNodeAdapter({ routes: failing, requestGate });
+    await withServer(handler as http.RequestListener, async (url) => {
+      const ok = toBinary(
+        GetTopAffiliateWagersByPeriodRequestSchema,
+        create(GetTopAffiliateWagersByPeriodRequestSchema),
+      );
+      const refused = toBinary(
+        GetTopAffiliateWagersByPeriodRequestSchema,
+        create(GetTopAffiliateWagersByPeriodRequestSchema, { numUsers: 13 }),
+      );
+      expect((await post(url, ok)).status).toBe(200);
+      expect((await post(url, ok)).status).toBe(200);
+      expect((await post(url, refused)).status).toBe(400);
+    });
+    expect(wrapped).toEqual([true, true, true]);
+    expect(signals.map((signal) => signal.aborted)).toEqual([true, true, true]);
+    // Both calls that went well end with the one shared AbortError, not a new DOMException each.
+    expect(signals[0]?.reason).toBe(CALL_ENDED);
+    expect(signals[1]?.reason).toBe(CALL_ENDED);
+    expect(CALL_ENDED.name).toBe("AbortError");
+    // A call that failed keeps its own reason: the error.
+    expect(signals[2]?.reason).toBeInstanceOf(ConnectError);
+    expect(signals[2]?.reason).toMatchObject({ code: Code.FailedPrecondition });
   });
 });
 

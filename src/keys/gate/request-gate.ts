@@ -4,7 +4,7 @@
  * token on the internal one) or is refused. REST and the live streams admit in their skins.
  */
 import type { HandlerContext } from "@connectrpc/connect";
-import { reportUnparsableMessagesAsInvalid } from "../../platform/compat/connect.js";
+import { endCallsWithSharedReason, reportUnparsableMessagesAsInvalid } from "../../platform/compat/connect.js";
 import { malformedRequest } from "../../platform/errors/catalogue.js";
 import type { CallFacts, CallObservation } from "../../platform/observability/call-observation.js";
 
@@ -27,6 +27,7 @@ const unparsableBinary = () => malformedRequest("the request message is not vali
 /** connectNodeAdapter's `requestGate`: admits every call to a service that is not open; a refusal is observed. */
 export function requestGate(admit: Admit, calls: CallObservation): (context: HandlerContext) => Promise<void> {
   return async (context) => {
+    endCallsWithSharedReason(context);
     reportUnparsableMessagesAsInvalid(context, unparsableBinary);
     const facts = calls.begin(context);
     if (OPEN_SERVICES.has(context.service.typeName)) return;
