@@ -264,11 +264,13 @@ export async function runQueryBench(args: string[]): Promise<void> {
               numUsers: 10,
             }),
           );
+          const change = (p: number) =>
+            `${fmt((100 * (percentile(big, p) - percentile(little, p))) / percentile(little, p), 0)}%`;
           scaleRows.push([
             shape.name,
-            fmt(percentile(little, 50)),
-            fmt(percentile(big, 50)),
-            `${fmt((100 * (percentile(big, 50) - percentile(little, 50))) / percentile(little, 50), 0)}%`,
+            `${fmt(percentile(little, 50))} / ${fmt(percentile(little, 95))}`,
+            `${fmt(percentile(big, 50))} / ${fmt(percentile(big, 95))}`,
+            `${change(50)} / ${change(95)}`,
           ]);
         }
       } finally {
@@ -307,7 +309,7 @@ export async function runQueryBench(args: string[]): Promise<void> {
         "",
         ...(scaleRows.length > 0
           ? [
-              `largest affiliate, N=10, p50 ms at ${fmtCount(compareWagers)} vs ${fmtCount(wagers)} wagers:`,
+              `largest affiliate, N=10, plain, p50 / p95 ms at ${fmtCount(compareWagers)} vs ${fmtCount(wagers)} wagers:`,
               "",
               table(["period", `${fmtCount(compareWagers)} wagers`, `${fmtCount(wagers)} wagers`, "change"], scaleRows),
               "",
