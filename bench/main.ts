@@ -16,6 +16,7 @@ import { runLiveFramingBench } from "./live-framing.js";
 import { runProfileSummary } from "./profile.js";
 import { runProtocolsBench } from "./protocols.js";
 import { runQueryBench } from "./query.js";
+import { runQueryLayersBench } from "./query-layers.js";
 import { runRacesBench } from "./races.js";
 import { runResultsLogBench } from "./results-log.js";
 import { runSignedBoardsBench } from "./signed-boards.js";
@@ -29,6 +30,11 @@ const scenarios: Record<string, { run: (args: string[]) => Promise<void>; usage:
     run: runQueryBench,
     usage:
       "query [--wagers 50000000] [--compare-wagers 5000000] [--runs 20] [--naive-runs 5]   cold read latency vs naive GROUP BY",
+  },
+  "query-layers": {
+    run: runQueryLayersBench,
+    usage:
+      "query-layers [--wagers 5000000] [--months 12] [--calls 5000] [--rounds 3]   a small affiliate's board: naive vs each layer of the service",
   },
   ingest: {
     run: runIngestBench,

@@ -347,11 +347,21 @@ async function topUsersSummingBoth(
   rankBy: RankBy,
 ): Promise<KeyedRow[]> {
   const rank = RANK_COLUMN[rankBy];
-  const union = ranges.map((r) => `${bothValues(source, r)} AND ${inPeriod(source[r.source])}`).join(" UNION ALL ");
   const params = ranges.flatMap((r) => [affiliateId, r.from, r.to]);
   // A user whose pieces cancel out (a subtracted edge held all their wagers) wagered nothing in the
   // period. A user whose wagers all had weight 0 did wager: listed, with a weighted total of 0.
-  const aggregate = `SELECT user_id, SUM(v) AS total, SUM(w) AS weighted FROM (${union}) x GROUP BY user_id HAVING total > 0`;
+  const [only] = ranges;
+  let aggregate: string;
+  if (ranges.length === 1 && only?.sign === 1) {
+    // One piece (a small affiliate's raw wagers, or one rollup range): summed straight from its table, without the
+    // derived table of the union, which cost 30 µs of a 300 µs board (bench/query-layers.ts' board, 9 rounds).
+    const c = source[only.source];
+    aggregate = `SELECT user_id, SUM(${c.plain}) AS total, SUM(${c.weighted}) AS weighted FROM ${c.table}
+                  WHERE affiliate_id = ? AND ${inPeriod(c)} GROUP BY user_id HAVING total > 0`;
+  } else {
+    const union = ranges.map((r) => `${bothValues(source, r)} AND ${inPeriod(source[r.source])}`).join(" UNION ALL ");
+    aggregate = `SELECT user_id, SUM(v) AS total, SUM(w) AS weighted FROM (${union}) x GROUP BY user_id HAVING total > 0`;
+  }
   const [rows] = await pool.execute<RowDataPacket[]>(
     `SELECT u.id AS user_key, u.external_id, u.username, u.avatar_url, t.total, t.weighted
        FROM (${aggregate} ORDER BY ${rank} DESC LIMIT ?) t
