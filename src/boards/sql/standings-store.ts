@@ -10,7 +10,7 @@ import { migrationRecordedReader } from "../../platform/database/schema-record.j
 import type { StandingsStore } from "../../ports/standings.js";
 import type { RankBy } from "../../values/weights.js";
 import { boardInOneSnapshot, totalsOfUsers, userKeysOf } from "./held-reads.js";
-import { type BoardScope, topUsersFromBuckets } from "./leaderboard-queries.js";
+import { type BoardRead, type BoardScope, topUsersFromBuckets } from "./leaderboard-queries.js";
 import { AffiliateSizes, THRESHOLD_MIN_USERS } from "./threshold-board.js";
 
 /** The migration whose index the threshold plan reads (../../schema/schema-migrations.ts). */
@@ -52,6 +52,28 @@ function boardScopes(
 }
 
 /**
+ * The board to read for a period (its pieces under the retention guard, the weighted column in use, the plan its
+ * affiliate's size allows), as the standings below ask for them.
+ */
+function boardReads(
+  pool: Pool,
+  horizons: HorizonWatch,
+  options: StandingsOptions,
+): (affiliateId: number, start: number, end: number, limit: number, rankBy: RankBy) => Promise<BoardRead> {
+  const weighted = weightedColumnReader(pool);
+  const scopes = boardScopes(pool, horizons, options);
+  const periods = guardedPeriods(horizons);
+  return async (affiliateId, start, end, limit, rankBy) => ({
+    affiliateId,
+    ranges: await periods(affiliateId, start, end),
+    limit,
+    rankBy,
+    weighted: await weighted(),
+    scope: scopes(affiliateId),
+  });
+}
+
+/**
  * Periods answered from the rollups plus raw edges (../../ingest/sql/period-buckets.ts); a period needing rows the retention job
  * deleted is refused (../../ingest/sql/retention-horizon.ts), under the horizons `horizons` holds (the process's one
  * watch; a watch of its own on `pool` by default).
@@ -62,16 +84,8 @@ export function mariadbStandings(
   options: StandingsOptions = {},
 ): StandingsStore {
   const weighted = weightedColumnReader(pool);
-  const scopes = boardScopes(pool, horizons, options);
   const periods = guardedPeriods(horizons);
-  const board = async (affiliateId: number, start: number, end: number, limit: number, rankBy: RankBy) => ({
-    affiliateId,
-    ranges: await periods(affiliateId, start, end),
-    limit,
-    rankBy,
-    weighted: await weighted(),
-    scope: scopes(affiliateId),
-  });
+  const board = boardReads(pool, horizons, options);
   return {
     topUsers: async (...query) => topUsersFromBuckets(pool, await board(...query)),
     keyed: {
@@ -94,19 +108,10 @@ export function causalStandings(
   flavour: "mariadb" | "mysql",
   horizons: HorizonWatch = new HorizonWatch(pool),
 ): StandingsStore {
-  const weighted = weightedColumnReader(pool);
-  const scopes = boardScopes(pool, horizons, {});
-  const periods = guardedPeriods(horizons);
+  const boardOf = boardReads(pool, horizons, {});
   return {
     async topUsers(affiliateId, start, end, limit, rankBy) {
-      const board = {
-        affiliateId,
-        ranges: await periods(affiliateId, start, end),
-        limit,
-        rankBy,
-        weighted: await weighted(),
-        scope: scopes(affiliateId),
-      };
+      const board = await boardOf(affiliateId, start, end, limit, rankBy);
       const connection = await pool.getConnection();
       let waiting = false;
       try {
