@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BoardScope, keyedTopUsersFromBuckets } from "../../src/boards/sql/leaderboard-queries.js";
 import { mariadbStandings } from "../../src/boards/sql/standings-store.js";
-import { THRESHOLD_MIN_USERS } from "../../src/boards/sql/threshold-board.js";
+import { AffiliateSizes, THRESHOLD_MIN_USERS } from "../../src/boards/sql/threshold-board.js";
 import { mulberry32 } from "../../src/ingest/core/seed-data.js";
 import { bucketRanges } from "../../src/ingest/sql/period-buckets.js";
 import { voidWagerBatch } from "../../src/ingest/sql/voids.js";
@@ -296,5 +296,51 @@ describe("the standings pick the plan by the affiliate's users", () => {
     const before = boardPlansTaken().rollup;
     await mariadbStandings(database.db.read, undefined, { plans: "rollup" }).topUsers(wide, ...year, 10, "wagered");
     expect(boardPlansTaken().rollup).toBe(before + 1);
+  });
+});
+
+describe("a small affiliate's profile", () => {
+  it("is read again after 10 s while it has no monthly row (its history may be imported next), after 10 minutes once it has", async () => {
+    await addUsers(database.db, [
+      { id: "fresh-1", affiliateId: "fresh", username: "f1", avatar: "" },
+      { id: "fresh-2", affiliateId: "fresh", username: "f2", avatar: "" },
+    ]);
+    const fresh = await affiliateKey(database.db.read, "fresh");
+    let now = 1_000_000;
+    const sizes = new AffiliateSizes(database.db.read, () => now);
+    expect(await sizes.of(fresh)).toEqual({ users: 2, months: new Map() });
+    // The import: 30 wagers in March 2025, 10 in April.
+    const march = Date.UTC(2025, 2, 1) / 1000;
+    const april = Date.UTC(2025, 3, 1) / 1000;
+    await addWagers(database.db, [
+      ...Array.from({ length: 30 }, (_, i) => ({
+        id: `fresh-w${i}`,
+        userId: `fresh-${1 + (i % 2)}`,
+        amount: "1",
+        placedAt: march + i * 3600,
+      })),
+      ...Array.from({ length: 10 }, (_, i) => ({
+        id: `fresh-a${i}`,
+        userId: "fresh-1",
+        amount: "2",
+        placedAt: april + i * 3600,
+      })),
+    ]);
+    now += 9_999;
+    expect(await sizes.of(fresh)).toEqual({ users: 2, months: new Map() });
+    now += 1;
+    const imported = new Map([
+      [march, { users: 2, wagers: 30 }],
+      [april, { users: 1, wagers: 10 }],
+    ]);
+    expect(await sizes.of(fresh)).toEqual({ users: 2, months: imported });
+    // With rows, the profile is kept for 10 minutes: a new month's wagers show after that.
+    await addWagers(database.db, [
+      { id: "fresh-m", userId: "fresh-2", amount: "5", placedAt: Date.UTC(2025, 4, 2) / 1000 },
+    ]);
+    now += 10 * 60_000 - 1;
+    expect(await sizes.of(fresh)).toEqual({ users: 2, months: imported });
+    now += 1;
+    expect((await sizes.of(fresh)).months?.get(Date.UTC(2025, 4, 1) / 1000)).toEqual({ users: 1, wagers: 1 });
   });
 });

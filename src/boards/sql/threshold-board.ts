@@ -172,6 +172,13 @@ export const THRESHOLD_MIN_USERS = 500;
 /** How long an affiliate's count of users is used before it is counted again. */
 const USERS_COUNTED_FOR_MS = 10 * 60_000;
 
+/**
+ * How long a small affiliate with no monthly row yet is used before it is read again: its first board often comes
+ * just before its history is imported, and its empty profile estimates no raw wager for any period, so for
+ * USERS_COUNTED_FOR_MS every board of it would sum its raw wagers, however many the import brought.
+ */
+const EMPTY_COUNTED_FOR_MS = 10_000;
+
 /** Affiliates counted at most; past it the counts start over (a count is one index range of `users`). */
 const MAX_COUNTED = 100_000;
 
@@ -204,7 +211,8 @@ export class AffiliateSizes {
     const users = Number(rows[0]?.n ?? 0);
     const size = { users, months: users < THRESHOLD_MIN_USERS ? await this.monthsOf(affiliateId) : undefined };
     if (this.counted.size >= MAX_COUNTED) this.counted.clear();
-    this.counted.set(affiliateId, { size, until: this.now() + USERS_COUNTED_FOR_MS });
+    const heldFor = size.months?.size === 0 ? EMPTY_COUNTED_FOR_MS : USERS_COUNTED_FOR_MS;
+    this.counted.set(affiliateId, { size, until: this.now() + heldFor });
     return size;
   }
 
