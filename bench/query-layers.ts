@@ -98,7 +98,7 @@ export async function runQueryLayersBench(args: string[]): Promise<void> {
     ];
     const stepRows: string[][] = [];
     for (const [name, step] of steps) stepRows.push([name, fmt(await microsPerCall(100_000, async () => step()))]);
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+    const middleOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
     process.stdout.write(
       [
         "",
@@ -113,7 +113,7 @@ export async function runQueryLayersBench(args: string[]): Promise<void> {
           ["way", ...Array.from({ length: rounds }, (_, r) => `round ${r + 1} µs/call`), "median"],
           ways.map(([name]) => {
             const xs = measured.get(name) ?? [];
-            return [name, ...xs.map((x) => fmt(x, 1)), fmt(median(xs), 1)];
+            return [name, ...xs.map((x) => fmt(x, 1)), fmt(middleOf(xs), 1)];
           }),
         ),
         "",
