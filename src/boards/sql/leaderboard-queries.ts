@@ -181,8 +181,12 @@ export interface BoardRead {
   readonly rankBy?: RankBy;
   /** The rollups' weighted column: `weighted_sum` only once migration 12 is recorded (the default: `weighted_total`). */
   readonly weighted?: WeightedColumn;
-  /** `usual` when absent; a function is asked once per board. */
-  readonly scope?: BoardScope | (() => Promise<BoardScope>);
+  /**
+   * `usual` when absent. Settled before the board is read, never asked for on the way: a board read on one
+   * connection held from a pool (a snapshot, a causal read) must not need a second one from the same pool, or
+   * as many such reads as the pool has connections wait for each other for ever.
+   */
+  readonly scope?: BoardScope;
 }
 
 /**
@@ -221,7 +225,7 @@ export async function keyedTopUsersFromBuckets(pool: Pool | PoolConnection, boar
   const { affiliateId, ranges, limit, rankBy = "wagered" } = board;
   if (ranges.length === 0) return [];
   const source = SOURCES[board.weighted ?? "weighted_total"];
-  const scope = typeof board.scope === "function" ? await board.scope() : (board.scope ?? { kind: "usual" });
+  const scope = board.scope ?? { kind: "usual" };
   if (scope.kind === "small") {
     const read = smallBoardPieces(scope.months, ranges, scope.rawHeldFrom);
     countBoardPlan(read.source === "raw" ? "raw" : "small");

@@ -37,11 +37,11 @@ function boardScopes(
   pool: Pool,
   horizons: HorizonWatch,
   options: StandingsOptions,
-): (affiliateId: number) => () => Promise<BoardScope> {
-  if (options.plans === "rollup") return () => async () => USUAL;
+): (affiliateId: number) => Promise<BoardScope> {
+  if (options.plans === "rollup") return async () => USUAL;
   const recorded = migrationRecordedReader(pool, MONTHLY_RANKING_INDEX_MIGRATION);
   const sizes = new AffiliateSizes(pool);
-  return (affiliateId) => async () => {
+  return async (affiliateId) => {
     const size = await sizes.of(affiliateId);
     if (size.months !== undefined) {
       const rawHeldFrom = horizonsOf(await horizons.fresh(), affiliateId).wagers;
@@ -63,14 +63,12 @@ function boardReads(
   const weighted = weightedColumnReader(pool);
   const scopes = boardScopes(pool, horizons, options);
   const periods = guardedPeriods(horizons);
-  return async (affiliateId, start, end, limit, rankBy) => ({
-    affiliateId,
-    ranges: await periods(affiliateId, start, end),
-    limit,
-    rankBy,
-    weighted: await weighted(),
-    scope: scopes(affiliateId),
-  });
+  return async (affiliateId, start, end, limit, rankBy) => {
+    const ranges = await periods(affiliateId, start, end);
+    // The plan is settled here, on the pool, before the board's statements take a connection (BoardRead.scope).
+    const scope = ranges.length === 0 ? USUAL : await scopes(affiliateId);
+    return { affiliateId, ranges, limit, rankBy, weighted: await weighted(), scope };
+  };
 }
 
 /**
