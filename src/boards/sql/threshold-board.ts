@@ -169,13 +169,21 @@ function contendersOrNot(users: number[], monthsWithRows: number[]): ThresholdAn
  */
 export const THRESHOLD_MIN_USERS = 500;
 
-/** How long an affiliate's count of users is used before it is counted again. */
+/** How long a large affiliate's count of users is used before it is counted again (one index range of `users`). */
 const USERS_COUNTED_FOR_MS = 10 * 60_000;
+
+/**
+ * How long a small affiliate's size and monthly profile are used: a minute, not USERS_COUNTED_FOR_MS. The profile
+ * sends its boards to the raw wagers when they are few; an import of many wagers (a bulk load, a bot) can make them
+ * many at once, and until the profile is read again every board of it sums them all. Both reads are ranges of fewer
+ * than THRESHOLD_MIN_USERS rows a month (well under a millisecond), once a minute per small affiliate read.
+ */
+const SMALL_COUNTED_FOR_MS = 60_000;
 
 /**
  * How long a small affiliate with no monthly row yet is used before it is read again: its first board often comes
  * just before its history is imported, and its empty profile estimates no raw wager for any period, so for
- * USERS_COUNTED_FOR_MS every board of it would sum its raw wagers, however many the import brought.
+ * SMALL_COUNTED_FOR_MS every board of it would sum its raw wagers, however many the import brought.
  */
 const EMPTY_COUNTED_FOR_MS = 10_000;
 
@@ -186,7 +194,8 @@ const MAX_COUNTED = 100_000;
  * What picks the plan of an affiliate's boards, never what they answer: its users (those whose affiliate it is now:
  * a measure of the rows its periods hold, never exact, as a user who moved keeps their wagers with the old affiliate)
  * and, for an affiliate of fewer than THRESHOLD_MIN_USERS users, its monthly rollup's rows and wagers per month
- * (../core/small-board-plan.ts). Read at most once every 10 minutes per affiliate.
+ * (../core/small-board-plan.ts). Read at most once every 10 minutes per large affiliate, every minute per small one
+ * (every 10 s while it has no monthly row).
  */
 export interface AffiliateSize {
   readonly users: number;
@@ -211,7 +220,12 @@ export class AffiliateSizes {
     const users = Number(rows[0]?.n ?? 0);
     const size = { users, months: users < THRESHOLD_MIN_USERS ? await this.monthsOf(affiliateId) : undefined };
     if (this.counted.size >= MAX_COUNTED) this.counted.clear();
-    const heldFor = size.months?.size === 0 ? EMPTY_COUNTED_FOR_MS : USERS_COUNTED_FOR_MS;
+    const heldFor =
+      size.months === undefined
+        ? USERS_COUNTED_FOR_MS
+        : size.months.size === 0
+          ? EMPTY_COUNTED_FOR_MS
+          : SMALL_COUNTED_FOR_MS;
     this.counted.set(affiliateId, { size, until: this.now() + heldFor });
     return size;
   }
