@@ -460,6 +460,26 @@ describe("the overlay at OBS sizes", () => {
     await page.close();
   });
 
+  it("keeps saying what to check about a refused key after it has tried again", async () => {
+    const { page, response } = await open(`/board?key=tw_pub_${"B".repeat(38)}&${PERIOD}&numUsers=5`);
+    expect(response?.status()).toBe(401);
+    const first = (await page.textContent("#detail")) ?? "";
+    // The page's own refusal (rendered by the server), then the script's first try again (its own request, 1 s on).
+    expect(first).toMatch(
+      /^This leaderboard cannot be shown: missing or invalid API key \(send Authorization Bearer with your key\)\. Check the key in the address of this page \(a publishable key, tw_pub_…\)\. Trying again in [12] s\.$/,
+    );
+    const later = await until(
+      "the detail after the script tried again",
+      async () => (await page.textContent("#detail")) ?? "",
+      (detail) => detail !== first,
+      15_000,
+    );
+    expect(later).toMatch(
+      /^This leaderboard cannot be shown: missing or invalid API key \(send Authorization Bearer with your key\)\. Check the key in the address of this page \(a publishable key, tw_pub_…\)\. Trying again in [2-4] s\.$/,
+    );
+    await page.close();
+  });
+
   it("opened while its key is rate limited, says so neutrally and shows the board by itself once the limit passes", async () => {
     const limited = (
       await createKey(database.db, "aff-ov", { points: 2, windowSeconds: 3 }, { publishable: true, allowedOrigins: [] })

@@ -20,7 +20,7 @@ import type { Violation } from "../../values/violation.js";
 import type { RankBy } from "../../values/weights.js";
 import { validPeriodQuery } from "../core/operation.js";
 import { decodeRequestFields } from "./codecs/period-request-json.js";
-import { OVERLAY_SCRIPT } from "./parts/overlay-page-assets.js";
+import { KEY_HINT, OVERLAY_SCRIPT } from "./parts/overlay-page-assets.js";
 import { OVERLAY_STYLE } from "./parts/overlay-page-style.js";
 import { STREAM_PATH } from "./parts/rest-paths.js";
 
@@ -251,8 +251,7 @@ function hintFor(status: number, race: boolean): string {
   if (status === 400 && race) return " Check the address of this page (race, mask, theme).";
   if (status === 400)
     return " Check the address of this page (startTimestamp, endTimestamp, numUsers, rankBy, mask, theme).";
-  if (status === 401 || status === 403)
-    return " Check the key in the address of this page (a publishable key, tw_pub_…).";
+  if (status === 401 || status === 403) return KEY_HINT;
   return "";
 }
 

@@ -13,6 +13,12 @@
  * console (and to a top-level page outside OBS; not in a frame).
  */
 
+/**
+ * What the streamer can do about a refused key (401, 403): said with the page's own refusal and with every later one
+ * the script meets while it tries again, so the hint stays on screen however long the page has been open.
+ */
+export const KEY_HINT = " Check the key in the address of this page (a publishable key, tw_pub_…).";
+
 /** The script as written here, with its comments. */
 const SCRIPT_SOURCE = `
 (() => {
@@ -318,11 +324,12 @@ const SCRIPT_SOURCE = `
     return "Trying again in " + Math.ceil(wait / 1000) + " s.";
   };
 
-  // Why a refused answer was refused (its message), and its Retry-After.
+  // Why a refused answer was refused (its message, and for a refused key what to check), and its Retry-After.
   const refusal = async (response) => {
     const body = await response.json().catch(() => null);
+    const hint = response.status === 401 || response.status === 403 ? ${JSON.stringify(KEY_HINT)} : "";
     return {
-      why: ((body && body.errors && body.errors[0] && body.errors[0].message) || "HTTP " + response.status) + ".",
+      why: ((body && body.errors && body.errors[0] && body.errors[0].message) || "HTTP " + response.status) + "." + hint,
       retryAfter: Number(response.headers.get("retry-after")) || 0,
     };
   };
