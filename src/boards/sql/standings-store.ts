@@ -30,8 +30,8 @@ const LARGE: BoardScope = { kind: "large" };
 
 /**
  * How each affiliate's boards may be read: its size (AffiliateSizes: read at most every 10 minutes, a small
- * affiliate's every minute), whether migration 25 is recorded (asked of the schema record, like the weighted column), and for a small affiliate the
- * wager horizon that holds for it (raw wagers from it on are all there).
+ * affiliate's every minute), whether migration 25 is recorded (asked of the schema record, like the weighted
+ * column), and for a small affiliate the wager horizon that holds for it (raw wagers from it on are all there).
  */
 function boardScopes(
   pool: Pool,
